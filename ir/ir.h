@@ -1,0 +1,252 @@
+/* halo graph IR: the in-memory form of a model file (docs/ir.md).
+ *
+ * Ownership: every object reachable from an ir_module (strings, arrays, nodes,
+ * values, functions) lives in the module's arena and is freed by
+ * ir_module_free(). Nothing in this header returns memory the caller must free
+ * on its own, except ir_module_free's argument and the strings documented as
+ * malloc'd (ir_error.msg is a fixed buffer).
+ *
+ * Identity: nodes, values, weights, states, functions are addressed by dense
+ * integer indices, never by pointer. Every ordering decision in the compiler
+ * is made from these indices and names, so the output never depends on
+ * allocation addresses or hash order.
+ */
+#ifndef HALO_IR_H
+#define HALO_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/arena.h"
+#include "kernels/dtype.h"
+
+#define IR_MAX_RANK 4
+
+/* A dimension is affine in the step's token count T: coef_T * T + c.
+ * Every shape in the model is a function of T (tokens in this step) and of
+ * compile-time params; positions (pos) are runtime values, never dims. */
+typedef struct {
+	int64_t coef_T;
+	int64_t c;
+} ir_dim;
+
+typedef struct {
+	int rank;
+	ir_dim dim[IR_MAX_RANK];
+} ir_shape;
+
+typedef struct {
+	const char *file; /* arena-owned copy of the path given to the reader */
+	int line, col;    /* 1-based; 0 when synthesised by a pass */
+} ir_loc;
+
+/* Error report: the first error wins; messages are "file:line:col: what". */
+typedef struct {
+	bool set;
+	char msg[1024];
+} ir_error;
+
+void ir_error_set(ir_error *err, ir_loc loc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ir_error_setv(ir_error *err, ir_loc loc, const char *fmt, va_list ap);
+
+/* ---- attributes ---------------------------------------------------------- */
+
+typedef enum {
+	IR_ATTR_INT,
+	IR_ATTR_FLOAT,
+	IR_ATTR_STR,
+	IR_ATTR_INTS,
+} ir_attr_kind;
+
+typedef struct {
+	const char *name;
+	ir_attr_kind kind;
+	int64_t i;
+	double f;
+	const char *s;
+	const int64_t *ints;
+	int n_ints;
+} ir_attr;
+
+/* ---- ops ------------------------------------------------------------------ */
+
+/* The closed op set. docs/ops.md documents each one; ir/ops.c holds the
+ * attribute schema and shape rule; runtime/ref/ holds its semantics. */
+typedef enum {
+#define IR_OP(id, name) IR_OP_##id,
+#include "kernels/ops.def"
+#undef IR_OP
+	IR_OP_COUNT
+} ir_op;
+
+/* A fused sub-operation attached to a node by passes/fuse_*.c.
+ * PROLOGUE runs on the node's first input before the main op (rms_norm into
+ * a matmul); EPILOGUE runs on the node's output after it, in list order. */
+typedef enum { IR_FUSE_PROLOGUE, IR_FUSE_EPILOGUE } ir_fuse_pos;
+
+typedef struct {
+	ir_op op;
+	ir_fuse_pos pos;
+	int n_attr;
+	ir_attr *attr;
+	int n_extra;   /* extra operands (norm weight, residual, gate) */
+	int *extra;    /* value ids */
+	int operand;   /* for binary epilogues: which side the running value takes (0 or 1) */
+	const char *name; /* name of the value this sub-op produced before fusion */
+} ir_fused;
+
+typedef struct {
+	ir_op op;
+	const char *name; /* the node's name (its first output's name for value ops) */
+	int n_in;
+	int *in;          /* value ids */
+	int n_out;
+	int *out;         /* value ids; state_write has none */
+	int n_attr;
+	ir_attr *attr;
+	int ref;          /* weight id (IR_OP_WEIGHT), state id (STATE_READ/WRITE),
+			     function id (IR_OP_CALL); -1 otherwise */
+	int n_after;
+	int *after;       /* explicit ordering edges: node ids that must run first */
+	int n_fused;
+	ir_fused *fused;
+	int layer;        /* layer index after expansion, -1 before / outside layers */
+	ir_loc loc;
+	bool dead;        /* set by dce; compacted away by ir_func_compact() */
+} ir_node;
+
+typedef struct {
+	const char *name;
+	ir_shape shape;
+	halo_dtype dtype;
+	bool shape_known; /* set by infer_shapes (inputs: by the reader) */
+	int producer;     /* node id, -1 for function inputs */
+	int producer_out; /* index into the producer's outputs */
+} ir_value;
+
+/* ---- declarations ---------------------------------------------------------- */
+
+typedef struct {
+	const char *name;    /* "tok_embd", or "layers.3.wq" after expansion */
+	ir_shape shape;      /* constant dims only */
+	halo_dtype dtype;    /* dtype in the bundle */
+	const char *hf_name; /* checkpoint tensor, "{i}" already substituted after expansion */
+	const char *hf_fallback; /* used when hf_name is absent (tied embeddings), or NULL */
+	const char *transform;   /* "none", "offset1" ((1+w) fold), "transpose", ... */
+	int layer;           /* -1 for module-level weights */
+	ir_loc loc;
+} ir_weight;
+
+typedef struct {
+	const char *name;    /* "k_cache", or "layers.3.k_cache" after expansion */
+	ir_shape shape;      /* constant dims only (n_ctx is a compile-time param) */
+	halo_dtype dtype;
+	const char *kind;    /* "kv", "conv", "ssm", "indexer", "ngram": for rollback policy */
+	int layer;
+	ir_loc loc;
+} ir_state;
+
+/* A function: the graph body of a block or of a top-level graph. */
+typedef struct {
+	const char *name;
+	bool is_block;      /* blocks are instantiated per layer by expand_blocks */
+	int n_values, cap_values;
+	ir_value *values;
+	int n_nodes, cap_nodes;
+	ir_node *nodes;
+	int n_inputs;
+	int *inputs;        /* value ids */
+	int n_outputs;
+	int *outputs;       /* value ids */
+	const char **output_names;
+	/* Block-local declarations, instantiated per layer on expansion. */
+	int n_weights;
+	ir_weight *weights;
+	int n_states;
+	ir_state *states;
+	ir_loc loc;
+} ir_func;
+
+typedef struct {
+	const char *name;   /* prefill, decode, draft, ... */
+	int func;           /* graph function id */
+	int64_t t_min, t_max; /* allowed token counts per call */
+	const char *logits; /* "all" or "last" */
+	ir_loc loc;
+} ir_entry;
+
+typedef struct {
+	const char *name;
+	bool is_float;
+	int64_t i;
+	double f;
+	ir_loc loc;
+} ir_param;
+
+typedef struct {
+	const char *name;         /* block name, e.g. "gdn" */
+	int func;
+} ir_layer_slot;
+
+typedef struct {
+	ir_arena arena;
+	const char *path;       /* model file */
+	const char *model;      /* model name from the file */
+	int n_hf_types;
+	const char **hf_types;  /* config.json model_type values this file serves */
+	int n_params;
+	ir_param *params;
+	int n_weights, cap_weights;
+	ir_weight *weights;     /* module-level; per-layer weights join on expansion */
+	int n_states, cap_states;
+	ir_state *states;
+	int n_funcs;
+	ir_func *funcs;
+	int n_layers;
+	int *layer_block;       /* per layer: function id of its block */
+	int n_entries;
+	ir_entry *entries;
+	bool expanded;          /* set by expand_blocks */
+} ir_module;
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+void ir_module_free(ir_module *m); /* frees m and everything it owns; NULL ok */
+
+/* ---- lookup ----------------------------------------------------------------- */
+
+const char *ir_op_name(ir_op op);
+bool ir_op_from_name(const char *name, ir_op *out);
+const ir_param *ir_module_param(const ir_module *m, const char *name);
+int ir_module_weight(const ir_module *m, const char *name); /* -1 if absent */
+int ir_module_state(const ir_module *m, const char *name);
+int ir_module_func(const ir_module *m, const char *name);
+const ir_attr *ir_node_attr(const ir_node *n, const char *name); /* NULL if absent */
+int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
+double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
+const char *ir_node_attr_str(const ir_node *n, const char *name, const char *dflt);
+
+/* ---- building (used by the reader and by passes) --------------------------- */
+
+/* Appends a value/node to f; storage grows inside the module arena.
+ * Returned ids stay valid; pointers into f->values / f->nodes do not survive
+ * a later append. */
+int ir_func_add_value(ir_module *m, ir_func *f, const char *name, int producer, int producer_out);
+int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_loc loc);
+/* Removes nodes marked dead and values nobody produces or uses, renumbering
+ * ids in a stable way (relative order kept). */
+void ir_func_compact(ir_module *m, ir_func *f);
+
+/* ---- shapes ------------------------------------------------------------------- */
+
+bool ir_dim_eq(ir_dim a, ir_dim b);
+bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+int64_t ir_dim_eval(ir_dim d, int64_t T);
+int64_t ir_shape_numel(const ir_shape *s, int64_t T);
+/* "[T, 4*T+1, 64]": writes into buf, returns buf. */
+const char *ir_shape_str(const ir_shape *s, char *buf, size_t len);
+
+#endif
