@@ -1,0 +1,629 @@
+/* safetensors reader: maps files, validates headers, converts tensors.
+ * Format: u64 little-endian header length N, N bytes of JSON
+ *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}}
+ * then the data region, offsets relative to its start. */
+#include "codegen/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Real headers are a few MB at most; this bounds what a bad length can make us parse. */
+#define MAX_HEADER_BYTES (100u << 20)
+
+typedef struct {
+	char *path;
+	const uint8_t *base;
+	size_t size;
+} mapped_file;
+
+struct halo_safetensors {
+	mapped_file *files;
+	size_t n_files;
+	halo_st_tensor *t;
+	size_t n, cap;
+};
+
+static int failf(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- header */
+
+static const struct {
+	const char *st_name;
+	halo_dtype dtype;
+} dtype_names[] = {
+	{"F32", HALO_F32}, {"F16", HALO_F16}, {"BF16", HALO_BF16},
+	{"F8_E4M3", HALO_F8E4M3}, {"I32", HALO_I32}, {"I64", HALO_I64},
+};
+
+static int parse_dtype(const char *file, const char *name, json_object *o, halo_dtype *out, char *err,
+                       size_t errlen)
+{
+	const char *s = json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+	for (size_t i = 0; s && i < sizeof dtype_names / sizeof dtype_names[0]; i++) {
+		if (strcmp(s, dtype_names[i].st_name) == 0) {
+			*out = dtype_names[i].dtype;
+			return 0;
+		}
+	}
+	return failf(err, errlen, "%s: tensor '%s': dtype %s is not one of F32, F16, BF16, F8_E4M3, I32, I64", file,
+	             name, s ? s : "(missing or not a string)");
+}
+
+static bool get_u64(json_object *o, uint64_t *out)
+{
+	if (!json_object_is_type(o, json_type_int))
+		return false;
+	int64_t v = json_object_get_int64(o);
+	if (v < 0)
+		return false;
+	*out = (uint64_t)v;
+	return true;
+}
+
+static int parse_shape(const char *file, halo_st_tensor *t, json_object *o, char *err, size_t errlen)
+{
+	size_t rank = json_object_is_type(o, json_type_array) ? json_object_array_length(o) : SIZE_MAX;
+	if (rank > HALO_ST_MAX_RANK)
+		return failf(err, errlen, "%s: tensor '%s': shape must be an array of at most %d dims", file, t->name,
+		             HALO_ST_MAX_RANK);
+	t->rank = (int)rank;
+	t->numel = 1;
+	for (size_t i = 0; i < rank; i++) {
+		uint64_t d;
+		if (!get_u64(json_object_array_get_idx(o, i), &d) || d > INT64_MAX)
+			return failf(err, errlen, "%s: tensor '%s': shape[%zu] is not a non-negative integer", file,
+			             t->name, i);
+		if (d && t->numel > UINT64_MAX / d)
+			return failf(err, errlen, "%s: tensor '%s': element count overflows", file, t->name);
+		t->shape[i] = (int64_t)d;
+		t->numel *= d;
+	}
+	return 0;
+}
+
+/* data_offsets against the data region and against the shape. */
+static int parse_offsets(const mapped_file *f, uint64_t data_start, halo_st_tensor *t, json_object *o,
+                         uint64_t *begin, uint64_t *end, char *err, size_t errlen)
+{
+	if (!json_object_is_type(o, json_type_array) || json_object_array_length(o) != 2 ||
+	    !get_u64(json_object_array_get_idx(o, 0), begin) || !get_u64(json_object_array_get_idx(o, 1), end) ||
+	    *begin > *end)
+		return failf(err, errlen, "%s: tensor '%s': data_offsets must be [begin, end] with begin <= end",
+		             f->path, t->name);
+	uint64_t region = f->size - data_start;
+	if (*end > region)
+		return failf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] run past the data (%llu bytes)",
+		             f->path, t->name, (unsigned long long)*begin, (unsigned long long)*end,
+		             (unsigned long long)region);
+	uint64_t esize = halo_dtype_size(t->dtype);
+	if (t->numel > UINT64_MAX / esize || *end - *begin != t->numel * esize)
+		return failf(err, errlen, "%s: tensor '%s': %llu bytes of data, its shape and dtype need %llu", f->path,
+		             t->name, (unsigned long long)(*end - *begin), (unsigned long long)(t->numel * esize));
+	t->data = f->base + data_start + *begin;
+	return 0;
+}
+
+static int push_tensor(halo_safetensors *st, const halo_st_tensor *t, char *err, size_t errlen)
+{
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 64;
+		halo_st_tensor *p = realloc(st->t, cap * sizeof *p);
+		if (!p)
+			return failf(err, errlen, "%s: out of memory", t->file);
+		st->t = p;
+		st->cap = cap;
+	}
+	st->t[st->n++] = *t;
+	return 0;
+}
+
+typedef struct {
+	uint64_t begin, end;
+	const char *name;
+} extent;
+
+static int cmp_extent(const void *a, const void *b)
+{
+	const extent *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Tensors of one file must not share bytes. */
+static int check_overlaps(const char *file, extent *e, size_t n, char *err, size_t errlen)
+{
+	qsort(e, n, sizeof *e, cmp_extent);
+	for (size_t i = 1; i < n; i++)
+		if (e[i].begin < e[i - 1].end)
+			return failf(err, errlen, "%s: tensors '%s' and '%s' overlap", file, e[i - 1].name, e[i].name);
+	return 0;
+}
+
+static int parse_entry(halo_safetensors *st, const mapped_file *f, uint64_t data_start, const char *key,
+                       json_object *val, extent *ext, char *err, size_t errlen)
+{
+	halo_st_tensor t = {.file = f->path};
+	if (!(t.name = strdup(key)))
+		return failf(err, errlen, "%s: out of memory", f->path);
+	json_object *dt, *shape, *offs;
+	int rc;
+	if (!json_object_is_type(val, json_type_object) || !json_object_object_get_ex(val, "dtype", &dt) ||
+	    !json_object_object_get_ex(val, "shape", &shape) || !json_object_object_get_ex(val, "data_offsets", &offs))
+		rc = failf(err, errlen, "%s: tensor '%s': expected an object with dtype, shape and data_offsets",
+		           f->path, key);
+	else
+		rc = parse_dtype(f->path, key, dt, &t.dtype, err, errlen) || parse_shape(f->path, &t, shape, err, errlen) ||
+		     parse_offsets(f, data_start, &t, offs, &ext->begin, &ext->end, err, errlen) ||
+		     push_tensor(st, &t, err, errlen);
+	if (rc) {
+		free((char *)t.name);
+		return -1;
+	}
+	ext->name = t.name;
+	return 0;
+}
+
+static int parse_entries(halo_safetensors *st, const mapped_file *f, uint64_t data_start, json_object *root,
+                         char *err, size_t errlen)
+{
+	extent *ext = calloc((size_t)json_object_object_length(root) + 1, sizeof *ext);
+	if (!ext)
+		return failf(err, errlen, "%s: out of memory", f->path);
+	size_t n = 0;
+	int rc = 0;
+	json_object_object_foreach(root, key, val)
+	{
+		if (strcmp(key, "__metadata__") == 0)
+			continue;
+		if ((rc = parse_entry(st, f, data_start, key, val, &ext[n], err, errlen)) != 0)
+			break;
+		n++;
+	}
+	if (!rc)
+		rc = check_overlaps(f->path, ext, n, err, errlen);
+	free(ext);
+	return rc;
+}
+
+static bool only_spaces(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+/* Parses exactly `len` bytes of JSON (the header is not NUL-terminated);
+ * trailing spaces are allowed, as writers pad the header with them. */
+static json_object *parse_json(const char *file, const char *text, size_t len, char *err, size_t errlen)
+{
+	json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+	if (!tok) {
+		failf(err, errlen, "%s: out of memory", file);
+		return NULL;
+	}
+	json_object *root = len <= INT32_MAX ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+	enum json_tokener_error e = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!root || e != json_tokener_success || !only_spaces(text + end, len - end)) {
+		failf(err, errlen, "%s: header is not valid JSON (at byte %zu of %zu: %s)", file, 8 + end, len,
+		      e == json_tokener_success ? "trailing data" : json_tokener_error_desc(e));
+		json_object_put(root);
+		return NULL;
+	}
+	if (!json_object_is_type(root, json_type_object)) {
+		failf(err, errlen, "%s: header is not a JSON object", file);
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+static int parse_header(halo_safetensors *st, const mapped_file *f, char *err, size_t errlen)
+{
+	if (f->size < 8)
+		return failf(err, errlen, "%s: %zu bytes, too short for the 8-byte header length", f->path, f->size);
+	uint64_t n = 0;
+	for (int i = 7; i >= 0; i--)
+		n = n << 8 | f->base[i];
+	if (n > f->size - 8 || n > MAX_HEADER_BYTES)
+		return failf(err, errlen, "%s: header length %llu exceeds the file (%zu bytes) or %u", f->path,
+		             (unsigned long long)n, f->size, MAX_HEADER_BYTES);
+	json_object *root = parse_json(f->path, (const char *)f->base + 8, (size_t)n, err, errlen);
+	if (!root)
+		return -1;
+	int rc = parse_entries(st, f, 8 + n, root, err, errlen);
+	json_object_put(root);
+	return rc;
+}
+
+/* ------------------------------------------------------------- files */
+
+static int map_file(const char *path, mapped_file *f, char *err, size_t errlen)
+{
+	if (!(f->path = strdup(path)))
+		return failf(err, errlen, "%s: out of memory", path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return failf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	struct stat s;
+	if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
+		close(fd);
+		return failf(err, errlen, "%s: not a regular file", path);
+	}
+	f->size = (size_t)s.st_size;
+	if (f->size) {
+		void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			f->size = 0;
+			return failf(err, errlen, "%s: mmap failed: %s", path, strerror(e));
+		}
+		f->base = p;
+	}
+	close(fd);
+	return 0;
+}
+
+static int add_file(halo_safetensors *st, const char *path, char *err, size_t errlen)
+{
+	mapped_file *p = realloc(st->files, (st->n_files + 1) * sizeof *p);
+	if (!p)
+		return failf(err, errlen, "%s: out of memory", path);
+	st->files = p;
+	mapped_file *f = &st->files[st->n_files++];
+	*f = (mapped_file){0};
+	if (map_file(path, f, err, errlen))
+		return -1;
+	return parse_header(st, f, err, errlen);
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+	return strcmp(((const halo_st_tensor *)a)->name, ((const halo_st_tensor *)b)->name);
+}
+
+/* Sorts by name for lookup; a name in two shards is an error. */
+static int finish(halo_safetensors *st, char *err, size_t errlen)
+{
+	if (st->n)
+		qsort(st->t, st->n, sizeof *st->t, cmp_tensor);
+	for (size_t i = 1; i < st->n; i++)
+		if (strcmp(st->t[i - 1].name, st->t[i].name) == 0)
+			return failf(err, errlen, "tensor '%s' appears in both %s and %s", st->t[i].name, st->t[i - 1].file,
+			             st->t[i].file);
+	return 0;
+}
+
+void halo_st_close(halo_safetensors *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n; i++)
+		free((char *)st->t[i].name);
+	for (size_t i = 0; i < st->n_files; i++) {
+		if (st->files[i].base)
+			munmap((void *)st->files[i].base, st->files[i].size);
+		free(st->files[i].path);
+	}
+	free(st->t);
+	free(st->files);
+	free(st);
+}
+
+halo_safetensors *halo_st_open_file(const char *path, char *err, size_t errlen)
+{
+	halo_safetensors *st = calloc(1, sizeof *st);
+	if (!st) {
+		failf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	if (add_file(st, path, err, errlen) || finish(st, err, errlen)) {
+		halo_st_close(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* --------------------------------------------------------------- index */
+
+static json_object *read_json_file(const char *path, char *err, size_t errlen)
+{
+	mapped_file f = {0};
+	json_object *root = NULL;
+	if (map_file(path, &f, err, errlen) == 0)
+		root = parse_json(path, (const char *)f.base, f.size, err, errlen);
+	if (f.base)
+		munmap((void *)f.base, f.size);
+	free(f.path);
+	return root;
+}
+
+/* The shard a weight_map entry names, as a path in dir; a bare file name only. */
+static int shard_path(const char *index, const char *dir, const char *name, json_object *v, char *out,
+                      size_t outlen, char *err, size_t errlen)
+{
+	const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	if (!s || !*s || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return failf(err, errlen, "%s: weight_map['%s'] must be a shard file name in the same directory", index,
+		             name);
+	if (snprintf(out, outlen, "%s/%s", dir, s) >= (int)outlen)
+		return failf(err, errlen, "%s: shard path too long", index);
+	return 0;
+}
+
+static bool has_file(const halo_safetensors *st, const char *path)
+{
+	for (size_t i = 0; i < st->n_files; i++)
+		if (strcmp(st->files[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+/* Opens every shard the weight map names (each once), then checks each
+ * mapped tensor lives in the shard the index says. */
+static int open_index(halo_safetensors *st, const char *dir, const char *index, char *err, size_t errlen)
+{
+	json_object *root = read_json_file(index, err, errlen), *map = NULL;
+	if (!root)
+		return -1;
+	char path[4096];
+	if (!json_object_object_get_ex(root, "weight_map", &map) || !json_object_is_type(map, json_type_object)) {
+		json_object_put(root);
+		return failf(err, errlen, "%s: expected an object \"weight_map\"", index);
+	}
+	int rc = 0;
+	json_object_object_foreach(map, name, shard)
+	{
+		if (rc || (rc = shard_path(index, dir, name, shard, path, sizeof path, err, errlen)) != 0)
+			break;
+		if (!has_file(st, path))
+			rc = add_file(st, path, err, errlen);
+	}
+	if (!rc)
+		rc = finish(st, err, errlen);
+	json_object_object_foreach(map, name2, shard2)
+	{
+		if (rc || (rc = shard_path(index, dir, name2, shard2, path, sizeof path, err, errlen)) != 0)
+			break;
+		const halo_st_tensor *t = halo_st_find(st, name2);
+		if (!t || strcmp(t->file, path) != 0)
+			rc = failf(err, errlen, "%s: tensor '%s' is not in %s, where weight_map puts it", index, name2, path);
+	}
+	json_object_put(root);
+	return rc;
+}
+
+halo_safetensors *halo_st_open_dir(const char *dir, char *err, size_t errlen)
+{
+	char index[4096], single[4096];
+	if (snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir) >= (int)sizeof index ||
+	    snprintf(single, sizeof single, "%s/model.safetensors", dir) >= (int)sizeof single) {
+		failf(err, errlen, "%s: path too long", dir);
+		return NULL;
+	}
+	if (access(index, F_OK) != 0) {
+		if (access(single, F_OK) != 0) {
+			failf(err, errlen, "%s: no model.safetensors or model.safetensors.index.json", dir);
+			return NULL;
+		}
+		return halo_st_open_file(single, err, errlen);
+	}
+	halo_safetensors *st = calloc(1, sizeof *st);
+	if (!st) {
+		failf(err, errlen, "%s: out of memory", dir);
+		return NULL;
+	}
+	if (open_index(st, dir, index, err, errlen)) {
+		halo_st_close(st);
+		return NULL;
+	}
+	return st;
+}
+
+size_t halo_st_count(const halo_safetensors *st)
+{
+	return st->n;
+}
+
+const halo_st_tensor *halo_st_at(const halo_safetensors *st, size_t i)
+{
+	return i < st->n ? &st->t[i] : NULL;
+}
+
+const halo_st_tensor *halo_st_find(const halo_safetensors *st, const char *name)
+{
+	halo_st_tensor key = {.name = name};
+	return st->n ? bsearch(&key, st->t, st->n, sizeof *st->t, cmp_tensor) : NULL;
+}
+
+/* ----------------------------------------------------------- conversion */
+
+static float bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static float half_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
+	if (e == 31)
+		return bits_f32(sign | 0x7f800000u | m << 13);
+	if (e == 0) /* zero or subnormal: m * 2^-24 */
+		return (sign ? -1.0f : 1.0f) * ldexpf((float)m, -24);
+	return bits_f32(sign | (e + 112) << 23 | m << 13);
+}
+
+/* E4M3 "fn": bias 7, no infinities, S.1111.111 is NaN. */
+static float e4m3_to_f32(uint8_t b)
+{
+	float sign = (b & 0x80) ? -1.0f : 1.0f;
+	int e = (b >> 3) & 15, m = b & 7;
+	if (e == 15 && m == 7)
+		return NAN;
+	if (e == 0)
+		return sign * ldexpf((float)m, -9);
+	return sign * ldexpf((float)(8 + m), e - 10);
+}
+
+static uint16_t f32_to_half(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+	uint32_t a = u & 0x7fffffffu;
+	if (a >= 0x7f800000u) /* inf or NaN (kept quiet) */
+		return sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0);
+	if (a >= 0x477ff000u) /* rounds to >= 65520: overflow */
+		return sign | 0x7c00;
+	if (a < 0x38800000u) { /* below the smallest normal half: subnormal, RNE via float addition */
+		float r = bits_f32(a) + 0.5f; /* 0.5 = 2^-1 puts the half ulp 2^-24 at float bit 0 */
+		uint32_t ru;
+		memcpy(&ru, &r, 4);
+		return sign | (uint16_t)(ru - 0x3f000000u);
+	}
+	uint32_t mant_odd = (a >> 13) & 1;
+	a += 0xc8000fffu + mant_odd; /* rebias exponent (-112 << 23) and round to nearest even */
+	return sign | (uint16_t)(a >> 13);
+}
+
+/* Elements [start, start + n) of t, as f32. */
+static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float *dst)
+{
+	const uint8_t *p = t->data + start * halo_dtype_size(t->dtype);
+	for (size_t i = 0; i < n; i++) {
+		switch (t->dtype) {
+		case HALO_F32: {
+			float v;
+			memcpy(&v, p + 4 * i, 4);
+			dst[i] = v;
+			break;
+		}
+		case HALO_F16:
+			dst[i] = half_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+			break;
+		case HALO_BF16:
+			dst[i] = bits_f32((uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16);
+			break;
+		case HALO_F8E4M3:
+			dst[i] = e4m3_to_f32(p[i]);
+			break;
+		case HALO_I32: {
+			int32_t v;
+			memcpy(&v, p + 4 * i, 4);
+			dst[i] = (float)v;
+			break;
+		}
+		case HALO_I64: {
+			int64_t v;
+			memcpy(&v, p + 8 * i, 8);
+			dst[i] = (float)v;
+			break;
+		}
+		default:
+			dst[i] = NAN; /* unreachable: parse_dtype admits only the cases above */
+		}
+	}
+}
+
+typedef struct {
+	const halo_st_tensor *t;
+	float *scale; /* [ceil(rows/128), ceil(cols/128)] f32, or NULL */
+	uint64_t cols, scale_cols;
+} source;
+
+/* Finds the scale companion and checks it fits; fp8 without one is an error. */
+static int open_source(const halo_safetensors *st, const char *name, size_t n, source *src, char *err,
+                       size_t errlen)
+{
+	*src = (source){.t = halo_st_find(st, name)};
+	if (!src->t)
+		return failf(err, errlen, "tensor '%s' is not in the checkpoint", name);
+	const halo_st_tensor *t = src->t;
+	if (n != t->numel)
+		return failf(err, errlen, "%s: tensor '%s' has %llu elements, the buffer %zu", t->file, name,
+		             (unsigned long long)t->numel, n);
+	char sname[1024];
+	snprintf(sname, sizeof sname, "%s%s", name, HALO_ST_SCALE_SUFFIX);
+	const halo_st_tensor *s = halo_st_find(st, sname);
+	if (!s) {
+		if (t->dtype == HALO_F8E4M3)
+			return failf(err, errlen, "%s: tensor '%s' is F8_E4M3 but has no '%s' scale tensor", t->file, name,
+			             sname);
+		return 0;
+	}
+	uint64_t b = HALO_ST_SCALE_BLOCK;
+	if (t->rank != 2 || s->rank != 2 || (uint64_t)s->shape[0] != ((uint64_t)t->shape[0] + b - 1) / b ||
+	    (uint64_t)s->shape[1] != ((uint64_t)t->shape[1] + b - 1) / b)
+		return failf(err, errlen, "%s: tensor '%s' and its scale '%s' must be 2-D with the scale's shape "
+		             "[ceil(rows/%d), ceil(cols/%d)]", s->file, name, sname, HALO_ST_SCALE_BLOCK,
+		             HALO_ST_SCALE_BLOCK);
+	src->cols = (uint64_t)t->shape[1];
+	src->scale_cols = (uint64_t)s->shape[1];
+	if (!(src->scale = malloc((s->numel ? s->numel : 1) * sizeof(float))))
+		return failf(err, errlen, "%s: out of memory for '%s'", s->file, sname);
+	convert_run(s, 0, s->numel, src->scale);
+	return 0;
+}
+
+/* Elements [start, start + n) as f32, dequantised when a scale is present. */
+static void produce(const source *src, uint64_t start, size_t n, float *dst)
+{
+	convert_run(src->t, start, n, dst);
+	if (!src->scale)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = start + i, r = k / src->cols, c = k % src->cols;
+		dst[i] *= src->scale[(r / HALO_ST_SCALE_BLOCK) * src->scale_cols + c / HALO_ST_SCALE_BLOCK];
+	}
+}
+
+int halo_st_read_f32(const halo_safetensors *st, const char *name, float *out, size_t n, char *err,
+                     size_t errlen)
+{
+	source src;
+	int rc = open_source(st, name, n, &src, err, errlen);
+	if (rc == 0)
+		produce(&src, 0, n, out);
+	free(src.scale);
+	return rc;
+}
+
+int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out, size_t n, char *err,
+                     size_t errlen)
+{
+	source src;
+	int rc = open_source(st, name, n, &src, err, errlen);
+	float chunk[4096];
+	for (size_t done = 0; rc == 0 && done < n;) {
+		size_t len = n - done < 4096 ? n - done : 4096;
+		produce(&src, done, len, chunk);
+		for (size_t i = 0; i < len; i++)
+			out[done + i] = f32_to_half(chunk[i]);
+		done += len;
+	}
+	free(src.scale);
+	return rc;
+}
