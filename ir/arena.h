@@ -16,7 +16,7 @@ typedef struct {
 void *ir_arena_alloc(ir_arena *a, size_t size);          /* zeroed, 16-aligned */
 void *ir_arena_grow(ir_arena *a, void *old, size_t old_size, size_t new_size);
 char *ir_arena_strdup(ir_arena *a, const char *s);
-char *ir_arena_printf(ir_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *ir_arena_printf(ir_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3), nonnull(2)));
 void ir_arena_free(ir_arena *a);
 
 #endif

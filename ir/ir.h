@@ -59,6 +59,7 @@ typedef enum {
 	IR_ATTR_FLOAT,
 	IR_ATTR_STR,
 	IR_ATTR_INTS,
+	IR_ATTR_SHAPE, /* a shape whose dims may use T (reshape's `shape`) */
 } ir_attr_kind;
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
 	const char *s;
 	const int64_t *ints;
 	int n_ints;
+	ir_shape shape; /* IR_ATTR_SHAPE */
 } ir_attr;
 
 /* ---- ops ------------------------------------------------------------------ */
@@ -116,6 +118,10 @@ typedef struct {
 	int layer;        /* layer index after expansion, -1 before / outside layers */
 	ir_loc loc;
 	bool dead;        /* set by dce; compacted away by ir_func_compact() */
+	/* For WEIGHT / STATE_READ / STATE_WRITE: true when ref indexes the
+	 * enclosing block function's own table (f->weights / f->states), false
+	 * when it indexes the module table (m->weights / m->states). */
+	bool ref_local;
 } ir_node;
 
 typedef struct {
@@ -207,6 +213,7 @@ typedef struct {
 	ir_func *funcs;
 	int n_layers;
 	int *layer_block;       /* per layer: function id of its block */
+	int layer_then;         /* function id of the block run after every layer, -1 if none */
 	int n_entries;
 	ir_entry *entries;
 	bool expanded;          /* set by expand_blocks */
@@ -214,6 +221,9 @@ typedef struct {
 
 /* ---- lifetime ------------------------------------------------------------- */
 
+/* A new empty module owning a copy of path (its arena holds everything);
+ * free it with ir_module_free(). */
+ir_module *ir_module_new(const char *path);
 void ir_module_free(ir_module *m); /* frees m and everything it owns; NULL ok */
 
 /* ---- lookup ----------------------------------------------------------------- */
@@ -228,6 +238,14 @@ const ir_attr *ir_node_attr(const ir_node *n, const char *name); /* NULL if abse
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
 const char *ir_node_attr_str(const ir_node *n, const char *name, const char *dflt);
+/* The weight / state a WEIGHT, STATE_READ or STATE_WRITE node of f refers to
+ * (block-local or module table, per node->ref_local); NULL for other ops. */
+const ir_weight *ir_node_weight(const ir_module *m, const ir_func *f, const ir_node *n);
+const ir_state *ir_node_state(const ir_module *m, const ir_func *f, const ir_node *n);
+/* The id of the node of f named name, or -1. */
+int ir_func_node(const ir_func *f, const char *name);
+/* The id of the value of f named name, or -1. */
+int ir_func_value(const ir_func *f, const char *name);
 
 /* ---- building (used by the reader and by passes) --------------------------- */
 
@@ -236,14 +254,20 @@ const char *ir_node_attr_str(const ir_node *n, const char *name, const char *dfl
  * a later append. */
 int ir_func_add_value(ir_module *m, ir_func *f, const char *name, int producer, int producer_out);
 int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_loc loc);
+/* Appends an attribute (copied, name and strings stay as given: they must
+ * live in the module arena or be static) to node id nid of f. */
+void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a);
 /* Removes nodes marked dead and values nobody produces or uses, renumbering
  * ids in a stable way (relative order kept). */
 void ir_func_compact(ir_module *m, ir_func *f);
 
 /* ---- shapes ------------------------------------------------------------------- */
 
+static inline ir_dim ir_dim_const(int64_t c) { return (ir_dim){0, c}; }
+bool ir_dim_is_const(ir_dim d);
 bool ir_dim_eq(ir_dim a, ir_dim b);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+/* Both return -1 when the result does not fit in int64. */
 int64_t ir_dim_eval(ir_dim d, int64_t T);
 int64_t ir_shape_numel(const ir_shape *s, int64_t T);
 /* "[T, 4*T+1, 64]": writes into buf, returns buf. */

@@ -1,0 +1,46 @@
+#include "codegen/checkpoint.h"
+
+#include <stdio.h>
+
+static bool ckpt_exists(void *ctx, const char *name)
+{
+	return halo_st_find(ctx, name) != NULL;
+}
+
+static void shape_str(const int64_t *shape, int rank, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "[");
+	for (int i = 0; i < rank && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "]");
+}
+
+static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int rank, float *dst, char *err,
+		      size_t errlen)
+{
+	const halo_st_tensor *t = halo_st_find(ctx, name);
+	if (!t) {
+		snprintf(err, errlen, "checkpoint has no tensor '%s'", name);
+		return false;
+	}
+	bool same = t->rank == rank;
+	for (int i = 0; same && i < rank; i++)
+		same = t->shape[i] == shape[i];
+	if (!same) {
+		char want[96], have[96];
+		shape_str(shape, rank, want, sizeof(want));
+		shape_str(t->shape, t->rank, have, sizeof(have));
+		snprintf(err, errlen, "%s: tensor '%s' has shape %s, the model file expects %s", t->file, name, have,
+			 want);
+		return false;
+	}
+	return halo_st_read_f32(ctx, name, dst, t->numel, err, errlen) == 0;
+}
+
+void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
+{
+	src->read = ckpt_read;
+	src->exists = ckpt_exists;
+	src->ctx = st;
+}

@@ -1,0 +1,178 @@
+#include "codegen/compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/bundle_write.h"
+#include "codegen/checkpoint.h"
+#include "codegen/emit_manifest.h"
+#include "codegen/lower.h"
+#include "codegen/select_kernels.h"
+#include "codegen/weights.h"
+#include "ir/read_model.h"
+#include "passes/pipeline.h"
+
+/* Everything one compilation owns, released by compile_free(). */
+typedef struct {
+	ir_module *m;
+	halo_plan *plan;
+	halo_safetensors *st;
+	cg_weights *weights;
+	halo_manifest man;
+	uint8_t *spirv;
+	size_t spirv_size;
+	char *json;
+} compile_state;
+
+static void compile_free(compile_state *c)
+{
+	for (int i = 0; c->man.entries && i < c->man.n_entries; i++)
+		cg_entry_free(&c->man.entries[i]);
+	free(c->man.entries);
+	for (int i = 0; c->man.kernels && i < c->man.n_kernels; i++) {
+		free(c->man.kernels[i].name);
+		free(c->man.kernels[i].signature);
+	}
+	free(c->man.kernels);
+	free(c->man.weights); /* names borrowed from the module */
+	free(c->man.states);
+	free(c->json);
+	free(c->spirv);
+	cg_weights_free(c->weights);
+	halo_st_close(c->st);
+	plan_free(c->plan);
+	ir_module_free(c->m);
+}
+
+static int64_t param_int(const ir_module *m, const char *name)
+{
+	const ir_param *p = ir_module_param(m, name);
+	return p && !p->is_float ? p->i : -1;
+}
+
+static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *err, size_t errlen)
+{
+	char config[4096];
+	snprintf(config, sizeof(config), "%s/config.json", o->hf_dir);
+	ir_error ierr = {0};
+	c->m = ir_read_model(o->model_path, config, &ierr);
+	c->plan = c->m ? plan_new() : NULL;
+	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
+		snprintf(err, errlen, "%s", ierr.set ? ierr.msg : "out of memory");
+		return false;
+	}
+	c->man.model = (char *)c->m->model;
+	c->man.vocab = param_int(c->m, "vocab");
+	c->man.n_ctx = param_int(c->m, "n_ctx");
+	if (c->man.vocab < 1 || c->man.n_ctx < 1) {
+		snprintf(err, errlen, "%s: the model file must define int params 'vocab' and 'n_ctx'", o->model_path);
+		return false;
+	}
+	return true;
+}
+
+static bool open_weights(compile_state *c, const cg_compile_options *o, char *err, size_t errlen)
+{
+	cg_weight_source src = {.seed = o->seed, .matrix_dtype = o->matrix_dtype};
+	if (!o->random_weights) {
+		c->st = halo_st_open_dir(o->hf_dir, err, errlen);
+		if (!c->st)
+			return false;
+		cg_checkpoint_source(c->st, &src);
+	}
+	c->weights = cg_weights_new(c->m, &src, err, errlen);
+	return c->weights != NULL;
+}
+
+static void shape_of(const ir_shape *s, halo_buffer_decl *d)
+{
+	d->rank = s->rank;
+	for (int i = 0; i < s->rank; i++)
+		d->shape[i] = s->dim[i].c;
+}
+
+/* The manifest's weight and state tables (names borrowed from the module). */
+static bool declare_buffers(compile_state *c, char *err, size_t errlen)
+{
+	const ir_module *m = c->m;
+	c->man.weights = calloc((size_t)m->n_weights + 1, sizeof(*c->man.weights));
+	c->man.states = calloc((size_t)m->n_states + 1, sizeof(*c->man.states));
+	if (!c->man.weights || !c->man.states) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	const uint64_t *off = cg_weights_offsets(c->weights);
+	for (int i = 0; i < m->n_weights; i++) {
+		halo_buffer_decl *d = &c->man.weights[c->man.n_weights++];
+		d->name = (char *)m->weights[i].name;
+		d->dtype = cg_weights_dtype(c->weights, i);
+		shape_of(&m->weights[i].shape, d);
+		d->offset = off[i];
+		d->size = halo_dtype_size(d->dtype);
+		for (int k = 0; k < d->rank; k++)
+			d->size *= (uint64_t)d->shape[k];
+	}
+	const plan_entry *pe = &c->plan->entries[0];
+	for (int i = 0; i < pe->n_buffers; i++) {
+		const plan_buffer *b = &pe->buffers[i];
+		if (b->region != PLAN_STATE)
+			continue;
+		const ir_state *s = &m->states[b->ref];
+		halo_buffer_decl *d = &c->man.states[c->man.n_states++];
+		d->name = (char *)s->name;
+		d->kind = (char *)s->kind;
+		d->dtype = s->dtype;
+		shape_of(&s->shape, d);
+		d->offset = (uint64_t)b->offset;
+		d->size = (uint64_t)b->size;
+	}
+	c->man.state_bytes = (uint64_t)c->plan->state_bytes;
+	return true;
+}
+
+static bool lower_entries(compile_state *c, char *err, size_t errlen)
+{
+	c->man.entries = calloc((size_t)c->plan->n_entries + 1, sizeof(*c->man.entries));
+	if (!c->man.entries) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (int i = 0; i < c->plan->n_entries; i++, c->man.n_entries++) {
+		ir_error ierr = {0};
+		if (!cg_lower_entry(c->m, &c->plan->entries[i], cg_weights_offsets(c->weights), &c->man.entries[i],
+				    &ierr)) {
+			c->man.n_entries++; /* free what the failed entry holds */
+			snprintf(err, errlen, "%s", ierr.msg);
+			return false;
+		}
+	}
+	return cg_select_kernels(&c->man, &c->spirv, &c->spirv_size, err, errlen);
+}
+
+static bool write_bundle(compile_state *c, const char *path, char *err, size_t errlen)
+{
+	c->json = cg_emit_manifest(&c->man);
+	halo_bundle_writer *w = c->json ? halo_bundle_writer_new() : NULL;
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	bool ok = halo_bundle_writer_add(w, "manifest", c->json, strlen(c->json), 0, err, errlen) == 0 &&
+		  halo_bundle_writer_add(w, "spirv", c->spirv, c->spirv_size, 0, err, errlen) == 0 &&
+		  halo_bundle_writer_add_stream(w, "weights", cg_weights_size(c->weights), 0, cg_weights_fill,
+						c->weights, err, errlen) == 0 &&
+		  halo_bundle_writer_write(w, path, err, errlen) == 0;
+	halo_bundle_writer_free(w);
+	return ok;
+}
+
+bool cg_compile(const cg_compile_options *o, char *err, size_t errlen)
+{
+	compile_state c = {0};
+	bool ok = read_and_plan(&c, o, err, errlen) && open_weights(&c, o, err, errlen) &&
+		  declare_buffers(&c, err, errlen) && lower_entries(&c, err, errlen) &&
+		  write_bundle(&c, o->out_path, err, errlen);
+	compile_free(&c);
+	return ok;
+}

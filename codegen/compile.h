@@ -1,0 +1,25 @@
+/* halo compile as a library call: model YAML + HF checkpoint (or seeded
+ * random weights) -> bundle. The CLI (tools/cmd_compile.c) only parses flags. */
+#ifndef HALO_CODEGEN_COMPILE_H
+#define HALO_CODEGEN_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+
+typedef struct {
+	const char *model_path;   /* models/X.yaml */
+	const char *hf_dir;       /* holds config.json and, unless random, *.safetensors */
+	const char *out_path;     /* bundle to write (temp file + rename) */
+	halo_dtype matrix_dtype;  /* f32 or f16 for rank >= 2 weights */
+	bool random_weights;
+	uint64_t seed;
+} cg_compile_options;
+
+/* Returns false with a message naming the file and what was wrong; nothing
+ * is left at out_path on failure. */
+bool cg_compile(const cg_compile_options *o, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,117 @@
+#include "codegen/glsl_compile.h"
+
+#include <shaderc/shaderc.h>
+#include <spirv-tools/libspirv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct glsl_compiler {
+	shaderc_compiler_t shaderc;
+	spv_context spv;
+};
+
+glsl_compiler *glsl_compiler_new(void)
+{
+	glsl_compiler *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->shaderc = shaderc_compiler_initialize();
+	c->spv = spvContextCreate(SPV_ENV_VULKAN_1_1);
+	if (!c->shaderc || !c->spv) {
+		glsl_compiler_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void glsl_compiler_free(glsl_compiler *c)
+{
+	if (!c)
+		return;
+	if (c->shaderc)
+		shaderc_compiler_release(c->shaderc);
+	if (c->spv)
+		spvContextDestroy(c->spv);
+	free(c);
+}
+
+void glsl_spirv_free(glsl_spirv *s)
+{
+	free(s->words);
+	s->words = NULL;
+	s->n_words = 0;
+}
+
+static bool validate(glsl_compiler *c, const glsl_spirv *s, const char *name, const char *stage,
+		     char *err, size_t errlen)
+{
+	spv_diagnostic diag = NULL;
+	spv_const_binary_t bin = {s->words, s->n_words};
+	spv_result_t r = spvValidate(c->spv, &bin, &diag);
+	if (r != SPV_SUCCESS)
+		snprintf(err, errlen, "%s: SPIR-V validation failed %s: %s", name, stage,
+			 diag && diag->error ? diag->error : "(no message)");
+	spvDiagnosticDestroy(diag);
+	return r == SPV_SUCCESS;
+}
+
+static bool run_shaderc(glsl_compiler *c, const char *source, const char *name,
+			shaderc_optimization_level level, glsl_spirv *out, char *err, size_t errlen)
+{
+	shaderc_compile_options_t opt = shaderc_compile_options_initialize();
+	if (!opt) {
+		snprintf(err, errlen, "%s: shaderc: out of memory", name);
+		return false;
+	}
+	shaderc_compile_options_set_target_env(opt, shaderc_target_env_vulkan,
+					       shaderc_env_version_vulkan_1_1);
+	shaderc_compile_options_set_target_spirv(opt, shaderc_spirv_version_1_3);
+	shaderc_compile_options_set_optimization_level(opt, level);
+	shaderc_compilation_result_t res = shaderc_compile_into_spv(
+		c->shaderc, source, strlen(source), shaderc_compute_shader, name, "main", opt);
+	shaderc_compile_options_release(opt);
+	bool ok = res && shaderc_result_get_compilation_status(res) == shaderc_compilation_status_success;
+	if (!ok) {
+		snprintf(err, errlen, "%s: GLSL compilation failed: %s", name,
+			 res ? shaderc_result_get_error_message(res) : "out of memory");
+	} else {
+		size_t bytes = shaderc_result_get_length(res);
+		out->words = malloc(bytes);
+		ok = out->words != NULL;
+		if (ok) {
+			memcpy(out->words, shaderc_result_get_bytes(res), bytes);
+			out->n_words = bytes / sizeof(uint32_t);
+		} else {
+			snprintf(err, errlen, "%s: out of memory", name);
+		}
+	}
+	shaderc_result_release(res);
+	return ok;
+}
+
+/* The unoptimised module is validated first so a template bug is reported
+ * as itself, not as whatever the optimiser made of it; shaderc's optimiser
+ * then reruns glslang with spirv-opt's performance passes (Debian 12's
+ * SPIRV-Tools has no C optimiser API), and that result is validated too. */
+bool glsl_compile(glsl_compiler *c, const char *source, const char *name, bool optimize,
+		  glsl_spirv *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	if (!run_shaderc(c, source, name, shaderc_optimization_level_zero, out, err, errlen))
+		return false;
+	if (!validate(c, out, name, "before optimisation", err, errlen)) {
+		glsl_spirv_free(out);
+		return false;
+	}
+	if (!optimize)
+		return true;
+	glsl_spirv_free(out);
+	if (!run_shaderc(c, source, name, shaderc_optimization_level_performance, out, err, errlen))
+		return false;
+	if (!validate(c, out, name, "after optimisation", err, errlen)) {
+		glsl_spirv_free(out);
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,35 @@
+/* GLSL -> SPIR-V for the Vulkan kernels: shaderc (static) targeting Vulkan 1.1
+ * / SPIR-V 1.3; every module is checked by the SPIR-V validator (spvValidate)
+ * before and after optimisation.
+ *
+ * A glsl_compiler owns a shaderc compiler and a SPIRV-Tools context; reuse
+ * one for many kernels (the first compile initialises glslang). A
+ * glsl_spirv owns its words (glsl_spirv_free). */
+#ifndef HALO_GLSL_COMPILE_H
+#define HALO_GLSL_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct glsl_compiler glsl_compiler;
+
+typedef struct {
+	uint32_t *words;
+	size_t n_words;
+} glsl_spirv;
+
+/* NULL when shaderc cannot start. */
+glsl_compiler *glsl_compiler_new(void);
+void glsl_compiler_free(glsl_compiler *c); /* NULL ok */
+
+/* Compiles a compute shader. `name` labels messages ("<name>:<line>: error").
+ * With optimize, shaderc's performance passes (spirv-opt -O) run on the
+ * validated module, and the result is validated again. False with the
+ * compiler's or validator's message in err (errlen bytes); *out then holds
+ * nothing. */
+bool glsl_compile(glsl_compiler *c, const char *source, const char *name, bool optimize,
+		  glsl_spirv *out, char *err, size_t errlen);
+void glsl_spirv_free(glsl_spirv *s);
+
+#endif

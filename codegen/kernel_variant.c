@@ -1,0 +1,787 @@
+/* Instantiation of the kernels/vulkan templates for one node (kernel_variant.h). */
+#include "codegen/kernel_variant.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/vulkan/kernel_sources.h"
+
+/* Op names straight from the op table, so kernel generation needs no IR library. */
+static const char *const op_names[] = {
+#define IR_OP(id, name) [IR_OP_##id] = name,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+static const char *op_name(ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_names[op] : "?";
+}
+
+/* Shared memory every target offers: lavapipe's 32 KiB (the H200 has more). */
+#define KV_SHARED_LIMIT 32768
+/* The guaranteed minimum of maxComputeWorkGroupCount in every dimension. */
+#define KV_MAX_GROUPS 65535
+#define KV_MAX_LANES 1024
+
+/* ---- growable strings (out of memory aborts, as elsewhere in the compiler) --- */
+
+typedef struct {
+	char *s;
+	size_t len, cap;
+} strbuf;
+
+static void sb_vprintf(strbuf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		abort();
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s)
+			abort();
+		b->s = s;
+		b->cap = cap;
+	}
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+/* Takes the string (an empty one if nothing was written). */
+static char *sb_take(strbuf *b)
+{
+	if (!b->s)
+		sb_printf(b, "%s", "");
+	char *s = b->s;
+	memset(b, 0, sizeof *b);
+	return s;
+}
+
+/* ---- the build state ---------------------------------------------------------- */
+
+typedef struct {
+	const kv_desc *d;
+	kv_kernel *k;
+	strbuf defs; /* #defines and constant tables, before the prelude */
+	strbuf gen;  /* generated functions, after the prelude */
+	strbuf sig;
+	uint32_t next_binding;
+	char *err;
+	size_t errlen;
+} kv_build;
+
+static bool fail(kv_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(kv_build *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = snprintf(b->err, b->errlen, "kernel variant %s: ", op_name(b->d->op));
+	if (n >= 0 && (size_t)n < b->errlen)
+		vsnprintf(b->err + n, b->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* ---- small emitters ---------------------------------------------------------------- */
+
+/* A GLSL float literal that reads back as exactly f (9 significant digits
+ * round-trip an f32). */
+static const char *glsl_float(char *buf, size_t len, float f)
+{
+	snprintf(buf, len, "%.9g", (double)f);
+	if (!strpbrk(buf, ".e"))
+		snprintf(buf + strlen(buf), len - strlen(buf), ".0");
+	return buf;
+}
+
+static void def_uint(kv_build *b, const char *name, int64_t v)
+{
+	sb_printf(&b->defs, "#define %s %" PRId64 "u\n", name, v);
+}
+
+static void def_float(kv_build *b, const char *name, float v)
+{
+	char buf[48];
+	sb_printf(&b->defs, "#define %s %s\n", name, glsl_float(buf, sizeof buf, v));
+}
+
+/* X_T and X_C of an affine dim, for AFF(X) in the templates. */
+static void def_affine(kv_build *b, const char *name, ir_dim v)
+{
+	sb_printf(&b->defs, "#define %s_T %" PRId64 "u\n#define %s_C %" PRId64 "u\n", name, v.coef_T,
+		  name, v.c);
+}
+
+static uint32_t bind(kv_build *b, const char *macro)
+{
+	uint32_t i = b->next_binding++;
+	if (macro)
+		sb_printf(&b->defs, "#define %s %u\n", macro, i);
+	return i;
+}
+
+static void set_grid(kv_build *b, int axis, int64_t a, int64_t c, int64_t d)
+{
+	b->k->groups[axis] = (kv_groups){a, c, d};
+}
+
+static void set_local(kv_build *b, uint32_t x, uint32_t y)
+{
+	b->k->local_size[0] = x;
+	b->k->local_size[1] = y;
+	b->k->local_size[2] = 1;
+	sb_printf(&b->defs, "#define LS_X %uu\n#define LS_Y %uu\n", x, y);
+}
+
+static int64_t dim_at(ir_dim v, int64_t T)
+{
+	return v.coef_T * T + v.c;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Every index a kernel forms is a 32-bit uint. */
+static bool check_index(kv_build *b, const char *what, int64_t v)
+{
+	if (v <= 0 || v > (int64_t)UINT32_MAX)
+		return fail(b, "%s = %" PRId64 " must be in [1, 2^32)", what, v);
+	return true;
+}
+
+/* 1-D lanes: the tile's `local` or dflt, a power of two. */
+static bool lanes_1d(kv_build *b, uint32_t dflt, uint32_t *out)
+{
+	uint32_t l = b->d->tiles.local ? b->d->tiles.local : dflt;
+	if (!is_pow2(l) || l > KV_MAX_LANES)
+		return fail(b, "local size %u is not a power of two <= %d", l, KV_MAX_LANES);
+	*out = l;
+	return true;
+}
+
+/* ---- fused elementwise chains -------------------------------------------------------- */
+
+static bool elem_is_unary(ir_op op)
+{
+	return op == IR_OP_SILU || op == IR_OP_SIGMOID || op == IR_OP_SOFTPLUS || op == IR_OP_EXP ||
+	       op == IR_OP_NEG || op == IR_OP_SCALE;
+}
+
+static bool elem_is_binary(ir_op op)
+{
+	return op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_SWIGLU;
+}
+
+static bool check_elem(kv_build *b, const kv_elem_op *e, const char *where)
+{
+	if (elem_is_unary(e->op)) {
+		if (e->op == IR_OP_SCALE && !isfinite(e->value))
+			return fail(b, "%s: scale by a non-finite value", where);
+		return true;
+	}
+	if (!elem_is_binary(e->op))
+		return fail(b, "%s: '%s' is not an elementwise op", where, op_name(e->op));
+	if (e->operand != 0 && e->operand != 1)
+		return fail(b, "%s: operand side %d, expected 0 or 1", where, e->operand);
+	if (e->bcast != KV_BCAST_FULL && !check_index(b, "broadcast size", e->bcast_n))
+		return false;
+	/* Only b broadcasts (docs/ops.md): a running value on side 1 is b, so the
+	 * extra operand is a and has the running value's full shape. */
+	if (e->operand == 1 && e->bcast != KV_BCAST_FULL)
+		return fail(b, "%s: with the running value as operand 1 the other operand must have its shape",
+			    where);
+	return true;
+}
+
+/* GLSL index of the other operand for element i. */
+static void bcast_index(char *buf, size_t len, const kv_elem_op *e)
+{
+	if (e->bcast == KV_BCAST_TRAILING)
+		snprintf(buf, len, "i %% %" PRId64 "u", e->bcast_n);
+	else if (e->bcast == KV_BCAST_LASTDIM)
+		snprintf(buf, len, "i / %" PRId64 "u", e->bcast_n);
+	else
+		snprintf(buf, len, "i");
+}
+
+/* The expression of e applied to the running value v and the other operand o. */
+static void elem_expr(strbuf *g, const kv_elem_op *e, const char *v, const char *o)
+{
+	char buf[48];
+	const char *a = e->operand == 0 ? v : o, *c = e->operand == 0 ? o : v;
+	switch (e->op) {
+	case IR_OP_SILU: sb_printf(g, "silu_f(%s)", v); break;
+	case IR_OP_SIGMOID: sb_printf(g, "sigmoid_f(%s)", v); break;
+	case IR_OP_SOFTPLUS: sb_printf(g, "softplus_f(%s)", v); break;
+	case IR_OP_EXP: sb_printf(g, "exp(%s)", v); break;
+	case IR_OP_NEG: sb_printf(g, "(-%s)", v); break;
+	case IR_OP_SCALE: sb_printf(g, "(%s * %s)", v, glsl_float(buf, sizeof buf, e->value)); break;
+	case IR_OP_ADD: sb_printf(g, "(%s + %s)", a, c); break;
+	case IR_OP_SUB: sb_printf(g, "(%s - %s)", a, c); break;
+	case IR_OP_MUL: sb_printf(g, "(%s * %s)", a, c); break;
+	case IR_OP_SWIGLU: sb_printf(g, "(silu_f(%s) * %s)", a, c); break;
+	default: break; /* rejected by check_elem */
+	}
+}
+
+static void sig_elem(strbuf *s, const kv_elem_op *e)
+{
+	static const char *const bc[] = {"full", "trail", "last"};
+	sb_printf(s, "%s", op_name(e->op));
+	if (e->op == IR_OP_SCALE)
+		sb_printf(s, "(%.9g)", (double)e->value);
+	if (elem_is_binary(e->op)) {
+		sb_printf(s, "(side=%d,%s", e->operand, bc[e->bcast]);
+		if (e->bcast != KV_BCAST_FULL)
+			sb_printf(s, ":%" PRId64, e->bcast_n);
+		sb_printf(s, ")");
+	}
+}
+
+/* Binds the prologue's and the epilogue's extra operands (in that order) and
+ * generates `float epilogue(float v, uint i)`, i = the output element. */
+static bool bind_fused(kv_build *b, bool epi_ok, bool pro_ok)
+{
+	const kv_desc *d = b->d;
+	if (d->pro.on && !pro_ok)
+		return fail(b, "no fused rms_norm prologue for this op");
+	if (d->n_epi && !epi_ok)
+		return fail(b, "no fused epilogue for this op");
+	if (d->n_epi < 0 || d->n_epi > KV_MAX_EPILOGUE)
+		return fail(b, "%d epilogue ops, at most %d", d->n_epi, KV_MAX_EPILOGUE);
+	if (pro_ok) {
+		sb_printf(&b->defs, "#define PRO_RMS %d\n", d->pro.on ? 1 : 0);
+		if (d->pro.on) {
+			bind(b, "B_NW");
+			def_float(b, "PRO_EPS", d->pro.eps);
+			sb_printf(&b->defs, "#define PRO_OFFSET %d.0\n", d->pro.offset ? 1 : 0);
+			sb_printf(&b->sig, " pro=rms(eps=%.9g,off=%d)", (double)d->pro.eps, d->pro.offset ? 1 : 0);
+		}
+	}
+	strbuf body = {0};
+	for (int j = 0; j < d->n_epi; j++) {
+		const kv_elem_op *e = &d->epi[j];
+		if (!check_elem(b, e, "epilogue")) {
+			free(body.s);
+			return false;
+		}
+		sb_printf(&b->sig, j == 0 ? " epi=" : ",");
+		sig_elem(&b->sig, e);
+		char other[96] = "";
+		if (elem_is_binary(e->op)) {
+			char idx[48];
+			bcast_index(idx, sizeof idx, e);
+			uint32_t bi = bind(b, NULL);
+			sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer E%d { float e%d[]; };\n",
+				  bi, j, j);
+			snprintf(other, sizeof other, "e%d[%s]", j, idx);
+		}
+		sb_printf(&body, "\tv = ");
+		elem_expr(&body, e, "v", other);
+		sb_printf(&body, ";\n");
+	}
+	sb_printf(&b->gen, "float epilogue(float v, uint i)\n{\n%sreturn v;\n}\n", body.s ? body.s : "");
+	free(body.s);
+	return true;
+}
+
+/* ---- per-op builders ------------------------------------------------------------------- */
+
+static bool weight_type(kv_build *b)
+{
+	if (b->d->wtype != HALO_F32 && b->d->wtype != HALO_F16)
+		return fail(b, "weight dtype %s, expected f32 or f16",
+			    halo_dtype_name(b->d->wtype) ? halo_dtype_name(b->d->wtype) : "?");
+	sb_printf(&b->defs, "#define WTYPE_F16 %d\n", b->d->wtype == HALO_F16 ? 1 : 0);
+	sb_printf(&b->sig, " w=%s", halo_dtype_name(b->d->wtype));
+	return true;
+}
+
+static bool build_embed(kv_build *b)
+{
+	int64_t V = b->d->u.embed.V, H = b->d->u.embed.H;
+	uint32_t ls;
+	if (!check_index(b, "V", V) || !check_index(b, "H", H) || !check_index(b, "V*H", V * H) ||
+	    !check_index(b, "T*H", b->d->t_max * H) || !lanes_1d(b, 256, &ls))
+		return false;
+	b->k->template_name = "embed.comp";
+	sb_printf(&b->sig, "embed V=%" PRId64 " H=%" PRId64, V, H);
+	def_uint(b, "V", V);
+	def_uint(b, "H", H);
+	if (!weight_type(b))
+		return false;
+	bind(b, "B_W");
+	bind(b, "B_IDS");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, H, ls);
+	set_grid(b, 1, 1, 0, 1);
+	return true;
+}
+
+static bool matvec_tiles(kv_build *b)
+{
+	const kv_tiles *t = &b->d->tiles;
+	uint32_t ls, nc = t->cols ? t->cols : 2;
+	int64_t N = b->d->u.matmul.N;
+	if (!lanes_1d(b, 64, &ls))
+		return false;
+	if (nc > 8 || (uint64_t)nc * (uint64_t)b->d->t_max > ls)
+		return fail(b, "matvec: %u columns x %" PRId64 " rows need more than %u lanes (or cols > 8)",
+			    nc, b->d->t_max, ls);
+	if (((uint64_t)nc * (uint64_t)b->d->t_max * ls + (uint64_t)b->d->t_max) * 4 > KV_SHARED_LIMIT)
+		return fail(b, "matvec: tile needs more than %d bytes of shared memory", KV_SHARED_LIMIT);
+	b->k->template_name = "matvec.comp";
+	def_uint(b, "NC", nc);
+	def_uint(b, "T_MAX", b->d->t_max);
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, N, nc);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	sb_printf(&b->sig, " tile=ls%u,nc%u", ls, nc);
+	return true;
+}
+
+static bool matmul_tiles(kv_build *b)
+{
+	const kv_tiles *t = &b->d->tiles;
+	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : 32, bk = t->bk ? t->bk : 16;
+	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : 2;
+	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(tm) || !is_pow2(tn) || bm % tm ||
+	    bn % tn)
+		return fail(b, "matmul tiles bm=%u bn=%u bk=%u tm=%u tn=%u: powers of two with tm | bm, tn | bn",
+			    bm, bn, bk, tm, tn);
+	uint32_t lx = bn / tn, ly = bm / tm;
+	if ((uint64_t)lx * ly > KV_MAX_LANES)
+		return fail(b, "matmul: %u x %u lanes exceed %d", lx, ly, KV_MAX_LANES);
+	if (((uint64_t)(bm + bn) * (bk + 1) + bm) * 4 > KV_SHARED_LIMIT)
+		return fail(b, "matmul: tile needs more than %d bytes of shared memory", KV_SHARED_LIMIT);
+	b->k->template_name = "matmul.comp";
+	def_uint(b, "BM", bm);
+	def_uint(b, "BN", bn);
+	def_uint(b, "BK", bk);
+	set_local(b, lx, ly);
+	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
+	set_grid(b, 1, 1, 0, bm);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	sb_printf(&b->sig, " tile=bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
+	return true;
+}
+
+static bool build_matmul(kv_build *b)
+{
+	int64_t K = b->d->u.matmul.K, N = b->d->u.matmul.N;
+	if (!check_index(b, "K", K) || !check_index(b, "N", N) || !check_index(b, "N*K", N * K) ||
+	    !check_index(b, "T*K", b->d->t_max * K) || !check_index(b, "T*N", b->d->t_max * N))
+		return false;
+	bool vec = b->d->t_max <= KV_MATVEC_MAX_T;
+	sb_printf(&b->sig, "%s K=%" PRId64 " N=%" PRId64, vec ? "matvec" : "matmul", K, N);
+	def_uint(b, "K", K);
+	def_uint(b, "N", N);
+	if (!weight_type(b))
+		return false;
+	bind(b, "B_X");
+	bind(b, "B_W");
+	if (!bind_fused(b, true, true))
+		return false;
+	bind(b, "B_Y");
+	return vec ? matvec_tiles(b) : matmul_tiles(b);
+}
+
+static bool build_rms_norm(kv_build *b)
+{
+	int64_t R = b->d->u.rms_norm.rows_per_t, D = b->d->u.rms_norm.D;
+	int64_t G = b->d->u.rms_norm.group ? b->d->u.rms_norm.group : D;
+	uint32_t ls;
+	if (!check_index(b, "rows per token", R) || !check_index(b, "D", D) || !check_index(b, "group", G) ||
+	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (D % G)
+		return fail(b, "group %" PRId64 " does not divide D = %" PRId64, G, D);
+	b->k->template_name = "rms_norm.comp";
+	sb_printf(&b->sig, "rms_norm R=%" PRId64 " D=%" PRId64 " G=%" PRId64 " eps=%.9g off=%d", R, D,
+		  G, (double)b->d->u.rms_norm.eps, b->d->u.rms_norm.offset ? 1 : 0);
+	def_uint(b, "R", R);
+	def_uint(b, "D", D);
+	def_uint(b, "G", G);
+	def_float(b, "EPS", b->d->u.rms_norm.eps);
+	sb_printf(&b->defs, "#define OFFSET %d.0\n#define USE_TREE 1\n", b->d->u.rms_norm.offset ? 1 : 0);
+	bind(b, "B_X");
+	bind(b, "B_NW");
+	if (!bind_fused(b, true, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, R * (D / G), 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* theta_i = base^(-2i/rot) in f64, rounded once to f32, as a constant table. */
+static void rope_table(kv_build *b, int64_t rot, float base)
+{
+	char buf[48];
+	sb_printf(&b->defs, "const float THETA[%" PRId64 "] = float[](", rot / 2);
+	for (int64_t i = 0; i < rot / 2; i++) {
+		float th = (float)pow((double)base, -2.0 * (double)i / (double)rot);
+		sb_printf(&b->defs, "%s%s", i ? ", " : "", glsl_float(buf, sizeof buf, th));
+	}
+	sb_printf(&b->defs, ");\n");
+}
+
+static bool build_rope(kv_build *b)
+{
+	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D, rot = b->d->u.rope.rot_dim;
+	float base = b->d->u.rope.base;
+	uint32_t ls;
+	if (!check_index(b, "heads", HH) || !check_index(b, "D", D) ||
+	    !check_index(b, "T*heads*D", b->d->t_max * HH * D) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (rot <= 0 || rot > D || rot % 2)
+		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
+	if (!(base > 0.0f) || !isfinite(base))
+		return fail(b, "base %g must be positive and finite", (double)base);
+	b->k->template_name = "rope.comp";
+	sb_printf(&b->sig, "rope H=%" PRId64 " D=%" PRId64 " rot=%" PRId64 " base=%.9g", HH, D, rot,
+		  (double)base);
+	def_uint(b, "HH", HH);
+	def_uint(b, "D", D);
+	def_uint(b, "ROT", rot);
+	def_uint(b, "HALF", rot / 2);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	rope_table(b, rot, base);
+	bind(b, "B_X");
+	if (!bind_fused(b, true, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, HH * D, ls);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_attention(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
+	int64_t dv = d->u.attention.dv, C = d->u.attention.C;
+	uint32_t ls;
+	if (!check_index(b, "hq", hq) || !check_index(b, "hk", hk) || !check_index(b, "D", D) ||
+	    !check_index(b, "dv", dv) || !check_index(b, "C", C) || !check_index(b, "C*hk*D", C * hk * D) ||
+	    !check_index(b, "C*hk*dv", C * hk * dv) || !check_index(b, "T*hq*D", d->t_max * hq * D) ||
+	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (hq % hk)
+		return fail(b, "%" PRId64 " query heads are not a multiple of %" PRId64 " kv heads", hq, hk);
+	if (((uint64_t)D + 3u * ls) * 4 > KV_SHARED_LIMIT)
+		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
+			    KV_SHARED_LIMIT);
+	if (!isfinite(d->u.attention.scale))
+		return fail(b, "scale is not finite");
+	b->k->template_name = "attention.comp";
+	sb_printf(&b->sig, "attention hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64
+		  " C=%" PRId64 " scale=%.9g", hq, hk, D, dv, C, (double)d->u.attention.scale);
+	def_uint(b, "HQ", hq);
+	def_uint(b, "HK", hk);
+	def_uint(b, "D", D);
+	def_uint(b, "DV", dv);
+	def_float(b, "SCALE", d->u.attention.scale);
+	sb_printf(&b->defs, "#define USE_TREE 1\n");
+	bind(b, "B_Q");
+	bind(b, "B_K");
+	bind(b, "B_V");
+	if (!bind_fused(b, true, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, hq, 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_softmax(kv_build *b)
+{
+	int64_t R = b->d->u.softmax.rows_per_t, D = b->d->u.softmax.D;
+	uint32_t ls;
+	if (!check_index(b, "rows per token", R) || !check_index(b, "D", D) ||
+	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, 64, &ls))
+		return false;
+	b->k->template_name = "softmax.comp";
+	sb_printf(&b->sig, "softmax R=%" PRId64 " D=%" PRId64, R, D);
+	def_uint(b, "R", R);
+	def_uint(b, "D", D);
+	sb_printf(&b->defs, "#define USE_TREE 1\n");
+	bind(b, "B_X");
+	if (!bind_fused(b, true, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, R, 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* The node's own op over a (binding 0) and b (binding 1 when binary). */
+static bool elementwise_main(kv_build *b)
+{
+	const kv_elem_op *m = &b->d->u.elementwise.main;
+	if (!check_elem(b, m, "main op"))
+		return false;
+	if (m->operand != 0)
+		return fail(b, "main op: the running value is always operand 0");
+	sb_printf(&b->sig, " op=");
+	sig_elem(&b->sig, m);
+	sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer A { float a[]; };\n", bind(b, NULL));
+	char other[64] = "";
+	if (elem_is_binary(m->op)) {
+		char idx[48];
+		bcast_index(idx, sizeof idx, m);
+		sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer B { float b[]; };\n",
+			  bind(b, NULL));
+		snprintf(other, sizeof other, "b[%s]", idx);
+	}
+	sb_printf(&b->gen, "float main_op(uint i)\n{\n\treturn ");
+	elem_expr(&b->gen, m, "a[i]", other);
+	sb_printf(&b->gen, ";\n}\n");
+	return true;
+}
+
+static bool build_elementwise(kv_build *b)
+{
+	ir_dim n = b->d->u.elementwise.numel;
+	uint32_t ls;
+	if (n.coef_T < 0 || n.c < 0 || !check_index(b, "elements", dim_at(n, b->d->t_max)) ||
+	    !lanes_1d(b, 256, &ls))
+		return false;
+	b->k->template_name = "elementwise.comp";
+	sb_printf(&b->sig, "elementwise n=%" PRId64 "*T+%" PRId64, n.coef_T, n.c);
+	def_affine(b, "NUMEL", n);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	if (!elementwise_main(b) || !bind_fused(b, true, false))
+		return false;
+	sb_printf(&b->gen, "layout(set = 0, binding = %u) writeonly buffer Y { float y[]; };\n",
+		  bind(b, NULL));
+	set_local(b, ls, 1);
+	set_grid(b, 0, n.coef_T, n.c, ls);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_argmax(kv_build *b)
+{
+	int64_t N = b->d->u.argmax.N;
+	uint32_t ls;
+	if (!check_index(b, "N", N) || !check_index(b, "T*N", b->d->t_max * N) || !lanes_1d(b, 64, &ls))
+		return false;
+	b->k->template_name = "argmax.comp";
+	sb_printf(&b->sig, "argmax N=%" PRId64, N);
+	def_uint(b, "N", N);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	bind(b, "B_X");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_copy(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	ir_dim rows = d->u.copy.rows;
+	int64_t W = d->u.copy.width, rep = d->u.copy.rep ? d->u.copy.rep : 1;
+	int64_t rmax = dim_at(rows, d->t_max);
+	uint32_t ls;
+	if (rows.coef_T < 0 || rows.c < 0 || !check_index(b, "rows", rmax) || !check_index(b, "width", W) ||
+	    !check_index(b, "source stride", d->u.copy.src_stride) ||
+	    !check_index(b, "destination stride", d->u.copy.dst_stride) || !lanes_1d(b, 256, &ls))
+		return false;
+	if (d->u.copy.src_offset < 0 || d->u.copy.dst_offset < 0 || rep < 1)
+		return fail(b, "negative offsets or repeat %" PRId64, rep);
+	if (W > d->u.copy.src_stride || W > d->u.copy.dst_stride)
+		return fail(b, "row width %" PRId64 " exceeds a stride", W);
+	if (!check_index(b, "last source index",
+			 d->u.copy.src_offset + ((rmax - 1) / rep + 1) * d->u.copy.src_stride))
+		return false;
+	b->k->template_name = "copy_rows.comp";
+	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
+		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
+		  d->u.copy.src_offset, rep, d->u.copy.src_stride, d->u.copy.dst_offset,
+		  d->u.copy.dst_stride, d->u.copy.at_pos ? " at=pos" : "");
+	def_uint(b, "W", W);
+	def_uint(b, "REP", rep);
+	def_uint(b, "SRC_OFF", d->u.copy.src_offset);
+	def_uint(b, "SRC_STRIDE", d->u.copy.src_stride);
+	def_uint(b, "DST_OFF", d->u.copy.dst_offset);
+	def_uint(b, "DST_STRIDE", d->u.copy.dst_stride);
+	sb_printf(&b->defs, "#define AT_POS %d\n#define USE_TREE 0\n", d->u.copy.at_pos ? 1 : 0);
+	bind(b, "B_SRC");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_DST");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, W, ls);
+	set_grid(b, 1, rows.coef_T, rows.c, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_concat(kv_build *b)
+{
+	ir_dim rows = b->d->u.concat.rows, wa = b->d->u.concat.wa, wb = b->d->u.concat.wb;
+	int64_t T = b->d->t_max;
+	uint32_t ls;
+	if (rows.coef_T < 0 || rows.c < 0 || wa.coef_T < 0 || wa.c < 0 || wb.coef_T < 0 || wb.c < 0)
+		return fail(b, "negative dims");
+	if (rows.coef_T && (wa.coef_T || wb.coef_T))
+		return fail(b, "rows and row widths cannot both depend on T");
+	if (!check_index(b, "rows", dim_at(rows, T)) || !check_index(b, "a row", dim_at(wa, T)) ||
+	    !check_index(b, "b row", dim_at(wb, T)) ||
+	    !check_index(b, "elements", dim_at(rows, T) * (dim_at(wa, T) + dim_at(wb, T))) ||
+	    !lanes_1d(b, 256, &ls))
+		return false;
+	b->k->template_name = "concat.comp";
+	sb_printf(&b->sig, "concat rows=%" PRId64 "*T+%" PRId64 " a=%" PRId64 "*T+%" PRId64
+		  " b=%" PRId64 "*T+%" PRId64, rows.coef_T, rows.c, wa.coef_T, wa.c, wb.coef_T, wb.c);
+	def_affine(b, "WA", wa);
+	def_affine(b, "WB", wb);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	bind(b, "B_A");
+	bind(b, "B_B");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, wa.coef_T + wb.coef_T, wa.c + wb.c, ls);
+	set_grid(b, 1, rows.coef_T, rows.c, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* ---- assembly --------------------------------------------------------------------------- */
+
+static const char *template_text(const char *name)
+{
+	for (int i = 0; i < kernel_sources_count; i++)
+		if (strcmp(kernel_sources[i].name, name) == 0)
+			return kernel_sources[i].text;
+	return NULL;
+}
+
+static bool build_op(kv_build *b)
+{
+	switch (b->d->op) {
+	case IR_OP_EMBED: return build_embed(b);
+	case IR_OP_MATMUL: return build_matmul(b);
+	case IR_OP_RMS_NORM: return build_rms_norm(b);
+	case IR_OP_ROPE: return build_rope(b);
+	case IR_OP_ATTENTION: return build_attention(b);
+	case IR_OP_SOFTMAX: return build_softmax(b);
+	case IR_OP_ARGMAX: return build_argmax(b);
+	case IR_OP_SLICE:
+	case IR_OP_REPEAT_HEADS:
+	case IR_OP_STATE_WRITE: return build_copy(b);
+	case IR_OP_CONCAT: return build_concat(b);
+	default:
+		if (elem_is_unary(b->d->op) || elem_is_binary(b->d->op)) {
+			if (b->d->u.elementwise.main.op != b->d->op)
+				return fail(b, "elementwise main op '%s' differs from the node's op",
+					    op_name(b->d->u.elementwise.main.op));
+			return build_elementwise(b);
+		}
+		return fail(b, "no Vulkan kernel template for this op yet");
+	}
+}
+
+static bool check_grid(kv_build *b)
+{
+	for (int axis = 0; axis < 3; axis++) {
+		kv_groups g = b->k->groups[axis];
+		if (g.d == 0) { /* unused axis: one group */
+			b->k->groups[axis] = (kv_groups){0, 1, 1};
+			continue;
+		}
+		int64_t n = (g.a * b->d->t_max + g.b + g.d - 1) / g.d;
+		if (n > KV_MAX_GROUPS)
+			return fail(b, "%" PRId64 " workgroups along axis %d at T=%" PRId64 ", at most %d",
+				    n, axis, b->d->t_max, KV_MAX_GROUPS);
+	}
+	return true;
+}
+
+static char *assemble(kv_build *b, const char *text)
+{
+	strbuf src = {0};
+	sb_printf(&src, "#version 450\n// halo kernel: %s\n%s", b->sig.s, b->defs.s);
+	sb_printf(&src, "%s\n%s\n%s", template_text("prelude.glsl"), b->gen.s ? b->gen.s : "", text);
+	return sb_take(&src);
+}
+
+bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	kv_build b = {.d = d, .k = out, .err = err, .errlen = errlen};
+	bool ok = true;
+	if (d->t_max < 1)
+		ok = fail(&b, "t_max %" PRId64 " must be at least 1", d->t_max);
+	ok = ok && build_op(&b) && check_grid(&b);
+	if (ok)
+		sb_printf(&b.defs, "#define B_STEP %uu\n", b.next_binding);
+	const char *text = ok ? template_text(out->template_name) : NULL;
+	if (ok && (!text || !template_text("prelude.glsl")))
+		ok = fail(&b, "template %s is not embedded", out->template_name);
+	if (ok) {
+		sb_printf(&b.sig, " tmax=%" PRId64, d->t_max);
+		out->source = assemble(&b, text);
+		out->signature = sb_take(&b.sig);
+		out->push_size = 4;
+		out->n_bindings = b.next_binding + 1; /* + the step record, B_STEP */
+	}
+	free(b.defs.s);
+	free(b.gen.s);
+	free(b.sig.s);
+	if (!ok)
+		memset(out, 0, sizeof *out);
+	return ok;
+}
+
+void kv_kernel_free(kv_kernel *k)
+{
+	free(k->source);
+	free(k->signature);
+	memset(k, 0, sizeof *k);
+}
+
+uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T)
+{
+	kv_groups g = k->groups[axis];
+	return (uint32_t)((g.a * T + g.b + g.d - 1) / g.d);
+}

@@ -1,0 +1,114 @@
+/* Kernel variants: one node's Vulkan kernel, instantiated ahead of time from
+ * the kernels/vulkan templates (kernels/vulkan/README.md has the ABI).
+ *
+ * A kv_desc says what the kernel computes: the op, its compile-time dims, the
+ * largest token count T of a dispatch, the weight dtype, a fused rms_norm
+ * prologue, a chain of up to KV_MAX_EPILOGUE fused elementwise ops, and tile
+ * parameters (0 = the default). kernel_variant_build() turns it into a
+ * kv_kernel: GLSL source with its #defines, a stable signature naming the
+ * variant (the tuning-database key), the workgroup size, the workgroup count
+ * as a function of T, the push-constant size and the binding count.
+ *
+ * Operand bindings (set 0): the op's inputs in docs/ops.md order, then the
+ * prologue's norm weight, then each binary epilogue's extra operand in chain
+ * order, then the outputs. state_write binds (v, state).
+ */
+#ifndef HALO_KERNEL_VARIANT_H
+#define HALO_KERNEL_VARIANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+#include "kernels/dtype.h"
+
+#define KV_MAX_EPILOGUE 4
+/* The decode matrix-vector kernel serves dispatches of at most this many tokens. */
+#define KV_MATVEC_MAX_T 8
+
+/* How a binary op's second operand is indexed for element i of the running
+ * value (docs/ops.md): FULL b[i]; TRAILING b[i % n] (b is the trailing dims,
+ * n = numel(b)); LASTDIM b[i / n] (b has last dim 1, n = the value's last dim). */
+typedef enum { KV_BCAST_FULL, KV_BCAST_TRAILING, KV_BCAST_LASTDIM } kv_bcast;
+
+/* One elementwise op of a chain. */
+typedef struct {
+	ir_op op;        /* SILU SIGMOID SOFTPLUS EXP NEG SCALE | ADD SUB MUL SWIGLU */
+	float value;     /* SCALE's factor */
+	int operand;     /* binary: side taken by the running value, 0 (a/gate) or 1 (b/up) */
+	kv_bcast bcast;  /* binary: indexing of the other operand */
+	int64_t bcast_n; /* TRAILING / LASTDIM: the n above */
+} kv_elem_op;
+
+/* rms_norm fused before a matmul over the whole K row: x' = x * (mean(x^2) +
+ * eps)^-1/2 * (w + offset), w [K] f32. */
+typedef struct {
+	bool on;
+	float eps;
+	int offset;
+} kv_prologue;
+
+/* Tile parameters; 0 picks the default (in parentheses). Power-of-two sizes.
+ * matvec: local (64) lanes, cols (2) output columns per workgroup.
+ * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
+ * others: local (64; elementwise, embed, rope, copies 256). */
+typedef struct {
+	uint32_t local;
+	uint32_t cols;
+	uint32_t bm, bn, bk, tm, tn;
+} kv_tiles;
+
+typedef struct {
+	ir_op op;
+	int64_t t_max;     /* largest T of any dispatch; matmul uses matvec when <= 8 */
+	halo_dtype wtype;  /* embed table / matmul weight: HALO_F32 or HALO_F16 */
+	union {
+		struct { int64_t V, H; } embed;                     /* (table, ids) -> y */
+		struct { int64_t K, N; } matmul;                    /* (x, w) -> y */
+		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
+		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
+		struct { int64_t hq, hk, D, dv, C; float scale; } attention; /* (q, k, v) -> y */
+		struct { int64_t rows_per_t, D; } softmax;          /* (x) -> y */
+		/* (a[, b]) -> y: main is the node's own op; main.operand must be 0 */
+		struct { ir_dim numel; kv_elem_op main; } elementwise;
+		struct { int64_t N; } argmax;                       /* (x) -> ids */
+		/* SLICE, REPEAT_HEADS, STATE_WRITE: (src) -> dst, copy_rows.comp */
+		struct {
+			ir_dim rows;
+			int64_t width, src_stride, src_offset, dst_stride, dst_offset, rep;
+			bool at_pos;
+		} copy;
+		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
+	} u;
+	kv_prologue pro;   /* matmul only */
+	int n_epi;
+	kv_elem_op epi[KV_MAX_EPILOGUE]; /* matmul, rms_norm, rope, attention, softmax, elementwise */
+	kv_tiles tiles;
+} kv_desc;
+
+/* groups = ceil((a * T + b) / d); d > 0. */
+typedef struct {
+	int64_t a, b, d;
+} kv_groups;
+
+typedef struct {
+	char *source;        /* GLSL, malloc'd */
+	char *signature;     /* malloc'd, e.g. "matvec K=64 N=96 w=f16 tmax=8 pro=rms(...) ..." */
+	const char *template_name; /* static, e.g. "matvec.comp" */
+	uint32_t local_size[3];
+	kv_groups groups[3];
+	uint32_t push_size;  /* bytes: uint T, uint pos */
+	uint32_t n_bindings;
+} kv_kernel;
+
+/* Builds the variant; false with a message in err (errlen bytes) when the
+ * descriptor is invalid or unsupported. On success the caller owns *out
+ * (kv_kernel_free). On failure *out holds nothing. */
+bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t errlen);
+void kv_kernel_free(kv_kernel *k);
+
+/* The workgroup count of dimension `axis` for a dispatch of T tokens. */
+uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T);
+
+#endif

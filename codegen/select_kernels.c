@@ -1,0 +1,349 @@
+#include "codegen/select_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/glsl_compile.h"
+#include "codegen/kernel_variant.h"
+
+static int64_t cdim(const halo_tensor_ref *t, int i)
+{
+	return t->dim[i].c;
+}
+
+/* numel as an affine function of T (at most one dim depends on T). */
+static bool numel_affine(const halo_tensor_ref *t, ir_dim *out)
+{
+	int64_t coef = 0, rest = 1, c = 1;
+	int n_t = 0;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->dim[i].coef_T) {
+			if (t->dim[i].c || ++n_t > 1)
+				return false;
+			coef = t->dim[i].coef_T;
+		} else {
+			rest *= t->dim[i].c;
+		}
+		c *= t->dim[i].c;
+	}
+	*out = n_t ? (ir_dim){coef * rest, 0} : (ir_dim){0, c};
+	return true;
+}
+
+/* Product of dims [from, to) as an affine function of T. */
+static bool span_affine(const halo_tensor_ref *t, int from, int to, ir_dim *out)
+{
+	halo_tensor_ref sub = *t;
+	sub.rank = 0;
+	for (int i = from; i < to; i++)
+		sub.dim[sub.rank++] = t->dim[i];
+	return numel_affine(&sub, out);
+}
+
+static int64_t rows_per_token(const halo_tensor_ref *t)
+{
+	int64_t r = 1;
+	for (int i = 1; i + 1 < t->rank; i++)
+		r *= t->dim[i].c;
+	return r;
+}
+
+static const halo_attr *attr(const halo_attr *a, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(a[i].name, name) == 0)
+			return &a[i];
+	return NULL;
+}
+
+static double attr_f(const halo_attr *a, int n, const char *name, double dflt)
+{
+	const halo_attr *x = attr(a, n, name);
+	return x ? x->f : dflt;
+}
+
+static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
+{
+	const halo_attr *x = attr(a, n, name);
+	return x ? x->i : dflt;
+}
+
+#define DA(name, dflt) attr_f(d->attr, d->n_attr, name, dflt)
+#define DI(name, dflt) attr_i(d->attr, d->n_attr, name, dflt)
+
+static bool same_affine_shape(const halo_tensor_ref *a, const halo_tensor_ref *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dim[i].coef_T != b->dim[i].coef_T || a->dim[i].c != b->dim[i].c)
+			return false;
+	return true;
+}
+
+/* How `other` is indexed against the running value `run` (docs/ops.md). */
+static void elem_bcast(const halo_tensor_ref *run, const halo_tensor_ref *other, kv_elem_op *e)
+{
+	if (same_affine_shape(run, other)) {
+		e->bcast = KV_BCAST_FULL;
+		return;
+	}
+	if (other->rank == run->rank && cdim(other, other->rank - 1) == 1) {
+		e->bcast = KV_BCAST_LASTDIM;
+		e->bcast_n = cdim(run, run->rank - 1);
+		return;
+	}
+	ir_dim n;
+	numel_affine(other, &n);
+	e->bcast = KV_BCAST_TRAILING;
+	e->bcast_n = n.c;
+}
+
+static void fused_into_desc(const halo_dispatch *d, kv_desc *k)
+{
+	const halo_tensor_ref *out = &d->operand[d->n_in + d->n_extra];
+	for (int i = 0; i < d->n_fused; i++) {
+		const halo_fused_op *f = &d->fused[i];
+		if (f->prologue) {
+			k->pro = (kv_prologue){.on = true,
+					       .eps = (float)attr_f(f->attr, f->n_attr, "eps", 1e-6),
+					       .offset = (int)attr_i(f->attr, f->n_attr, "offset", 0)};
+			continue;
+		}
+		kv_elem_op *e = &k->epi[k->n_epi++];
+		e->op = (ir_op)f->op;
+		e->value = (float)attr_f(f->attr, f->n_attr, "value", 1.0);
+		e->operand = f->side;
+		if (f->n_operand == 1)
+			elem_bcast(out, &d->operand[f->operand[0]], e);
+	}
+}
+
+static void set_copy(kv_desc *k, ir_dim rows, int64_t width, int64_t src_stride, int64_t src_offset,
+		     int64_t dst_stride, int64_t rep, bool at_pos)
+{
+	k->u.copy.rows = rows;
+	k->u.copy.width = width;
+	k->u.copy.src_stride = src_stride;
+	k->u.copy.src_offset = src_offset;
+	k->u.copy.dst_stride = dst_stride;
+	k->u.copy.dst_offset = 0;
+	k->u.copy.rep = rep;
+	k->u.copy.at_pos = at_pos;
+}
+
+static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errlen)
+{
+	const halo_tensor_ref *x = &d->operand[0];
+	ir_dim all;
+	if (d->op == IR_OP_STATE_WRITE) {
+		bool at = attr(d->attr, d->n_attr, "at") != NULL;
+		if (!numel_affine(x, &all))
+			goto bad;
+		int64_t width = at ? all.coef_T : all.c;
+		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1, at);
+		return true;
+	}
+	if (d->op == IR_OP_REPEAT_HEADS) {
+		int64_t r = DI("r", 1);
+		set_copy(k, (ir_dim){x->dim[0].coef_T * cdim(x, 1) * r, 0}, cdim(x, 2), cdim(x, 2), 0, cdim(x, 2), r,
+			 false);
+		return true;
+	}
+	int64_t axis = DI("axis", 0), start = DI("start", 0), len = DI("len", 0), inner = 1;
+	ir_dim outer;
+	if (axis < 0 || axis >= x->rank || x->dim[axis].coef_T || !span_affine(x, 0, (int)axis, &outer))
+		goto bad;
+	for (int i = (int)axis + 1; i < x->rank; i++)
+		inner *= cdim(x, i);
+	set_copy(k, outer, len * inner, cdim(x, axis) * inner, start * inner, len * inner, 1, false);
+	return true;
+bad:
+	snprintf(err, errlen, "dispatch '%s': a copy whose shape depends on T in more than one place", d->node);
+	return false;
+}
+
+/* The kernel descriptor of one dispatch. */
+static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
+{
+	const halo_tensor_ref *x = &d->operand[0];
+	memset(k, 0, sizeof(*k));
+	k->op = (ir_op)d->op;
+	k->t_max = t_max;
+	k->wtype = HALO_F32;
+	fused_into_desc(d, k);
+	switch (d->op) {
+	case IR_OP_EMBED:
+		k->wtype = x->dtype;
+		k->u.embed.V = cdim(x, 0);
+		k->u.embed.H = cdim(x, 1);
+		return true;
+	case IR_OP_MATMUL:
+		k->wtype = d->operand[1].dtype;
+		k->u.matmul.K = cdim(x, 1);
+		k->u.matmul.N = cdim(&d->operand[1], 0);
+		return true;
+	case IR_OP_RMS_NORM:
+		k->u.rms_norm.rows_per_t = rows_per_token(x);
+		k->u.rms_norm.D = cdim(x, x->rank - 1);
+		k->u.rms_norm.group = DI("group", 0);
+		k->u.rms_norm.eps = (float)DA("eps", 1e-6);
+		k->u.rms_norm.offset = (int)DI("offset", 0);
+		return true;
+	case IR_OP_ROPE:
+		k->u.rope.heads = cdim(x, 1);
+		k->u.rope.D = cdim(x, 2);
+		k->u.rope.rot_dim = DI("rot_dim", cdim(x, 2));
+		k->u.rope.base = (float)DA("base", 10000.0);
+		return true;
+	case IR_OP_ATTENTION:
+		k->u.attention.hq = cdim(x, 1);
+		k->u.attention.D = cdim(x, 2);
+		k->u.attention.hk = cdim(&d->operand[1], 1);
+		k->u.attention.C = cdim(&d->operand[1], 0);
+		k->u.attention.dv = cdim(&d->operand[2], 2);
+		k->u.attention.scale = (float)DA("scale", 1.0);
+		return true;
+	case IR_OP_SOFTMAX:
+		k->u.softmax.rows_per_t = rows_per_token(x);
+		k->u.softmax.D = cdim(x, x->rank - 1);
+		return true;
+	case IR_OP_ARGMAX:
+		k->u.argmax.N = cdim(x, 1);
+		return true;
+	case IR_OP_SLICE:
+	case IR_OP_REPEAT_HEADS:
+	case IR_OP_STATE_WRITE:
+		return copy_desc(d, k, err, errlen);
+	case IR_OP_CONCAT: {
+		int64_t axis = DI("axis", 0), inner = 1;
+		const halo_tensor_ref *b = &d->operand[1];
+		for (int i = (int)axis + 1; i < x->rank; i++)
+			inner *= cdim(x, i);
+		if (axis < 0 || axis >= x->rank || !span_affine(x, 0, (int)axis, &k->u.concat.rows)) {
+			snprintf(err, errlen, "dispatch '%s': unsupported concat", d->node);
+			return false;
+		}
+		k->u.concat.wa = (ir_dim){x->dim[axis].coef_T * inner, cdim(x, axis) * inner};
+		k->u.concat.wb = (ir_dim){b->dim[axis].coef_T * inner, cdim(b, axis) * inner};
+		return true;
+	}
+	default:
+		break;
+	}
+	/* Elementwise: the node's own op is the head of the chain. */
+	if (!numel_affine(x, &k->u.elementwise.numel)) {
+		snprintf(err, errlen, "dispatch '%s': no Vulkan kernel for this op and shape", d->node);
+		return false;
+	}
+	kv_elem_op *m = &k->u.elementwise.main;
+	m->op = (ir_op)d->op;
+	m->value = (float)DA("value", 1.0);
+	if (d->n_in == 2)
+		elem_bcast(x, &d->operand[1], m);
+	return true;
+}
+
+typedef struct {
+	halo_manifest *man;
+	glsl_compiler *cc;
+	uint8_t *spirv;
+	size_t size, cap;
+} selector;
+
+static bool append_spirv(selector *s, const glsl_spirv *code, halo_kernel *k)
+{
+	size_t bytes = code->n_words * 4;
+	if (s->size + bytes > s->cap) {
+		size_t cap = (s->size + bytes) * 2;
+		uint8_t *grown = realloc(s->spirv, cap);
+		if (!grown)
+			return false;
+		s->spirv = grown;
+		s->cap = cap;
+	}
+	memcpy(s->spirv + s->size, code->words, bytes);
+	k->spirv_offset = s->size;
+	k->spirv_size = bytes;
+	s->size += bytes;
+	return true;
+}
+
+/* Index of the kernel for variant v, compiling it on first use. */
+static int kernel_for(selector *s, const kv_kernel *v, char *err, size_t errlen)
+{
+	halo_manifest *m = s->man;
+	for (int i = 0; i < m->n_kernels; i++)
+		if (strcmp(m->kernels[i].signature, v->signature) == 0)
+			return i;
+	glsl_spirv code;
+	if (!glsl_compile(s->cc, v->source, v->template_name, true, &code, err, errlen))
+		return -1;
+	halo_kernel *grown = realloc(m->kernels, (size_t)(m->n_kernels + 1) * sizeof(*grown));
+	if (!grown) {
+		glsl_spirv_free(&code);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	m->kernels = grown;
+	halo_kernel *k = &m->kernels[m->n_kernels];
+	memset(k, 0, sizeof(*k));
+	size_t n = strlen(v->template_name);
+	k->name = strndup(v->template_name, n > 5 ? n - 5 : n); /* drop ".comp" */
+	k->signature = strdup(v->signature);
+	k->push_size = v->push_size;
+	k->n_bindings = v->n_bindings;
+	memcpy(k->local, v->local_size, sizeof(k->local));
+	bool ok = k->name && k->signature && append_spirv(s, &code, k);
+	glsl_spirv_free(&code);
+	m->n_kernels++; /* even on failure, so manifest cleanup frees the names */
+	if (!ok) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return m->n_kernels - 1;
+}
+
+static bool select_dispatch(selector *s, const halo_entry *e, halo_dispatch *d, char *err, size_t errlen)
+{
+	kv_desc desc;
+	kv_kernel v;
+	char why[512];
+	if (!describe(d, e->t_max, &desc, why, sizeof(why)) || !kernel_variant_build(&desc, &v, why, sizeof(why))) {
+		snprintf(err, errlen, "entry '%s', dispatch '%s': %s", e->name, d->node, why);
+		return false;
+	}
+	if ((int)v.n_bindings != d->n_in + d->n_extra + d->n_out + 1) {
+		snprintf(err, errlen, "entry '%s', dispatch '%s': kernel %s binds %u buffers, the dispatch has %d operands",
+			 e->name, d->node, v.signature, v.n_bindings, d->n_in + d->n_extra + d->n_out);
+		kv_kernel_free(&v);
+		return false;
+	}
+	d->kernel = kernel_for(s, &v, err, errlen);
+	for (int a = 0; a < 3; a++)
+		d->groups[a] = (halo_grid_dim){v.groups[a].a, v.groups[a].b, v.groups[a].d};
+	kv_kernel_free(&v);
+	return d->kernel >= 0;
+}
+
+bool cg_select_kernels(halo_manifest *man, uint8_t **spirv, size_t *spirv_size, char *err, size_t errlen)
+{
+	selector s = {.man = man, .cc = glsl_compiler_new()};
+	if (!s.cc) {
+		snprintf(err, errlen, "shaderc failed to start");
+		return false;
+	}
+	bool ok = true;
+	for (int i = 0; ok && i < man->n_entries; i++)
+		for (int j = 0; ok && j < man->entries[i].n_dispatch; j++)
+			ok = select_dispatch(&s, &man->entries[i], &man->entries[i].dispatch[j], err, errlen);
+	glsl_compiler_free(s.cc);
+	if (!ok) {
+		free(s.spirv);
+		return false;
+	}
+	*spirv = s.spirv;
+	*spirv_size = s.size;
+	return true;
+}

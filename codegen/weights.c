@@ -1,0 +1,194 @@
+#include "codegen/weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/half.h"
+
+struct cg_weights {
+	const ir_module *m;
+	cg_weight_source src;
+	uint64_t *offset;
+	uint64_t *size;
+	halo_dtype *dtype;
+	uint64_t total;
+	/* The weight whose stored bytes are in `bytes` (the fill callback walks
+	 * the section in order, so one tensor at a time is enough). */
+	int cached;
+	uint8_t *bytes;
+};
+
+static uint64_t weight_numel(const ir_weight *w)
+{
+	uint64_t n = 1;
+	for (int i = 0; i < w->shape.rank; i++)
+		n *= (uint64_t)w->shape.dim[i].c;
+	return n;
+}
+
+cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen)
+{
+	cg_weights *w = calloc(1, sizeof(*w));
+	size_t n = (size_t)m->n_weights + 1;
+	if (w) {
+		w->offset = calloc(n, sizeof(*w->offset));
+		w->size = calloc(n, sizeof(*w->size));
+		w->dtype = calloc(n, sizeof(*w->dtype));
+	}
+	if (!w || !w->offset || !w->size || !w->dtype) {
+		cg_weights_free(w);
+		snprintf(err, errlen, "out of memory laying out weights");
+		return NULL;
+	}
+	w->m = m;
+	w->src = *src;
+	w->cached = -1;
+	for (int i = 0; i < m->n_weights; i++) {
+		const ir_weight *d = &m->weights[i];
+		w->dtype[i] = d->shape.rank >= 2 ? src->matrix_dtype : d->dtype;
+		w->offset[i] = w->total;
+		w->size[i] = weight_numel(d) * halo_dtype_size(w->dtype[i]);
+		w->total += (w->size[i] + CG_WEIGHT_ALIGN - 1) / CG_WEIGHT_ALIGN * CG_WEIGHT_ALIGN;
+	}
+	return w;
+}
+
+void cg_weights_free(cg_weights *w)
+{
+	if (!w)
+		return;
+	free(w->offset);
+	free(w->size);
+	free(w->dtype);
+	free(w->bytes);
+	free(w);
+}
+
+const uint64_t *cg_weights_offsets(const cg_weights *w)
+{
+	return w->offset;
+}
+
+halo_dtype cg_weights_dtype(const cg_weights *w, int id)
+{
+	return w->dtype[id];
+}
+
+uint64_t cg_weights_size(const cg_weights *w)
+{
+	return w->total;
+}
+
+/* FNV-1a: the random stream of a tensor depends on its name and the seed
+ * only, never on the order tensors are generated in. */
+static uint64_t name_hash(const char *s, uint64_t seed)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t next_u64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [-a, a) with a = 1/sqrt(fan_in) for matrices, so activations
+ * keep unit scale through random layers; vectors (norm weights, biases,
+ * decay params) get 1 ± 0.1 so norms neither vanish nor explode. */
+static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t n)
+{
+	uint64_t state = name_hash(d->name, seed);
+	int64_t fan_in = d->shape.rank >= 2 ? d->shape.dim[d->shape.rank - 1].c : 0;
+	double a = fan_in ? 1.0 / sqrt((double)fan_in) : 0.1;
+	double center = fan_in ? 0.0 : 1.0;
+	for (uint64_t i = 0; i < n; i++) {
+		double u = (double)(next_u64(&state) >> 11) * 0x1.0p-53;
+		dst[i] = (float)(center + (2.0 * u - 1.0) * a);
+	}
+}
+
+static bool apply_transform(const ir_weight *d, float *v, uint64_t n, char *err, size_t errlen)
+{
+	if (!d->transform || strcmp(d->transform, "none") == 0)
+		return true;
+	if (strcmp(d->transform, "offset1") == 0) {
+		for (uint64_t i = 0; i < n; i++)
+			v[i] += 1.0f;
+		return true;
+	}
+	snprintf(err, errlen, "weight '%s': transform '%s' is not supported by the converter", d->name, d->transform);
+	return false;
+}
+
+static bool read_f32(cg_weights *w, const ir_weight *d, float *dst, uint64_t n, char *err, size_t errlen)
+{
+	if (!w->src.read) {
+		fill_random(d, w->src.seed, dst, n);
+		return true;
+	}
+	const char *name = d->hf_name;
+	if (d->hf_fallback && (!name || !w->src.exists(w->src.ctx, name)))
+		name = d->hf_fallback;
+	if (!name) {
+		snprintf(err, errlen, "weight '%s' names no checkpoint tensor", d->name);
+		return false;
+	}
+	int64_t shape[IR_MAX_RANK];
+	for (int i = 0; i < d->shape.rank; i++)
+		shape[i] = d->shape.dim[i].c;
+	return w->src.read(w->src.ctx, name, shape, d->shape.rank, dst, err, errlen);
+}
+
+/* Materialises weight id's stored bytes into w->bytes. */
+static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
+{
+	const ir_weight *d = &w->m->weights[id];
+	uint64_t n = weight_numel(d);
+	float *f = malloc(n * sizeof(float) + 1);
+	uint8_t *bytes = malloc(w->size[id] + 1);
+	bool ok = f && bytes;
+	if (!ok)
+		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
+	ok = ok && read_f32(w, d, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
+	if (ok && w->dtype[id] == HALO_F16)
+		half_from_f32_array(f, (uint16_t *)bytes, n);
+	else if (ok && w->dtype[id] == HALO_F32)
+		memcpy(bytes, f, n * sizeof(float));
+	else if (ok) {
+		snprintf(err, errlen, "weight '%s': cannot store dtype %s", d->name, halo_dtype_name(w->dtype[id]));
+		ok = false;
+	}
+	free(f);
+	if (!ok) {
+		free(bytes);
+		return false;
+	}
+	free(w->bytes);
+	w->bytes = bytes;
+	w->cached = id;
+	return true;
+}
+
+int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen)
+{
+	cg_weights *w = ctx;
+	uint8_t *out = buf;
+	memset(out, 0, len); /* alignment padding is zero: same inputs, same bytes */
+	for (int i = 0; i < w->m->n_weights; i++) {
+		uint64_t lo = w->offset[i], hi = lo + w->size[i];
+		if (hi <= offset || lo >= offset + len)
+			continue;
+		if (w->cached != i && !load_weight(w, i, err, errlen))
+			return 1;
+		uint64_t from = lo > offset ? lo : offset, to = hi < offset + len ? hi : offset + len;
+		memcpy(out + (from - offset), w->bytes + (from - lo), to - from);
+	}
+	return 0;
+}

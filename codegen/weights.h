@@ -1,0 +1,49 @@
+/* The weights section: where each module weight lives in the bundle and how
+ * its bytes are produced (from a checkpoint or from a seeded generator),
+ * transformed and converted to the stored dtype.
+ *
+ * Ownership: cg_weights_new() returns a cg_weights that owns its layout and
+ * its conversion buffers; it borrows the module and the source, which must
+ * outlive it. cg_weights_free() releases it. */
+#ifndef HALO_CODEGEN_WEIGHTS_H
+#define HALO_CODEGEN_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+#define CG_WEIGHT_ALIGN 256 /* every tensor's offset: Vulkan's minStorageBufferOffsetAlignment bound */
+
+/* Reads checkpoint tensor `name` of `numel` elements and shape `shape[rank]`,
+ * converted to f32, into dst. Returns false with a message naming the
+ * tensor when it is missing or mis-shaped. */
+typedef bool (*cg_tensor_reader)(void *ctx, const char *name, const int64_t *shape, int rank, float *dst,
+				 char *err, size_t errlen);
+/* True when the checkpoint holds `name` (decides between hf and fallback). */
+typedef bool (*cg_tensor_exists)(void *ctx, const char *name);
+
+typedef struct {
+	cg_tensor_reader read;  /* NULL: seeded random weights */
+	cg_tensor_exists exists;
+	void *ctx;
+	uint64_t seed;          /* random weights only */
+	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
+} cg_weight_source;
+
+typedef struct cg_weights cg_weights;
+
+cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen);
+void cg_weights_free(cg_weights *w);
+
+/* Byte offset of each module weight in the section, indexed by weight id. */
+const uint64_t *cg_weights_offsets(const cg_weights *w);
+/* Stored dtype of weight id. */
+halo_dtype cg_weights_dtype(const cg_weights *w, int id);
+uint64_t cg_weights_size(const cg_weights *w);
+
+/* A halo_bundle_fill_fn (codegen/bundle_write.h) producing the section. */
+int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen);
+
+#endif

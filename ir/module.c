@@ -1,0 +1,186 @@
+/* Module lifetime, lookups and the builders every pass appends through. */
+#include "ir/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ir_module *ir_module_new(const char *path)
+{
+	ir_module *m = calloc(1, sizeof(*m));
+	if (!m)
+		abort();
+	m->path = ir_arena_strdup(&m->arena, path ? path : "");
+	m->layer_then = -1;
+	return m;
+}
+
+void ir_module_free(ir_module *m)
+{
+	if (!m)
+		return;
+	ir_arena_free(&m->arena);
+	free(m);
+}
+
+static const char *const op_names[IR_OP_COUNT] = {
+#define IR_OP(id, name) [IR_OP_##id] = name,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+const char *ir_op_name(ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_names[op] : "?";
+}
+
+bool ir_op_from_name(const char *name, ir_op *out)
+{
+	for (int i = 0; i < IR_OP_COUNT; i++) {
+		if (strcmp(op_names[i], name) == 0) {
+			*out = (ir_op)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const ir_param *ir_module_param(const ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->n_params; i++)
+		if (strcmp(m->params[i].name, name) == 0)
+			return &m->params[i];
+	return NULL;
+}
+
+int ir_module_weight(const ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->n_weights; i++)
+		if (strcmp(m->weights[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int ir_module_state(const ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->n_states; i++)
+		if (strcmp(m->states[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int ir_module_func(const ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->n_funcs; i++)
+		if (strcmp(m->funcs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int ir_func_node(const ir_func *f, const char *name)
+{
+	for (int i = 0; i < f->n_nodes; i++)
+		if (f->nodes[i].name && strcmp(f->nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int ir_func_value(const ir_func *f, const char *name)
+{
+	for (int i = 0; i < f->n_values; i++)
+		if (f->values[i].name && strcmp(f->values[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+const ir_attr *ir_node_attr(const ir_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_attr; i++)
+		if (strcmp(n->attr[i].name, name) == 0)
+			return &n->attr[i];
+	return NULL;
+}
+
+int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt)
+{
+	const ir_attr *a = ir_node_attr(n, name);
+	return a && a->kind == IR_ATTR_INT ? a->i : dflt;
+}
+
+double ir_node_attr_float(const ir_node *n, const char *name, double dflt)
+{
+	const ir_attr *a = ir_node_attr(n, name);
+	if (!a)
+		return dflt;
+	if (a->kind == IR_ATTR_FLOAT)
+		return a->f;
+	return a->kind == IR_ATTR_INT ? (double)a->i : dflt;
+}
+
+const char *ir_node_attr_str(const ir_node *n, const char *name, const char *dflt)
+{
+	const ir_attr *a = ir_node_attr(n, name);
+	return a && a->kind == IR_ATTR_STR ? a->s : dflt;
+}
+
+const ir_weight *ir_node_weight(const ir_module *m, const ir_func *f, const ir_node *n)
+{
+	if (n->op != IR_OP_WEIGHT || n->ref < 0)
+		return NULL;
+	if (n->ref_local)
+		return n->ref < f->n_weights ? &f->weights[n->ref] : NULL;
+	return n->ref < m->n_weights ? &m->weights[n->ref] : NULL;
+}
+
+const ir_state *ir_node_state(const ir_module *m, const ir_func *f, const ir_node *n)
+{
+	if ((n->op != IR_OP_STATE_READ && n->op != IR_OP_STATE_WRITE) || n->ref < 0)
+		return NULL;
+	if (n->ref_local)
+		return n->ref < f->n_states ? &f->states[n->ref] : NULL;
+	return n->ref < m->n_states ? &m->states[n->ref] : NULL;
+}
+
+/* Doubling growth inside the arena: the old array is abandoned (the arena
+ * frees it with the module), which is why pointers do not survive appends. */
+static void *grow(ir_module *m, void *arr, int n, int *cap, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	int ncap = *cap ? *cap * 2 : 16;
+	arr = ir_arena_grow(&m->arena, arr, (size_t)*cap * elem, (size_t)ncap * elem);
+	*cap = ncap;
+	return arr;
+}
+
+int ir_func_add_value(ir_module *m, ir_func *f, const char *name, int producer, int producer_out)
+{
+	f->values = grow(m, f->values, f->n_values, &f->cap_values, sizeof(ir_value));
+	ir_value *v = &f->values[f->n_values];
+	memset(v, 0, sizeof(*v));
+	v->name = name ? ir_arena_strdup(&m->arena, name) : NULL;
+	v->dtype = HALO_F32;
+	v->producer = producer;
+	v->producer_out = producer_out;
+	return f->n_values++;
+}
+
+int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_loc loc)
+{
+	f->nodes = grow(m, f->nodes, f->n_nodes, &f->cap_nodes, sizeof(ir_node));
+	ir_node *n = &f->nodes[f->n_nodes];
+	memset(n, 0, sizeof(*n));
+	n->op = op;
+	n->name = name ? ir_arena_strdup(&m->arena, name) : NULL;
+	n->ref = -1;
+	n->layer = -1;
+	n->loc = loc;
+	return f->n_nodes++;
+}
+
+void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a)
+{
+	ir_node *n = &f->nodes[nid];
+	n->attr = ir_arena_grow(&m->arena, n->attr, (size_t)n->n_attr * sizeof(ir_attr),
+				(size_t)(n->n_attr + 1) * sizeof(ir_attr));
+	n->attr[n->n_attr++] = *a;
+}

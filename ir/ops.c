@@ -1,0 +1,748 @@
+/* The op table and shape/dtype rules (docs/ops.md is the reference). */
+#include "ir/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- attribute schemas ----------------------------------------------------- */
+
+#define REQ_INT(n, lo, hi) {.name = n, .kind = IR_ATTR_INT, .presence = IR_ATTR_REQUIRED, .min_i = lo, .max_i = hi}
+#define DEF_INT(n, d, lo, hi) \
+	{.name = n, .kind = IR_ATTR_INT, .presence = IR_ATTR_DEFAULT, .dflt_i = d, .min_i = lo, .max_i = hi}
+#define OPT_INT(n, lo, hi) {.name = n, .kind = IR_ATTR_INT, .presence = IR_ATTR_OPTIONAL, .min_i = lo, .max_i = hi}
+#define REQ_FLOAT(n) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_REQUIRED}
+#define DEF_FLOAT(n, d) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_DEFAULT, .dflt_f = d}
+
+#define BIG INT64_MAX
+
+static const char *const at_choices[] = {"pos", NULL};
+static const char *const act_choices[] = {"none", "silu", NULL};
+
+static const ir_attr_schema a_call[] = {REQ_INT("layer", 0, BIG)};
+static const ir_attr_schema a_state_write[] = {
+	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices}};
+static const ir_attr_schema a_reshape[] = {
+	{.name = "shape", .kind = IR_ATTR_SHAPE, .presence = IR_ATTR_REQUIRED}};
+static const ir_attr_schema a_slice[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1), REQ_INT("start", 0, BIG),
+					  REQ_INT("len", 1, BIG)};
+static const ir_attr_schema a_concat[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
+static const ir_attr_schema a_repeat[] = {REQ_INT("r", 1, BIG)};
+static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0, 1), DEF_INT("group", 0, 0, BIG)};
+static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
+static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
+static const ir_attr_schema a_scale[] = {REQ_FLOAT("value")};
+static const ir_attr_schema a_rope[] = {REQ_FLOAT("base"), OPT_INT("rot_dim", 2, BIG)};
+static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
+static const ir_attr_schema a_conv[] = {
+	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
+static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
+static const ir_attr_schema a_moe_route[] = {REQ_INT("k", 1, BIG), DEF_INT("norm_topk", 1, 0, 1)};
+
+/* ---- shape rules ------------------------------------------------------------ */
+
+typedef struct {
+	const ir_module *m;
+	const ir_func *f;
+	const ir_node *n;
+	ir_shape *os;
+	halo_dtype *ot;
+	ir_error *err;
+} infer_ctx;
+
+typedef bool (*infer_fn)(infer_ctx *c);
+
+static const ir_value *in_val(const infer_ctx *c, int i)
+{
+	return &c->f->values[c->n->in[i]];
+}
+
+static const ir_shape *in_shape(const infer_ctx *c, int i)
+{
+	return &in_val(c, i)->shape;
+}
+
+static halo_dtype in_dtype(const infer_ctx *c, int i)
+{
+	return in_val(c, i)->dtype;
+}
+
+static bool fail(infer_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(infer_ctx *c, const char *fmt, ...)
+{
+	char what[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	ir_error_set(c->err, c->n->loc, "%s '%s': %s", ir_op_name(c->n->op), c->n->name ? c->n->name : "?", what);
+	return false;
+}
+
+/* "x is [T, 64]": names the operand by its value name. */
+static const char *desc(const infer_ctx *c, int i, char *buf, size_t len)
+{
+	char sh[128];
+	const ir_value *v = in_val(c, i);
+	snprintf(buf, len, "%s is %s", v->name ? v->name : "?", ir_shape_str(&v->shape, sh, sizeof(sh)));
+	return buf;
+}
+
+static bool need_rank(infer_ctx *c, int i, int rank)
+{
+	if (in_shape(c, i)->rank == rank)
+		return true;
+	char d[192];
+	return fail(c, "operand %d must have rank %d: %s", i, rank, desc(c, i, d, sizeof(d)));
+}
+
+static bool need_dim_eq(infer_ctx *c, int i, int ai, int j, int aj, const char *what)
+{
+	if (ir_dim_eq(in_shape(c, i)->dim[ai], in_shape(c, j)->dim[aj]))
+		return true;
+	char d1[192], d2[192];
+	return fail(c, "%s differ: %s, %s", what, desc(c, i, d1, sizeof(d1)), desc(c, j, d2, sizeof(d2)));
+}
+
+static bool need_same_shape(infer_ctx *c, int i, int j)
+{
+	if (ir_shape_eq(in_shape(c, i), in_shape(c, j)))
+		return true;
+	char d1[192], d2[192];
+	return fail(c, "shapes differ: %s, %s", desc(c, i, d1, sizeof(d1)), desc(c, j, d2, sizeof(d2)));
+}
+
+static bool is_float(halo_dtype t)
+{
+	return t == HALO_F32 || t == HALO_F16 || t == HALO_BF16;
+}
+
+static bool need_float(infer_ctx *c, int i)
+{
+	if (is_float(in_dtype(c, i)))
+		return true;
+	return fail(c, "operand %d ('%s') must be f32/f16/bf16, not %s", i, in_val(c, i)->name,
+		    halo_dtype_name(in_dtype(c, i)));
+}
+
+static bool need_i32(infer_ctx *c, int i)
+{
+	if (in_dtype(c, i) == HALO_I32)
+		return true;
+	return fail(c, "operand %d ('%s') must be i32, not %s", i, in_val(c, i)->name,
+		    halo_dtype_name(in_dtype(c, i)));
+}
+
+static bool need_const_dim(infer_ctx *c, int i, int axis)
+{
+	if (ir_dim_is_const(in_shape(c, i)->dim[axis]))
+		return true;
+	char d[192];
+	return fail(c, "dim %d of operand %d must not depend on T: %s", axis, i, desc(c, i, d, sizeof(d)));
+}
+
+static bool need_rank_at_least(infer_ctx *c, int i, int rank)
+{
+	if (in_shape(c, i)->rank >= rank)
+		return true;
+	char d[192];
+	return fail(c, "operand %d must have rank >= %d: %s", i, rank, desc(c, i, d, sizeof(d)));
+}
+
+static ir_shape mk_shape(int rank, const ir_dim *dims)
+{
+	ir_shape s = {.rank = rank};
+	for (int i = 0; i < rank; i++)
+		s.dim[i] = dims[i];
+	return s;
+}
+
+static const ir_shape *module_or_local_shape(infer_ctx *c, halo_dtype *t)
+{
+	if (c->n->op == IR_OP_WEIGHT) {
+		const ir_weight *w = ir_node_weight(c->m, c->f, c->n);
+		if (!w)
+			return NULL;
+		*t = w->dtype;
+		return &w->shape;
+	}
+	const ir_state *s = ir_node_state(c->m, c->f, c->n);
+	if (!s)
+		return NULL;
+	*t = s->dtype;
+	return &s->shape;
+}
+
+static bool infer_source(infer_ctx *c)
+{
+	halo_dtype t = HALO_F32;
+	const ir_shape *s = module_or_local_shape(c, &t);
+	if (!s)
+		return fail(c, "ref %d names no declaration", c->n->ref);
+	c->os[0] = *s;
+	c->ot[0] = t;
+	return true;
+}
+
+static bool infer_state_write(infer_ctx *c)
+{
+	halo_dtype t = HALO_F32;
+	const ir_shape *s = module_or_local_shape(c, &t);
+	if (!s)
+		return fail(c, "ref %d names no state", c->n->ref);
+	const ir_shape *v = in_shape(c, 0);
+	char sb[128], vb[192];
+	if (!ir_node_attr_str(c->n, "at", NULL)) {
+		if (!ir_shape_eq(s, v))
+			return fail(c, "value and state shapes differ: %s, state is %s", desc(c, 0, vb, sizeof(vb)),
+				    ir_shape_str(s, sb, sizeof(sb)));
+		return true;
+	}
+	bool ok = v->rank == s->rank && v->rank >= 1;
+	for (int i = 1; ok && i < v->rank; i++)
+		ok = ir_dim_eq(v->dim[i], s->dim[i]);
+	if (!ok)
+		return fail(c, "rows must match the state's trailing dims: %s, state is %s",
+			    desc(c, 0, vb, sizeof(vb)), ir_shape_str(s, sb, sizeof(sb)));
+	return true;
+}
+
+/* A block instance: the callee's body is inferred on a scratch copy of its
+ * values, with the call's operand shapes bound to the callee's inputs. */
+static bool infer_call(infer_ctx *c)
+{
+	if (c->n->ref < 0 || c->n->ref >= c->m->n_funcs)
+		return fail(c, "ref %d names no function", c->n->ref);
+	const ir_func *callee = &c->m->funcs[c->n->ref];
+	if (callee->n_inputs != c->n->n_in || callee->n_outputs != c->n->n_out)
+		return fail(c, "block '%s' takes %d inputs and returns %d outputs, the call has %d and %d",
+			    callee->name, callee->n_inputs, callee->n_outputs, c->n->n_in, c->n->n_out);
+	ir_func scratch = *callee;
+	scratch.values = calloc((size_t)(callee->n_values ? callee->n_values : 1), sizeof(ir_value));
+	if (!scratch.values)
+		abort();
+	memcpy(scratch.values, callee->values, (size_t)callee->n_values * sizeof(ir_value));
+	for (int i = 0; i < callee->n_inputs; i++) {
+		ir_value *v = &scratch.values[callee->inputs[i]];
+		v->shape = *in_shape(c, i);
+		v->dtype = in_dtype(c, i);
+		v->shape_known = true;
+	}
+	bool ok = true;
+	for (int i = 0; ok && i < callee->n_nodes; i++) {
+		const ir_node *bn = &callee->nodes[i];
+		ir_shape os[8];
+		halo_dtype ot[8];
+		if (bn->n_out > 8) {
+			ok = fail(c, "node '%s' of block '%s' has too many results", bn->name, callee->name);
+			break;
+		}
+		ok = ir_op_infer(c->m, &scratch, bn, os, ot, c->err);
+		for (int j = 0; ok && j < bn->n_out; j++) {
+			ir_value *v = &scratch.values[bn->out[j]];
+			v->shape = os[j];
+			v->dtype = ot[j];
+			v->shape_known = true;
+		}
+	}
+	for (int i = 0; ok && i < callee->n_outputs; i++) {
+		c->os[i] = scratch.values[callee->outputs[i]].shape;
+		c->ot[i] = scratch.values[callee->outputs[i]].dtype;
+	}
+	free(scratch.values);
+	return ok;
+}
+
+static bool infer_embed(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 1) || !need_i32(c, 1) || !need_float(c, 0))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 1)->dim[0], in_shape(c, 0)->dim[1]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* numel is a polynomial in T of degree <= IR_MAX_RANK; two such polynomials
+ * that agree at IR_MAX_RANK + 1 points are equal. */
+static bool numel_equal(const ir_shape *a, const ir_shape *b)
+{
+	for (int64_t T = 1; T <= IR_MAX_RANK + 1; T++) {
+		int64_t na = ir_shape_numel(a, T), nb = ir_shape_numel(b, T);
+		if (na < 0 || na != nb)
+			return false;
+	}
+	return true;
+}
+
+static bool infer_reshape(infer_ctx *c)
+{
+	const ir_attr *a = ir_node_attr(c->n, "shape");
+	if (!a || a->kind != IR_ATTR_SHAPE)
+		return fail(c, "missing attribute 'shape'");
+	if (!numel_equal(in_shape(c, 0), &a->shape)) {
+		char d[192], sb[128];
+		return fail(c, "element count differs: %s, shape is %s", desc(c, 0, d, sizeof(d)),
+			    ir_shape_str(&a->shape, sb, sizeof(sb)));
+	}
+	c->os[0] = a->shape;
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_slice(infer_ctx *c)
+{
+	const ir_shape *x = in_shape(c, 0);
+	int64_t axis = ir_node_attr_int(c->n, "axis", -1), start = ir_node_attr_int(c->n, "start", -1);
+	int64_t len = ir_node_attr_int(c->n, "len", 0);
+	char d[192];
+	if (axis < 0 || axis >= x->rank)
+		return fail(c, "axis %lld out of range: %s", (long long)axis, desc(c, 0, d, sizeof(d)));
+	/* T >= 1, and dims never shrink as T grows, so T = 1 bounds every step. */
+	int64_t extent = ir_dim_eval(x->dim[axis], 1);
+	if (start < 0 || len < 1 || start > extent || len > extent - start)
+		return fail(c, "slice [%lld, %lld) out of bounds on axis %lld: %s", (long long)start,
+			    (long long)(start + len), (long long)axis, desc(c, 0, d, sizeof(d)));
+	c->os[0] = *x;
+	c->os[0].dim[axis] = ir_dim_const(len);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_concat(infer_ctx *c)
+{
+	const ir_shape *a = in_shape(c, 0), *b = in_shape(c, 1);
+	int64_t axis = ir_node_attr_int(c->n, "axis", -1);
+	char d1[192], d2[192];
+	if (axis < 0 || axis >= a->rank)
+		return fail(c, "axis %lld out of range: %s", (long long)axis, desc(c, 0, d1, sizeof(d1)));
+	bool ok = a->rank == b->rank;
+	for (int i = 0; ok && i < a->rank; i++)
+		ok = i == axis || ir_dim_eq(a->dim[i], b->dim[i]);
+	if (!ok)
+		return fail(c, "dims other than axis %lld differ: %s, %s", (long long)axis,
+			    desc(c, 0, d1, sizeof(d1)), desc(c, 1, d2, sizeof(d2)));
+	if (in_dtype(c, 0) != in_dtype(c, 1))
+		return fail(c, "dtypes differ: %s, %s", halo_dtype_name(in_dtype(c, 0)), halo_dtype_name(in_dtype(c, 1)));
+	c->os[0] = *a;
+	ir_dim *d = &c->os[0].dim[axis];
+	if (__builtin_add_overflow(d->coef_T, b->dim[axis].coef_T, &d->coef_T) ||
+	    __builtin_add_overflow(d->c, b->dim[axis].c, &d->c))
+		return fail(c, "concatenated dim overflows");
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_repeat_heads(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 3))
+		return false;
+	int64_t r = ir_node_attr_int(c->n, "r", 1);
+	c->os[0] = *in_shape(c, 0);
+	ir_dim *h = &c->os[0].dim[1];
+	if (__builtin_mul_overflow(h->coef_T, r, &h->coef_T) || __builtin_mul_overflow(h->c, r, &h->c))
+		return fail(c, "r = %lld overflows the head count", (long long)r);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_matmul(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 2) || !need_float(c, 0) || !need_float(c, 1) ||
+	    !need_dim_eq(c, 0, 1, 1, 1, "inner dims"))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 1)->dim[0]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* Normalisations take x[..., D] and optional w[D] (operand wi, -1 if none). */
+static bool infer_norm_common(infer_ctx *c, int wi)
+{
+	if (!need_rank_at_least(c, 0, 1) || !need_float(c, 0))
+		return false;
+	const ir_shape *x = in_shape(c, 0);
+	if (wi >= 0 && (!need_rank(c, wi, 1) || !need_float(c, wi) ||
+			!need_dim_eq(c, 0, x->rank - 1, wi, 0, "normalised dims")))
+		return false;
+	c->os[0] = *x;
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_rms_norm(infer_ctx *c)
+{
+	if (!infer_norm_common(c, 1))
+		return false;
+	const ir_shape *x = in_shape(c, 0);
+	int64_t group = ir_node_attr_int(c->n, "group", 0);
+	if (group == 0)
+		return true;
+	ir_dim D = x->dim[x->rank - 1];
+	char d[192];
+	if (!ir_dim_is_const(D) || D.c % group != 0)
+		return fail(c, "group %lld does not divide the last dim: %s", (long long)group, desc(c, 0, d, sizeof(d)));
+	return true;
+}
+
+static bool infer_l2_norm(infer_ctx *c)
+{
+	return infer_norm_common(c, -1);
+}
+
+static bool infer_gated_rms_norm(infer_ctx *c)
+{
+	return need_float(c, 1) && need_same_shape(c, 0, 1) && infer_norm_common(c, 2);
+}
+
+static bool infer_unary(infer_ctx *c)
+{
+	if (!need_float(c, 0))
+		return false;
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* b has a's shape, or a's trailing dims, or a's shape with the last dim 1. */
+static bool broadcast_ok(const ir_shape *a, const ir_shape *b)
+{
+	if (ir_shape_eq(a, b))
+		return true;
+	if (b->rank < a->rank) {
+		for (int i = 0; i < b->rank; i++)
+			if (!ir_dim_eq(b->dim[i], a->dim[a->rank - b->rank + i]))
+				return false;
+		return true;
+	}
+	if (b->rank != a->rank || a->rank == 0 || !ir_dim_eq(b->dim[b->rank - 1], ir_dim_const(1)))
+		return false;
+	for (int i = 0; i + 1 < a->rank; i++)
+		if (!ir_dim_eq(a->dim[i], b->dim[i]))
+			return false;
+	return true;
+}
+
+static bool infer_binary(infer_ctx *c)
+{
+	if (!need_float(c, 0) || !need_float(c, 1))
+		return false;
+	if (!broadcast_ok(in_shape(c, 0), in_shape(c, 1))) {
+		char d1[192], d2[192];
+		return fail(c, "b does not broadcast to a: %s, %s", desc(c, 0, d1, sizeof(d1)), desc(c, 1, d2, sizeof(d2)));
+	}
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_swiglu(infer_ctx *c)
+{
+	return need_float(c, 1) && need_same_shape(c, 0, 1) && infer_unary(c);
+}
+
+static bool infer_rope(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 3) || !need_const_dim(c, 0, 2) || !infer_unary(c))
+		return false;
+	int64_t d = in_shape(c, 0)->dim[2].c;
+	int64_t rot = ir_node_attr_int(c->n, "rot_dim", d);
+	char buf[192];
+	if (rot < 2 || rot > d || rot % 2)
+		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
+			    desc(c, 0, buf, sizeof(buf)));
+	return true;
+}
+
+static bool heads_divide(infer_ctx *c, int qi, int qaxis, int ki, int kaxis)
+{
+	ir_dim hq = in_shape(c, qi)->dim[qaxis], hk = in_shape(c, ki)->dim[kaxis];
+	if (ir_dim_is_const(hq) && ir_dim_is_const(hk) && hk.c > 0 && hq.c % hk.c == 0)
+		return true;
+	char d1[192], d2[192];
+	return fail(c, "head count of %s is not a multiple of %s", desc(c, qi, d1, sizeof(d1)), desc(c, ki, d2, sizeof(d2)));
+}
+
+static bool infer_attention(infer_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, 3) || !need_float(c, i))
+			return false;
+	if (!need_dim_eq(c, 0, 2, 1, 2, "q and k head dims") || !need_dim_eq(c, 1, 0, 2, 0, "k and v lengths") ||
+	    !need_dim_eq(c, 1, 1, 2, 1, "k and v head counts") || !heads_divide(c, 0, 1, 1, 1))
+		return false;
+	const ir_shape *q = in_shape(c, 0), *v = in_shape(c, 2);
+	c->os[0] = mk_shape(3, (ir_dim[]){q->dim[0], q->dim[1], v->dim[2]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_softmax(infer_ctx *c)
+{
+	return need_rank_at_least(c, 0, 1) && infer_unary(c);
+}
+
+static bool infer_conv1d(infer_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, 2) || !need_float(c, i))
+			return false;
+	if (!need_dim_eq(c, 0, 1, 1, 1, "channels of x and state") || !need_dim_eq(c, 0, 1, 2, 0, "channels of x and w") ||
+	    !need_const_dim(c, 2, 1) || !need_const_dim(c, 1, 0))
+		return false;
+	int64_t K = in_shape(c, 2)->dim[1].c, rows = in_shape(c, 1)->dim[0].c;
+	char d1[192], d2[192];
+	if (K < 1 || rows != K - 1)
+		return fail(c, "state rows must be kernel size - 1: %s, %s", desc(c, 1, d1, sizeof(d1)),
+			    desc(c, 2, d2, sizeof(d2)));
+	c->os[0] = *in_shape(c, 0);
+	c->os[1] = *in_shape(c, 1);
+	c->ot[0] = c->ot[1] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_gdr(infer_ctx *c)
+{
+	static const int ranks[6] = {3, 3, 3, 2, 2, 3};
+	for (int i = 0; i < 6; i++)
+		if (!need_rank(c, i, ranks[i]) || !need_float(c, i))
+			return false;
+	if (!need_same_shape(c, 0, 1) || !need_dim_eq(c, 0, 0, 2, 0, "token counts of q and v") ||
+	    !need_dim_eq(c, 2, 0, 3, 0, "token counts of v and g") || !need_dim_eq(c, 2, 1, 3, 1, "head counts of v and g") ||
+	    !need_same_shape(c, 3, 4) || !need_dim_eq(c, 2, 1, 5, 0, "value head counts of v and S") ||
+	    !need_dim_eq(c, 0, 2, 5, 1, "key dims of k and S") || !need_dim_eq(c, 2, 2, 5, 2, "value dims of v and S") ||
+	    !heads_divide(c, 2, 1, 0, 1))
+		return false;
+	c->os[0] = *in_shape(c, 2);
+	c->os[1] = *in_shape(c, 5);
+	c->ot[0] = in_dtype(c, 0);
+	c->ot[1] = in_dtype(c, 5);
+	return true;
+}
+
+/* topk / moe_route: x[T,N] -> two [T,k] results. */
+static bool infer_select_k(infer_ctx *c, halo_dtype vals_dtype)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0) || !need_const_dim(c, 0, 1))
+		return false;
+	int64_t k = ir_node_attr_int(c->n, "k", 1);
+	char d[192];
+	if (k > in_shape(c, 0)->dim[1].c)
+		return fail(c, "k = %lld exceeds the row length: %s", (long long)k, desc(c, 0, d, sizeof(d)));
+	c->os[0] = c->os[1] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], ir_dim_const(k)});
+	c->ot[0] = HALO_I32;
+	c->ot[1] = vals_dtype;
+	return true;
+}
+
+static bool infer_topk(infer_ctx *c)
+{
+	return infer_select_k(c, c->f->values[c->n->in[0]].dtype);
+}
+
+static bool infer_moe_route(infer_ctx *c)
+{
+	return infer_select_k(c, HALO_F32);
+}
+
+static bool infer_moe_experts(infer_ctx *c)
+{
+	static const int ranks[6] = {2, 2, 2, 3, 3, 3};
+	for (int i = 0; i < 6; i++)
+		if (!need_rank(c, i, ranks[i]))
+			return false;
+	if (!need_float(c, 0) || !need_i32(c, 1) || !need_float(c, 2) || !need_float(c, 3) || !need_float(c, 4) ||
+	    !need_float(c, 5) || !need_same_shape(c, 1, 2) || !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and ids") ||
+	    !need_same_shape(c, 3, 4) || !need_dim_eq(c, 0, 1, 3, 2, "hidden dims of x and gate") ||
+	    !need_dim_eq(c, 3, 0, 5, 0, "expert counts of gate and down") ||
+	    !need_dim_eq(c, 3, 1, 5, 2, "ffn dims of gate and down") || !need_dim_eq(c, 0, 1, 5, 1, "hidden dims of x and down"))
+		return false;
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+static bool infer_argmax(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0))
+		return false;
+	c->os[0] = mk_shape(1, (ir_dim[]){in_shape(c, 0)->dim[0]});
+	c->ot[0] = HALO_I32;
+	return true;
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+typedef struct {
+	ir_op_info info;
+	infer_fn rule;
+} op_def;
+
+#define ATTRS(a) .n_attrs = (int)(sizeof(a) / sizeof(a[0])), .attrs = a
+#define UN IR_OPF_UNARY | IR_OPF_PURE
+#define BIN IR_OPF_BINARY | IR_OPF_PURE
+#define PURE IR_OPF_PURE
+
+static const op_def ops[IR_OP_COUNT] = {
+	[IR_OP_WEIGHT] = {{IR_OP_WEIGHT, 0, 0, 1, PURE, 0, NULL}, infer_source},
+	[IR_OP_STATE_READ] = {{IR_OP_STATE_READ, 0, 0, 1, 0, 0, NULL}, infer_source},
+	[IR_OP_STATE_WRITE] = {{IR_OP_STATE_WRITE, 1, 1, 0, IR_OPF_SINK, ATTRS(a_state_write)}, infer_state_write},
+	[IR_OP_CALL] = {{IR_OP_CALL, 0, -1, IR_OP_VARIADIC, 0, ATTRS(a_call)}, infer_call},
+	[IR_OP_EMBED] = {{IR_OP_EMBED, 2, 2, 1, PURE, 0, NULL}, infer_embed},
+	[IR_OP_RESHAPE] = {{IR_OP_RESHAPE, 1, 1, 1, PURE, ATTRS(a_reshape)}, infer_reshape},
+	[IR_OP_SLICE] = {{IR_OP_SLICE, 1, 1, 1, PURE, ATTRS(a_slice)}, infer_slice},
+	[IR_OP_CONCAT] = {{IR_OP_CONCAT, 2, 2, 1, PURE, ATTRS(a_concat)}, infer_concat},
+	[IR_OP_REPEAT_HEADS] = {{IR_OP_REPEAT_HEADS, 1, 1, 1, PURE, ATTRS(a_repeat)}, infer_repeat_heads},
+	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, 1, PURE, 0, NULL}, infer_matmul},
+	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, PURE, ATTRS(a_rms)}, infer_rms_norm},
+	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, PURE, ATTRS(a_l2)}, infer_l2_norm},
+	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, PURE, ATTRS(a_gated_rms)}, infer_gated_rms_norm},
+	[IR_OP_ADD] = {{IR_OP_ADD, 2, 2, 1, BIN, 0, NULL}, infer_binary},
+	[IR_OP_SUB] = {{IR_OP_SUB, 2, 2, 1, BIN, 0, NULL}, infer_binary},
+	[IR_OP_MUL] = {{IR_OP_MUL, 2, 2, 1, BIN, 0, NULL}, infer_binary},
+	[IR_OP_SILU] = {{IR_OP_SILU, 1, 1, 1, UN, 0, NULL}, infer_unary},
+	[IR_OP_SIGMOID] = {{IR_OP_SIGMOID, 1, 1, 1, UN, 0, NULL}, infer_unary},
+	[IR_OP_SOFTPLUS] = {{IR_OP_SOFTPLUS, 1, 1, 1, UN, 0, NULL}, infer_unary},
+	[IR_OP_EXP] = {{IR_OP_EXP, 1, 1, 1, UN, 0, NULL}, infer_unary},
+	[IR_OP_NEG] = {{IR_OP_NEG, 1, 1, 1, UN, 0, NULL}, infer_unary},
+	[IR_OP_SCALE] = {{IR_OP_SCALE, 1, 1, 1, UN, ATTRS(a_scale)}, infer_unary},
+	[IR_OP_SWIGLU] = {{IR_OP_SWIGLU, 2, 2, 1, PURE, 0, NULL}, infer_swiglu},
+	[IR_OP_ROPE] = {{IR_OP_ROPE, 1, 1, 1, PURE, ATTRS(a_rope)}, infer_rope},
+	[IR_OP_ATTENTION] = {{IR_OP_ATTENTION, 3, 3, 1, PURE, ATTRS(a_scale_attr)}, infer_attention},
+	[IR_OP_SOFTMAX] = {{IR_OP_SOFTMAX, 1, 1, 1, PURE, 0, NULL}, infer_softmax},
+	[IR_OP_CONV1D_CAUSAL] = {{IR_OP_CONV1D_CAUSAL, 3, 3, 2, PURE, ATTRS(a_conv)}, infer_conv1d},
+	[IR_OP_GATED_DELTA_RULE] = {{IR_OP_GATED_DELTA_RULE, 6, 6, 2, PURE, ATTRS(a_scale_attr)}, infer_gdr},
+	[IR_OP_TOPK] = {{IR_OP_TOPK, 1, 1, 2, PURE, ATTRS(a_topk)}, infer_topk},
+	[IR_OP_MOE_ROUTE] = {{IR_OP_MOE_ROUTE, 1, 1, 2, PURE, ATTRS(a_moe_route)}, infer_moe_route},
+	[IR_OP_MOE_EXPERTS] = {{IR_OP_MOE_EXPERTS, 6, 6, 1, PURE, 0, NULL}, infer_moe_experts},
+	[IR_OP_ARGMAX] = {{IR_OP_ARGMAX, 1, 1, 1, PURE, 0, NULL}, infer_argmax},
+};
+
+const ir_op_info *ir_op_get(ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? &ops[op].info : NULL;
+}
+
+const ir_attr_schema *ir_op_attr_schema(ir_op op, const char *name)
+{
+	const ir_op_info *info = ir_op_get(op);
+	for (int i = 0; info && i < info->n_attrs; i++)
+		if (strcmp(info->attrs[i].name, name) == 0)
+			return &info->attrs[i];
+	return NULL;
+}
+
+static unsigned op_flags(ir_op op)
+{
+	const ir_op_info *info = ir_op_get(op);
+	return info ? info->flags : 0;
+}
+
+bool ir_op_is_unary(ir_op op)
+{
+	return op_flags(op) & IR_OPF_UNARY;
+}
+
+bool ir_op_is_binary(ir_op op)
+{
+	return op_flags(op) & IR_OPF_BINARY;
+}
+
+bool ir_op_is_elementwise(ir_op op)
+{
+	return op_flags(op) & (IR_OPF_UNARY | IR_OPF_BINARY);
+}
+
+bool ir_op_is_sink(ir_op op)
+{
+	return op_flags(op) & IR_OPF_SINK;
+}
+
+bool ir_op_is_pure(ir_op op)
+{
+	return op_flags(op) & IR_OPF_PURE;
+}
+
+static const char *const kind_names[] = {
+	[IR_ATTR_INT] = "an int", [IR_ATTR_FLOAT] = "a float", [IR_ATTR_STR] = "a string",
+	[IR_ATTR_INTS] = "a list of ints", [IR_ATTR_SHAPE] = "a shape",
+};
+
+bool ir_op_check_attr(ir_op op, const ir_attr *a, ir_loc loc, ir_error *err)
+{
+	const ir_attr_schema *s = ir_op_attr_schema(op, a->name);
+	if (!s) {
+		ir_error_set(err, loc, "%s has no attribute '%s'", ir_op_name(op), a->name);
+		return false;
+	}
+	if (s->kind != a->kind) {
+		ir_error_set(err, loc, "%s attribute '%s' must be %s", ir_op_name(op), a->name, kind_names[s->kind]);
+		return false;
+	}
+	if (s->kind == IR_ATTR_INT && (a->i < s->min_i || a->i > s->max_i)) {
+		if (s->max_i == BIG)
+			ir_error_set(err, loc, "%s attribute '%s' must be >= %lld, got %lld", ir_op_name(op), a->name,
+				     (long long)s->min_i, (long long)a->i);
+		else
+			ir_error_set(err, loc, "%s attribute '%s' must be in [%lld, %lld], got %lld", ir_op_name(op),
+				     a->name, (long long)s->min_i, (long long)s->max_i, (long long)a->i);
+		return false;
+	}
+	if (s->kind == IR_ATTR_STR && s->choices) {
+		for (int i = 0; s->choices[i]; i++)
+			if (strcmp(s->choices[i], a->s) == 0)
+				return true;
+		ir_error_set(err, loc, "%s attribute '%s' must be one of %s%s, got '%s'", ir_op_name(op), a->name,
+			     s->choices[0], s->choices[1] ? " / ..." : "", a->s);
+		return false;
+	}
+	return true;
+}
+
+static bool check_operands(const ir_func *f, const ir_node *n, const ir_op_info *info, ir_error *err)
+{
+	if (n->n_in < info->min_in || (info->max_in >= 0 && n->n_in > info->max_in)) {
+		ir_error_set(err, n->loc, "%s '%s': takes %d operand(s), got %d", ir_op_name(n->op),
+			     n->name ? n->name : "?", info->min_in, n->n_in);
+		return false;
+	}
+	if (info->n_out != IR_OP_VARIADIC && n->n_out != info->n_out) {
+		ir_error_set(err, n->loc, "%s '%s': has %d result(s), got %d", ir_op_name(n->op), n->name ? n->name : "?",
+			     info->n_out, n->n_out);
+		return false;
+	}
+	for (int i = 0; i < n->n_in; i++) {
+		const ir_value *v = n->in[i] >= 0 && n->in[i] < f->n_values ? &f->values[n->in[i]] : NULL;
+		if (!v || !v->shape_known) {
+			ir_error_set(err, n->loc, "%s '%s': operand %d ('%s') has no known shape", ir_op_name(n->op),
+				     n->name ? n->name : "?", i, v && v->name ? v->name : "?");
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool check_required_attrs(const ir_node *n, const ir_op_info *info, ir_error *err)
+{
+	for (int i = 0; i < info->n_attrs; i++) {
+		if (info->attrs[i].presence == IR_ATTR_REQUIRED && !ir_node_attr(n, info->attrs[i].name)) {
+			ir_error_set(err, n->loc, "%s '%s': missing attribute '%s'", ir_op_name(n->op),
+				     n->name ? n->name : "?", info->attrs[i].name);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool ir_op_infer(const ir_module *m, const ir_func *f, const ir_node *n, ir_shape *out_shapes,
+		 halo_dtype *out_dtypes, ir_error *err)
+{
+	const ir_op_info *info = ir_op_get(n->op);
+	if (!info) {
+		ir_error_set(err, n->loc, "unknown op %d", (int)n->op);
+		return false;
+	}
+	if (!check_operands(f, n, info, err) || !check_required_attrs(n, info, err))
+		return false;
+	infer_ctx c = {m, f, n, out_shapes, out_dtypes, err};
+	return ops[n->op].rule(&c);
+}

@@ -1,0 +1,178 @@
+/* The model reader's top level (ir/read_model.h). */
+#include "ir/read_model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/read_parts.h"
+
+static const char *const top_keys[] = {"model", "hf_model_types", "params", "weights", "state", "blocks",
+				       "layers", "graphs", "entries", NULL};
+static const char *const entry_keys[] = {"graph", "tokens", "logits", NULL};
+static const char *const logits_modes[] = {"all", "last", NULL};
+
+static bool read_hf_types(rd_ctx *rd, const yaml_node_t *seq)
+{
+	if (!rd_want_seq(rd, seq, "hf_model_types"))
+		return false;
+	ir_module *m = rd->m;
+	int n = rd_seq_len(seq);
+	m->hf_types = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(char *));
+	for (int i = 0; i < n; i++)
+		if (!(m->hf_types[i] = rd_str(rd, rd_seq_item(rd, seq, i), "a model_type")))
+			return false;
+	m->n_hf_types = n;
+	return true;
+}
+
+static bool read_entry(rd_ctx *rd, const yaml_node_t *spec, ir_entry *e)
+{
+	char what[160];
+	snprintf(what, sizeof(what), "entry '%s'", e->name);
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, entry_keys, what))
+		return false;
+	yaml_node_t *g = rd_need(rd, spec, "graph", what), *tok = g ? rd_need(rd, spec, "tokens", what) : NULL;
+	yaml_node_t *lg = rd_get(rd, spec, "logits");
+	const char *gname = g ? rd_scalar(rd, g, "a graph name") : NULL;
+	if (!gname || !tok)
+		return false;
+	e->func = ir_module_func(rd->m, gname);
+	if (e->func < 0 || rd->m->funcs[e->func].is_block)
+		return rd_fail(rd, g, "%s: unknown graph '%s'", what, gname);
+	if (!rd_want_seq(rd, tok, "tokens"))
+		return false;
+	if (rd_seq_len(tok) != 2)
+		return rd_fail(rd, tok, "%s: tokens: expected [min, max]", what);
+	if (!rd_int(rd, rd_seq_item(rd, tok, 0), "tokens min", &e->t_min) ||
+	    !rd_int(rd, rd_seq_item(rd, tok, 1), "tokens max", &e->t_max))
+		return false;
+	if (e->t_min < 1)
+		return rd_fail(rd, tok, "%s: tokens min must be >= 1, got %lld", what, (long long)e->t_min);
+	if (e->t_min > e->t_max)
+		return rd_fail(rd, tok, "%s: t_min > t_max (%lld > %lld)", what, (long long)e->t_min, (long long)e->t_max);
+	e->logits = lg ? rd_choice(rd, lg, "logits", logits_modes) : "all";
+	return e->logits != NULL;
+}
+
+static bool read_entries(rd_ctx *rd, const yaml_node_t *map)
+{
+	if (!rd_want_map(rd, map, "entries"))
+		return false;
+	ir_module *m = rd->m;
+	int n = rd_map_len(map);
+	if (n == 0)
+		return rd_fail(rd, map, "entries: expected at least one entry");
+	m->entries = ir_arena_alloc(&m->arena, (size_t)n * sizeof(ir_entry));
+	for (int i = 0; i < n; i++) {
+		ir_entry *e = &m->entries[i];
+		yaml_node_t *key = rd_map_key(rd, map, i);
+		e->name = rd_str(rd, key, "an entry name");
+		e->loc = rd_loc(rd, key);
+		if (!read_entry(rd, rd_map_val(rd, map, i), e))
+			return false;
+		m->n_entries = i + 1;
+	}
+	return true;
+}
+
+static bool check_module_weights_used(rd_ctx *rd)
+{
+	for (int i = 0; i < rd->m->n_weights; i++)
+		if (!rd->module_weight_used[i]) {
+			ir_error_set(rd->err, rd->m->weights[i].loc, "weight '%s' is declared but never used",
+				     rd->m->weights[i].name);
+			return false;
+		}
+	return true;
+}
+
+static bool read_decls(rd_ctx *rd, const yaml_node_t *root)
+{
+	ir_module *m = rd->m;
+	yaml_node_t *w = rd_get(rd, root, "weights"), *s = rd_get(rd, root, "state");
+	if (w && !rd_weights(rd, w, &m->weights, &m->n_weights))
+		return false;
+	m->cap_weights = m->n_weights;
+	if (s && !rd_states(rd, s, &m->states, &m->n_states))
+		return false;
+	m->cap_states = m->n_states;
+	rd->module_weight_used = calloc((size_t)m->n_weights + 1, sizeof(bool));
+	if (!rd->module_weight_used)
+		abort();
+	return true;
+}
+
+static bool read_top(rd_ctx *rd, const yaml_node_t *root)
+{
+	if (!rd_want_map(rd, root, "the model") || !rd_check_keys(rd, root, top_keys, "the model"))
+		return false;
+	const char *what = "the model";
+	yaml_node_t *model = rd_need(rd, root, "model", what);
+	yaml_node_t *types = model ? rd_need(rd, root, "hf_model_types", what) : NULL;
+	yaml_node_t *params = types ? rd_need(rd, root, "params", what) : NULL;
+	yaml_node_t *graphs = params ? rd_need(rd, root, "graphs", what) : NULL;
+	yaml_node_t *entries = graphs ? rd_need(rd, root, "entries", what) : NULL;
+	if (!entries || !(rd->m->model = rd_str(rd, model, "the model name")) || !read_hf_types(rd, types) ||
+	    !rd_params(rd, params) || !read_decls(rd, root))
+		return false;
+	return rd_funcs(rd, rd_get(rd, root, "blocks"), graphs, rd_get(rd, root, "layers")) &&
+	       check_module_weights_used(rd) && read_entries(rd, entries);
+}
+
+ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
+			     const char *config_json, size_t config_len, ir_error *err)
+{
+	rd_ctx rd = {.err = err};
+	rd.cfg = ir_config_parse(config_name, config_json, config_len, err);
+	if (!rd.cfg)
+		return NULL;
+	rd.m = ir_module_new(model_name);
+	bool ok = rd_load(&rd, yaml, yaml_len) && read_top(&rd, rd_root(&rd));
+	rd_unload(&rd);
+	ir_config_free(rd.cfg);
+	free(rd.module_weight_used);
+	if (ok)
+		return rd.m;
+	ir_module_free(rd.m);
+	return NULL;
+}
+
+/* Whole file into a malloc'd buffer; NULL and err on failure. */
+static char *slurp(const char *path, size_t *len, ir_error *err)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp) {
+		ir_error_set(err, (ir_loc){.file = path}, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf = malloc(cap);
+	while (buf && (got = fread(buf + n, 1, cap - n, fp)) > 0) {
+		n += got;
+		if (n == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	if (!buf)
+		abort();
+	if (ferror(fp)) {
+		ir_error_set(err, (ir_loc){.file = path}, "read error");
+		free(buf);
+		buf = NULL;
+	}
+	fclose(fp);
+	*len = n;
+	return buf;
+}
+
+ir_module *ir_read_model(const char *model_path, const char *config_path, ir_error *err)
+{
+	size_t ylen = 0, clen = 0;
+	char *yaml = slurp(model_path, &ylen, err);
+	char *json = yaml ? slurp(config_path, &clen, err) : NULL;
+	ir_module *m = json ? ir_read_model_mem(model_path, yaml, ylen, config_path, json, clen, err) : NULL;
+	free(yaml);
+	free(json);
+	return m;
+}

@@ -1,0 +1,101 @@
+/* params: bound from config.json, else from their default expression. */
+#include "ir/read_parts.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const param_keys[] = {"config", "default", "type", NULL};
+static const char *const param_types[] = {"int", "float", NULL};
+static const char *const reserved[] = {"T", "sqrt", "min", "max", "ceil_div", NULL};
+
+static bool check_name(rd_ctx *rd, const yaml_node_t *key, const char *name)
+{
+	bool ok = isalpha((unsigned char)name[0]) || name[0] == '_';
+	for (const char *p = name; ok && *p; p++)
+		ok = isalnum((unsigned char)*p) || *p == '_';
+	if (!ok)
+		return rd_fail(rd, key, "param name '%s' must be an identifier (letters, digits, _)", name);
+	for (int i = 0; reserved[i]; i++)
+		if (strcmp(name, reserved[i]) == 0)
+			return rd_fail(rd, key, "param name '%s' is reserved in expressions", name);
+	return true;
+}
+
+/* Binds p from the config value; *found is false when the key is absent. */
+static bool bind_config(rd_ctx *rd, const yaml_node_t *keynode, const char *key, ir_param *p, bool *found)
+{
+	ir_cfg_kind kind;
+	int64_t i = 0;
+	double f = 0;
+	if (!ir_config_number(rd->cfg, key, &kind, &i, &f, rd->err))
+		return false;
+	*found = kind != IR_CFG_ABSENT;
+	if (!*found)
+		return true;
+	if (p->is_float) {
+		p->f = kind == IR_CFG_INT ? (double)i : f;
+		return true;
+	}
+	if (kind == IR_CFG_FLOAT) {
+		if (f != floor(f) || fabs(f) > 9.0e15)
+			return rd_fail(rd, keynode, "param '%s': config key '%s' in %s is %.9g, expected an int", p->name,
+				       key, ir_config_name(rd->cfg), f);
+		i = (int64_t)f;
+	}
+	p->i = i;
+	return true;
+}
+
+static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *spec, ir_param *p)
+{
+	if (!check_name(rd, key, p->name) || !rd_want_map(rd, spec, "a param spec") ||
+	    !rd_check_keys(rd, spec, param_keys, "a param spec"))
+		return false;
+	yaml_node_t *type = rd_get(rd, spec, "type"), *cfg = rd_get(rd, spec, "config");
+	yaml_node_t *dflt = rd_get(rd, spec, "default");
+	if (type) {
+		const char *t = rd_choice(rd, type, "param type", param_types);
+		if (!t)
+			return false;
+		p->is_float = strcmp(t, "float") == 0;
+	}
+	const char *cfg_key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL;
+	if (cfg && !cfg_key)
+		return false;
+	bool found = false;
+	if (cfg_key && !bind_config(rd, cfg, cfg_key, p, &found))
+		return false;
+	if (found)
+		return true;
+	if (!dflt) {
+		if (cfg_key)
+			return rd_fail(rd, key, "param '%s': config key '%s' is missing from %s and there is no default",
+				       p->name, cfg_key, ir_config_name(rd->cfg));
+		return rd_fail(rd, key, "param '%s': expected 'config' or 'default'", p->name);
+	}
+	char what[160];
+	snprintf(what, sizeof(what), "the default of param '%s'", p->name);
+	return p->is_float ? rd_float(rd, dflt, what, &p->f) : rd_int(rd, dflt, what, &p->i);
+}
+
+bool rd_params(rd_ctx *rd, const yaml_node_t *map)
+{
+	if (!rd_want_map(rd, map, "params"))
+		return false;
+	ir_module *m = rd->m;
+	int n = rd_map_len(map);
+	m->params = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(ir_param));
+	/* m->n_params grows one at a time so a default sees earlier params only */
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *key = rd_map_key(rd, map, i);
+		ir_param *p = &m->params[i];
+		p->name = rd_str(rd, key, "a param name");
+		p->loc = rd_loc(rd, key);
+		if (!read_param(rd, key, rd_map_val(rd, map, i), p))
+			return false;
+		m->n_params = i + 1;
+	}
+	return true;
+}

@@ -1,0 +1,40 @@
+/* Internal to the model reader: the parts of ir_read_model_mem, one file
+ * each. Each returns false with rd->err set on the first error. */
+#ifndef HALO_IR_READ_PARTS_H
+#define HALO_IR_READ_PARTS_H
+
+#include "ir/read_yaml.h"
+
+/* read_values.c: scalars as expressions of the params read so far. */
+bool rd_int(rd_ctx *rd, const yaml_node_t *n, const char *what, int64_t *out);
+bool rd_float(rd_ctx *rd, const yaml_node_t *n, const char *what, double *out);
+/* A list of 1..IR_MAX_RANK dims; T is allowed when allow_T. Dims must be >= 1. */
+bool rd_shape(rd_ctx *rd, const yaml_node_t *n, bool allow_T, const char *what, ir_shape *out);
+bool rd_dtype(rd_ctx *rd, const yaml_node_t *n, halo_dtype *out);
+/* A scalar that must be one of choices (NULL-terminated); returns the static choice. */
+const char *rd_choice(rd_ctx *rd, const yaml_node_t *n, const char *what, const char *const *choices);
+
+/* read_params.c: the params mapping, bound from the config. */
+bool rd_params(rd_ctx *rd, const yaml_node_t *map);
+
+/* read_decls.c: weights / state mappings into arena arrays. */
+bool rd_weights(rd_ctx *rd, const yaml_node_t *map, ir_weight **out, int *n_out);
+bool rd_states(rd_ctx *rd, const yaml_node_t *map, ir_state **out, int *n_out);
+
+/* read_layers.c: the top-level `layers` mapping into m->layer_block / layer_then. */
+bool rd_layers(rd_ctx *rd, const yaml_node_t *map);
+
+/* read_body.c: a function's body list and its outputs list (inputs are
+ * already in f). Resolves names, weights, states, after: edges; checks for
+ * cycles and, for blocks, unused block weights. */
+bool rd_body(rd_ctx *rd, int func, const yaml_node_t *body, const yaml_node_t *outputs);
+/* Checks that name (at node n) may name a new value or op of f: not a value,
+ * op or weight visible in f already. */
+bool rd_name_free(rd_ctx *rd, const ir_func *f, const yaml_node_t *n, const char *name);
+/* The index of the block-local weight of f named name, or -1. */
+int rd_local_weight(const ir_func *f, const char *name);
+
+/* read_graphs.c: blocks and graphs into m->funcs (blocks first). */
+bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *layers);
+
+#endif

@@ -1,0 +1,81 @@
+// matmul, tiled for steps of more than 8 tokens: y[t,n] = sum_k x'[t,k] w[n,k]
+// (x' = x, or rms_norm(x) with the fused prologue), then the epilogue.
+// A workgroup computes a BM x BN tile of y through shared-memory tiles of
+// BK; each of its LS_X x LS_Y lanes owns TM x TN outputs (TM = BM / LS_Y,
+// TN = BN / LS_X). Every output sums k in increasing order, independent of T.
+// Grid: x = ceil(N / BN), y = ceil(T / BM).
+
+layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
+layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
+#if PRO_RMS
+layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
+#endif
+
+#define TM (BM / LS_Y)
+#define TN (BN / LS_X)
+#define LANES (LS_X * LS_Y)
+
+shared float xs[BM][BK + 1];
+shared float ws[BN][BK + 1];
+
+#if PRO_RMS
+shared float rs[BM];
+
+// One lane per row of the tile sums its squares in k order.
+void row_scales(uint lid, uint t0)
+{
+	if (lid < BM) {
+		float s = 0.0;
+		if (t0 + lid < pc.T)
+			for (uint k = 0u; k < K; k++)
+				s += x[(t0 + lid) * K + k] * x[(t0 + lid) * K + k];
+		rs[lid] = 1.0 / sqrt(s / float(K) + PRO_EPS);
+	}
+	barrier();
+}
+
+float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r] * (nw[k] + PRO_OFFSET); }
+#else
+float xin(uint t, uint k, uint r) { return x[t * K + k]; }
+#endif
+
+void load_tiles(uint lid, uint t0, uint n0, uint k0)
+{
+	for (uint i = lid; i < BM * BK; i += LANES) {
+		uint r = i / BK, kk = i % BK;
+		xs[r][kk] = (t0 + r < pc.T && k0 + kk < K) ? xin(t0 + r, k0 + kk, r) : 0.0;
+	}
+	for (uint i = lid; i < BN * BK; i += LANES) {
+		uint r = i / BK, kk = i % BK;
+		ws[r][kk] = (n0 + r < N && k0 + kk < K) ? load_w((n0 + r) * K + k0 + kk) : 0.0;
+	}
+}
+
+void main()
+{
+	uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+	uint lid = ty * LS_X + tx;
+	uint n0 = gl_WorkGroupID.x * BN, t0 = gl_WorkGroupID.y * BM;
+#if PRO_RMS
+	row_scales(lid, t0);
+#endif
+	float acc[TM][TN];
+	for (uint i = 0u; i < TM; i++)
+		for (uint j = 0u; j < TN; j++)
+			acc[i][j] = 0.0;
+	for (uint k0 = 0u; k0 < K; k0 += BK) {
+		load_tiles(lid, t0, n0, k0);
+		barrier();
+		for (uint kk = 0u; kk < BK; kk++)
+			for (uint i = 0u; i < TM; i++)
+				for (uint j = 0u; j < TN; j++)
+					acc[i][j] += xs[ty * TM + i][kk] * ws[tx * TN + j][kk];
+		barrier();
+	}
+	for (uint i = 0u; i < TM; i++)
+		for (uint j = 0u; j < TN; j++) {
+			uint t = t0 + ty * TM + i, n = n0 + tx * TN + j;
+			if (t < pc.T && n < N)
+				y[t * N + n] = epilogue(acc[i][j], t * N + n);
+		}
+}

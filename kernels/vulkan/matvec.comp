@@ -1,0 +1,85 @@
+// matvec, for steps of T <= T_MAX <= 8 tokens: y[t,n] = sum_k x'[t,k] w[n,k]
+// (x' = x, or rms_norm(x) with the fused prologue), then the epilogue.
+// Decode is memory-bound, so the weights are streamed once for all T rows:
+// each workgroup owns NC consecutive columns n and computes them for every t.
+// Lane l sums k = l, l + LS_X, ... in order, and the lanes are combined by a
+// fixed tree, so row t's result never depends on T (batch invariance).
+// Grid: x = ceil(N / NC).
+
+layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
+layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
+#if PRO_RMS
+layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
+#endif
+
+#define NROWS (NC * T_MAX)
+shared float red[NROWS][LS_X];
+
+// red[j][0] = sum over lanes of red[j][*], j < NROWS, in a fixed tree order.
+void reduce_rows(uint l)
+{
+	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s)
+			for (uint j = 0u; j < NROWS; j++)
+				red[j][l] += red[j][l + s];
+	}
+	barrier();
+}
+
+#if PRO_RMS
+shared float rscale[T_MAX];
+
+void row_scales(uint l)
+{
+	for (uint t = 0u; t < T_MAX; t++) {
+		float s = 0.0;
+		if (t < pc.T)
+			for (uint k = l; k < K; k += LS_X)
+				s += x[t * K + k] * x[t * K + k];
+		red[t][l] = s;
+	}
+	reduce_rows(l);
+	if (l < T_MAX)
+		rscale[l] = 1.0 / sqrt(red[l][0] / float(K) + PRO_EPS);
+	barrier();
+}
+
+float xin(uint t, uint k) { return x[t * K + k] * rscale[t] * (nw[k] + PRO_OFFSET); }
+#else
+float xin(uint t, uint k) { return x[t * K + k]; }
+#endif
+
+void main()
+{
+	uint l = gl_LocalInvocationID.x;
+	uint n0 = gl_WorkGroupID.x * NC;
+#if PRO_RMS
+	row_scales(l);
+#endif
+	float acc[NC][T_MAX];
+	for (uint c = 0u; c < NC; c++)
+		for (uint t = 0u; t < T_MAX; t++)
+			acc[c][t] = 0.0;
+	for (uint k = l; k < K; k += LS_X) {
+		float xv[T_MAX];
+		for (uint t = 0u; t < T_MAX; t++)
+			xv[t] = t < pc.T ? xin(t, k) : 0.0;
+		for (uint c = 0u; c < NC; c++) {
+			if (n0 + c >= N)
+				break;
+			float wv = load_w((n0 + c) * K + k);
+			for (uint t = 0u; t < T_MAX; t++)
+				acc[c][t] += xv[t] * wv;
+		}
+	}
+	for (uint c = 0u; c < NC; c++)
+		for (uint t = 0u; t < T_MAX; t++)
+			red[c * T_MAX + t][l] = acc[c][t];
+	reduce_rows(l);
+	if (l < NROWS) {
+		uint n = n0 + l / T_MAX, t = l % T_MAX;
+		if (t < pc.T && n < N)
+			y[t * N + n] = epilogue(red[l][0], t * N + n);
+	}
+}

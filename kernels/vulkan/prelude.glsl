@@ -1,0 +1,85 @@
+// Shared by every kernel (kernels/vulkan/README.md): workgroup size, push
+// constants, activations, weight loads, fixed-order workgroup reductions.
+// The instantiation (codegen/kernel_variant.c) puts the #defines above this.
+
+layout(local_size_x = LS_X, local_size_y = LS_Y, local_size_z = 1) in;
+
+// T: token count of this step, fixed for a recorded command buffer.
+layout(push_constant) uniform Push {
+	uint T;
+} pc;
+
+// The step record, the last binding of every kernel: what changes from one
+// replay of a recording to the next lives in memory, not in the commands.
+// pos: position of the step's first token.
+layout(set = 0, binding = B_STEP) readonly buffer Step {
+	uint step_pos;
+	uint step_T;
+};
+
+// A dim affine in T: AFF(X) = X_T * T + X_C.
+#define AFF(n) (n##_T * pc.T + n##_C)
+
+float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
+float silu_f(float x) { return x * sigmoid_f(x); }
+
+// log(1 + e^x), x past PyTorch's threshold 20 passes through. log(1 + y)
+// alone loses y when it is tiny; the ratio y / (u - 1) corrects the rounding
+// of u = 1 + y.
+float softplus_f(float x)
+{
+	if (x > 20.0)
+		return x;
+	float y = exp(x);
+	float u = 1.0 + y;
+	return u == 1.0 ? y : log(u) * (y / (u - 1.0));
+}
+
+#ifdef B_W
+// Weights are f32 or f16 (WTYPE_F16). f16 is read as 32-bit words and
+// unpacked, so no 16-bit storage feature is needed.
+#if WTYPE_F16
+layout(set = 0, binding = B_W) readonly buffer WBuf { uint w_u32[]; };
+float load_w(uint i)
+{
+	vec2 pair = unpackHalf2x16(w_u32[i >> 1]);
+	return (i & 1u) == 0u ? pair.x : pair.y;
+}
+#else
+layout(set = 0, binding = B_W) readonly buffer WBuf { float w_f32[]; };
+float load_w(uint i) { return w_f32[i]; }
+#endif
+#endif
+
+#if USE_TREE
+// Workgroup reductions over the LS_X lanes of a 1-D workgroup in a fixed
+// pairwise order: the result never depends on the subgroup size or on T, and
+// every lane receives it. Call from uniform control flow only.
+shared float tree[LS_X];
+
+float tree_sum(uint l, float v)
+{
+	barrier();
+	tree[l] = v;
+	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s)
+			tree[l] += tree[l + s];
+	}
+	barrier();
+	return tree[0];
+}
+
+float tree_max(uint l, float v)
+{
+	barrier();
+	tree[l] = v;
+	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s)
+			tree[l] = max(tree[l], tree[l + s]);
+	}
+	barrier();
+	return tree[0];
+}
+#endif

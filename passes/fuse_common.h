@@ -1,0 +1,34 @@
+/* The mechanics every fusion pass shares: when a producer may take an
+ * epilogue, and how a node is folded into another's ir_fused list. The
+ * passes (fuse_*.c) only decide which pairs to fold. */
+#ifndef HALO_PASSES_FUSE_COMMON_H
+#define HALO_PASSES_FUSE_COMMON_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+#include "passes/graph_query.h"
+
+/* The node that can take an epilogue on value v, or -1. It must be a live
+ * single-result dispatch (not a view, not a sink) whose result v is read
+ * exactly once (by the op to be folded) and is not a function output, so
+ * that folding leaves no reader of v behind. */
+int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v);
+
+/* True when every dim of s is independent of T (a per-channel bias or scale,
+ * not a per-token activation). */
+bool fuse_shape_is_static(const ir_shape *s);
+
+/* Folds node e into the epilogue of node p, where p's result is e's operand
+ * `running`: e's op (and any epilogues e already carried) are appended to
+ * p's fused list, e's other operands become extras, and the combined node
+ * (p's op and name) moves into e's slot, producing e's result; p's slot is
+ * marked dead (the caller compacts) and ordering edges follow the move. */
+void fuse_epilogue(ir_module *m, ir_func *f, int p, int e, int running);
+
+/* Moves the ordering edges of node from (which is about to die) onto each
+ * node of to: from's own after list is added to theirs, and every node that
+ * had to wait for from waits for all of them. */
+void fuse_move_edges(ir_module *m, ir_func *f, int from, const int *to, int n_to);
+
+#endif

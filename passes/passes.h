@@ -1,0 +1,67 @@
+/* The compiler passes, one file each, in the order passes/pipeline.c runs
+ * them. Every pass takes the module, changes it in place, and returns false
+ * with err set (naming the file:line:col of the offending op and what was
+ * expected) when the input breaks a rule; on failure the module may be
+ * half-rewritten and must be freed, not used further. None allocates memory
+ * the caller must free: new IR objects live in the module's arena. */
+#ifndef HALO_PASSES_PASSES_H
+#define HALO_PASSES_PASSES_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+#include "passes/plan.h"
+
+/* Structural invariants: ids in range, SSA (each value produced once, read
+ * only after its definition in node order), refs and edges valid, no call
+ * left after expansion. Changes nothing. */
+bool pass_verify(ir_module *m, ir_error *err);
+
+/* Shapes and dtypes of every value of the live graph functions; a block's
+ * body is inferred from its first call site's inputs and every other call
+ * site must pass the same shapes and dtypes. */
+bool pass_infer_shapes(ir_module *m, ir_error *err);
+
+/* Inlines every call: per-layer weights and states become module entries
+ * named layers.<i>.<block>.<name>, nodes and values get the same prefix and
+ * layer = i. Sets m->expanded. */
+bool pass_expand_blocks(ir_module *m, ir_error *err);
+
+/* Removes nodes whose results nobody uses; state_write sinks and what they
+ * need stay. */
+bool pass_dce(ir_module *m, ir_error *err);
+
+/* Fusion: each folds ops into a neighbour's ir_fused list, marks the absorbed
+ * node dead and compacts. */
+bool pass_fuse_norm_matmul(ir_module *m, ir_error *err); /* rms_norm -> matmul prologue */
+bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */
+bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */
+bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like chains */
+
+/* Turns the program order of effects on each state into after edges
+ * (read before a later write, write before a later read, writes in order). */
+bool pass_order_effects(ir_module *m, ir_error *err);
+
+/* Checks that every pair of effects on one state that could conflict is
+ * ordered by a path of data or after edges, including the readers of a
+ * state_read's result (which alias the state buffer). Changes nothing. */
+bool pass_check_effects(ir_module *m, ir_error *err);
+
+/* Reorders the nodes of each graph function into a topological order over
+ * data and after edges, ties broken by (layer, depth, name): the result depends on
+ * the graph, never on how independent ops were listed. */
+bool pass_schedule(ir_module *m, ir_error *err);
+
+/* Fills plan with one plan_entry per module entry: dispatch list, buffers,
+ * activation offsets (see plan.h). The module must be scheduled. */
+bool pass_plan_memory(ir_module *m, halo_plan *plan, ir_error *err);
+
+/* Sets plan_dispatch.barrier where a dispatch has a RAW, WAR or WAW hazard
+ * with a dispatch since the previous barrier. */
+bool pass_place_barriers(ir_module *m, halo_plan *plan, ir_error *err);
+
+/* Independently re-derives every hazard between pairs of dispatches and
+ * fails when one has no barrier between its two dispatches. Changes nothing. */
+bool pass_check_barriers(ir_module *m, halo_plan *plan, ir_error *err);
+
+#endif

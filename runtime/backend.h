@@ -1,0 +1,45 @@
+/* The interface every backend implements (runtime-internal).
+ * A backend instance belongs to one model; a backend session to one sequence.
+ * Both are created and destroyed through these pointers only. */
+#ifndef HALO_RUNTIME_BACKEND_H
+#define HALO_RUNTIME_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/manifest.h"
+
+typedef struct halo_backend halo_backend;
+typedef struct halo_backend_session halo_backend_session;
+
+/* What a backend gets at load: the manifest and the mapped sections. */
+typedef struct {
+	const halo_manifest *manifest;
+	const void *weights;
+	uint64_t weights_size;
+	const void *spirv;
+	uint64_t spirv_size;
+	int device;
+	bool validation;
+} halo_backend_load;
+
+typedef struct {
+	const char *name;
+	halo_backend *(*create)(const halo_backend_load *load, char *err, size_t errlen);
+	void (*destroy)(halo_backend *b);
+	halo_backend_session *(*session_create)(halo_backend *b, char *err, size_t errlen);
+	void (*session_destroy)(halo_backend_session *s);
+	/* Zeroes every state buffer. */
+	bool (*state_clear)(halo_backend_session *s, char *err, size_t errlen);
+	/* Runs one entry for T tokens at position pos; writes the entry's output
+	 * (logits rows) into out. */
+	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
+		    float *out, char *err, size_t errlen);
+	int (*validation_messages)(const halo_backend *b);
+} halo_backend_ops;
+
+extern const halo_backend_ops halo_ref_backend;
+extern const halo_backend_ops halo_vulkan_backend;
+
+#endif

@@ -1,0 +1,52 @@
+/* halo runtime: the public C API. Loads a bundle and runs its entry points.
+ *
+ * Ownership: halo_model_open() returns a model owning the mapped bundle, the
+ * parsed manifest and the backend's device resources (weights, pipelines);
+ * halo_model_close() frees them. A session owns one sequence's state and
+ * activation buffers; free every session before closing its model.
+ * Errors: functions that can fail take (err, errlen) and write a message. */
+#ifndef HALO_RUNTIME_HALO_H
+#define HALO_RUNTIME_HALO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct halo_model halo_model;
+typedef struct halo_session halo_session;
+
+typedef enum { HALO_BACKEND_REF, HALO_BACKEND_VULKAN } halo_backend_kind;
+
+typedef struct {
+	halo_backend_kind backend;
+	int device;      /* Vulkan physical device index */
+	bool validation; /* enable VK_LAYER_KHRONOS_validation; messages fail the run */
+} halo_open_options;
+
+halo_model *halo_model_open(const char *bundle_path, const halo_open_options *opts, char *err, size_t errlen);
+void halo_model_close(halo_model *m);
+int64_t halo_model_vocab(const halo_model *m);
+int64_t halo_model_n_ctx(const halo_model *m);
+/* Validation messages seen so far (Vulkan with validation on), else 0. */
+int halo_model_validation_messages(const halo_model *m);
+
+halo_session *halo_session_create(halo_model *m, char *err, size_t errlen);
+void halo_session_free(halo_session *s);
+/* Position of the next token (tokens consumed so far). */
+int64_t halo_session_pos(const halo_session *s);
+/* Clears all state (KV, recurrent) and sets the position to 0. */
+bool halo_session_reset(halo_session *s, char *err, size_t errlen);
+
+/* Runs entry point `entry` over tokens[0..n) at the session's position and
+ * advances it by n. n must be within the entry's token range. logits (caller
+ * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab]. */
+bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens, int64_t n, float *logits,
+		       char *err, size_t errlen);
+
+/* Feeds a prompt of any length through `prefill` in chunks of its largest
+ * token count; logits_all (nullable, caller owned, [n, vocab]) receives every
+ * position's logits; last (nullable, [vocab]) the final position's. */
+bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
+			  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,519 @@
+#include "runtime/manifest.h"
+
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+
+/* Parsing context: the first error wins and names the JSON path. */
+typedef struct {
+	char *err;
+	size_t errlen;
+	bool failed;
+	uint64_t weights_size, spirv_size;
+} mctx;
+
+static bool fail(mctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool fail(mctx *c, const char *path, const char *fmt, ...)
+{
+	if (c->failed)
+		return false;
+	c->failed = true;
+	int n = snprintf(c->err, c->errlen, "manifest %s: ", path);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < c->errlen)
+		vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static json_object *get(mctx *c, json_object *o, const char *path, const char *key, json_type type)
+{
+	json_object *v = NULL;
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v)) {
+		fail(c, path, "missing key '%s'", key);
+		return NULL;
+	}
+	if (!json_object_is_type(v, type) &&
+	    !(type == json_type_double && json_object_is_type(v, json_type_int))) {
+		fail(c, path, "key '%s' has the wrong type (expected %s)", key, json_type_to_name(type));
+		return NULL;
+	}
+	return v;
+}
+
+static bool get_i64(mctx *c, json_object *o, const char *path, const char *key, int64_t lo, int64_t hi,
+		    int64_t *out)
+{
+	json_object *v = get(c, o, path, key, json_type_int);
+	if (!v)
+		return false;
+	int64_t x = json_object_get_int64(v);
+	if (x < lo || x > hi)
+		return fail(c, path, "'%s' = %lld is outside [%lld, %lld]", key, (long long)x, (long long)lo,
+			    (long long)hi);
+	*out = x;
+	return true;
+}
+
+static char *get_str(mctx *c, json_object *o, const char *path, const char *key)
+{
+	json_object *v = get(c, o, path, key, json_type_string);
+	if (!v)
+		return NULL;
+	char *s = strdup(json_object_get_string(v));
+	if (!s)
+		fail(c, path, "out of memory");
+	return s;
+}
+
+static bool get_dtype(mctx *c, json_object *o, const char *path, halo_dtype *out)
+{
+	json_object *v = get(c, o, path, "dtype", json_type_string);
+	if (!v)
+		return false;
+	if (!halo_dtype_from_name(json_object_get_string(v), out))
+		return fail(c, path, "unknown dtype '%s'", json_object_get_string(v));
+	return true;
+}
+
+static json_object *get_array(mctx *c, json_object *o, const char *path, const char *key, size_t max, size_t *n)
+{
+	json_object *v = get(c, o, path, key, json_type_array);
+	if (!v)
+		return NULL;
+	*n = json_object_array_length(v);
+	if (*n > max) {
+		fail(c, path, "'%s' has %zu elements, at most %zu allowed", key, *n, max);
+		return NULL;
+	}
+	return v;
+}
+
+/* [coef_T, c] pairs. */
+static bool parse_affine(mctx *c, json_object *v, const char *path, halo_affine *out)
+{
+	if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) != 2)
+		return fail(c, path, "a dim must be [coef_T, c]");
+	json_object *a = json_object_array_get_idx(v, 0), *b = json_object_array_get_idx(v, 1);
+	if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int))
+		return fail(c, path, "a dim must hold two integers");
+	out->coef_T = json_object_get_int64(a);
+	out->c = json_object_get_int64(b);
+	if (out->coef_T < 0 || out->coef_T > (1 << 20) || out->c < 0 || out->c > ((int64_t)1 << 40))
+		return fail(c, path, "dim [%lld, %lld] out of range", (long long)out->coef_T, (long long)out->c);
+	return true;
+}
+
+static bool parse_attrs(mctx *c, json_object *o, const char *path, halo_attr *attr, int *n_attr)
+{
+	json_object *a = get(c, o, path, "attrs", json_type_object);
+	if (!a)
+		return false;
+	*n_attr = 0;
+	json_object_object_foreach(a, key, val)
+	{
+		if (*n_attr >= HALO_MAX_ATTRS)
+			return fail(c, path, "more than %d attrs", HALO_MAX_ATTRS);
+		halo_attr *x = &attr[(*n_attr)++];
+		memset(x, 0, sizeof(*x));
+		if (strlen(key) >= sizeof(x->name))
+			return fail(c, path, "attr name '%s' too long", key);
+		strcpy(x->name, key);
+		if (json_object_is_type(val, json_type_int)) {
+			x->i = json_object_get_int64(val);
+			x->f = (double)x->i;
+		} else if (json_object_is_type(val, json_type_double)) {
+			x->is_float = true;
+			x->f = json_object_get_double(val);
+		} else if (json_object_is_type(val, json_type_string)) {
+			const char *s = json_object_get_string(val);
+			if (strlen(s) >= sizeof(x->s))
+				return fail(c, path, "attr '%s' string too long", key);
+			x->is_str = true;
+			strcpy(x->s, s);
+		} else {
+			return fail(c, path, "attr '%s' must be a number or a string", key);
+		}
+	}
+	return true;
+}
+
+/* [offset, offset + size) lies inside [0, limit), without wrapping. */
+static bool range_fits(uint64_t offset, uint64_t size, uint64_t limit)
+{
+	return size <= limit && offset <= limit - size;
+}
+
+static const char *space_names[HALO_SPACE_COUNT] = {"weight", "state", "act"};
+
+static bool parse_tensor(mctx *c, json_object *o, const char *path, halo_tensor_ref *t)
+{
+	json_object *sp = get(c, o, path, "space", json_type_string);
+	if (!sp)
+		return false;
+	int space = -1;
+	for (int i = 0; i < HALO_SPACE_COUNT; i++)
+		if (strcmp(json_object_get_string(sp), space_names[i]) == 0)
+			space = i;
+	if (space < 0)
+		return fail(c, path, "unknown space '%s'", json_object_get_string(sp));
+	t->space = (halo_space)space;
+	int64_t off;
+	if (!get_i64(c, o, path, "offset", 0, INT64_MAX, &off) || !get_dtype(c, o, path, &t->dtype))
+		return false;
+	t->offset = (uint64_t)off;
+	size_t n;
+	json_object *shape = get_array(c, o, path, "shape", HALO_MAX_RANK, &n);
+	if (!shape)
+		return false;
+	t->rank = (int)n;
+	for (size_t i = 0; i < n; i++)
+		if (!parse_affine(c, json_object_array_get_idx(shape, i), path, &t->dim[i]))
+			return false;
+	if (t->space == HALO_SPACE_WEIGHT && !range_fits(t->offset, halo_tensor_bytes(t, 0), c->weights_size))
+		return fail(c, path, "weight range ends past the weights section (%llu bytes)",
+			    (unsigned long long)c->weights_size);
+	return true;
+}
+
+static bool parse_grid(mctx *c, json_object *o, const char *path, halo_grid_dim g[3])
+{
+	size_t n;
+	json_object *arr = get_array(c, o, path, "groups", 3, &n);
+	if (!arr)
+		return false;
+	if (n != 3)
+		return fail(c, path, "groups must have 3 entries");
+	for (size_t i = 0; i < 3; i++) {
+		json_object *v = json_object_array_get_idx(arr, i);
+		if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) != 3)
+			return fail(c, path, "a group count must be [a, b, d]");
+		int64_t x[3];
+		for (size_t j = 0; j < 3; j++) {
+			json_object *e = json_object_array_get_idx(v, j);
+			if (!json_object_is_type(e, json_type_int))
+				return fail(c, path, "a group count must hold integers");
+			x[j] = json_object_get_int64(e);
+		}
+		if (x[0] < 0 || x[1] < 0 || x[2] < 1 || x[0] > 65535 || x[1] > ((int64_t)1 << 32))
+			return fail(c, path, "group count [%lld, %lld, %lld] out of range", (long long)x[0],
+				    (long long)x[1], (long long)x[2]);
+		g[i] = (halo_grid_dim){x[0], x[1], x[2]};
+	}
+	return true;
+}
+
+static bool parse_fused(mctx *c, json_object *o, const char *path, int n_operands, halo_fused_op *f)
+{
+	int64_t op, side;
+	if (!get_i64(c, o, path, "op", 0, 1000, &op) || !get_i64(c, o, path, "side", 0, 1, &side))
+		return false;
+	f->op = (int)op;
+	f->side = (int)side;
+	char *pos = get_str(c, o, path, "pos");
+	if (!pos)
+		return false;
+	f->prologue = strcmp(pos, "prologue") == 0;
+	bool ok = f->prologue || strcmp(pos, "epilogue") == 0;
+	free(pos);
+	if (!ok)
+		return fail(c, path, "pos must be prologue or epilogue");
+	size_t n;
+	json_object *ops = get_array(c, o, path, "operands", 2, &n);
+	if (!ops)
+		return false;
+	f->n_operand = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(ops, i);
+		int64_t idx = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
+		if (idx < 0 || idx >= n_operands)
+			return fail(c, path, "fused operand index out of range");
+		f->operand[i] = (int)idx;
+	}
+	return parse_attrs(c, o, path, f->attr, &f->n_attr);
+}
+
+static bool parse_dispatch(mctx *c, json_object *o, const char *path, int n_kernels, halo_dispatch *d)
+{
+	int64_t op, kernel, n_in, n_extra, n_out;
+	d->node = get_str(c, o, path, "node");
+	if (!d->node || !get_i64(c, o, path, "op", 0, 1000, &op) ||
+	    !get_i64(c, o, path, "kernel", 0, n_kernels - 1, &kernel) ||
+	    !get_i64(c, o, path, "n_in", 0, HALO_MAX_OPERANDS, &n_in) ||
+	    !get_i64(c, o, path, "n_extra", 0, HALO_MAX_OPERANDS, &n_extra) ||
+	    !get_i64(c, o, path, "n_out", 0, HALO_MAX_OPERANDS, &n_out))
+		return false;
+	d->op = (int)op;
+	d->kernel = (int)kernel;
+	d->n_in = (int)n_in;
+	d->n_extra = (int)n_extra;
+	d->n_out = (int)n_out;
+	size_t n;
+	json_object *ops = get_array(c, o, path, "operands", HALO_MAX_OPERANDS, &n);
+	if (!ops)
+		return false;
+	if ((int64_t)n != n_in + n_extra + n_out)
+		return fail(c, path, "%zu operands, but n_in + n_extra + n_out = %lld", n,
+			    (long long)(n_in + n_extra + n_out));
+	for (size_t i = 0; i < n; i++)
+		if (!parse_tensor(c, json_object_array_get_idx(ops, i), path, &d->operand[i]))
+			return false;
+	json_object *fused = get_array(c, o, path, "fused", HALO_MAX_FUSED, &n);
+	if (!fused)
+		return false;
+	d->n_fused = (int)n;
+	for (size_t i = 0; i < n; i++)
+		if (!parse_fused(c, json_object_array_get_idx(fused, i), path, (int)(n_in + n_extra + n_out),
+				 &d->fused[i]))
+			return false;
+	json_object *b = get(c, o, path, "barrier", json_type_boolean);
+	if (!b)
+		return false;
+	d->barrier = json_object_get_boolean(b);
+	return parse_attrs(c, o, path, d->attr, &d->n_attr) && parse_grid(c, o, path, d->groups);
+}
+
+static bool parse_io(mctx *c, json_object *o, const char *path, const char *key, halo_io *io)
+{
+	json_object *v = get(c, o, path, key, json_type_object);
+	if (!v)
+		return false;
+	io->name = get_str(c, v, path, "name");
+	return io->name && parse_tensor(c, v, path, &io->t);
+}
+
+static bool act_fits(mctx *c, const halo_tensor_ref *t, const halo_entry *e, const char *path)
+{
+	if (t->space == HALO_SPACE_ACT && !range_fits(t->offset, halo_tensor_bytes(t, e->t_max), e->act_bytes))
+		return fail(c, path, "activation range ends past act_bytes (%llu)", (unsigned long long)e->act_bytes);
+	return true;
+}
+
+static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_bytes, halo_entry *e)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "entries[?]");
+	e->name = get_str(c, o, path, "name");
+	if (!e->name)
+		return false;
+	snprintf(path, sizeof(path), "entry '%.60s'", e->name);
+	int64_t act;
+	json_object *la = get(c, o, path, "logits_all", json_type_boolean);
+	if (!la || !get_i64(c, o, path, "t_min", 1, 1 << 20, &e->t_min) ||
+	    !get_i64(c, o, path, "t_max", e->t_min, 1 << 20, &e->t_max) ||
+	    !get_i64(c, o, path, "act_bytes", 0, INT64_MAX, &act) || !parse_io(c, o, path, "input", &e->input) ||
+	    !parse_io(c, o, path, "output", &e->output))
+		return false;
+	e->logits_all = json_object_get_boolean(la);
+	e->act_bytes = (uint64_t)act;
+	size_t n;
+	json_object *ds = get_array(c, o, path, "dispatches", 1 << 20, &n);
+	if (!ds)
+		return false;
+	e->dispatch = calloc(n ? n : 1, sizeof(*e->dispatch));
+	if (!e->dispatch)
+		return fail(c, path, "out of memory");
+	e->n_dispatch = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		char dpath[128];
+		snprintf(dpath, sizeof(dpath), "%s dispatch %zu", path, i);
+		halo_dispatch *d = &e->dispatch[i];
+		if (!parse_dispatch(c, json_object_array_get_idx(ds, i), dpath, n_kernels, d))
+			return false;
+		for (int j = 0; j < d->n_in + d->n_extra + d->n_out; j++) {
+			const halo_tensor_ref *t = &d->operand[j];
+			if (!act_fits(c, t, e, dpath))
+				return false;
+			if (t->space == HALO_SPACE_STATE &&
+			    !range_fits(t->offset, halo_tensor_bytes(t, e->t_max), state_bytes))
+				return fail(c, dpath, "state range ends past state_bytes");
+		}
+	}
+	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path);
+}
+
+static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state, uint64_t limit,
+		       halo_buffer_decl *d)
+{
+	int64_t off, size;
+	d->name = get_str(c, o, path, "name");
+	if (!d->name || !get_dtype(c, o, path, &d->dtype) || !get_i64(c, o, path, "offset", 0, INT64_MAX, &off) ||
+	    !get_i64(c, o, path, "size", 0, INT64_MAX, &size))
+		return false;
+	if (is_state && !(d->kind = get_str(c, o, path, "kind")))
+		return false;
+	d->offset = (uint64_t)off;
+	d->size = (uint64_t)size;
+	if (!range_fits(d->offset, d->size, limit))
+		return fail(c, path, "'%s' [%llu, +%llu) ends past its region (%llu bytes)", d->name,
+			    (unsigned long long)d->offset, (unsigned long long)d->size, (unsigned long long)limit);
+	size_t n;
+	json_object *shape = get_array(c, o, path, "shape", HALO_MAX_RANK, &n);
+	if (!shape)
+		return false;
+	d->rank = (int)n;
+	for (size_t i = 0; i < n; i++)
+		d->shape[i] = json_object_get_int64(json_object_array_get_idx(shape, i));
+	return true;
+}
+
+static bool parse_kernel(mctx *c, json_object *o, halo_kernel *k)
+{
+	const char *path = "kernels[]";
+	int64_t off, size, push, nb;
+	k->name = get_str(c, o, path, "name");
+	k->signature = get_str(c, o, path, "signature");
+	if (!k->name || !k->signature || !get_i64(c, o, path, "spirv_offset", 0, INT64_MAX, &off) ||
+	    !get_i64(c, o, path, "spirv_size", 4, INT64_MAX, &size) || !get_i64(c, o, path, "push_size", 0, 128, &push) ||
+	    !get_i64(c, o, path, "bindings", 0, HALO_MAX_OPERANDS, &nb))
+		return false;
+	if (!range_fits((uint64_t)off, (uint64_t)size, c->spirv_size) || off % 4 || size % 4)
+		return fail(c, path, "kernel '%s' SPIR-V range is outside the spirv section or unaligned", k->name);
+	k->spirv_offset = (uint64_t)off;
+	k->spirv_size = (uint64_t)size;
+	k->push_size = (uint32_t)push;
+	k->n_bindings = (uint32_t)nb;
+	size_t n;
+	json_object *local = get_array(c, o, path, "local", 3, &n);
+	if (!local)
+		return false;
+	if (n != 3)
+		return fail(c, path, "local must have 3 entries");
+	for (size_t i = 0; i < 3; i++) {
+		int64_t v = json_object_get_int64(json_object_array_get_idx(local, i));
+		if (v < 1 || v > 1024)
+			return fail(c, path, "local size out of range");
+		k->local[i] = (uint32_t)v;
+	}
+	return true;
+}
+
+#define PARSE_LIST(key, max, count, arr, ...)                                                          \
+	do {                                                                                           \
+		size_t n_;                                                                             \
+		json_object *a_ = get_array(&c, root, "root", key, max, &n_);                         \
+		if (!a_)                                                                               \
+			goto out;                                                                      \
+		m->arr = calloc(n_ ? n_ : 1, sizeof(*m->arr));                                         \
+		if (!m->arr) {                                                                         \
+			fail(&c, key, "out of memory");                                                \
+			goto out;                                                                      \
+		}                                                                                      \
+		m->count = (int)n_;                                                                    \
+		for (size_t i = 0; i < n_; i++)                                                        \
+			if (!(__VA_ARGS__))                                                            \
+				goto out;                                                              \
+	} while (0)
+
+halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size, uint64_t spirv_size, char *err,
+			      size_t errlen)
+{
+	mctx c = {.err = err, .errlen = errlen, .weights_size = weights_size, .spirv_size = spirv_size};
+	json_tokener *tok = json_tokener_new();
+	json_object *root = tok ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+	if (!root || json_tokener_get_error(tok) != json_tokener_success) {
+		snprintf(err, errlen, "manifest: invalid JSON (%s)",
+			 tok ? json_tokener_error_desc(json_tokener_get_error(tok)) : "out of memory");
+		json_object_put(root);
+		json_tokener_free(tok);
+		return NULL;
+	}
+	json_tokener_free(tok);
+	halo_manifest *m = calloc(1, sizeof(*m));
+	int64_t format, sb;
+	if (!m) {
+		fail(&c, "root", "out of memory");
+		goto out;
+	}
+	if (!get_i64(&c, root, "root", "format", 1, 1, &format) || !(m->model = get_str(&c, root, "root", "model")) ||
+	    !get_i64(&c, root, "root", "vocab", 1, 1 << 24, &m->vocab) ||
+	    !get_i64(&c, root, "root", "n_ctx", 1, 1 << 24, &m->n_ctx) ||
+	    !get_i64(&c, root, "root", "state_bytes", 0, INT64_MAX, &sb))
+		goto out;
+	m->state_bytes = (uint64_t)sb;
+	PARSE_LIST("weights", 1 << 20, n_weights, weights,
+		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
+	PARSE_LIST("states", 1 << 16, n_states, states,
+		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
+	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels, parse_kernel(&c, json_object_array_get_idx(a_, i), &m->kernels[i]));
+	PARSE_LIST("entries", 64, n_entries, entries,
+		   parse_entry(&c, json_object_array_get_idx(a_, i), m->n_kernels, m->state_bytes, &m->entries[i]));
+out:
+	json_object_put(root);
+	if (c.failed) {
+		manifest_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void free_decls(halo_buffer_decl *d, int n)
+{
+	for (int i = 0; d && i < n; i++) {
+		free(d[i].name);
+		free(d[i].kind);
+	}
+	free(d);
+}
+
+void manifest_free(halo_manifest *m)
+{
+	if (!m)
+		return;
+	free(m->model);
+	free_decls(m->weights, m->n_weights);
+	free_decls(m->states, m->n_states);
+	for (int i = 0; m->kernels && i < m->n_kernels; i++) {
+		free(m->kernels[i].name);
+		free(m->kernels[i].signature);
+	}
+	free(m->kernels);
+	for (int i = 0; m->entries && i < m->n_entries; i++) {
+		halo_entry *e = &m->entries[i];
+		free(e->name);
+		free(e->input.name);
+		free(e->output.name);
+		for (int j = 0; e->dispatch && j < e->n_dispatch; j++)
+			free(e->dispatch[j].node);
+		free(e->dispatch);
+	}
+	free(m->entries);
+	free(m);
+}
+
+const halo_entry *manifest_entry(const halo_manifest *m, const char *name)
+{
+	for (int i = 0; i < m->n_entries; i++)
+		if (strcmp(m->entries[i].name, name) == 0)
+			return &m->entries[i];
+	return NULL;
+}
+
+int64_t halo_affine_eval(halo_affine a, int64_t T)
+{
+	return a.coef_T * T + a.c;
+}
+
+/* Saturates at UINT64_MAX so that a hostile manifest's dims fail the range
+ * checks instead of wrapping around. */
+uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T)
+{
+	uint64_t n = halo_dtype_size(t->dtype);
+	for (int i = 0; i < t->rank; i++) {
+		int64_t d = halo_affine_eval(t->dim[i], T);
+		if (d < 0 || __builtin_mul_overflow(n, (uint64_t)d, &n))
+			return UINT64_MAX;
+	}
+	return n;
+}
+
+uint32_t halo_grid_eval(halo_grid_dim g, int64_t T)
+{
+	return (uint32_t)((g.a * T + g.b + g.d - 1) / g.d);
+}

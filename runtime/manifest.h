@@ -1,0 +1,135 @@
+/* The bundle manifest: what to run, in which order, on which bytes.
+ * Written by codegen/emit_manifest.c as JSON (docs/manifest.md), read here.
+ * Everything in a manifest is untrusted input: manifest_parse() checks every
+ * index, range and size against the bundle before anything runs.
+ *
+ * Ownership: manifest_parse() returns a halo_manifest that owns all its
+ * arrays and strings; manifest_free() releases it. */
+#ifndef HALO_RUNTIME_MANIFEST_H
+#define HALO_RUNTIME_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+
+#define HALO_MAX_RANK 4
+#define HALO_MAX_OPERANDS 16
+#define HALO_MAX_FUSED 8
+#define HALO_MAX_ATTRS 8
+
+/* coef_T * T + c: dims and sizes that depend on the step's token count. */
+typedef struct {
+	int64_t coef_T, c;
+} halo_affine;
+
+/* ceil((a*T + b) / d): workgroup counts. */
+typedef struct {
+	int64_t a, b, d;
+} halo_grid_dim;
+
+typedef enum { HALO_SPACE_WEIGHT, HALO_SPACE_STATE, HALO_SPACE_ACT, HALO_SPACE_COUNT } halo_space;
+
+typedef struct {
+	halo_space space;
+	uint64_t offset; /* bytes into the space */
+	halo_dtype dtype;
+	int rank;
+	halo_affine dim[HALO_MAX_RANK];
+} halo_tensor_ref;
+
+typedef struct {
+	char name[32];
+	bool is_float;
+	int64_t i;
+	double f;
+	char s[16];
+	bool is_str;
+} halo_attr;
+
+typedef struct {
+	int op;          /* kernels/ops.def id */
+	bool prologue;   /* else epilogue */
+	int n_attr;
+	halo_attr attr[HALO_MAX_ATTRS];
+	int n_operand;   /* indices into the dispatch's operands */
+	int operand[2];
+	int side;        /* binary epilogue: which side the running value takes */
+} halo_fused_op;
+
+typedef struct {
+	char *node;      /* node name, for profiles and errors */
+	int op;
+	int n_attr;
+	halo_attr attr[HALO_MAX_ATTRS];
+	int n_in, n_extra, n_out; /* operands = inputs, fused extras, outputs (kernel ABI order) */
+	halo_tensor_ref operand[HALO_MAX_OPERANDS];
+	int n_fused;
+	halo_fused_op fused[HALO_MAX_FUSED];
+	int kernel;      /* index into kernels */
+	halo_grid_dim groups[3];
+	bool barrier;    /* wait for all earlier dispatches before this one */
+} halo_dispatch;
+
+typedef struct {
+	char *name;
+	halo_tensor_ref t;
+} halo_io;
+
+typedef struct {
+	char *name;
+	int64_t t_min, t_max;
+	bool logits_all;
+	uint64_t act_bytes;   /* activation arena for t_max */
+	halo_io input, output; /* token ids in, logits out */
+	int n_dispatch;
+	halo_dispatch *dispatch;
+} halo_entry;
+
+typedef struct {
+	char *name;
+	char *signature;
+	uint64_t spirv_offset, spirv_size; /* bytes into the "spirv" section */
+	uint32_t push_size;
+	uint32_t n_bindings;
+	uint32_t local[3];
+} halo_kernel;
+
+typedef struct {
+	char *name;
+	halo_dtype dtype;
+	int rank;
+	int64_t shape[HALO_MAX_RANK];
+	uint64_t offset, size; /* bytes into the weights section / state arena */
+	char *kind;            /* states only: kv, conv, ssm, ... */
+} halo_buffer_decl;
+
+typedef struct {
+	char *model;
+	int64_t vocab;
+	int64_t n_ctx;
+	int n_weights;
+	halo_buffer_decl *weights;
+	int n_states;
+	halo_buffer_decl *states;
+	uint64_t state_bytes;
+	int n_kernels;
+	halo_kernel *kernels;
+	int n_entries;
+	halo_entry *entries;
+} halo_manifest;
+
+/* Parses the manifest JSON (json, len bytes) and checks it against the sizes
+ * of the bundle's weights and spirv sections. On failure returns NULL and
+ * writes a message naming the manifest field into err. */
+halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size,
+			      uint64_t spirv_size, char *err, size_t errlen);
+void manifest_free(halo_manifest *m);
+
+const halo_entry *manifest_entry(const halo_manifest *m, const char *name);
+int64_t halo_affine_eval(halo_affine a, int64_t T);
+uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T);
+uint32_t halo_grid_eval(halo_grid_dim g, int64_t T);
+
+#endif

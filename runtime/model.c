@@ -1,0 +1,214 @@
+/* Model and session: the public API of runtime/halo.h over a backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend.h"
+#include "runtime/bundle.h"
+#include "runtime/halo.h"
+#include "runtime/manifest.h"
+
+struct halo_model {
+	halo_bundle *bundle;
+	halo_manifest *manifest;
+	const halo_backend_ops *ops;
+	halo_backend *backend;
+};
+
+struct halo_session {
+	halo_model *model;
+	halo_backend_session *bs;
+	int64_t pos;
+	float *rows; /* [t_max, vocab] output of one step */
+	int64_t rows_cap;
+};
+
+static const void *section(halo_model *m, const char *name, uint64_t *size, char *err, size_t errlen)
+{
+	size_t n = 0;
+	const void *p = halo_bundle_section(m->bundle, name, &n);
+	if (!p)
+		snprintf(err, errlen, "bundle has no '%s' section", name);
+	*size = n;
+	return p;
+}
+
+halo_model *halo_model_open(const char *path, const halo_open_options *opts, char *err, size_t errlen)
+{
+	halo_model *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->bundle = halo_bundle_open(path, err, errlen);
+	if (!m->bundle)
+		goto fail;
+	uint64_t msize, wsize, ssize;
+	const char *json = section(m, "manifest", &msize, err, errlen);
+	const void *weights = json ? section(m, "weights", &wsize, err, errlen) : NULL;
+	const void *spirv = weights ? section(m, "spirv", &ssize, err, errlen) : NULL;
+	if (!spirv)
+		goto fail;
+	char merr[512];
+	m->manifest = manifest_parse(json, msize, wsize, ssize, merr, sizeof(merr));
+	if (!m->manifest) {
+		snprintf(err, errlen, "%s: %s", path, merr);
+		goto fail;
+	}
+	m->ops = opts->backend == HALO_BACKEND_VULKAN ? &halo_vulkan_backend : &halo_ref_backend;
+	halo_backend_load load = {
+		.manifest = m->manifest,
+		.weights = weights,
+		.weights_size = wsize,
+		.spirv = spirv,
+		.spirv_size = ssize,
+		.device = opts->device,
+		.validation = opts->validation,
+	};
+	m->backend = m->ops->create(&load, err, errlen);
+	if (!m->backend)
+		goto fail;
+	return m;
+fail:
+	halo_model_close(m);
+	return NULL;
+}
+
+void halo_model_close(halo_model *m)
+{
+	if (!m)
+		return;
+	if (m->backend)
+		m->ops->destroy(m->backend);
+	manifest_free(m->manifest);
+	halo_bundle_close(m->bundle);
+	free(m);
+}
+
+int64_t halo_model_vocab(const halo_model *m)
+{
+	return m->manifest->vocab;
+}
+
+int64_t halo_model_n_ctx(const halo_model *m)
+{
+	return m->manifest->n_ctx;
+}
+
+int halo_model_validation_messages(const halo_model *m)
+{
+	return m->ops->validation_messages(m->backend);
+}
+
+halo_session *halo_session_create(halo_model *m, char *err, size_t errlen)
+{
+	halo_session *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->model = m;
+	for (int i = 0; i < m->manifest->n_entries; i++)
+		if (m->manifest->entries[i].t_max > s->rows_cap)
+			s->rows_cap = m->manifest->entries[i].t_max;
+	s->rows = malloc((size_t)(s->rows_cap * m->manifest->vocab) * sizeof(float));
+	s->bs = s->rows ? m->ops->session_create(m->backend, err, errlen) : NULL;
+	if (!s->bs || !m->ops->state_clear(s->bs, err, errlen)) {
+		if (!s->rows)
+			snprintf(err, errlen, "out of memory");
+		halo_session_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void halo_session_free(halo_session *s)
+{
+	if (!s)
+		return;
+	if (s->bs)
+		s->model->ops->session_destroy(s->bs);
+	free(s->rows);
+	free(s);
+}
+
+int64_t halo_session_pos(const halo_session *s)
+{
+	return s->pos;
+}
+
+bool halo_session_reset(halo_session *s, char *err, size_t errlen)
+{
+	s->pos = 0;
+	return s->model->ops->state_clear(s->bs, err, errlen);
+}
+
+bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens, int64_t n, float *logits, char *err,
+		       size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
+	const halo_entry *e = manifest_entry(man, name);
+	if (!e) {
+		snprintf(err, errlen, "bundle has no entry point '%s'", name);
+		return false;
+	}
+	if (n < e->t_min || n > e->t_max) {
+		snprintf(err, errlen, "entry '%s' takes %lld..%lld tokens per step, got %lld", name,
+			 (long long)e->t_min, (long long)e->t_max, (long long)n);
+		return false;
+	}
+	if (s->pos + n > man->n_ctx) {
+		snprintf(err, errlen, "context full: position %lld + %lld tokens exceeds n_ctx %lld", (long long)s->pos,
+			 (long long)n, (long long)man->n_ctx);
+		return false;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		if (tokens[i] < 0 || tokens[i] >= man->vocab) {
+			snprintf(err, errlen, "token %d at index %lld is outside the vocabulary [0, %lld)", tokens[i],
+				 (long long)i, (long long)man->vocab);
+			return false;
+		}
+	}
+	if (!s->model->ops->run(s->bs, e, n, s->pos, tokens, s->rows, err, errlen))
+		return false;
+	s->pos += n;
+	size_t row = (size_t)man->vocab;
+	if (e->logits_all)
+		memcpy(logits, s->rows, (size_t)n * row * sizeof(float));
+	else
+		memcpy(logits, s->rows + (size_t)(n - 1) * row, row * sizeof(float));
+	return true;
+}
+
+bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
+			  char *err, size_t errlen)
+{
+	const halo_entry *e = manifest_entry(s->model->manifest, "prefill");
+	if (!e) {
+		snprintf(err, errlen, "bundle has no 'prefill' entry point");
+		return false;
+	}
+	if (logits_all && !e->logits_all) {
+		snprintf(err, errlen, "the bundle's prefill entry returns only the last position's logits");
+		return false;
+	}
+	int64_t vocab = s->model->manifest->vocab;
+	float *buf = malloc((size_t)(e->t_max * vocab) * sizeof(float));
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	bool ok = true;
+	for (int64_t done = 0; ok && done < n;) {
+		int64_t chunk = n - done < e->t_max ? n - done : e->t_max;
+		ok = halo_session_step(s, "prefill", tokens + done, chunk, buf, err, errlen);
+		int64_t rows = e->logits_all ? chunk : 1;
+		if (ok && logits_all)
+			memcpy(logits_all + done * vocab, buf, (size_t)(rows * vocab) * sizeof(float));
+		if (ok && last && done + chunk == n)
+			memcpy(last, buf + (rows - 1) * vocab, (size_t)vocab * sizeof(float));
+		done += chunk;
+	}
+	free(buf);
+	return ok;
+}

@@ -1,0 +1,157 @@
+/* The CPU reference ops: the definition of every op's semantics (docs/ops.md).
+ *
+ * Conventions shared by every function here:
+ * - Tensors are f32, row-major, last dim fastest, passed as raw pointers with
+ *   explicit dims; ids are i32. f16/bf16 weights are converted to f32 first
+ *   (runtime/ref/half.h), so a kernel reading f16 weights is compared against
+ *   these functions on the same rounded values.
+ * - Float math is f32; reductions (dot products, sums of squares, softmax
+ *   denominators) accumulate in f64 in a fixed order and are rounded to f32
+ *   once at the end.
+ * - Outputs never alias inputs unless a function says so. Nothing here
+ *   allocates memory that outlives a call; the caller owns every buffer.
+ * - Functions that can meet bad runtime data (an id out of range, a position
+ *   past the cache) return false and describe the problem in *err.
+ */
+#ifndef HALO_REF_OPS_H
+#define HALO_REF_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+	char msg[256];
+} ref_error;
+
+/* ---- data movement ------------------------------------------------------ */
+
+/* y[t] = table[ids[t]]; table [V,H], y [T,H]. False for an id outside [0,V). */
+bool ref_embed(const float *table, const int32_t *ids, float *y, int64_t T, int64_t V, int64_t H,
+	       ref_error *err);
+
+/* x viewed as [outer, dim, inner]; y [outer, len, inner] = x[:, start:start+len, :].
+ * False when start+len exceeds dim. */
+bool ref_slice(const float *x, float *y, int64_t outer, int64_t dim, int64_t inner, int64_t start,
+	       int64_t len, ref_error *err);
+
+/* a [outer, da, inner], b [outer, db, inner] -> y [outer, da+db, inner]. */
+void ref_concat(const float *a, const float *b, float *y, int64_t outer, int64_t da, int64_t db,
+		int64_t inner);
+
+/* x [T,h,d] -> y [T,h*r,d]; head j of y is head j/r of x. */
+void ref_repeat_heads(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t r);
+
+/* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
+ * False when pos+T > C. */
+bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int64_t row,
+			int64_t pos, ref_error *err);
+
+/* ---- linear algebra ----------------------------------------------------- */
+
+/* y[t,n] = sum_k x[t,k] * w[n,k]; x [T,K], w [N,K], y [T,N]. */
+void ref_matmul(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N);
+
+/* ---- normalisation ------------------------------------------------------ */
+
+/* x, y [rows, D]; per group of `group` elements (0 = D) of a row:
+ * y = x * (mean(x^2) + eps)^-1/2 * (w + offset); w [D]. */
+void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t D, int64_t group,
+		  float eps, int offset);
+
+/* y = x * (sum(x^2) + eps)^-1/2 per row of D. */
+void ref_l2_norm(const float *x, float *y, int64_t rows, int64_t D, float eps);
+
+/* y = w * x * (mean(x^2) + eps)^-1/2 * silu(z) per row of D; w [D]. */
+void ref_gated_rms_norm(const float *x, const float *z, const float *w, float *y, int64_t rows,
+			int64_t D, float eps);
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+/* How b of a binary op is indexed for element i of a (docs/ops.md):
+ * FULL: b has a's shape, b[i]; TRAILING: b's shape is a's trailing dims,
+ * n = numel(b), b[i % n]; LASTDIM: b is a's shape with the last dim 1,
+ * n = a's last dim, b[i / n]. */
+typedef enum { REF_BCAST_FULL, REF_BCAST_TRAILING, REF_BCAST_LASTDIM } ref_bcast_kind;
+
+typedef struct {
+	ref_bcast_kind kind;
+	int64_t n;
+} ref_bcast;
+
+int64_t ref_bcast_index(ref_bcast bc, int64_t i);
+
+/* y[i] = a[i] op b[bcast(i)] for i < n (n = numel(a)). y may alias a, or b
+ * when b is FULL. */
+void ref_add(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
+void ref_sub(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
+void ref_mul(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
+
+/* Scalar forms, shared by the ops that apply them inside (norms, conv, moe). */
+float ref_silu_f(float x);
+float ref_sigmoid_f(float x);
+float ref_softplus_f(float x); /* x for x > 20 (PyTorch's threshold) */
+
+/* Unary ops over n elements; y may alias x. */
+void ref_silu(const float *x, float *y, int64_t n);
+void ref_sigmoid(const float *x, float *y, int64_t n);
+void ref_softplus(const float *x, float *y, int64_t n);
+void ref_exp(const float *x, float *y, int64_t n);
+void ref_neg(const float *x, float *y, int64_t n);
+void ref_scale(const float *x, float *y, int64_t n, float value);
+/* y = silu(gate) * up, all n elements; y may alias gate or up. */
+void ref_swiglu(const float *gate, const float *up, float *y, int64_t n);
+
+/* ---- positional and attention ---------------------------------------------- */
+
+/* NeoX half-split rotary embedding on the first rot_dim channels of each head:
+ * x, y [T,h,d]; token t has position pos+t; theta_i = base^(-2i/rot_dim).
+ * cos/sin are computed in f64 from the f64 angle, then rounded to f32. */
+void ref_rope(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t rot_dim,
+	      float base, int64_t pos);
+
+/* q [T,hq,d], k [C,hk,d], v [C,hk,dv] -> y [T,hq,dv]. Query t attends cache rows
+ * 0..pos+t; q head j uses kv head j/(hq/hk); softmax in f32 (max-subtracted,
+ * f64 denominator). False when pos+T > C. */
+bool ref_attention(const float *q, const float *k, const float *v, float *y, int64_t T, int64_t hq,
+		   int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
+		   ref_error *err);
+
+/* Softmax over each row of D, max-subtracted. */
+void ref_softmax(const float *x, float *y, int64_t rows, int64_t D);
+
+/* ---- recurrent ------------------------------------------------------------------ */
+
+/* x [T,C], state [K-1,C], w [C,K] -> y [T,C], new_state [K-1,C] over s = [state; x]:
+ * y[t,c] = act(sum_j w[c,j] * s[t+j,c]); act = silu when act_silu.
+ * new_state may alias state. */
+void ref_conv1d_causal(const float *x, const float *state, const float *w, float *y,
+		       float *new_state, int64_t T, int64_t C, int64_t K, bool act_silu);
+
+/* Gated delta rule, per value head h (key head h/(hv/hk)), t in order:
+ * S <- S*exp(g); kv = S^T k; delta = (v - kv)*beta; S <- S + k (x) delta;
+ * o = S^T (q*scale). q,k [T,hk,dk], v [T,hv,dv], g,beta [T,hv], S [hv,dk,dv]
+ * -> o [T,hv,dv], S_out [hv,dk,dv] (the final S; may alias S). */
+void ref_gated_delta_rule(const float *q, const float *k, const float *v, const float *g,
+			  const float *beta, const float *S, float *o, float *S_out, int64_t T,
+			  int64_t hk, int64_t hv, int64_t dk, int64_t dv, float scale);
+
+/* ---- routing and selection ---------------------------------------------------- */
+
+/* Largest k of each row of x [T,N], descending, ties to the lower index. */
+void ref_topk(const float *x, int32_t *ids, float *vals, int64_t T, int64_t N, int64_t k);
+
+/* Softmax over E, top-k, renormalised to sum 1 when norm_topk. */
+void ref_moe_route(const float *logits, int32_t *ids, float *w, int64_t T, int64_t E, int64_t k,
+		   bool norm_topk);
+
+/* y[t] = sum_j w[t,j] * down[e] (silu(gate[e] x[t]) * up[e] x[t]), e = ids[t,j],
+ * summed in j order. x [T,H], gate/up [E,F,H], down [E,H,F]. False for an id
+ * outside [0,E). */
+bool ref_moe_experts(const float *x, const int32_t *ids, const float *w, const float *gate,
+		     const float *up, const float *down, float *y, int64_t T, int64_t H, int64_t F,
+		     int64_t E, int64_t k, ref_error *err);
+
+/* First index of the maximum of each row of x [T,N]. */
+void ref_argmax(const float *x, int32_t *ids, int64_t T, int64_t N);
+
+#endif

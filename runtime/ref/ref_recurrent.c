@@ -1,0 +1,67 @@
+/* conv1d_causal and gated_delta_rule. */
+#include "runtime/ref/ref_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Row r of s = [state; x]. */
+static float seq_at(const float *state, const float *x, int64_t r, int64_t c, int64_t C, int64_t K)
+{
+	return r < K - 1 ? state[r * C + c] : x[(r - (K - 1)) * C + c];
+}
+
+void ref_conv1d_causal(const float *x, const float *state, const float *w, float *y,
+		       float *new_state, int64_t T, int64_t C, int64_t K, bool act_silu)
+{
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t c = 0; c < C; c++) {
+			double acc = 0.0;
+			for (int64_t j = 0; j < K; j++)
+				acc += (double)w[c * K + j] * (double)seq_at(state, x, t + j, c, C, K);
+			y[t * C + c] = act_silu ? ref_silu_f((float)acc) : (float)acc;
+		}
+	/* new_state row r is s row T+r; with new_state aliasing state, row T+r
+	 * (>= r) of state is read before row r is overwritten, so going forward
+	 * in r is safe in place. */
+	for (int64_t r = 0; r < K - 1; r++)
+		for (int64_t c = 0; c < C; c++)
+			new_state[r * C + c] = seq_at(state, x, T + r, c, C, K);
+}
+
+/* One step of one value head on its state block S [dk,dv]. Every column c
+ * of S evolves on its own (kv, delta, update and output of column c only read
+ * column c), so the step runs column by column in the documented order. */
+static void gdr_step(float *S, const float *q, const float *k, const float *v, float g, float beta,
+		     float *o, int64_t dk, int64_t dv, float scale)
+{
+	float decay = expf(g);
+	for (int64_t c = 0; c < dv; c++) {
+		double kv = 0.0;
+		for (int64_t i = 0; i < dk; i++) {
+			S[i * dv + c] *= decay;
+			kv += (double)S[i * dv + c] * (double)k[i];
+		}
+		float delta = (v[c] - (float)kv) * beta;
+		double acc = 0.0;
+		for (int64_t i = 0; i < dk; i++) {
+			S[i * dv + c] += k[i] * delta;
+			acc += (double)S[i * dv + c] * (double)(q[i] * scale);
+		}
+		o[c] = (float)acc;
+	}
+}
+
+void ref_gated_delta_rule(const float *q, const float *k, const float *v, const float *g,
+			  const float *beta, const float *S, float *o, float *S_out, int64_t T,
+			  int64_t hk, int64_t hv, int64_t dk, int64_t dv, float scale)
+{
+	memmove(S_out, S, (size_t)(hv * dk * dv) * sizeof *S_out);
+	int64_t group = hv / hk;
+	for (int64_t h = 0; h < hv; h++) {
+		int64_t kh = h / group;
+		for (int64_t t = 0; t < T; t++)
+			gdr_step(S_out + h * dk * dv, q + (t * hk + kh) * dk, k + (t * hk + kh) * dk,
+				 v + (t * hv + h) * dv, g[t * hv + h], beta[t * hv + h],
+				 o + (t * hv + h) * dv, dk, dv, scale);
+	}
+}

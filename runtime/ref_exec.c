@@ -1,0 +1,328 @@
+#include "runtime/ref_exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+
+enum {
+#define IR_OP(id, name) OP_##id,
+#include "kernels/ops.def"
+#undef IR_OP
+	OP_COUNT
+};
+
+static const char *op_names[] = {
+#define IR_OP(id, name) name,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+/* Everything one op needs: operand addresses, evaluated dims, attributes. */
+typedef struct {
+	const halo_dispatch *d;
+	int64_t T, pos;
+	void *p[HALO_MAX_OPERANDS];
+	int64_t dim[HALO_MAX_OPERANDS][HALO_MAX_RANK];
+	char *err;
+	size_t errlen;
+} exec_ctx;
+
+static const halo_attr *find_attr(const halo_attr *a, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(a[i].name, name) == 0)
+			return &a[i];
+	return NULL;
+}
+
+static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
+{
+	const halo_attr *x = find_attr(a, n, name);
+	return x ? x->i : dflt;
+}
+
+static float attr_f(const halo_attr *a, int n, const char *name, float dflt)
+{
+	const halo_attr *x = find_attr(a, n, name);
+	return x ? (float)x->f : dflt;
+}
+
+static bool attr_is(const halo_attr *a, int n, const char *name, const char *value)
+{
+	const halo_attr *x = find_attr(a, n, name);
+	return x && x->is_str && strcmp(x->s, value) == 0;
+}
+
+#define A_I(name, dflt) attr_i(c->d->attr, c->d->n_attr, name, dflt)
+#define A_F(name, dflt) attr_f(c->d->attr, c->d->n_attr, name, dflt)
+
+static int64_t numel(const exec_ctx *c, int i)
+{
+	int64_t n = 1;
+	for (int k = 0; k < c->d->operand[i].rank; k++)
+		n *= c->dim[i][k];
+	return n;
+}
+
+static int64_t last_dim(const exec_ctx *c, int i)
+{
+	return c->d->operand[i].rank ? c->dim[i][c->d->operand[i].rank - 1] : 1;
+}
+
+static bool fail(exec_ctx *c, const char *fmt, const char *detail)
+{
+	snprintf(c->err, c->errlen, "ref backend: dispatch '%s' (%s): %s%s", c->d->node,
+		 (unsigned)c->d->op < OP_COUNT ? op_names[c->d->op] : "?", fmt, detail ? detail : "");
+	return false;
+}
+
+static bool ref_failed(exec_ctx *c, const ref_error *e)
+{
+	return fail(c, "", e->msg);
+}
+
+/* b's broadcast against a (docs/ops.md, elementwise). */
+static ref_bcast bcast_of(const exec_ctx *c, int a, int b)
+{
+	int64_t na = numel(c, a), nb = numel(c, b);
+	if (nb == na)
+		return (ref_bcast){REF_BCAST_FULL, na};
+	if (last_dim(c, b) == 1 && nb * last_dim(c, a) == na)
+		return (ref_bcast){REF_BCAST_LASTDIM, last_dim(c, a)};
+	return (ref_bcast){REF_BCAST_TRAILING, nb};
+}
+
+static void binary(int op, const float *a, const float *b, float *y, int64_t n, ref_bcast bc)
+{
+	switch (op) {
+	case OP_ADD:
+		ref_add(a, b, y, n, bc);
+		break;
+	case OP_SUB:
+		ref_sub(a, b, y, n, bc);
+		break;
+	case OP_MUL:
+		ref_mul(a, b, y, n, bc);
+		break;
+	default: /* OP_SWIGLU: same shapes only */
+		ref_swiglu(a, b, y, n);
+		break;
+	}
+}
+
+static bool unary(int op, const float *x, float *y, int64_t n, const halo_attr *attr, int n_attr)
+{
+	switch (op) {
+	case OP_SILU:
+		ref_silu(x, y, n);
+		return true;
+	case OP_SIGMOID:
+		ref_sigmoid(x, y, n);
+		return true;
+	case OP_SOFTPLUS:
+		ref_softplus(x, y, n);
+		return true;
+	case OP_EXP:
+		ref_exp(x, y, n);
+		return true;
+	case OP_NEG:
+		ref_neg(x, y, n);
+		return true;
+	case OP_SCALE:
+		ref_scale(x, y, n, attr_f(attr, n_attr, "value", 1.0f));
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_binary(int op)
+{
+	return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_SWIGLU;
+}
+
+static bool exec_rows_op(exec_ctx *c, const float *x, float *y)
+{
+	const halo_dispatch *d = c->d;
+	int64_t D = last_dim(c, 0), rows = numel(c, 0) / (D ? D : 1);
+	switch (d->op) {
+	case OP_RMS_NORM:
+		ref_rms_norm(x, c->p[1], y, rows, D, A_I("group", 0), A_F("eps", 1e-6f), (int)A_I("offset", 0));
+		return true;
+	case OP_L2_NORM:
+		ref_l2_norm(x, y, rows, D, A_F("eps", 1e-6f));
+		return true;
+	case OP_GATED_RMS_NORM:
+		ref_gated_rms_norm(x, c->p[1], c->p[2], y, rows, D, A_F("eps", 1e-6f));
+		return true;
+	case OP_SOFTMAX:
+		ref_softmax(x, y, rows, D);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool exec_slice(exec_ctx *c, const float *x, float *y)
+{
+	int rank = c->d->operand[0].rank;
+	int64_t axis = A_I("axis", 0), outer = 1, inner = 1;
+	if (axis < 0 || axis >= rank)
+		return fail(c, "slice axis out of range", NULL);
+	for (int k = 0; k < axis; k++)
+		outer *= c->dim[0][k];
+	for (int k = (int)axis + 1; k < rank; k++)
+		inner *= c->dim[0][k];
+	ref_error e;
+	if (!ref_slice(x, y, outer, c->dim[0][axis], inner, A_I("start", 0), A_I("len", 0), &e))
+		return ref_failed(c, &e);
+	return true;
+}
+
+static bool exec_state_write(exec_ctx *c, const float *v)
+{
+	const halo_dispatch *d = c->d;
+	int out = d->n_in + d->n_extra;
+	if (attr_is(d->attr, d->n_attr, "at", "pos")) {
+		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1);
+		ref_error e;
+		if (!ref_state_write_at(v, c->p[out], c->T, C, row, c->pos, &e))
+			return ref_failed(c, &e);
+		return true;
+	}
+	memmove(c->p[out], v, (size_t)numel(c, out) * sizeof(float));
+	return true;
+}
+
+/* The main op. x is operand 0 after the prologue (may differ from p[0]). */
+static bool exec_main(exec_ctx *c, const float *x)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra; /* first output */
+	float *y = c->p[o];
+	ref_error e;
+	if (exec_rows_op(c, x, y))
+		return true;
+	if (unary(d->op, x, y, numel(c, 0), d->attr, d->n_attr))
+		return true;
+	if (is_binary(d->op)) {
+		binary(d->op, x, c->p[1], y, numel(c, 0), bcast_of(c, 0, 1));
+		return true;
+	}
+	switch (d->op) {
+	case OP_EMBED:
+		if (!ref_embed(c->p[0], c->p[1], y, c->T, c->dim[0][0], c->dim[0][1], &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_MATMUL:
+		ref_matmul(x, c->p[1], y, c->dim[0][0], c->dim[0][1], c->dim[1][0]);
+		return true;
+	case OP_ROPE:
+		ref_rope(x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], A_I("rot_dim", c->dim[0][2]),
+			 A_F("base", 10000.0f), c->pos);
+		return true;
+	case OP_ATTENTION:
+		if (!ref_attention(x, c->p[1], c->p[2], y, c->dim[0][0], c->dim[0][1], c->dim[1][1], c->dim[0][2],
+				   c->dim[2][2], c->dim[1][0], c->pos, A_F("scale", 1.0f), &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_SLICE:
+		return exec_slice(c, x, y);
+	case OP_CONCAT: {
+		int rank = d->operand[0].rank;
+		int64_t axis = A_I("axis", 0), outer = 1, inner = 1;
+		for (int k = 0; k < axis; k++)
+			outer *= c->dim[0][k];
+		for (int k = (int)axis + 1; k < rank; k++)
+			inner *= c->dim[0][k];
+		ref_concat(x, c->p[1], y, outer, c->dim[0][axis], c->dim[1][axis], inner);
+		return true;
+	}
+	case OP_REPEAT_HEADS:
+		ref_repeat_heads(x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], A_I("r", 1));
+		return true;
+	case OP_STATE_WRITE:
+		return exec_state_write(c, x);
+	case OP_CONV1D_CAUSAL:
+		ref_conv1d_causal(x, c->p[1], c->p[2], y, c->p[o + 1], c->dim[0][0], c->dim[0][1], c->dim[2][1],
+				  attr_is(d->attr, d->n_attr, "act", "silu"));
+		return true;
+	case OP_GATED_DELTA_RULE:
+		ref_gated_delta_rule(x, c->p[1], c->p[2], c->p[3], c->p[4], c->p[5], y, c->p[o + 1], c->dim[0][0],
+				     c->dim[0][1], c->dim[2][1], c->dim[0][2], c->dim[2][2], A_F("scale", 1.0f));
+		return true;
+	case OP_TOPK:
+		ref_topk(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1));
+		return true;
+	case OP_MOE_ROUTE:
+		ref_moe_route(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1), A_I("norm_topk", 1));
+		return true;
+	case OP_MOE_EXPERTS:
+		if (!ref_moe_experts(x, c->p[1], c->p[2], c->p[3], c->p[4], c->p[5], y, c->dim[0][0], c->dim[0][1],
+				     c->dim[3][1], c->dim[3][0], c->dim[1][1], &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_ARGMAX:
+		ref_argmax(x, c->p[o], c->dim[0][0], c->dim[0][1]);
+		return true;
+	default:
+		return fail(c, "op has no reference implementation in a dispatch", NULL);
+	}
+}
+
+static bool exec_epilogue(exec_ctx *c, const halo_fused_op *f)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	float *y = c->p[o];
+	int64_t n = numel(c, o);
+	if (unary(f->op, y, y, n, f->attr, f->n_attr))
+		return true;
+	if (!is_binary(f->op) || f->n_operand != 1)
+		return fail(c, "unsupported epilogue op ", (unsigned)f->op < OP_COUNT ? op_names[f->op] : "?");
+	int other = f->operand[0];
+	if (f->side == 0) {
+		binary(f->op, y, c->p[other], y, n, bcast_of(c, o, other));
+	} else if (numel(c, other) == n) {
+		binary(f->op, c->p[other], y, y, n, (ref_bcast){REF_BCAST_FULL, n});
+	} else {
+		return fail(c, "a right-hand epilogue operand must have the output's shape", NULL);
+	}
+	return true;
+}
+
+bool ref_exec_dispatch(const halo_dispatch *d, int64_t T, int64_t pos, ref_resolve_fn resolve, void *ctx,
+		       char *err, size_t errlen)
+{
+	exec_ctx c = {.d = d, .T = T, .pos = pos, .err = err, .errlen = errlen};
+	int n_ops = d->n_in + d->n_extra + d->n_out;
+	for (int i = 0; i < n_ops; i++) {
+		c.p[i] = resolve(ctx, &d->operand[i]);
+		for (int k = 0; k < d->operand[i].rank; k++)
+			c.dim[i][k] = halo_affine_eval(d->operand[i].dim[k], T);
+	}
+	const float *x = n_ops ? c.p[0] : NULL;
+	float *scratch = NULL;
+	for (int i = 0; i < d->n_fused; i++) {
+		const halo_fused_op *f = &d->fused[i];
+		if (!f->prologue)
+			continue;
+		if (f->op != OP_RMS_NORM || f->n_operand != 1)
+			return fail(&c, "only rms_norm can be a prologue", NULL);
+		int64_t D = last_dim(&c, 0), n = numel(&c, 0);
+		scratch = malloc((size_t)n * sizeof(float) + 1);
+		if (!scratch)
+			return fail(&c, "out of memory", NULL);
+		ref_rms_norm(x, c.p[f->operand[0]], scratch, n / D, D, attr_i(f->attr, f->n_attr, "group", 0),
+			     attr_f(f->attr, f->n_attr, "eps", 1e-6f), (int)attr_i(f->attr, f->n_attr, "offset", 0));
+		x = scratch;
+	}
+	bool ok = exec_main(&c, x);
+	free(scratch);
+	for (int i = 0; ok && i < d->n_fused; i++)
+		if (!d->fused[i].prologue)
+			ok = exec_epilogue(&c, &d->fused[i]);
+	return ok;
+}

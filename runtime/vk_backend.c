@@ -1,0 +1,384 @@
+/* The Vulkan backend: weights uploaded once, one pipeline per bundle kernel
+ * created at load, one descriptor set per dispatch, and per (entry, T) a
+ * command buffer recorded once and replayed for every step of that shape.
+ *
+ * What changes between replays lives in device memory, not in the recording:
+ * the token ids (uploaded into the activation arena) and the step record
+ * {pos, T} in a small buffer every kernel sees as its last binding
+ * (kernels/vulkan/README.md). T is also a push constant, fixed per recording. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend.h"
+#include "runtime/vulkan/vk_buffer.h"
+#include "runtime/vulkan/vk_cmd.h"
+#include "runtime/vulkan/vk_device.h"
+#include "runtime/vulkan/vk_pipeline.h"
+
+/* Weights are split over buffers of at most this size: drivers cap one
+ * allocation and one storage-buffer range, and no tensor straddles two. */
+#define WEIGHT_CHUNK ((uint64_t)1 << 30)
+
+typedef struct {
+	uint64_t start, end; /* byte range of the weights section */
+	vk_buffer buf;
+} weight_chunk;
+
+struct halo_backend {
+	const halo_manifest *manifest;
+	vk_ctx *ctx;
+	int n_chunks;
+	weight_chunk *chunks;
+	vk_pipeline *pipelines; /* one per manifest kernel */
+};
+
+/* One recorded replay of an entry for one token count. */
+typedef struct {
+	const halo_entry *entry;
+	int64_t T;
+	vk_cmd cmd;
+} recording;
+
+struct halo_backend_session {
+	halo_backend *b;
+	vk_buffer state, act, step;
+	uint64_t act_bytes;
+	vk_descriptors desc;
+	VkDescriptorSet **sets; /* [entry][dispatch] */
+	int n_rec;
+	recording *rec;
+};
+
+static bool vk_to_err(const vk_error *e, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "vulkan backend: %s", e->msg);
+	return false;
+}
+
+/* Groups weights into chunks in section order. */
+static bool plan_chunks(halo_backend *b, uint64_t weights_size, char *err, size_t errlen)
+{
+	const halo_manifest *m = b->manifest;
+	b->chunks = calloc((size_t)m->n_weights + 1, sizeof(*b->chunks));
+	if (!b->chunks) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return false;
+	}
+	for (int i = 0; i < m->n_weights; i++) {
+		const halo_buffer_decl *w = &m->weights[i];
+		if (w->size > WEIGHT_CHUNK) {
+			snprintf(err, errlen, "vulkan backend: weight '%s' (%llu bytes) exceeds the %llu-byte chunk",
+				 w->name, (unsigned long long)w->size, (unsigned long long)WEIGHT_CHUNK);
+			return false;
+		}
+		weight_chunk *c = b->n_chunks ? &b->chunks[b->n_chunks - 1] : NULL;
+		if (!c || w->offset + w->size - c->start > WEIGHT_CHUNK) {
+			c = &b->chunks[b->n_chunks++];
+			c->start = w->offset;
+		}
+		c->end = w->offset + w->size;
+	}
+	(void)weights_size;
+	return true;
+}
+
+static bool upload_weights(halo_backend *b, const uint8_t *weights, char *err, size_t errlen)
+{
+	vk_error e;
+	for (int i = 0; i < b->n_chunks; i++) {
+		weight_chunk *c = &b->chunks[i];
+		uint64_t size = c->end - c->start;
+		if (!vk_buffer_create(b->ctx, size ? size : 4, VK_BUFFER_DEVICE, &c->buf, &e))
+			return vk_to_err(&e, err, errlen);
+		/* Pieces of 64 MiB keep the staging buffer small. */
+		for (uint64_t off = 0; off < size; off += (uint64_t)64 << 20) {
+			uint64_t n = size - off < ((uint64_t)64 << 20) ? size - off : (uint64_t)64 << 20;
+			if (!vk_buffer_upload(b->ctx, &c->buf, off, weights + c->start + off, n, &e))
+				return vk_to_err(&e, err, errlen);
+		}
+	}
+	return true;
+}
+
+static bool create_pipelines(halo_backend *b, const uint8_t *spirv, char *err, size_t errlen)
+{
+	const halo_manifest *m = b->manifest;
+	b->pipelines = calloc((size_t)m->n_kernels + 1, sizeof(*b->pipelines));
+	if (!b->pipelines) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return false;
+	}
+	for (int i = 0; i < m->n_kernels; i++) {
+		const halo_kernel *k = &m->kernels[i];
+		vk_error e;
+		if (!vk_pipeline_create(b->ctx, (const uint32_t *)(spirv + k->spirv_offset), k->spirv_size / 4,
+					k->n_bindings, k->push_size, &b->pipelines[i], &e)) {
+			snprintf(err, errlen, "vulkan backend: kernel '%s': %s", k->name, e.msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void vk_backend_destroy(halo_backend *b)
+{
+	if (!b)
+		return;
+	for (int i = 0; b->pipelines && i < b->manifest->n_kernels; i++)
+		vk_pipeline_destroy(b->ctx, &b->pipelines[i]);
+	free(b->pipelines);
+	for (int i = 0; i < b->n_chunks; i++)
+		vk_buffer_destroy(b->ctx, &b->chunks[i].buf);
+	free(b->chunks);
+	vk_ctx_destroy(b->ctx);
+	free(b);
+}
+
+static halo_backend *vk_backend_create(const halo_backend_load *load, char *err, size_t errlen)
+{
+	halo_backend *b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return NULL;
+	}
+	b->manifest = load->manifest;
+	vk_ctx_options opt = {.validation = load->validation, .device_index = load->device};
+	vk_error e;
+	if (!vk_ctx_create(&opt, &b->ctx, &e)) {
+		vk_to_err(&e, err, errlen);
+		goto fail;
+	}
+	if (!plan_chunks(b, load->weights_size, err, errlen) || !upload_weights(b, load->weights, err, errlen) ||
+	    !create_pipelines(b, load->spirv, err, errlen))
+		goto fail;
+	return b;
+fail:
+	vk_backend_destroy(b);
+	return NULL;
+}
+
+/* The (buffer, offset, range) an operand binds, at the entry's t_max. */
+static bool operand_binding(halo_backend_session *s, const halo_entry *e, const halo_tensor_ref *t, vk_binding *out)
+{
+	uint64_t range = halo_tensor_bytes(t, e->t_max);
+	if (range == 0)
+		range = 4;
+	switch (t->space) {
+	case HALO_SPACE_WEIGHT:
+		for (int i = 0; i < s->b->n_chunks; i++) {
+			const weight_chunk *c = &s->b->chunks[i];
+			if (t->offset >= c->start && t->offset + range <= c->end) {
+				*out = (vk_binding){c->buf.buffer, t->offset - c->start, range};
+				return true;
+			}
+		}
+		return false;
+	case HALO_SPACE_STATE:
+		*out = (vk_binding){s->state.buffer, t->offset, range};
+		return true;
+	case HALO_SPACE_ACT:
+	case HALO_SPACE_COUNT:
+		break;
+	}
+	*out = (vk_binding){s->act.buffer, t->offset, range};
+	return true;
+}
+
+static bool bind_dispatch(halo_backend_session *s, const halo_entry *e, const halo_dispatch *d,
+			  VkDescriptorSet *set, char *err, size_t errlen)
+{
+	const vk_pipeline *p = &s->b->pipelines[d->kernel];
+	int n_ops = d->n_in + d->n_extra + d->n_out;
+	if (p->n_bindings != (uint32_t)n_ops + 1) {
+		snprintf(err, errlen, "vulkan backend: dispatch '%s': kernel has %u bindings, dispatch %d operands + step",
+			 d->node, p->n_bindings, n_ops);
+		return false;
+	}
+	vk_binding bind[HALO_MAX_OPERANDS + 1];
+	for (int i = 0; i < n_ops; i++) {
+		if (!operand_binding(s, e, &d->operand[i], &bind[i])) {
+			snprintf(err, errlen, "vulkan backend: dispatch '%s': operand %d is outside every weight chunk",
+				 d->node, i);
+			return false;
+		}
+	}
+	bind[n_ops] = (vk_binding){s->step.buffer, 0, s->step.size};
+	vk_error ve;
+	return vk_descriptors_bind(s->b->ctx, &s->desc, p, bind, set, &ve) || vk_to_err(&ve, err, errlen);
+}
+
+static bool create_sets(halo_backend_session *s, char *err, size_t errlen)
+{
+	const halo_manifest *m = s->b->manifest;
+	uint32_t n_sets = 0, n_bufs = 0;
+	for (int i = 0; i < m->n_entries; i++) {
+		n_sets += (uint32_t)m->entries[i].n_dispatch;
+		for (int j = 0; j < m->entries[i].n_dispatch; j++)
+			n_bufs += s->b->pipelines[m->entries[i].dispatch[j].kernel].n_bindings;
+	}
+	vk_error e;
+	if (!vk_descriptors_create(s->b->ctx, n_sets + 1, n_bufs + 1, &s->desc, &e))
+		return vk_to_err(&e, err, errlen);
+	s->sets = calloc((size_t)m->n_entries, sizeof(*s->sets));
+	if (!s->sets)
+		goto oom;
+	for (int i = 0; i < m->n_entries; i++) {
+		const halo_entry *en = &m->entries[i];
+		s->sets[i] = calloc((size_t)en->n_dispatch + 1, sizeof(**s->sets));
+		if (!s->sets[i])
+			goto oom;
+		for (int j = 0; j < en->n_dispatch; j++)
+			if (!bind_dispatch(s, en, &en->dispatch[j], &s->sets[i][j], err, errlen))
+				return false;
+	}
+	return true;
+oom:
+	snprintf(err, errlen, "vulkan backend: out of memory");
+	return false;
+}
+
+static void vk_session_destroy(halo_backend_session *s)
+{
+	if (!s)
+		return;
+	vk_ctx *ctx = s->b->ctx;
+	for (int i = 0; i < s->n_rec; i++)
+		vk_cmd_destroy(ctx, &s->rec[i].cmd);
+	free(s->rec);
+	for (int i = 0; s->sets && i < s->b->manifest->n_entries; i++)
+		free(s->sets[i]);
+	free(s->sets);
+	vk_descriptors_destroy(ctx, &s->desc);
+	vk_buffer_destroy(ctx, &s->state);
+	vk_buffer_destroy(ctx, &s->act);
+	vk_buffer_destroy(ctx, &s->step);
+	free(s);
+}
+
+static bool zero_buffer(vk_ctx *ctx, vk_buffer *buf, uint64_t size, char *err, size_t errlen)
+{
+	enum { PIECE = 16 << 20 };
+	void *zeros = calloc(1, PIECE);
+	bool ok = zeros != NULL;
+	vk_error e;
+	for (uint64_t off = 0; ok && off < size; off += PIECE) {
+		uint64_t n = size - off < PIECE ? size - off : PIECE;
+		ok = vk_buffer_upload(ctx, buf, off, zeros, n, &e) || vk_to_err(&e, err, errlen);
+	}
+	free(zeros);
+	if (!zeros)
+		snprintf(err, errlen, "vulkan backend: out of memory");
+	return ok;
+}
+
+static halo_backend_session *vk_session_create(halo_backend *b, char *err, size_t errlen)
+{
+	halo_backend_session *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return NULL;
+	}
+	s->b = b;
+	for (int i = 0; i < b->manifest->n_entries; i++)
+		if (b->manifest->entries[i].act_bytes > s->act_bytes)
+			s->act_bytes = b->manifest->entries[i].act_bytes;
+	vk_error e;
+	uint64_t state_bytes = b->manifest->state_bytes;
+	if (!vk_buffer_create(b->ctx, state_bytes ? state_bytes : 4, VK_BUFFER_DEVICE, &s->state, &e) ||
+	    !vk_buffer_create(b->ctx, s->act_bytes ? s->act_bytes : 4, VK_BUFFER_DEVICE, &s->act, &e) ||
+	    !vk_buffer_create(b->ctx, 16, VK_BUFFER_DEVICE, &s->step, &e)) {
+		vk_to_err(&e, err, errlen);
+		goto fail;
+	}
+	if (!create_sets(s, err, errlen))
+		goto fail;
+	return s;
+fail:
+	vk_session_destroy(s);
+	return NULL;
+}
+
+static bool vk_state_clear(halo_backend_session *s, char *err, size_t errlen)
+{
+	return zero_buffer(s->b->ctx, &s->state, s->b->manifest->state_bytes, err, errlen);
+}
+
+static int entry_index(const halo_manifest *m, const halo_entry *e)
+{
+	return (int)(e - m->entries);
+}
+
+static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, recording *r, char *err, size_t errlen)
+{
+	vk_error ve;
+	r->entry = e;
+	r->T = T;
+	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve))
+		return vk_to_err(&ve, err, errlen);
+	int ei = entry_index(s->b->manifest, e);
+	uint32_t push[2] = {(uint32_t)T, 0};
+	for (int i = 0; i < e->n_dispatch; i++) {
+		const halo_dispatch *d = &e->dispatch[i];
+		if (d->barrier)
+			vk_cmd_barrier(&r->cmd);
+		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[d->kernel], s->sets[ei][i], push,
+				halo_grid_eval(d->groups[0], T), halo_grid_eval(d->groups[1], T),
+				halo_grid_eval(d->groups[2], T));
+	}
+	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
+}
+
+static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, char *err, size_t errlen)
+{
+	for (int i = 0; i < s->n_rec; i++)
+		if (s->rec[i].entry == e && s->rec[i].T == T)
+			return &s->rec[i];
+	recording *grown = realloc(s->rec, (size_t)(s->n_rec + 1) * sizeof(*s->rec));
+	if (!grown) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return NULL;
+	}
+	s->rec = grown;
+	recording *r = &s->rec[s->n_rec];
+	memset(r, 0, sizeof(*r));
+	if (!record(s, e, T, r, err, errlen)) {
+		vk_cmd_destroy(s->b->ctx, &r->cmd);
+		return NULL;
+	}
+	s->n_rec++;
+	return r;
+}
+
+static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
+		   float *out, char *err, size_t errlen)
+{
+	recording *r = find_recording(s, e, T, err, errlen);
+	if (!r)
+		return false;
+	vk_error ve;
+	uint32_t step[4] = {(uint32_t)pos, (uint32_t)T, 0, 0};
+	vk_ctx *ctx = s->b->ctx;
+	if (!vk_buffer_upload(ctx, &s->step, 0, step, sizeof(step), &ve) ||
+	    !vk_buffer_upload(ctx, &s->act, e->input.t.offset, tokens, (size_t)T * sizeof(int32_t), &ve) ||
+	    !vk_cmd_submit_wait(ctx, &r->cmd, &ve) ||
+	    !vk_buffer_download(ctx, &s->act, e->output.t.offset, out, halo_tensor_bytes(&e->output.t, T), &ve))
+		return vk_to_err(&ve, err, errlen);
+	return true;
+}
+
+static int vk_validation_messages(const halo_backend *b)
+{
+	return (int)b->ctx->validation_messages;
+}
+
+const halo_backend_ops halo_vulkan_backend = {
+	.name = "vulkan",
+	.create = vk_backend_create,
+	.destroy = vk_backend_destroy,
+	.session_create = vk_session_create,
+	.session_destroy = vk_session_destroy,
+	.state_clear = vk_state_clear,
+	.run = vk_run,
+	.validation_messages = vk_validation_messages,
+};

@@ -1,0 +1,217 @@
+/* The op table and shape rules on hand-built functions, and ir_func_compact. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ops.h"
+
+static int fails;
+
+#define CHECK(cond, ...)                                                    \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                       \
+			fputc('\n', stderr);                                \
+			fails++;                                            \
+		}                                                           \
+	} while (0)
+
+static ir_module *m;
+static ir_func *f;
+
+static void fresh(void)
+{
+	ir_module_free(m);
+	m = ir_module_new("x.yaml");
+	m->funcs = ir_arena_alloc(&m->arena, sizeof(ir_func));
+	m->n_funcs = 1;
+	f = &m->funcs[0];
+	f->name = "g";
+}
+
+/* A function input of the given shape ({coef_T, c} pairs). */
+static int input(const char *name, halo_dtype t, int rank, const ir_dim *dims)
+{
+	int v = ir_func_add_value(m, f, name, -1, 0);
+	f->values[v].shape.rank = rank;
+	for (int i = 0; i < rank; i++)
+		f->values[v].shape.dim[i] = dims[i];
+	f->values[v].dtype = t;
+	f->values[v].shape_known = true;
+	return v;
+}
+
+#define T1 ((ir_dim){1, 0})
+#define C(n) ((ir_dim){0, n})
+
+static int node(ir_op op, const char *name, int n_in, const int *in, int n_out)
+{
+	int nid = ir_func_add_node(m, f, op, name, (ir_loc){"x.yaml", 12, 9});
+	ir_node *n = &f->nodes[nid];
+	n->in = ir_arena_alloc(&m->arena, sizeof(int) * 8);
+	memcpy(n->in, in, sizeof(int) * (size_t)n_in);
+	n->n_in = n_in;
+	n->out = ir_arena_alloc(&m->arena, sizeof(int) * 8);
+	n->n_out = n_out;
+	for (int i = 0; i < n_out; i++)
+		n->out[i] = ir_func_add_value(m, f, name, nid, i);
+	return nid;
+}
+
+static void attr_f(int nid, const char *name, double v)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_FLOAT, .f = v};
+	ir_node_add_attr(m, f, nid, &a);
+}
+
+static void attr_i(int nid, const char *name, int64_t v)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_INT, .i = v};
+	ir_node_add_attr(m, f, nid, &a);
+}
+
+static bool infer(int nid, ir_shape *s, halo_dtype *t, ir_error *err)
+{
+	*err = (ir_error){0};
+	return ir_op_infer(m, f, &f->nodes[nid], s, t, err);
+}
+
+static const char *str(const ir_shape *s)
+{
+	static char buf[128];
+	return ir_shape_str(s, buf, sizeof(buf));
+}
+
+static void test_matmul(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 2, (ir_dim[]){T1, C(64)}), w = input("w", HALO_F32, 2, (ir_dim[]){C(96), C(32)});
+	int nid = node(IR_OP_MATMUL, "q", 2, (int[]){x, w}, 1);
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	CHECK(!infer(nid, s, t, &err), "mismatched matmul accepted");
+	CHECK(strcmp(err.msg, "x.yaml:12:9: matmul 'q': inner dims differ: x is [T, 64], w is [96, 32]") == 0, "got %s",
+	      err.msg);
+	int w2 = input("w2", HALO_F32, 2, (ir_dim[]){C(96), C(64)});
+	nid = node(IR_OP_MATMUL, "q2", 2, (int[]){x, w2}, 1);
+	CHECK(infer(nid, s, t, &err) && strcmp(str(&s[0]), "[T, 96]") == 0, "matmul: %s %s", err.msg, str(&s[0]));
+}
+
+static void test_broadcast(void)
+{
+	fresh();
+	int a = input("a", HALO_F32, 2, (ir_dim[]){T1, C(4)}), trail = input("b", HALO_F32, 1, (ir_dim[]){C(4)});
+	int last1 = input("c", HALO_F32, 2, (ir_dim[]){T1, C(1)}), bad = input("d", HALO_F32, 1, (ir_dim[]){C(3)});
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	CHECK(infer(node(IR_OP_ADD, "t", 2, (int[]){a, trail}, 1), s, t, &err), "trailing broadcast: %s", err.msg);
+	CHECK(infer(node(IR_OP_MUL, "l", 2, (int[]){a, last1}, 1), s, t, &err), "last-dim-1 broadcast: %s", err.msg);
+	CHECK(!infer(node(IR_OP_SUB, "x", 2, (int[]){a, bad}, 1), s, t, &err) &&
+		      strstr(err.msg, "sub 'x': b does not broadcast to a: a is [T, 4], d is [3]"),
+	      "bad broadcast: %s", err.msg);
+}
+
+static void test_reshape_and_rope(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 2, (ir_dim[]){T1, C(64)});
+	int r = node(IR_OP_RESHAPE, "r", 1, (int[]){x}, 1);
+	ir_attr a = {.name = "shape", .kind = IR_ATTR_SHAPE, .shape = {3, {T1, C(4), C(16)}}};
+	ir_node_add_attr(m, f, r, &a);
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	CHECK(infer(r, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 16]") == 0, "reshape: %s", err.msg);
+	int bad = node(IR_OP_RESHAPE, "bad", 1, (int[]){x}, 1);
+	a.shape = (ir_shape){2, {C(64), C(1)}};
+	ir_node_add_attr(m, f, bad, &a);
+	CHECK(!infer(bad, s, t, &err) && strstr(err.msg, "element count differs: x is [T, 64], shape is [64, 1]"),
+	      "reshape numel: %s", err.msg);
+	int q = input("q", HALO_F32, 3, (ir_dim[]){T1, C(4), C(16)});
+	int rope = node(IR_OP_ROPE, "rope", 1, (int[]){q}, 1);
+	attr_f(rope, "base", 10000);
+	attr_i(rope, "rot_dim", 7);
+	CHECK(!infer(rope, s, t, &err) && strstr(err.msg, "rot_dim 7 must be even"), "rope: %s", err.msg);
+}
+
+static void test_attention_and_routing(void)
+{
+	fresh();
+	int q = input("q", HALO_F32, 3, (ir_dim[]){T1, C(4), C(16)});
+	int k = input("k", HALO_F32, 3, (ir_dim[]){C(256), C(3), C(16)}), v = input("v", HALO_F32, 3, (ir_dim[]){C(256), C(3), C(8)});
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	int att = node(IR_OP_ATTENTION, "att", 3, (int[]){q, k, v}, 1);
+	attr_f(att, "scale", 0.25);
+	CHECK(!infer(att, s, t, &err) && strstr(err.msg, "head count of q is [T, 4, 16] is not a multiple of k"),
+	      "attention heads: %s", err.msg);
+	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)});
+	int route = node(IR_OP_MOE_ROUTE, "route", 1, (int[]){lg}, 2);
+	attr_i(route, "k", 2);
+	CHECK(infer(route, s, t, &err) && t[0] == HALO_I32 && t[1] == HALO_F32 && strcmp(str(&s[1]), "[T, 2]") == 0,
+	      "moe_route: %s", err.msg);
+	int missing = node(IR_OP_TOPK, "tk", 1, (int[]){lg}, 2);
+	CHECK(!infer(missing, s, t, &err) && strstr(err.msg, "topk 'tk': missing attribute 'k'"), "topk: %s", err.msg);
+}
+
+static void test_table(void)
+{
+	CHECK(ir_op_is_elementwise(IR_OP_ADD) && ir_op_is_binary(IR_OP_ADD) && ir_op_is_unary(IR_OP_SILU) &&
+		      !ir_op_is_elementwise(IR_OP_MATMUL),
+	      "elementwise flags");
+	CHECK(ir_op_is_sink(IR_OP_STATE_WRITE) && !ir_op_is_pure(IR_OP_STATE_READ) && ir_op_is_pure(IR_OP_MATMUL),
+	      "sink/pure flags");
+	const ir_attr_schema *eps = ir_op_attr_schema(IR_OP_RMS_NORM, "eps");
+	CHECK(eps && eps->kind == IR_ATTR_FLOAT && eps->presence == IR_ATTR_REQUIRED, "rms_norm eps schema");
+	const ir_attr_schema *l2 = ir_op_attr_schema(IR_OP_L2_NORM, "eps");
+	CHECK(l2 && l2->presence == IR_ATTR_DEFAULT && l2->dflt_f == 1e-6, "l2_norm eps default");
+	for (int op = 0; op < IR_OP_COUNT; op++) {
+		ir_op back;
+		CHECK(ir_op_get((ir_op)op) && (int)ir_op_get((ir_op)op)->op == op, "table entry %d", op);
+		CHECK(ir_op_from_name(ir_op_name((ir_op)op), &back) && (int)back == op, "name round trip %d", op);
+	}
+}
+
+/* Killing the middle of a -> b -> c keeps c after a, and ids stay dense. */
+static void test_compact(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 1, (ir_dim[]){C(4)});
+	int a = node(IR_OP_NEG, "a", 1, (int[]){x}, 1);
+	int b = node(IR_OP_EXP, "b", 1, (int[]){x}, 1);
+	int c = node(IR_OP_SILU, "c", 1, (int[]){f->nodes[a].out[0]}, 1);
+	f->nodes[b].after = ir_arena_alloc(&m->arena, sizeof(int));
+	f->nodes[b].after[0] = a;
+	f->nodes[b].n_after = 1;
+	f->nodes[c].after = ir_arena_alloc(&m->arena, sizeof(int));
+	f->nodes[c].after[0] = b;
+	f->nodes[c].n_after = 1;
+	f->inputs = ir_arena_alloc(&m->arena, sizeof(int));
+	f->inputs[0] = x;
+	f->n_inputs = 1;
+	f->outputs = ir_arena_alloc(&m->arena, sizeof(int));
+	f->outputs[0] = f->nodes[c].out[0];
+	f->n_outputs = 1;
+	f->nodes[b].dead = true;
+	ir_func_compact(m, f);
+	CHECK(f->n_nodes == 2 && strcmp(f->nodes[1].name, "c") == 0, "nodes after compact: %d", f->n_nodes);
+	CHECK(f->nodes[1].n_after == 1 && f->nodes[1].after[0] == 0, "c still runs after a");
+	CHECK(f->n_values == 3 && f->values[f->nodes[1].in[0]].producer == 0 && f->values[f->outputs[0]].producer == 1,
+	      "values renumbered: %d", f->n_values);
+}
+
+int main(void)
+{
+	test_matmul();
+	test_broadcast();
+	test_reshape_and_rope();
+	test_attention_and_routing();
+	test_table();
+	test_compact();
+	ir_module_free(m);
+	printf("ops: %d failure(s)\n", fails);
+	return fails ? 1 : 0;
+}

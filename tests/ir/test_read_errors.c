@@ -1,0 +1,189 @@
+/* Malformed model files: each must fail with a message that names the
+ * file, line and column and says what was expected. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/read_model.h"
+
+/* Lines 1-4 */
+#define HEAD "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden}\n"
+/* Lines 5-6 */
+#define W "weights:\n  w: {shape: [H, H], hf: w}\n"
+/* Lines 7-11; the body's ops start on line 12 */
+#define G "graphs:\n  g:\n    inputs:\n      x: {shape: [T, H]}\n    body:\n"
+#define OUT_Y "    outputs: [y]\n"
+#define ENTRY "entries:\n  e: {graph: g, tokens: [1, 8]}\n"
+#define MATMUL "      - {op: matmul, out: y, in: [x, w]}\n"
+/* A valid model: every case below breaks one thing of it. */
+#define VALID HEAD W G MATMUL OUT_Y ENTRY
+
+/* A block model. Lines 1-6 as above, blocks from line 7. */
+#define BLK(name, io)                                                                                            \
+	"  " name ":\n    inputs: " io "\n    body:\n      - {op: matmul, out: y, in: [x, w]}\n    outputs: [y]\n"
+#define LAYERED_G "graphs:\n  g:\n    inputs:\n      x: {shape: [T, H]}\n    body:\n      - {op: layers, out: z, in: [x]}\n    outputs: [z]\n"
+
+static const char config[] = "{\"hidden\": 8, \"fl\": 2.5, \"types\": [\"a\", \"b\"], \"text_config\": {\"nested\": 3}}";
+
+typedef struct {
+	const char *name;
+	const char *yaml;
+	const char *expect;
+} err_case;
+
+static const err_case cases[] = {
+	{"unknown top-level key", HEAD "bogus: 1\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:1: unknown key 'bogus' in the model"},
+	{"unknown op key", HEAD W G "      - {op: matmul, out: y, in: [x, w], eps: 1}\n" OUT_Y ENTRY,
+	 "t.yaml:12:42: unknown key 'eps' for op matmul (expected op, out, in, state, name, after)"},
+	{"unknown param key", "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden, dflt: 3}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:4:23: unknown key 'dflt' in a param spec"},
+	{"unknown op", HEAD W G "      - {op: matmull, out: y, in: [x, w]}\n" OUT_Y ENTRY, "t.yaml:12:14: unknown op 'matmull'"},
+	{"wrong operand count", HEAD W G "      - {op: matmul, out: y, in: [x]}\n" OUT_Y ENTRY,
+	 "t.yaml:12:34: op matmul takes 2 operand(s), got 1"},
+	{"missing required attribute", HEAD W "  v: {shape: [H], hf: v}\n" G MATMUL "      - {op: rms_norm, out: r, in: [y, v]}\n"
+	 "    outputs: [r]\n" ENTRY, "t.yaml:14:9: rms_norm 'r': missing required attribute 'eps'"},
+	{"attribute of wrong type (float for int)",
+	 HEAD W G MATMUL "      - {op: slice, out: s, in: [y], axis: 1.5, start: 0, len: 1}\n    outputs: [s]\n" ENTRY,
+	 "t.yaml:13:44: attribute 'axis' of slice: expected an int, got the float 1.5"},
+	{"attribute of wrong type (list for float)",
+	 HEAD W "  v: {shape: [H], hf: v}\n" G MATMUL "      - {op: rms_norm, out: r, in: [y, v], eps: [1]}\n    outputs: [r]\n" ENTRY,
+	 "t.yaml:14:49: expected a scalar for attribute 'eps' of rms_norm, got a list"},
+	{"attribute out of range", HEAD W "  v: {shape: [H], hf: v}\n" G MATMUL
+	 "      - {op: rms_norm, out: r, in: [y, v], eps: 1e-5, offset: 2}\n    outputs: [r]\n" ENTRY,
+	 "t.yaml:14:63: rms_norm attribute 'offset' must be in [0, 1], got 2"},
+	{"attribute bad choice", HEAD W "state:\n  s: {shape: [4, H], kind: kv}\n" G MATMUL
+	 "      - {op: state_write, name: st, state: s, in: [y], at: row}\n" OUT_Y ENTRY,
+	 "t.yaml:15:60: state_write attribute 'at' must be one of pos, got 'row'"},
+	{"undefined value", HEAD W G "      - {op: matmul, out: y, in: [x, nope]}\n" OUT_Y ENTRY,
+	 "t.yaml:12:38: undefined value 'nope' (not an input, an earlier output or a weight)"},
+	{"name defined twice", HEAD W G MATMUL "      - {op: matmul, out: y, in: [x, w]}\n" OUT_Y ENTRY,
+	 "t.yaml:13:27: 'y' is defined twice (first by the op at line 12)"},
+	{"output names a weight", HEAD W G "      - {op: matmul, out: w, in: [x, w]}\n    outputs: [w]\n" ENTRY,
+	 "t.yaml:12:27: 'w' is defined twice (it names a weight)"},
+	{"state_write to undeclared state", HEAD W G MATMUL "      - {op: state_write, name: st, state: kv, in: [y]}\n" OUT_Y ENTRY,
+	 "t.yaml:13:44: state_write to undeclared state 'kv'"},
+	{"state_read of undeclared state", HEAD W G MATMUL "      - {op: state_read, out: r, state: kv}\n" OUT_Y ENTRY,
+	 "t.yaml:13:41: state_read to undeclared state 'kv'"},
+	{"weight never declared (block)", HEAD W "blocks:\n  b:\n    inputs: [x]\n    body:\n      - {op: matmul, out: y, in: [x, wq]}\n"
+	 "    outputs: [y]\n" G MATMUL OUT_Y ENTRY, "t.yaml:11:38: undefined value 'wq'"},
+	{"module weight never used", HEAD W "  unused: {shape: [H], hf: u}\n" G MATMUL OUT_Y ENTRY,
+	 "t.yaml:7:3: weight 'unused' is declared but never used"},
+	{"block weight never used", HEAD W "blocks:\n  b:\n    weights:\n      bw: {shape: [H], hf: b}\n    inputs: [x]\n    body:\n"
+	 "      - {op: matmul, out: y, in: [x, w]}\n    outputs: [y]\n" G MATMUL OUT_Y ENTRY,
+	 "t.yaml:10:7: weight 'bw' of block 'b' is declared but never used"},
+	{"missing config key without default", HEAD "  K: {config: no_such_key}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:3: param 'K': config key 'no_such_key' is missing from c.json and there is no default"},
+	{"bad expression", HEAD "  K: {default: 3 +* 2}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:19: unexpected '*': expected a number, a name or '('"},
+	{"division with remainder", HEAD "  K: {default: H / 3}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:18: division with remainder: 8 / 3 (dims must divide exactly)"},
+	{"division by zero", HEAD "  K: {default: H % (H - 8)}\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:18: division by zero"},
+	{"unknown name in expression", HEAD "  K: {default: 2 * (H + Q)}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:25: unknown name 'Q' (not an earlier param)"},
+	{"T outside shapes", HEAD "  K: {default: T}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:16: unknown name 'T' (T is allowed in shapes only)"},
+	{"float where an int is required", HEAD "  K: {default: H * 0.5}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:16: the default of param 'K': expected an int, got the float 4"},
+	{"non-integral config value for an int param", HEAD "  K: {config: fl}\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:5:15: param 'K': config key 'fl' in c.json is 2.5, expected an int"},
+	{"cycle through after edges", HEAD W G "      - {op: matmul, out: y, in: [x, w], after: [z]}\n"
+	 "      - {op: matmul, out: z, in: [y, w]}\n    outputs: [z]\n" ENTRY,
+	 "t.yaml:13:9: cycle through after: edges: 'y' after 'z' after 'y'"},
+	{"after names an unknown op", HEAD W G "      - {op: matmul, out: y, in: [x, w], after: [nope]}\n" OUT_Y ENTRY,
+	 "t.yaml:12:50: after: no op named 'nope' in 'g'"},
+	{"layers referencing an unknown block", HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 2, pattern: [b, c]}\n" LAYERED_G ENTRY,
+	 "t.yaml:13:33: layers.pattern: unknown block 'c'"},
+	{"layer blocks with mismatched input/output counts",
+	 HEAD W "blocks:\n" BLK("b", "[x]") BLK("c", "[x, u]") "layers: {count: 2, pattern: [b, c]}\n" LAYERED_G ENTRY,
+	 "t.yaml:18:9: layers: block 'c' takes 2 input(s) and returns 1 output(s), but layers chain"},
+	{"op layers without a layers mapping", HEAD W "blocks:\n" BLK("b", "[x]") LAYERED_G ENTRY,
+	 "t.yaml:18:9: op layers needs a top-level 'layers' mapping"},
+	{"types_from with a wrong length", HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 3, types_from: types, map: {a: b, b: b}}\n"
+	 LAYERED_G ENTRY, "t.yaml:13:32: layers.types_from: config key 'types' in c.json has 2 entries, expected 3"},
+	{"types_from with an unmapped type", HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 2, types_from: types, map: {a: b}}\n"
+	 LAYERED_G ENTRY, "t.yaml:13:44: layers.map: no block for layer type 'b' (layer 1, from c.json key 'types')"},
+	{"then block also a pattern block", HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 1, pattern: [b], then: b}\n" LAYERED_G ENTRY,
+	 "t.yaml:13:9: layers.then: block 'b' is also the block of layer 0"},
+	{"entry naming an unknown graph", HEAD W G MATMUL OUT_Y "entries:\n  e: {graph: h, tokens: [1, 8]}\n",
+	 "t.yaml:15:14: entry 'e': unknown graph 'h'"},
+	{"t_min > t_max", HEAD W G MATMUL OUT_Y "entries:\n  e: {graph: g, tokens: [9, 8]}\n",
+	 "t.yaml:15:25: entry 'e': t_min > t_max (9 > 8)"},
+	{"bad logits mode", HEAD W G MATMUL OUT_Y "entries:\n  e: {graph: g, tokens: [1, 8], logits: first}\n",
+	 "t.yaml:15:41: logits: expected one of all, last, got 'first'"},
+	{"YAML syntax error", HEAD W G "      - {op: matmul, out: y, in: [x, w]\n" OUT_Y ENTRY, "t.yaml:13:5: YAML syntax error"},
+	{"non-mapping where a mapping is expected", "model: m\nhf_model_types: [m]\nparams: [H]\n" W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:3:9: expected a mapping for params, got a list"},
+	{"duplicate key", HEAD "  H: {default: 3}\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:3: duplicate key 'H' (first at line 4)"},
+	{"duplicate key in an op", HEAD W G "      - {op: matmul, out: y, in: [x, w], in: [x, w]}\n" OUT_Y ENTRY,
+	 "t.yaml:12:42: duplicate key 'in' (first at line 12)"},
+	{"alias", HEAD W G "      - &a {op: matmul, out: y, in: [x, w]}\n      - *a\n" OUT_Y ENTRY,
+	 "t.yaml:12:9: anchors and aliases are not supported"},
+	{"missing required top-level key", HEAD W G MATMUL OUT_Y, "t.yaml:1:1: the model: missing required key 'entries'"},
+	{"wrong number of out names", HEAD W "  cw: {shape: [H, 4], hf: cw}\nstate:\n  s: {shape: [3, H], kind: conv}\n" G
+	 MATMUL "      - {op: state_read, out: so, state: s}\n      - {op: conv1d_causal, out: c, in: [y, so, cw]}\n" OUT_Y ENTRY,
+	 "t.yaml:17:34: op conv1d_causal has 2 result(s), got 1 name(s) in out"},
+	{"state_write without a name", HEAD W "state:\n  s: {shape: [4, H], kind: kv}\n" G MATMUL
+	 "      - {op: state_write, state: s, in: [y]}\n" OUT_Y ENTRY, "t.yaml:15:9: state_write: missing required key 'name'"},
+	{"T in a weight shape", HEAD "weights:\n  w: {shape: [T, H], hf: w}\n" G MATMUL OUT_Y ENTRY,
+	 "t.yaml:6:15: unknown name 'T' (T is allowed in shapes only)"},
+	{"unknown dtype", HEAD W "graphs:\n  g:\n    inputs:\n      x: {shape: [T, H], dtype: f12}\n    body:\n" MATMUL OUT_Y ENTRY,
+	 "t.yaml:10:33: unknown dtype 'f12'"},
+	{"second YAML document", VALID "---\nmodel: n\n", "t.yaml:17:1: a second YAML document: expected one model per file"},
+	{"empty file", "", "t.yaml:1:1: empty file: expected a model mapping"},
+	{"layers count zero", HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 0, pattern: [b]}\n" LAYERED_G ENTRY,
+	 "t.yaml:13:17: layers.count: expected 1 to 4096, got 0"},
+	{"ops named weight are the reader's", HEAD W G "      - {op: weight, out: y}\n" OUT_Y ENTRY,
+	 "t.yaml:12:14: op 'weight' is created by the reader"},
+	{"undefined graph output", HEAD W G MATMUL "    outputs: [q]\n" ENTRY, "t.yaml:13:15: undefined value 'q' in outputs of 'g'"},
+};
+
+static int run_case(const err_case *c)
+{
+	ir_error err = {0};
+	ir_module *m = ir_read_model_mem("t.yaml", c->yaml, strlen(c->yaml), "c.json", config, strlen(config), &err);
+	if (m) {
+		ir_module_free(m);
+		fprintf(stderr, "FAIL %s: read succeeded, expected \"%s\"\n", c->name, c->expect);
+		return 1;
+	}
+	if (!err.set || !strstr(err.msg, c->expect)) {
+		fprintf(stderr, "FAIL %s:\n  got    \"%s\"\n  wanted \"%s\"\n", c->name, err.msg, c->expect);
+		return 1;
+	}
+	return 0;
+}
+
+/* The base model reads, so each case fails for its own reason only. */
+static int check_valid(void)
+{
+	ir_error err = {0};
+	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", config, strlen(config), &err);
+	if (!m) {
+		fprintf(stderr, "FAIL base model: %s\n", err.msg);
+		return 1;
+	}
+	ir_module_free(m);
+	return 0;
+}
+
+static int check_bad_config(void)
+{
+	static const char bad[] = "{\"hidden\": 8,";
+	ir_error err = {0};
+	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", bad, strlen(bad), &err);
+	ir_module_free(m);
+	if (m || !strstr(err.msg, "c.json: invalid JSON")) {
+		fprintf(stderr, "FAIL bad config: got \"%s\"\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	int fails = check_valid() + check_bad_config();
+	int n = (int)(sizeof(cases) / sizeof(cases[0]));
+	for (int i = 0; i < n; i++)
+		fails += run_case(&cases[i]);
+	printf("%d malformed-input cases, %d failed\n", n + 1, fails);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,246 @@
+/* tests/models/hybrid_tiny.yaml reads; its dumps are canonical (same
+ * module -> same bytes, same file -> same dump) and match the golden file.
+ * HALO_IR_REGEN=1 rewrites the golden file instead of comparing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "ir/dump.h"
+#include "ir/ops.h"
+#include "ir/read_model.h"
+
+static int fails;
+
+#define CHECK(cond, ...)                                                    \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                       \
+			fputc('\n', stderr);                                \
+			fails++;                                            \
+		}                                                           \
+	} while (0)
+
+static char root[1024];
+
+static const char *src(const char *rel, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", root, rel);
+	return buf;
+}
+
+static ir_module *read_tiny(void)
+{
+	char y[1200], c[1200];
+	ir_error err = {0};
+	ir_module *m = ir_read_model(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)),
+				     src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &err);
+	CHECK(m, "hybrid_tiny does not read: %s", err.msg);
+	return m;
+}
+
+/* Dumps into a malloc'd string (the caller frees it). */
+static char *dump(const ir_module *m, bool dot, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		abort();
+	if (dot)
+		ir_dump_dot(m, f);
+	else
+		ir_dump_yaml(m, f);
+	fclose(f);
+	return buf;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+		abort();
+	fclose(f);
+	buf[n] = 0;
+	*len = (size_t)n;
+	return buf;
+}
+
+static void test_structure(const ir_module *m)
+{
+	CHECK(strcmp(m->model, "hybrid_tiny") == 0, "model name %s", m->model);
+	CHECK(m->n_funcs == 4, "funcs %d", m->n_funcs);
+	CHECK(m->n_layers == 2 && m->layer_block[0] == ir_module_func(m, "gdn") &&
+		      m->layer_block[1] == ir_module_func(m, "attn") && m->layer_then == ir_module_func(m, "moe_ffn"),
+	      "layer list");
+	const ir_func *fwd = &m->funcs[ir_module_func(m, "forward")];
+	int calls = 0, weights = 0;
+	for (int i = 0; i < fwd->n_nodes; i++) {
+		const ir_node *n = &fwd->nodes[i];
+		if (n->op == IR_OP_CALL) {
+			int want[4] = {ir_module_func(m, "gdn"), ir_module_func(m, "moe_ffn"), ir_module_func(m, "attn"),
+				       ir_module_func(m, "moe_ffn")};
+			CHECK(calls < 4 && n->ref == want[calls], "call %d refs %d", calls, n->ref);
+			CHECK(ir_node_attr_int(n, "layer", -1) == calls / 2, "call %d layer", calls);
+			if (calls > 0)
+				CHECK(fwd->values[n->in[0]].producer == i - 1, "calls chain");
+			calls++;
+		}
+		if (n->op == IR_OP_WEIGHT) {
+			weights++;
+			CHECK(!n->ref_local && ir_node_weight(m, fwd, n) == &m->weights[n->ref], "module weight ref");
+		}
+	}
+	CHECK(calls == 4 && weights == 3, "forward has %d calls and %d weights", calls, weights);
+	const ir_func *gdn = &m->funcs[ir_module_func(m, "gdn")];
+	int nid = ir_func_node(gdn, "conv_store");
+	CHECK(nid >= 0 && gdn->nodes[nid].ref_local && strcmp(ir_node_state(m, gdn, &gdn->nodes[nid])->name, "conv") == 0,
+	      "state_write resolves to the block's state");
+	CHECK(ir_module_param(m, "conv_ch")->i == 128 && ir_module_param(m, "rope_base")->is_float, "params");
+	CHECK(m->n_entries == 2 && m->entries[0].t_max == 64 && strcmp(m->entries[0].logits, "last") == 0, "entries");
+}
+
+/* Replaces the first occurrence of from in text (malloc'd result). */
+static char *replace(const char *text, const char *from, const char *to)
+{
+	const char *at = strstr(text, from);
+	if (!at)
+		abort();
+	size_t pre = (size_t)(at - text), flen = strlen(from), tlen = strlen(to);
+	char *out = malloc(strlen(text) - flen + tlen + 1);
+	if (!out)
+		abort();
+	memcpy(out, text, pre);
+	memcpy(out + pre, to, tlen);
+	strcpy(out + pre + tlen, at + flen);
+	return out;
+}
+
+/* The layer list from config.json (types_from + map) gives the same layers
+ * as the pattern. */
+static void test_types_from(const ir_module *ref)
+{
+	char y[1200], c[1200];
+	size_t ylen, clen;
+	char *yaml = slurp(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)), &ylen);
+	char *json = slurp(src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &clen);
+	CHECK(yaml && json, "cannot read hybrid_tiny");
+	if (!yaml || !json)
+		return;
+	char *y2 = replace(yaml, "pattern: [gdn, attn]",
+			   "types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}");
+	char *c2 = replace(json, "{", "{\"text_config\": {\"layer_types\": [\"linear_attention\", \"full_attention\"]},");
+	ir_error err = {0};
+	ir_module *m = ir_read_model_mem("t.yaml", y2, strlen(y2), "c.json", c2, strlen(c2), &err);
+	CHECK(m, "types_from variant: %s", err.msg);
+	if (m) {
+		CHECK(m->n_layers == ref->n_layers && memcmp(m->layer_block, ref->layer_block, sizeof(int) * 2) == 0 &&
+			      m->layer_then == ref->layer_then,
+		      "types_from layers differ from the pattern's");
+		ir_module_free(m);
+	}
+	free(y2);
+	free(c2);
+	free(yaml);
+	free(json);
+}
+
+/* Shape rules through the call chain: logits are [T, vocab]. */
+static void test_infer(ir_module *m)
+{
+	ir_func *fwd = &m->funcs[ir_module_func(m, "forward")];
+	for (int i = 0; i < fwd->n_nodes; i++) {
+		ir_shape s[8];
+		halo_dtype t[8];
+		ir_error err = {0};
+		const ir_node *n = &fwd->nodes[i];
+		bool ok = ir_op_infer(m, fwd, n, s, t, &err);
+		CHECK(ok, "infer %s: %s", n->name, err.msg);
+		if (!ok)
+			return;
+		for (int j = 0; j < n->n_out; j++) {
+			fwd->values[n->out[j]].shape = s[j];
+			fwd->values[n->out[j]].dtype = t[j];
+			fwd->values[n->out[j]].shape_known = true;
+		}
+	}
+	char buf[64];
+	const ir_value *lg = &fwd->values[fwd->outputs[0]];
+	CHECK(strcmp(ir_shape_str(&lg->shape, buf, sizeof(buf)), "[T, 128]") == 0 && lg->dtype == HALO_F32,
+	      "logits are %s", buf);
+}
+
+/* The dump is YAML libyaml reads back. */
+static void test_dump_parses(const char *text, size_t len)
+{
+	yaml_parser_t p;
+	yaml_document_t doc;
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	bool ok = yaml_parser_load(&p, &doc);
+	CHECK(ok && yaml_document_get_root_node(&doc), "dump is not YAML: %s at line %zu", p.problem ? p.problem : "?",
+	      p.problem_mark.line + 1);
+	if (ok)
+		yaml_document_delete(&doc);
+	yaml_parser_delete(&p);
+}
+
+static void test_golden(const char *text, size_t len)
+{
+	char path[1200];
+	src("tests/ir/golden/hybrid_tiny.read.yaml", path, sizeof(path));
+	const char *regen = getenv("HALO_IR_REGEN");
+	if (regen && *regen == '1') {
+		FILE *f = fopen(path, "wb");
+		CHECK(f && fwrite(text, 1, len, f) == len, "cannot write %s", path);
+		if (f)
+			fclose(f);
+		return;
+	}
+	size_t glen = 0;
+	char *golden = slurp(path, &glen);
+	CHECK(golden, "cannot read %s (HALO_IR_REGEN=1 writes it)", path);
+	if (!golden)
+		return;
+	size_t at = 0;
+	while (at < len && at < glen && text[at] == golden[at])
+		at++;
+	CHECK(glen == len && at == len, "dump differs from %s at byte %zu (HALO_IR_REGEN=1 rewrites it)", path, at);
+	free(golden);
+}
+
+int main(void)
+{
+	const char *r = getenv("HALO_SOURCE_ROOT");
+	snprintf(root, sizeof(root), "%s", r ? r : ".");
+	ir_module *a = read_tiny(), *b = read_tiny();
+	if (!a || !b)
+		return 1;
+	size_t la, la2, lb, da, da2;
+	char *ya = dump(a, false, &la), *ya2 = dump(a, false, &la2), *yb = dump(b, false, &lb);
+	char *dot1 = dump(a, true, &da), *dot2 = dump(a, true, &da2);
+	CHECK(la == la2 && memcmp(ya, ya2, la) == 0, "dumping twice differs");
+	CHECK(la == lb && memcmp(ya, yb, la) == 0, "reading twice gives different dumps");
+	CHECK(da == da2 && memcmp(dot1, dot2, da) == 0, "DOT dumps differ");
+	CHECK(strstr(dot1, "digraph \"hybrid_tiny\"") && strstr(dot1, "call layers.0.gdn"), "DOT content");
+	test_structure(a);
+	test_types_from(a);
+	test_dump_parses(ya, la);
+	test_golden(ya, la);
+	test_infer(a);
+	free(ya);
+	free(ya2);
+	free(yb);
+	free(dot1);
+	free(dot2);
+	ir_module_free(a);
+	ir_module_free(b);
+	printf("read_model: %d failure(s)\n", fails);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,200 @@
+/* Data movement and selection kernels against the reference, exactly (they
+ * copy or compare floats, so the result must be bitwise the reference's):
+ * embed (f32 and f16 table, out-of-range ids clamp to row 0), copy_rows as
+ * state_write at pos, slice and repeat_heads, concat, argmax (ties). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype wt, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_EMBED, .t_max = T, .wtype = wt};
+	d.u.embed.V = V;
+	d.u.embed.H = H;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	float *table = alloc_floats((size_t)(V * H)), *y = alloc_floats((size_t)(T * H));
+	float *want = alloc_floats((size_t)(T * H));
+	uint16_t *t16 = calloc((size_t)(V * H), 2);
+	int32_t *ids = calloc((size_t)T, sizeof *ids), *ids_ref = calloc((size_t)T, sizeof *ids);
+	fill_random(table, (size_t)(V * H), 1.0f, seed);
+	round_f16(table, t16, (size_t)(V * H));
+	for (int64_t t = 0; t < T; t++) {
+		*seed = *seed * 1664525u + 1013904223u;
+		ids[t] = (int32_t)((*seed >> 8) % (uint32_t)V);
+	}
+	ids[T - 1] = (int32_t)V;      /* out of range: the kernel reads row 0 */
+	if (T > 1)
+		ids[0] = -3;
+	for (int64_t t = 0; t < T; t++)
+		ids_ref[t] = ids[t] < 0 || ids[t] >= V ? 0 : ids[t];
+	hop ops[3] = {
+		wt == HALO_F16 ? (hop){t16, (size_t)(V * H) * 2, false}
+			       : (hop){table, (size_t)(V * H) * 4, false},
+		{ids, (size_t)T * 4, false},
+		{y, (size_t)(T * H) * 4, true},
+	};
+	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
+	ref_error err;
+	ok = ok && ref_embed(table, ids_ref, want, T, V, H, &err);
+	ok = ok && check_bitwise(k.k.signature, y, want, (size_t)(T * H));
+	free(table), free(y), free(want), free(t16), free(ids), free(ids_ref);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool copy_run(harness *h, const kv_desc *d, float *src, size_t ns, float *dst, size_t nd,
+		     uint32_t T, uint32_t pos)
+{
+	hkernel k;
+	if (!hk_build(h, d, &k))
+		return false;
+	hop ops[2] = {{src, ns * 4, false}, {dst, nd * 4, true}};
+	bool ok = hk_run(h, &k, ops, 2, T, pos);
+	hk_free(h, &k);
+	return ok;
+}
+
+/* state_write at pos: v [T, 2, 8] into the cache [C=20, 2, 8]; other rows untouched. */
+static bool state_write_case(harness *h, uint32_t *seed)
+{
+	const int64_t T = 3, C = 20, row = 16;
+	const uint32_t pos = 11;
+	kv_desc d = {.op = IR_OP_STATE_WRITE, .t_max = 8};
+	d.u.copy.rows = (ir_dim){1, 0};
+	d.u.copy.width = row;
+	d.u.copy.src_stride = row;
+	d.u.copy.dst_stride = row;
+	d.u.copy.at_pos = true;
+	float *v = alloc_floats((size_t)(T * row)), *cache = alloc_floats((size_t)(C * row));
+	float *want = alloc_floats((size_t)(C * row));
+	fill_random(v, (size_t)(T * row), 1.0f, seed);
+	fill_random(cache, (size_t)(C * row), 1.0f, seed);
+	memcpy(want, cache, (size_t)(C * row) * 4);
+	ref_error err;
+	bool ok = ref_state_write_at(v, want, T, C, row, pos, &err);
+	ok = ok && copy_run(h, &d, v, (size_t)(T * row), cache, (size_t)(C * row), (uint32_t)T, pos);
+	ok = ok && check_bitwise("copy_rows as state_write at pos", cache, want, (size_t)(C * row));
+	free(v), free(cache), free(want);
+	return ok;
+}
+
+/* slice along axis 1 of [T, 40]: columns 13..13+17 */
+static bool slice_case(harness *h, uint32_t *seed)
+{
+	const int64_t T = 5, D = 40, start = 13, len = 17;
+	kv_desc d = {.op = IR_OP_SLICE, .t_max = 8};
+	d.u.copy.rows = (ir_dim){1, 0};
+	d.u.copy.width = len;
+	d.u.copy.src_stride = D;
+	d.u.copy.src_offset = start;
+	d.u.copy.dst_stride = len;
+	float *x = alloc_floats((size_t)(T * D)), *y = alloc_floats((size_t)(T * len));
+	float *want = alloc_floats((size_t)(T * len));
+	fill_random(x, (size_t)(T * D), 1.0f, seed);
+	ref_error err;
+	bool ok = ref_slice(x, want, T, D, 1, start, len, &err);
+	ok = ok && copy_run(h, &d, x, (size_t)(T * D), y, (size_t)(T * len), (uint32_t)T, 0);
+	ok = ok && check_bitwise("copy_rows as slice", y, want, (size_t)(T * len));
+	free(x), free(y), free(want);
+	return ok;
+}
+
+/* repeat_heads: [T, 2, 9] -> [T, 6, 9] */
+static bool repeat_case(harness *h, uint32_t *seed)
+{
+	const int64_t T = 4, hh = 2, dd = 9, r = 3;
+	kv_desc d = {.op = IR_OP_REPEAT_HEADS, .t_max = 8};
+	d.u.copy.rows = (ir_dim){hh * r, 0};
+	d.u.copy.width = dd;
+	d.u.copy.src_stride = dd;
+	d.u.copy.dst_stride = dd;
+	d.u.copy.rep = r;
+	size_t nx = (size_t)(T * hh * dd), ny = nx * (size_t)r;
+	float *x = alloc_floats(nx), *y = alloc_floats(ny), *want = alloc_floats(ny);
+	fill_random(x, nx, 1.0f, seed);
+	ref_repeat_heads(x, want, T, hh, dd, r);
+	bool ok = copy_run(h, &d, x, nx, y, ny, (uint32_t)T, 0);
+	ok = ok && check_bitwise("copy_rows as repeat_heads", y, want, ny);
+	free(x), free(y), free(want);
+	return ok;
+}
+
+static bool concat_case(harness *h, ir_dim rows, ir_dim wa, ir_dim wb, int64_t T, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_CONCAT, .t_max = 16};
+	d.u.concat.rows = rows;
+	d.u.concat.wa = wa;
+	d.u.concat.wb = wb;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	int64_t R = rows.coef_T * T + rows.c, A = wa.coef_T * T + wa.c, B = wb.coef_T * T + wb.c;
+	float *a = alloc_floats((size_t)(R * A)), *b = alloc_floats((size_t)(R * B));
+	float *y = alloc_floats((size_t)(R * (A + B))), *want = alloc_floats((size_t)(R * (A + B)));
+	fill_random(a, (size_t)(R * A), 1.0f, seed);
+	fill_random(b, (size_t)(R * B), 1.0f, seed);
+	ref_concat(a, b, want, R, A, B, 1);
+	hop ops[3] = {{a, (size_t)(R * A) * 4, false}, {b, (size_t)(R * B) * 4, false},
+		      {y, (size_t)(R * (A + B)) * 4, true}};
+	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
+	ok = ok && check_bitwise(k.k.signature, y, want, (size_t)(R * (A + B)));
+	free(a), free(b), free(y), free(want);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool argmax_case(harness *h, int64_t T, int64_t N, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_ARGMAX, .t_max = T};
+	d.u.argmax.N = N;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	float *x = alloc_floats((size_t)(T * N));
+	int32_t *ids = calloc((size_t)T, 4), *want = calloc((size_t)T, 4);
+	fill_random(x, (size_t)(T * N), 1.0f, seed);
+	for (int64_t t = 0; t < T; t++) { /* ties: the maximum twice, the first must win */
+		int64_t i = (t * 7) % N, j = (t * 13 + 5) % N;
+		x[t * N + i] = 2.0f;
+		x[t * N + j] = 2.0f;
+	}
+	hop ops[2] = {{x, (size_t)(T * N) * 4, false}, {ids, (size_t)T * 4, true}};
+	bool ok = hk_run(h, &k, ops, 2, (uint32_t)T, 0);
+	ref_argmax(x, want, T, N);
+	for (int64_t t = 0; ok && t < T; t++)
+		if (ids[t] != want[t]) {
+			printf("FAIL %s: row %lld: %d, want %d\n", k.k.signature, (long long)t, ids[t],
+			       want[t]);
+			ok = false;
+		}
+	if (ok)
+		printf("ok   %s: %lld rows\n", k.k.signature, (long long)T);
+	free(x), free(ids), free(want);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 2024;
+	bool ok = true;
+	ok &= embed_case(h, 37, 65, 9, HALO_F32, &seed);
+	ok &= embed_case(h, 128, 7, 4, HALO_F16, &seed);
+	ok &= embed_case(h, 1, 1, 1, HALO_F32, &seed);
+	ok &= state_write_case(h, &seed);
+	ok &= slice_case(h, &seed);
+	ok &= repeat_case(h, &seed);
+	ok &= concat_case(h, (ir_dim){1, 0}, (ir_dim){0, 7}, (ir_dim){0, 129}, 3, &seed);
+	ok &= concat_case(h, (ir_dim){0, 1}, (ir_dim){16, 0}, (ir_dim){0, 5}, 4, &seed); /* axis 0 */
+	ok &= argmax_case(h, 5, 129, &seed);
+	ok &= argmax_case(h, 3, 1, &seed);
+	ok &= argmax_case(h, 2, 1000, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

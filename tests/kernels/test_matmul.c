@@ -1,0 +1,178 @@
+/* matvec (T <= 8) and tiled matmul (T > 8) against ref_matmul: f32 and f16
+ * weights, fused rms_norm prologue, fused epilogue chains, and batch
+ * invariance of the decode kernel.
+ *
+ * Tolerance: max |got - want| / max(|want|, 1) <= 2e-5. The kernels sum K <= 300
+ * products of magnitude <= 1 in f32 (the reference in f64); with |want| of
+ * order sqrt(K)/3 the f32 rounding stays near 1e-6, and the fused prologue
+ * adds a few f32 roundings of the norm scale. f16 weights are rounded first,
+ * so both sides see the same weights. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+#define TOL 2e-5
+
+typedef struct {
+	int64_t K, N, T, t_max;
+	halo_dtype wtype;
+	bool pro;
+	int n_epi;
+	kv_elem_op epi[KV_MAX_EPILOGUE];
+} mm_case;
+
+static size_t epi_numel(const kv_elem_op *e, int64_t T, int64_t N)
+{
+	if (e->bcast == KV_BCAST_TRAILING || e->bcast == KV_BCAST_LASTDIM)
+		return (size_t)(e->bcast == KV_BCAST_TRAILING ? e->bcast_n : T * N / e->bcast_n);
+	return (size_t)(T * N);
+}
+
+/* The reference: [rms_norm] -> matmul -> epilogue chain. */
+static void reference(const mm_case *c, const float *x, const float *w, const float *nw,
+		      float **extra, float *y)
+{
+	float *xin = alloc_floats((size_t)(c->T * c->K));
+	if (c->pro)
+		ref_rms_norm(x, nw, xin, c->T, c->K, 0, 1e-6f, 1);
+	else
+		memcpy(xin, x, (size_t)(c->T * c->K) * sizeof *x);
+	ref_matmul(xin, w, y, c->T, c->K, c->N);
+	for (int j = 0; j < c->n_epi; j++)
+		ref_apply_elem(&c->epi[j], y, extra[j], c->T * c->N);
+	free(xin);
+}
+
+static bool run_case(harness *h, const mm_case *c, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = c->wtype,
+		     .pro = {c->pro, 1e-6f, 1}, .n_epi = c->n_epi};
+	d.u.matmul.K = c->K;
+	d.u.matmul.N = c->N;
+	memcpy(d.epi, c->epi, sizeof d.epi);
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	size_t nx = (size_t)(c->T * c->K), nw = (size_t)(c->N * c->K), ny = (size_t)(c->T * c->N);
+	float *x = alloc_floats(nx), *w = alloc_floats(nw), *nwt = alloc_floats((size_t)c->K);
+	float *y = alloc_floats(ny), *want = alloc_floats(ny);
+	uint16_t *w16 = calloc(nw + 1, sizeof *w16);
+	float *extra[KV_MAX_EPILOGUE] = {0};
+	fill_random(x, nx, 1.0f, seed);
+	fill_random(w, nw, 1.0f, seed);
+	fill_random(nwt, (size_t)c->K, 0.5f, seed);
+	if (c->wtype == HALO_F16)
+		round_f16(w, w16, nw);
+	hop ops[3 + KV_MAX_EPILOGUE];
+	int n = 0;
+	ops[n++] = (hop){x, nx * 4, false};
+	ops[n++] = c->wtype == HALO_F16 ? (hop){w16, nw * 2, false} : (hop){w, nw * 4, false};
+	if (c->pro)
+		ops[n++] = (hop){nwt, (size_t)c->K * 4, false};
+	for (int j = 0; j < c->n_epi; j++) {
+		if (c->epi[j].op != IR_OP_ADD && c->epi[j].op != IR_OP_SUB && c->epi[j].op != IR_OP_MUL &&
+		    c->epi[j].op != IR_OP_SWIGLU)
+			continue;
+		size_t ne = epi_numel(&c->epi[j], c->T, c->N);
+		extra[j] = alloc_floats(ne);
+		fill_random(extra[j], ne, 1.0f, seed);
+		ops[n++] = (hop){extra[j], ne * 4, false};
+	}
+	ops[n++] = (hop){y, ny * 4, true};
+	bool ok = hk_run(h, &k, ops, n, (uint32_t)c->T, 0);
+	if (ok) {
+		reference(c, x, w, nwt, extra, want);
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)c->T);
+		ok = check_close(what, y, want, ny, TOL, 1.0);
+	}
+	for (int j = 0; j < KV_MAX_EPILOGUE; j++)
+		free(extra[j]);
+	free(x), free(w), free(nwt), free(y), free(want), free(w16);
+	hk_free(h, &k);
+	return ok;
+}
+
+/* Decode batch invariance: rows of one T=m dispatch equal m T=1 dispatches bitwise. */
+static bool batch_invariance(harness *h, halo_dtype wtype, bool pro, uint32_t *seed)
+{
+	const int64_t K = 131, N = 37, m = 5;
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = wtype, .pro = {pro, 1e-6f, 1}};
+	d.u.matmul.K = K;
+	d.u.matmul.N = N;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	float *x = alloc_floats((size_t)(m * K)), *w = alloc_floats((size_t)(N * K));
+	float *nw = alloc_floats((size_t)K), *yb = alloc_floats((size_t)(m * N));
+	float *y1 = alloc_floats((size_t)(m * N));
+	uint16_t *w16 = calloc((size_t)(N * K), sizeof *w16);
+	fill_random(x, (size_t)(m * K), 1.0f, seed);
+	fill_random(w, (size_t)(N * K), 1.0f, seed);
+	fill_random(nw, (size_t)K, 0.5f, seed);
+	round_f16(w, w16, (size_t)(N * K));
+	hop wop = wtype == HALO_F16 ? (hop){w16, (size_t)(N * K) * 2, false}
+				    : (hop){w, (size_t)(N * K) * 4, false};
+	hop ops[4];
+	int n = 0;
+	ops[n++] = (hop){x, (size_t)(m * K) * 4, false};
+	ops[n++] = wop;
+	if (pro)
+		ops[n++] = (hop){nw, (size_t)K * 4, false};
+	ops[n++] = (hop){yb, (size_t)(m * N) * 4, true};
+	bool ok = hk_run(h, &k, ops, n, (uint32_t)m, 0);
+	for (int64_t t = 0; ok && t < m; t++) {
+		ops[0] = (hop){x + t * K, (size_t)K * 4, false};
+		ops[n - 1] = (hop){y1 + t * N, (size_t)N * 4, true};
+		ok = hk_run(h, &k, ops, n, 1, 0);
+	}
+	char what[512];
+	snprintf(what, sizeof what, "batch invariance %s, T=%lld vs %lld x T=1", k.k.signature,
+		 (long long)m, (long long)m);
+	ok = ok && check_bitwise(what, yb, y1, (size_t)(m * N));
+	free(x), free(w), free(nw), free(yb), free(y1), free(w16);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 12345;
+	const kv_elem_op add_res = {.op = IR_OP_ADD, .operand = 0, .bcast = KV_BCAST_FULL};
+	const kv_elem_op sub_rev = {.op = IR_OP_SUB, .operand = 1, .bcast = KV_BCAST_FULL};
+	const kv_elem_op silu = {.op = IR_OP_SILU};
+	const kv_elem_op scale = {.op = IR_OP_SCALE, .value = 0.37f};
+	const kv_elem_op mul_row = {.op = IR_OP_MUL, .operand = 0, .bcast = KV_BCAST_LASTDIM, .bcast_n = 0};
+	const kv_elem_op swiglu_up = {.op = IR_OP_SWIGLU, .operand = 1, .bcast = KV_BCAST_FULL};
+	mm_case cases[] = {
+		{64, 96, 1, 8, HALO_F32, false, 0, {{0}}},
+		{64, 96, 3, 8, HALO_F32, false, 0, {{0}}},
+		{64, 96, 8, 8, HALO_F32, false, 0, {{0}}},
+		{7, 1, 2, 4, HALO_F32, false, 0, {{0}}},
+		{129, 7, 5, 8, HALO_F32, false, 0, {{0}}},
+		{130, 33, 4, 8, HALO_F16, false, 0, {{0}}},
+		{129, 65, 3, 8, HALO_F32, true, 2, {add_res, silu}},
+		{64, 48, 2, 8, HALO_F16, true, 3, {swiglu_up, scale, sub_rev}},
+		{64, 96, 37, 64, HALO_F32, false, 0, {{0}}},
+		{129, 7, 9, 16, HALO_F32, false, 0, {{0}}},
+		{7, 129, 40, 64, HALO_F16, false, 0, {{0}}},
+		{300, 70, 33, 64, HALO_F32, true, 2, {add_res, silu}},
+		{96, 40, 19, 32, HALO_F16, true, 2, {mul_row, swiglu_up}},
+	};
+	bool ok = true;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mm_case *c = &cases[i];
+		for (int j = 0; j < c->n_epi; j++)
+			if (c->epi[j].bcast == KV_BCAST_LASTDIM)
+				c->epi[j].bcast_n = c->N;
+		ok &= run_case(h, c, &seed);
+	}
+	ok &= batch_invariance(h, HALO_F32, false, &seed);
+	ok &= batch_invariance(h, HALO_F16, true, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

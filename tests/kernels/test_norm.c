@@ -1,0 +1,96 @@
+/* rms_norm (groups, offset, fused epilogue) and softmax against the reference.
+ *
+ * Tolerance: max |got - want| / max(|want|, floor) <= 1e-5. Each output is one
+ * f32 sum of squares (or of exponentials) over <= 300 terms reduced by a tree
+ * (f64 in the reference), one square root or division, and one or two
+ * products, so the error stays within a few f32 ulps. rms_norm outputs are of
+ * order 1 and a fused residual add can cancel them to near 0: floor 0.1.
+ * Softmax outputs are of order 1/D: floor 1e-3/D. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+#define TOL 1e-5
+
+static bool rms_case(harness *h, int64_t T, int64_t R, int64_t D, int64_t G, int offset,
+		     const kv_elem_op *epi, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_RMS_NORM, .t_max = T + 3, .n_epi = epi ? 1 : 0};
+	d.u.rms_norm.rows_per_t = R;
+	d.u.rms_norm.D = D;
+	d.u.rms_norm.group = G;
+	d.u.rms_norm.eps = 1e-6f;
+	d.u.rms_norm.offset = offset;
+	if (epi)
+		d.epi[0] = *epi;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	size_t n = (size_t)(T * R * D);
+	float *x = alloc_floats(n), *w = alloc_floats((size_t)D), *y = alloc_floats(n);
+	float *want = alloc_floats(n), *res = alloc_floats(n);
+	fill_random(x, n, 2.0f, seed);
+	fill_random(w, (size_t)D, 1.0f, seed);
+	fill_random(res, n, 1.0f, seed);
+	hop ops[4] = {{x, n * 4, false}, {w, (size_t)D * 4, false}};
+	int nops = 2;
+	if (epi && epi->op == IR_OP_ADD)
+		ops[nops++] = (hop){res, n * 4, false};
+	ops[nops++] = (hop){y, n * 4, true};
+	bool ok = hk_run(h, &k, ops, nops, (uint32_t)T, 0);
+	if (ok) {
+		ref_rms_norm(x, w, want, T * R, D, G, 1e-6f, offset);
+		if (epi)
+			ref_apply_elem(epi, want, res, (int64_t)n);
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
+		ok = check_close(what, y, want, n, TOL, 0.1);
+	}
+	free(x), free(w), free(y), free(want), free(res);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool softmax_case(harness *h, int64_t T, int64_t R, int64_t D, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_SOFTMAX, .t_max = T};
+	d.u.softmax.rows_per_t = R;
+	d.u.softmax.D = D;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	size_t n = (size_t)(T * R * D);
+	float *x = alloc_floats(n), *y = alloc_floats(n), *want = alloc_floats(n);
+	fill_random(x, n, 8.0f, seed);
+	hop ops[2] = {{x, n * 4, false}, {y, n * 4, true}};
+	bool ok = hk_run(h, &k, ops, 2, (uint32_t)T, 0);
+	if (ok) {
+		ref_softmax(x, want, T * R, D);
+		ok = check_close(k.k.signature, y, want, n, TOL, 1e-3 / (double)D);
+	}
+	free(x), free(y), free(want);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 777;
+	const kv_elem_op add = {.op = IR_OP_ADD, .bcast = KV_BCAST_FULL};
+	const kv_elem_op silu = {.op = IR_OP_SILU};
+	bool ok = true;
+	ok &= rms_case(h, 3, 1, 64, 0, 1, NULL, &seed);
+	ok &= rms_case(h, 5, 4, 16, 0, 0, NULL, &seed);      /* per-head q/k norm */
+	ok &= rms_case(h, 2, 1, 129, 0, 1, &silu, &seed);
+	ok &= rms_case(h, 1, 3, 300, 100, 0, &add, &seed);   /* groups */
+	ok &= rms_case(h, 7, 1, 1, 0, 1, NULL, &seed);
+	ok &= softmax_case(h, 3, 1, 129, &seed);
+	ok &= softmax_case(h, 2, 4, 7, &seed);
+	ok &= softmax_case(h, 1, 1, 1, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,175 @@
+/* Rules of individual passes on hybrid_tiny:
+ *  - infer_shapes rejects a call whose inputs differ from the block's first
+ *    call site, naming the block and both shapes;
+ *  - expand_blocks names per-layer weights, states, nodes layers.<i>.<block>.*
+ *    with {i} substituted in checkpoint names, and leaves no call;
+ *  - dce drops an unused node but keeps every state_write sink;
+ *  - fuse_norm_matmul fuses a norm read only by matmuls, not one that also
+ *    feeds moe_experts;
+ *  - schedule names a node on a cycle instead of looping or dropping nodes,
+ *    and the verifier rejects an out-of-range edge;
+ *  - order_effects refuses a graph output that aliases a state overwritten
+ *    later in the step. */
+#include <string.h>
+
+#include "ir/read_model.h"
+#include "passes/passes.h"
+#include "tests/passes/test_util.h"
+
+#define MODEL "tests/models/hybrid_tiny.yaml"
+#define CONFIG "tests/models/hybrid_tiny.config.json"
+
+static void call_site_mismatch(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "verify", NULL);
+	if (!m)
+		return;
+	ir_func *f = &m->funcs[m->entries[0].func];
+	int calls = 0;
+	for (int i = 0; i < f->n_nodes; i++) {
+		ir_node *n = &f->nodes[i];
+		if (n->op != IR_OP_CALL || strcmp(m->funcs[n->ref].name, "moe_ffn") != 0 || calls++ != 1)
+			continue;
+		/* A fresh operand list: the reader may share it with the
+		 * previous call's results, which chain into it. */
+		n->in = ir_arena_alloc(&m->arena, sizeof(int));
+		n->in[0] = f->inputs[0]; /* tokens: [T] i32 instead of [T, 64] f32 */
+	}
+	ir_error err = {0};
+	CHECK(calls == 2, "expected two moe_ffn calls, found %d", calls);
+	CHECK(!pass_infer_shapes(m, &err), "a mismatching call site was accepted");
+	CHECK(strstr(err.msg, "moe_ffn") && strstr(err.msg, "first call") && strstr(err.msg, "[T] i32") &&
+	      strstr(err.msg, "[T, 64] f32") && strstr(err.msg, "hybrid_tiny.yaml:"),
+	      "unclear message: %s", err.msg);
+	ir_module_free(m);
+}
+
+static void expansion_names(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "expand_blocks", NULL);
+	if (!m)
+		return;
+	CHECK(m->expanded, "module not marked expanded");
+	int w = ir_module_weight(m, "layers.1.attn.wq");
+	CHECK(w >= 0 && m->weights[w].layer == 1 &&
+	      strcmp(m->weights[w].hf_name, "model.layers.1.self_attn.q_proj.weight") == 0,
+	      "layers.1.attn.wq missing or misnamed");
+	CHECK(ir_module_weight(m, "layers.0.attn.wq") < 0, "layer 0 is gdn, not attn");
+	int s = ir_module_state(m, "layers.0.gdn.ssm");
+	CHECK(s >= 0 && m->states[s].layer == 0 && strcmp(m->states[s].kind, "ssm") == 0,
+	      "layers.0.gdn.ssm missing");
+	const ir_func *f = test_graph(m);
+	int n = test_node(m, "layers.1.moe_ffn.s_out");
+	CHECK(n >= 0 && f->nodes[n].layer == 1, "layers.1.moe_ffn.s_out missing or wrong layer");
+	for (int i = 0; i < f->n_nodes; i++)
+		CHECK(f->nodes[i].op != IR_OP_CALL, "call %s left after expansion", f->nodes[i].name);
+	ir_module_free(m);
+}
+
+static int count_op(const ir_func *f, ir_op op)
+{
+	int k = 0;
+	for (int i = 0; i < f->n_nodes; i++)
+		k += f->nodes[i].op == op;
+	return k;
+}
+
+static void dce_keeps_sinks(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "expand_blocks", NULL);
+	if (!m)
+		return;
+	ir_func *f = &m->funcs[m->entries[0].func];
+	int x0 = ir_func_value(f, "x0"), n0 = f->n_nodes;
+	int id = ir_func_add_node(m, f, IR_OP_NEG, "unused_neg", (ir_loc){0});
+	int v = ir_func_add_value(m, f, "unused", id, 0);
+	f->nodes[id].n_in = f->nodes[id].n_out = 1;
+	f->nodes[id].in = ir_arena_alloc(&m->arena, sizeof(int));
+	f->nodes[id].out = ir_arena_alloc(&m->arena, sizeof(int));
+	f->nodes[id].in[0] = x0;
+	f->nodes[id].out[0] = v;
+	int sinks = count_op(f, IR_OP_STATE_WRITE);
+	ir_error err = {0};
+	CHECK(pass_dce(m, &err), "dce failed: %s", err.msg);
+	CHECK(sinks == 4 && count_op(f, IR_OP_STATE_WRITE) == sinks, "state_write sinks: %d before, %d after",
+	      sinks, count_op(f, IR_OP_STATE_WRITE));
+	CHECK(ir_func_node(f, "unused_neg") < 0 && f->n_nodes == n0, "unused node kept (%d nodes, %d before)",
+	      f->n_nodes, n0);
+	ir_module_free(m);
+}
+
+static void norm_fusion(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "fuse_norm_matmul", NULL);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	const char *fused[] = {"layers.1.attn.q_flat", "layers.1.attn.k_flat", "layers.1.attn.v_flat",
+			       "layers.0.gdn.qkv", "logits"};
+	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+		int n = test_node(m, fused[i]);
+		CHECK(n >= 0 && f->nodes[n].n_fused == 1 && f->nodes[n].fused[0].op == IR_OP_RMS_NORM &&
+		      f->nodes[n].fused[0].pos == IR_FUSE_PROLOGUE, "%s has no rms_norm prologue", fused[i]);
+	}
+	CHECK(test_node(m, "layers.1.attn.h") < 0, "the fused attn norm is still a node");
+	CHECK(test_node(m, "layers.0.moe_ffn.h") >= 0, "the moe norm (read by moe_experts) was fused");
+	ir_module_free(m);
+}
+
+/* Makes node `n` also wait for node `t`. */
+static void add_after(ir_module *m, ir_node *n, int t)
+{
+	int *after = ir_arena_alloc(&m->arena, (size_t)(n->n_after + 1) * sizeof(int));
+	for (int k = 0; k < n->n_after; k++)
+		after[k] = n->after[k];
+	after[n->n_after++] = t;
+	n->after = after;
+}
+
+static void cycle_and_bad_edge(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "check_effects", NULL);
+	if (!m)
+		return;
+	ir_func *f = &m->funcs[m->entries[0].func];
+	int rd = test_node(m, "layers.0.gdn.conv_old"), wr = test_node(m, "layers.0.gdn.conv_store");
+	CHECK(rd >= 0 && wr >= 0, "conv_old / conv_store not found");
+	if (rd < 0 || wr < 0)
+		goto out;
+	/* The read must come after the write, but the write consumes what
+	 * conv1d made from the read: a cycle. */
+	add_after(m, &f->nodes[rd], wr);
+	ir_error err = {0};
+	CHECK(!pass_schedule(m, &err), "a cyclic graph was scheduled");
+	CHECK(strstr(err.msg, "cycle") && strstr(err.msg, "layers.0.gdn."), "unclear message: %s", err.msg);
+	f->nodes[rd].after[f->nodes[rd].n_after - 1] = f->n_nodes;
+	err = (ir_error){0};
+	CHECK(!pass_verify(m, &err) && strstr(err.msg, "after edge"), "bad edge accepted: %s", err.msg);
+out:
+	ir_module_free(m);
+}
+
+static void output_aliasing_state(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "fuse_elementwise", NULL);
+	if (!m)
+		return;
+	ir_func *f = &m->funcs[m->entries[0].func];
+	f->outputs[0] = ir_func_value(f, "layers.0.gdn.conv_old");
+	ir_error err = {0};
+	CHECK(f->outputs[0] >= 0 && !pass_order_effects(m, &err), "an output aliasing state was accepted");
+	CHECK(strstr(err.msg, "graph output") && strstr(err.msg, "layers.0.gdn.conv_store"),
+	      "unclear message: %s", err.msg);
+	ir_module_free(m);
+}
+
+int main(void)
+{
+	call_site_mismatch();
+	expansion_names();
+	dce_keeps_sinks();
+	norm_fusion();
+	cycle_and_bad_edge();
+	output_aliasing_state();
+	return test_finish("pass_rules_test");
+}

@@ -1,0 +1,97 @@
+/* Invariants of every memory plan, checked on each test model:
+ *  - state buffers live in the STATE region, disjoint from each other, and
+ *    nothing but state reads (and reshapes of them) maps onto them;
+ *  - a state_write writes exactly its state's buffer;
+ *  - two activation buffers whose live ranges meet never share a byte;
+ *  - graph outputs stay live to the end; the arena covers every buffer. */
+#include <string.h>
+
+#include "tests/passes/test_util.h"
+
+static const char *const models[][2] = {
+	{"tests/models/hybrid_tiny.yaml", "tests/models/hybrid_tiny.config.json"},
+	{"tests/passes/models/gdn_state_race.yaml", "tests/passes/models/gdn_state_race.config.json"},
+};
+
+static bool bytes_overlap(const plan_buffer *a, const plan_buffer *b)
+{
+	return a->offset < b->offset + b->size && b->offset < a->offset + a->size;
+}
+
+/* Whether value v is a state read's result, looking through reshapes. */
+static bool is_state_view(const ir_func *f, int v)
+{
+	int p = f->values[v].producer;
+	while (p >= 0 && f->nodes[p].op == IR_OP_RESHAPE)
+		p = f->values[f->nodes[p].in[0]].producer;
+	return p >= 0 && f->nodes[p].op == IR_OP_STATE_READ;
+}
+
+static void check_states(const ir_module *m, const plan_entry *e)
+{
+	const ir_func *f = &m->funcs[e->func];
+	for (int a = 0; a < e->n_buffers; a++) {
+		const plan_buffer *ba = &e->buffers[a];
+		for (int b = a + 1; b < e->n_buffers; b++)
+			if (ba->region == PLAN_STATE && e->buffers[b].region == PLAN_STATE)
+				CHECK(!bytes_overlap(ba, &e->buffers[b]), "states %s and %s overlap",
+				      ba->name, e->buffers[b].name);
+	}
+	for (int v = 0; v < f->n_values; v++) {
+		const plan_buffer *b = &e->buffers[e->value_buffer[v]];
+		CHECK((b->region == PLAN_STATE) == is_state_view(f, v),
+		      "value %s is in region %s", f->values[v].name, plan_region_name(b->region));
+	}
+	for (int d = 0; d < e->n_dispatch; d++) {
+		const ir_node *n = &f->nodes[e->dispatch[d].node];
+		if (n->op != IR_OP_STATE_WRITE)
+			continue;
+		const plan_range *w = &e->dispatch[d].writes[0];
+		CHECK(e->dispatch[d].n_writes == 1 && w->region == PLAN_STATE &&
+		      strcmp(e->buffers[w->buffer].name, m->states[n->ref].name) == 0,
+		      "%s does not write its state's buffer", n->name);
+	}
+}
+
+static void check_activations(const ir_module *m, const plan_entry *e)
+{
+	const ir_func *f = &m->funcs[e->func];
+	for (int a = 0; a < e->n_buffers; a++) {
+		const plan_buffer *ba = &e->buffers[a];
+		if (ba->region != PLAN_ACT)
+			continue;
+		CHECK(ba->offset % PLAN_ALIGN == 0 && ba->offset + ba->size <= e->act_bytes,
+		      "%s at %lld+%lld outside the %lld-byte arena", ba->name, (long long)ba->offset,
+		      (long long)ba->size, (long long)e->act_bytes);
+		for (int b = a + 1; b < e->n_buffers; b++) {
+			const plan_buffer *bb = &e->buffers[b];
+			bool live_together = bb->region == PLAN_ACT && ba->first <= bb->last &&
+					     bb->first <= ba->last;
+			CHECK(!live_together || !bytes_overlap(ba, bb),
+			      "%s [%d..%d] and %s [%d..%d] are live together and overlap", ba->name,
+			      ba->first, ba->last, bb->name, bb->first, bb->last);
+		}
+	}
+	for (int i = 0; i < f->n_outputs; i++)
+		CHECK(e->buffers[e->value_buffer[f->outputs[i]]].last == e->n_dispatch,
+		      "graph output %s is not live to the end", f->values[f->outputs[i]].name);
+	CHECK(e->live_peak_bytes > 0 && e->live_peak_bytes <= e->act_bytes, "peak %lld, arena %lld",
+	      (long long)e->live_peak_bytes, (long long)e->act_bytes);
+}
+
+int main(void)
+{
+	for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+		halo_plan *plan;
+		ir_module *m = test_run_to(models[i][0], models[i][1], "check_barriers", &plan);
+		if (!m)
+			continue;
+		for (int e = 0; e < plan->n_entries; e++) {
+			check_states(m, &plan->entries[e]);
+			check_activations(m, &plan->entries[e]);
+		}
+		plan_free(plan);
+		ir_module_free(m);
+	}
+	return test_finish("plan_invariants_test");
+}

@@ -1,0 +1,110 @@
+/* halo compile: model YAML + HF checkpoint -> bundle. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/compile.h"
+#include "tools/cli_args.h"
+#include "tools/commands.h"
+#include "tools/model_select.h"
+
+static void compile_usage(FILE *out)
+{
+	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
+	      "                    [--random-weights SEED] -o OUT.halo\n"
+	      "\n"
+	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
+	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
+	      "and renamed at the end; on any error nothing is left at OUT.halo.\n"
+	      "\n"
+	      "options:\n"
+	      "  --hf DIR               checkpoint directory: config.json and *.safetensors\n"
+	      "  --model FILE           model graph (default: the file in the models directory\n"
+	      "                         whose hf_model_types lists config.json's model_type;\n"
+	      "                         HALO_MODELS_DIR overrides the directory)\n"
+	      "  --dtype f32|f16        storage type of matrix weights (default f32)\n"
+	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
+	      "                         config.json's dims (benchmarks, tests)\n"
+	      "  -o, --output FILE      the bundle to write\n"
+	      "  -h, --help             this text\n",
+	      out);
+}
+
+typedef struct {
+	const char *hf, *model, *dtype, *seed, *out;
+	bool help;
+} compile_args;
+
+static int parse_args(int argc, char **argv, compile_args *a)
+{
+	int rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		const char *s = argv[i];
+		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
+			a->help = true;
+		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
+			continue;
+		else
+			rc = cli_usage_error("compile", "unexpected argument '%s'", s);
+	}
+	return rc;
+}
+
+static int check_args(const compile_args *a, cg_compile_options *o)
+{
+	if (!a->hf)
+		return cli_usage_error("compile", "%s", "--hf CKPT_DIR is required");
+	if (!a->out)
+		return cli_usage_error("compile", "%s", "-o OUT.halo is required");
+	o->hf_dir = a->hf;
+	o->out_path = a->out;
+	o->matrix_dtype = HALO_F32;
+	if (a->dtype && strcmp(a->dtype, "f16") == 0)
+		o->matrix_dtype = HALO_F16;
+	else if (a->dtype && strcmp(a->dtype, "f32") != 0)
+		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
+	if (a->seed) {
+		int64_t seed;
+		if (!cli_parse_i64(a->seed, 0, INT64_MAX, &seed))
+			return cli_usage_error("compile", "--random-weights needs a non-negative integer seed, not '%s'",
+					       a->seed);
+		o->random_weights = true;
+		o->seed = (uint64_t)seed;
+	}
+	return 0;
+}
+
+int cmd_compile(int argc, char **argv)
+{
+	compile_args a = {0};
+	cg_compile_options o = {0};
+	int rc = parse_args(argc, argv, &a);
+	if (rc || a.help) {
+		if (a.help)
+			compile_usage(stdout);
+		return rc;
+	}
+	if ((rc = check_args(&a, &o)))
+		return rc;
+	char err[2048], model[4096], config[4096], type[128];
+	o.model_path = a.model;
+	if (!a.model) {
+		snprintf(config, sizeof(config), "%s/config.json", a.hf);
+		if (!halo_config_model_type(config, type, sizeof(type), err, sizeof(err)) ||
+		    !halo_select_model(halo_models_dir(), type, model, sizeof(model), err, sizeof(err))) {
+			fprintf(stderr, "halo compile: %s\n", err);
+			return 1;
+		}
+		o.model_path = model;
+	}
+	if (!cg_compile(&o, err, sizeof(err))) {
+		fprintf(stderr, "halo compile: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "halo compile: wrote %s (model %s)\n", o.out_path, o.model_path);
+	return 0;
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs the Debian 12 packages halo builds and tests with, when missing.
+set -eu
+
+PKGS="build-essential pkg-config meson ninja-build python3
+libyaml-dev libjson-c-dev libxxhash-dev
+libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+libshaderc-dev glslc glslang-dev spirv-tools
+clang-19 llvm-19-dev lld-19 libclang-rt-19-dev"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing:$missing" >&2
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing

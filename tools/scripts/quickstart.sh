@@ -1,0 +1,13 @@
+#!/bin/sh
+# Installs what is missing, builds halo, compiles the tiny Qwen3 fixture
+# checkpoint into a bundle and generates 16 tokens with it on Vulkan (lavapipe
+# when the machine has no GPU).
+set -eu
+cd "$(dirname "$0")/../.."
+sh tools/scripts/install-deps.sh
+[ -f build/build.ninja ] || meson setup build
+ninja -C build
+mkdir -p build/out
+./build/tools/halo compile --hf tests/fixtures/qwen3_tiny -o build/out/qwen3_tiny.halo
+./build/tools/halo run build/out/qwen3_tiny.halo --backend vulkan \
+	--tokens "$(od -An -v -t d4 tests/fixtures/qwen3_tiny/prompt_tokens.i32 | tr -s " \n" "," | sed "s/^,//;s/,$//")" --n-predict 16

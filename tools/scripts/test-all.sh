@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what is missing, builds, and runs the whole test suite three ways:
+# plain, under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
+# targets (clang-19) for a bounded time.
+set -eu
+cd "$(dirname "$0")/../.."
+sh tools/scripts/install-deps.sh
+
+run_suite() { # build-dir, setup args...
+	dir=$1; shift
+	[ -f "$dir/build.ninja" ] || meson setup "$dir" "$@"
+	ninja -C "$dir"
+	meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier 3
+}
+
+run_suite build-test
+run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dfuzzers=disabled
+CC=clang-19 run_suite build-fuzz -Dfuzzers=enabled
+echo "test-all: all suites passed"
