@@ -1,0 +1,105 @@
+#include "tests/runtime/model_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/compile.h"
+
+int mc_failures;
+
+const char *mc_source_path(const char *rel)
+{
+	static char buf[4096];
+	const char *root = getenv("HALO_SOURCE_ROOT");
+	snprintf(buf, sizeof(buf), "%s/%s", root ? root : ".", rel);
+	return buf;
+}
+
+void *mc_read_file(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f || fseek(f, 0, SEEK_END) != 0) {
+		fprintf(stderr, "FAIL: cannot read %s\n", path);
+		exit(1);
+	}
+	long len = ftell(f);
+	rewind(f);
+	void *p = malloc((size_t)len + 1);
+	if (!p || fread(p, 1, (size_t)len, f) != (size_t)len) {
+		fprintf(stderr, "FAIL: cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path, bool f16)
+{
+	char model[4096], hf[4096], err[2048];
+	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));
+	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
+	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
+				.matrix_dtype = f16 ? HALO_F16 : HALO_F32};
+	if (!cg_compile(&o, err, sizeof(err))) {
+		fprintf(stderr, "FAIL: compile %s: %s\n", model_rel, err);
+		exit(1);
+	}
+}
+
+halo_model *mc_open(const char *bundle, halo_backend_kind backend)
+{
+	char err[2048];
+	halo_open_options o = {.backend = backend, .device = -1, .validation = backend == HALO_BACKEND_VULKAN};
+	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "FAIL: open %s: %s\n", bundle, err);
+		exit(1);
+	}
+	return m;
+}
+
+halo_session *mc_session(halo_model *m)
+{
+	char err[2048];
+	halo_session *s = halo_session_create(m, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "FAIL: session: %s\n", err);
+		exit(1);
+	}
+	return s;
+}
+
+bool mc_rows_close(const char *what, const float *got, const float *want, size_t rows, size_t cols, double tol)
+{
+	double worst = 0;
+	size_t worst_row = 0;
+	for (size_t r = 0; r < rows; r++) {
+		double num = 0, den = 0;
+		for (size_t c = 0; c < cols; c++) {
+			double d = (double)got[r * cols + c] - want[r * cols + c];
+			num += d * d;
+			den += (double)want[r * cols + c] * want[r * cols + c];
+		}
+		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+		if (!(rel <= worst)) { /* NaN counts as worst */
+			worst = isnan(rel) ? INFINITY : rel;
+			worst_row = r;
+		}
+	}
+	printf("%s: worst row %zu relative error %.3g (tolerance %.1g)\n", what, worst_row, worst, tol);
+	return worst <= tol;
+}
+
+bool mc_bitwise(const char *what, const float *a, const float *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+			fprintf(stderr, "%s: element %zu differs: %.9g vs %.9g\n", what, i, (double)a[i], (double)b[i]);
+			return false;
+		}
+	}
+	return true;
+}
