@@ -138,10 +138,10 @@ static bool lower_entries(compile_state *c, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	cg_weight_layout wl = {cg_weights_offsets(c->weights), cg_weights_dtypes(c->weights)};
 	for (int i = 0; i < c->plan->n_entries; i++, c->man.n_entries++) {
 		ir_error ierr = {0};
-		if (!cg_lower_entry(c->m, &c->plan->entries[i], cg_weights_offsets(c->weights), &c->man.entries[i],
-				    &ierr)) {
+		if (!cg_lower_entry(c->m, &c->plan->entries[i], &wl, &c->man.entries[i], &ierr)) {
 			c->man.n_entries++; /* free what the failed entry holds */
 			snprintf(err, errlen, "%s", ierr.msg);
 			return false;

@@ -171,12 +171,14 @@ static bool check_index(kv_build *b, const char *what, int64_t v)
 }
 
 /* 1-D lanes: the tile's `local` or dflt, a power of two. */
+/* Sets *out even on failure: callers print it after `||` chains that gcc's
+ * -O3 flow analysis cannot follow. */
 static bool lanes_1d(kv_build *b, uint32_t dflt, uint32_t *out)
 {
 	uint32_t l = b->d->tiles.local ? b->d->tiles.local : dflt;
+	*out = l;
 	if (!is_pow2(l) || l > KV_MAX_LANES)
 		return fail(b, "local size %u is not a power of two <= %d", l, KV_MAX_LANES);
-	*out = l;
 	return true;
 }
 
@@ -686,6 +688,191 @@ static bool build_concat(kv_build *b)
 	return true;
 }
 
+/* l2_norm (x) -> y, or gated_rms_norm (x, z, w) -> y: one workgroup per row. */
+static bool build_row_norm(kv_build *b, bool gated)
+{
+	int64_t R = b->d->u.norm.rows_per_t, D = b->d->u.norm.D;
+	float eps = b->d->u.norm.eps;
+	uint32_t ls;
+	if (!check_index(b, "rows per token", R) || !check_index(b, "D", D) ||
+	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (!isfinite(eps) || eps < 0.0f)
+		return fail(b, "eps %g must be finite and non-negative", (double)eps);
+	b->k->template_name = gated ? "gated_rms_norm.comp" : "l2_norm.comp";
+	sb_printf(&b->sig, "%s R=%" PRId64 " D=%" PRId64 " eps=%.9g", op_name(b->d->op), R, D,
+		  (double)eps);
+	def_uint(b, "R", R);
+	def_uint(b, "D", D);
+	def_float(b, "EPS", eps);
+	sb_printf(&b->defs, "#define USE_TREE 1\n");
+	bind(b, "B_X");
+	if (gated) {
+		bind(b, "B_Z");
+		bind(b, "B_NW");
+	}
+	if (!bind_fused(b, true, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, R, 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_conv1d(kv_build *b)
+{
+	int64_t C = b->d->u.conv1d.C, K = b->d->u.conv1d.K;
+	uint32_t ls;
+	if (!check_index(b, "C", C) || !check_index(b, "K", K) || !check_index(b, "C*K", C * K) ||
+	    !check_index(b, "(T+K-1)*C", (b->d->t_max + K - 1) * C) || !lanes_1d(b, 256, &ls))
+		return false;
+	if (K < 2)
+		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds K-1 rows)",
+			    K);
+	b->k->template_name = "conv1d_causal.comp";
+	sb_printf(&b->sig, "conv1d_causal C=%" PRId64 " K=%" PRId64 " act=%s", C, K,
+		  b->d->u.conv1d.silu ? "silu" : "none");
+	def_uint(b, "C", C);
+	def_uint(b, "K", K);
+	sb_printf(&b->defs, "#define ACT_SILU %d\n#define USE_TREE 0\n", b->d->u.conv1d.silu ? 1 : 0);
+	if (!weight_type(b))
+		return false;
+	bind(b, "B_X");
+	bind(b, "B_S");
+	bind(b, "B_W");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	bind(b, "B_NS");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, C, ls);
+	set_grid(b, 1, 1, K - 1, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_gdr(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t hk = d->u.gdr.hk, hv = d->u.gdr.hv, dk = d->u.gdr.dk, dv = d->u.gdr.dv;
+	uint32_t ls;
+	if (!check_index(b, "hk", hk) || !check_index(b, "hv", hv) || !check_index(b, "dk", dk) ||
+	    !check_index(b, "dv", dv) || !check_index(b, "hv*dk*dv", hv * dk * dv) ||
+	    !check_index(b, "T*hk*dk", d->t_max * hk * dk) ||
+	    !check_index(b, "T*hv*dv", d->t_max * hv * dv) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (hv % hk)
+		return fail(b, "%" PRId64 " value heads are not a multiple of %" PRId64 " key heads", hv,
+			    hk);
+	if ((uint64_t)dk * 2u * 4u > KV_SHARED_LIMIT)
+		return fail(b, "key dim %" PRId64 " needs more than %d bytes of shared memory", dk,
+			    KV_SHARED_LIMIT);
+	if (!isfinite(d->u.gdr.scale))
+		return fail(b, "scale is not finite");
+	b->k->template_name = "gated_delta_rule.comp";
+	sb_printf(&b->sig, "gated_delta_rule hk=%" PRId64 " hv=%" PRId64 " dk=%" PRId64 " dv=%" PRId64
+		  " scale=%.9g", hk, hv, dk, dv, (double)d->u.gdr.scale);
+	def_uint(b, "HK", hk);
+	def_uint(b, "HV", hv);
+	def_uint(b, "DK", dk);
+	def_uint(b, "DV", dv);
+	def_float(b, "SCALE", d->u.gdr.scale);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	bind(b, "B_Q");
+	bind(b, "B_K");
+	bind(b, "B_V");
+	bind(b, "B_G");
+	bind(b, "B_BETA");
+	bind(b, "B_S");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_O");
+	bind(b, "B_SO");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, dv, ls);
+	set_grid(b, 1, 0, hv, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* The selected values of a row live in each lane's registers. */
+#define KV_TOPK_MAX_K 256
+
+/* topk (x) -> (ids, vals), or moe_route (logits) -> (ids, w): one workgroup per row. */
+static bool build_topk(kv_build *b, bool route)
+{
+	int64_t N = b->d->u.topk.N, k = b->d->u.topk.k;
+	bool norm = b->d->u.topk.norm;
+	uint32_t ls;
+	if (!check_index(b, "N", N) || !check_index(b, "k", k) ||
+	    !check_index(b, "T*N", b->d->t_max * N) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (k > N || k > KV_TOPK_MAX_K)
+		return fail(b, "k = %" PRId64 " must be at most N = %" PRId64 " and at most %d", k, N,
+			    KV_TOPK_MAX_K);
+	if (norm && !route)
+		return fail(b, "renormalising the selected values applies to moe_route only");
+	b->k->template_name = "topk.comp";
+	if (route)
+		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
+	else
+		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
+	def_uint(b, "N", N);
+	def_uint(b, "KSEL", k);
+	sb_printf(&b->defs, "#define ROUTE %d\n#define NORM %d\n#define USE_TREE %d\n", route ? 1 : 0,
+		  norm ? 1 : 0, route ? 1 : 0);
+	bind(b, "B_X");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_IDS");
+	bind(b, "B_VALS");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_moe(kv_build *b)
+{
+	int64_t H = b->d->u.moe.H, F = b->d->u.moe.F, E = b->d->u.moe.E, k = b->d->u.moe.k;
+	uint32_t ls;
+	if (!check_index(b, "H", H) || !check_index(b, "F", F) || !check_index(b, "E", E) ||
+	    !check_index(b, "k", k) || !check_index(b, "E*F*H", E * F * H) ||
+	    !check_index(b, "T*H", b->d->t_max * H) || !check_index(b, "T*k", b->d->t_max * k) ||
+	    !lanes_1d(b, 256, &ls))
+		return false;
+	if (k > E)
+		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
+	if ((uint64_t)(H + F) * 4u > KV_SHARED_LIMIT)
+		return fail(b, "H + F = %" PRId64 " floats need more than %d bytes of shared memory",
+			    H + F, KV_SHARED_LIMIT);
+	b->k->template_name = "moe_experts.comp";
+	sb_printf(&b->sig, "moe_experts H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, H, F,
+		  E, k);
+	def_uint(b, "H", H);
+	def_uint(b, "F", F);
+	def_uint(b, "E", E);
+	def_uint(b, "KSEL", k);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	if (!weight_type(b))
+		return false;
+	bind(b, "B_X");
+	bind(b, "B_IDS");
+	bind(b, "B_WR");
+	bind(b, "B_GATE");
+	bind(b, "B_UP");
+	bind(b, "B_DOWN");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
 /* ---- assembly --------------------------------------------------------------------------- */
 
 static const char *template_text(const char *name)
@@ -710,6 +897,13 @@ static bool build_op(kv_build *b)
 	case IR_OP_REPEAT_HEADS:
 	case IR_OP_STATE_WRITE: return build_copy(b);
 	case IR_OP_CONCAT: return build_concat(b);
+	case IR_OP_L2_NORM: return build_row_norm(b, false);
+	case IR_OP_GATED_RMS_NORM: return build_row_norm(b, true);
+	case IR_OP_CONV1D_CAUSAL: return build_conv1d(b);
+	case IR_OP_GATED_DELTA_RULE: return build_gdr(b);
+	case IR_OP_TOPK: return build_topk(b, false);
+	case IR_OP_MOE_ROUTE: return build_topk(b, true);
+	case IR_OP_MOE_EXPERTS: return build_moe(b);
 	default:
 		if (elem_is_unary(b->d->op) || elem_is_binary(b->d->op)) {
 			if (b->d->u.elementwise.main.op != b->d->op)

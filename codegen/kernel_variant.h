@@ -52,7 +52,8 @@ typedef struct {
 /* Tile parameters; 0 picks the default (in parentheses). Power-of-two sizes.
  * matvec: local (64) lanes, cols (2) output columns per workgroup.
  * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
- * others: local (64; elementwise, embed, rope, copies 256). */
+ * gated_delta_rule: local (64) value columns per workgroup.
+ * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
 	uint32_t cols;
@@ -62,7 +63,7 @@ typedef struct {
 typedef struct {
 	ir_op op;
 	int64_t t_max;     /* largest T of any dispatch; matmul uses matvec when <= 8 */
-	halo_dtype wtype;  /* embed table / matmul weight: HALO_F32 or HALO_F16 */
+	halo_dtype wtype;  /* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16 */
 	union {
 		struct { int64_t V, H; } embed;                     /* (table, ids) -> y */
 		struct { int64_t K, N; } matmul;                    /* (x, w) -> y */
@@ -80,10 +81,26 @@ typedef struct {
 			bool at_pos;
 		} copy;
 		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
+		/* L2_NORM (x) -> y, GATED_RMS_NORM (x, z, w) -> y: rows_per_t rows of
+		 * D per token, w [D] f32 */
+		struct { int64_t rows_per_t, D; float eps; } norm;
+		/* (x[T,C], state[K-1,C], w[C,K]) -> (y[T,C], new_state[K-1,C]); w has
+		 * dtype wtype; new_state must not alias state (rows are copied in parallel) */
+		struct { int64_t C, K; bool silu; } conv1d;
+		/* (q, k [T,hk,dk], v [T,hv,dv], g, beta [T,hv], S [hv,dk,dv]) -> (o [T,hv,dv],
+		 * S' [hv,dk,dv]); S' must not alias S. Recurrent form for every T. */
+		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
+		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]) ->
+		 * (ids[T,k] i32, w[T,k]), N = E experts, norm = the norm_topk attr */
+		struct { int64_t N, k; bool norm; } topk;
+		/* (x[T,H], ids[T,k] i32, w[T,k], gate[E,F,H], up[E,F,H], down[E,H,F]) ->
+		 * y[T,H]; gate/up/down have dtype wtype */
+		struct { int64_t H, F, E, k; } moe;
 	} u;
 	kv_prologue pro;   /* matmul only */
 	int n_epi;
-	kv_elem_op epi[KV_MAX_EPILOGUE]; /* matmul, rms_norm, rope, attention, softmax, elementwise */
+	kv_elem_op epi[KV_MAX_EPILOGUE]; /* matmul, rms_norm, l2_norm, gated_rms_norm, rope,
+					  attention, softmax, elementwise */
 	kv_tiles tiles;
 } kv_desc;
 

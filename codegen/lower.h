@@ -13,9 +13,14 @@
 #include "passes/plan.h"
 #include "runtime/manifest.h"
 
-/* weight_offset[w]: byte offset of module weight w in the bundle's weights
- * section (codegen/weights.h); state offsets come from the plan. */
-bool cg_lower_entry(const ir_module *m, const plan_entry *pe, const uint64_t *weight_offset, halo_entry *out,
+/* Where module weight w lives in the bundle's weights section and the dtype
+ * it is stored in (codegen/weights.h); state offsets come from the plan. */
+typedef struct {
+	const uint64_t *offset;
+	const halo_dtype *dtype;
+} cg_weight_layout;
+
+bool cg_lower_entry(const ir_module *m, const plan_entry *pe, const cg_weight_layout *wl, halo_entry *out,
 		    ir_error *err);
 void cg_entry_free(halo_entry *e);
 

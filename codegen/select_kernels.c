@@ -94,10 +94,11 @@ static void elem_bcast(const halo_tensor_ref *run, const halo_tensor_ref *other,
 		e->bcast_n = cdim(run, run->rank - 1);
 		return;
 	}
-	ir_dim n;
+	/* Trailing broadcast operands never depend on T (docs/ops.md). */
+	ir_dim n = {0, 0};
 	numel_affine(other, &n);
 	e->bcast = KV_BCAST_TRAILING;
-	e->bcast_n = n.c;
+	e->bcast_n = n.coef_T ? 0 : n.c; /* 0 is refused by kernel_variant_build */
 }
 
 static void fused_into_desc(const halo_dispatch *d, kv_desc *k)
@@ -183,6 +184,12 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->wtype = d->operand[1].dtype;
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
+		/* The decode kernel gives each workgroup `cols` output columns;
+		 * widen it until the column groups fit one grid axis (a vocab-sized
+		 * head has 151936 columns). */
+		if (t_max <= KV_MATVEC_MAX_T)
+			for (k->tiles.cols = 2; (k->u.matmul.N + k->tiles.cols - 1) / k->tiles.cols > 65535;)
+				k->tiles.cols *= 2;
 		return true;
 	case IR_OP_RMS_NORM:
 		k->u.rms_norm.rows_per_t = rows_per_token(x);

@@ -41,6 +41,8 @@ void cg_weights_free(cg_weights *w);
 const uint64_t *cg_weights_offsets(const cg_weights *w);
 /* Stored dtype of weight id. */
 halo_dtype cg_weights_dtype(const cg_weights *w, int id);
+/* Stored dtype of each module weight, indexed by weight id. */
+const halo_dtype *cg_weights_dtypes(const cg_weights *w);
 uint64_t cg_weights_size(const cg_weights *w);
 
 /* A halo_bundle_fill_fn (codegen/bundle_write.h) producing the section. */

@@ -146,7 +146,11 @@ void fill_random(float *x, size_t n, float amp, uint32_t *seed)
 		*seed = *seed * 1664525u + 1013904223u; /* LCG: reproducible everywhere */
 		float u = (float)(*seed >> 8) / 16777216.0f; /* [0, 1) */
 		float mag = amp * (1.0f / 64.0f + (63.0f / 64.0f) * u);
-		x[i] = (*seed & 1u) ? mag : -mag;
+		/* The sign from a second draw's top bit: an LCG's low bit only
+		 * alternates, and alternating signs make dot products sum with no
+		 * cancellation, which hides accuracy problems. */
+		*seed = *seed * 1664525u + 1013904223u;
+		x[i] = (*seed >> 31) ? mag : -mag;
 	}
 }
 

@@ -116,7 +116,7 @@ static void test_errors(void)
 	e.u.embed.H = 4;
 	e.epi[0] = (kv_elem_op){.op = IR_OP_SILU};
 	expect_error("epilogue on embed", &e, "no fused epilogue");
-	kv_desc g = {.op = IR_OP_GATED_DELTA_RULE, .t_max = 4};
+	kv_desc g = {.op = IR_OP_RESHAPE, .t_max = 4};
 	expect_error("op without template", &g, "no Vulkan kernel template");
 	kv_desc a = attention_desc(3, 2);
 	expect_error("hq not a multiple of hk", &a, "not a multiple");

@@ -85,6 +85,27 @@ static void check_batch_invariance(halo_model *m, const int32_t *prompt)
 	}
 }
 
+/* f16 matrix weights: each weight carries a rounding of up to 2^-11
+ * relative, which moves these logits by about 1.6e-3 relative (measured);
+ * 5e-3 leaves room for that and still catches a wrong weight dtype or layout
+ * (an f16 tensor read as f32 gives garbage, relative error near 1). */
+static void check_f16(halo_backend_kind backend, const int32_t *prompt, const float *want_logits)
+{
+	char bundle[64], err[2048];
+	snprintf(bundle, sizeof(bundle), "qwen3_tiny_f16_%d.halo", (int)getpid());
+	mc_compile("models/qwen3.yaml", FIX, bundle, true);
+	halo_model *m = mc_open(bundle, backend);
+	halo_session *s = mc_session(m);
+	float *logits = malloc(sizeof(float) * N_PROMPT * VOCAB);
+	MC_CHECK(halo_session_prefill(s, prompt, N_PROMPT, logits, NULL, err, sizeof(err)), "prefill: %s", err);
+	MC_CHECK(mc_rows_close("prompt logits, f16 weights", logits, want_logits, N_PROMPT, VOCAB, 5e-3),
+		 "f16 prompt logits");
+	free(logits);
+	halo_session_free(s);
+	halo_model_close(m);
+	remove(bundle);
+}
+
 int main(int argc, char **argv)
 {
 	halo_backend_kind backend = argc > 1 && strcmp(argv[1], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
@@ -104,6 +125,7 @@ int main(int argc, char **argv)
 	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
 	halo_model_close(m);
 	remove(bundle);
+	check_f16(backend, prompt, logits);
 	free(prompt);
 	free(logits);
 	free(cont);

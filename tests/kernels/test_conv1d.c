@@ -1,0 +1,133 @@
+/* conv1d_causal against the reference (f32 and f16 weights, act none and
+ * silu, odd channel counts, T = 1 and prefill lengths) and batch invariance:
+ * T tokens in one dispatch equal T one-token dispatches that carry the state,
+ * bitwise.
+ *
+ * Tolerance: y within max |got - want| / max(|want|, 1e-2) <= 1e-5. Each
+ * output is an f32 sum of K <= 4 products taken in order (f64 in the
+ * reference) and silu's exp adds a few ulps; terms of either sign can cancel,
+ * so outputs below 1e-2 (inputs are of order 1) are judged absolutely.
+ * new_state is a copy of rows of [state; x] and must match bitwise. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+typedef struct {
+	int64_t C, K;
+	bool silu;
+	halo_dtype wt;
+} conv_shape;
+
+static bool build(harness *h, const conv_shape *s, hkernel *k)
+{
+	kv_desc d = {.op = IR_OP_CONV1D_CAUSAL, .t_max = 16, .wtype = s->wt};
+	d.u.conv1d.C = s->C;
+	d.u.conv1d.K = s->K;
+	d.u.conv1d.silu = s->silu;
+	return hk_build(h, &d, k);
+}
+
+/* w holds f32 weights; w16 their f16 bits, bound when the shape says f16. */
+static bool run(harness *h, hkernel *k, const conv_shape *s, float *x, float *state, float *w,
+		uint16_t *w16, float *y, float *new_state, int64_t T)
+{
+	size_t nw = (size_t)(s->C * s->K), ns = (size_t)((s->K - 1) * s->C);
+	hop ops[5] = {
+		{x, (size_t)(T * s->C) * 4, false},
+		{state, ns * 4, false},
+		s->wt == HALO_F16 ? (hop){w16, nw * 2, false} : (hop){w, nw * 4, false},
+		{y, (size_t)(T * s->C) * 4, true},
+		{new_state, ns * 4, true},
+	};
+	return hk_run(h, k, ops, 5, (uint32_t)T, 0);
+}
+
+typedef struct {
+	float *x, *state, *w, *y, *ns, *want_y, *want_ns;
+	uint16_t *w16;
+} conv_data;
+
+static conv_data data_new(const conv_shape *s, int64_t T, uint32_t *seed)
+{
+	size_t nx = (size_t)(T * s->C), ns = (size_t)((s->K - 1) * s->C), nw = (size_t)(s->C * s->K);
+	conv_data a = {alloc_floats(nx), alloc_floats(ns), alloc_floats(nw), alloc_floats(nx),
+		       alloc_floats(ns), alloc_floats(nx), alloc_floats(ns), calloc(nw, 2)};
+	if (!a.w16) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	fill_random(a.x, nx, 1.0f, seed);
+	fill_random(a.state, ns, 1.0f, seed);
+	fill_random(a.w, nw, 0.5f, seed);
+	if (s->wt == HALO_F16)
+		round_f16(a.w, a.w16, nw);
+	return a;
+}
+
+static void data_free(conv_data *a)
+{
+	free(a->x), free(a->state), free(a->w), free(a->y), free(a->ns), free(a->want_y);
+	free(a->want_ns), free(a->w16);
+}
+
+static bool conv_case(harness *h, conv_shape s, int64_t T, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, &k))
+		return false;
+	conv_data a = data_new(&s, T, seed);
+	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, T);
+	if (ok) {
+		ref_conv1d_causal(a.x, a.state, a.w, a.want_y, a.want_ns, T, s.C, s.K, s.silu);
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
+		ok = check_close(what, a.y, a.want_y, (size_t)(T * s.C), 1e-5, 1e-2);
+		snprintf(what, sizeof what, "%s T=%lld new_state", k.k.signature, (long long)T);
+		ok &= check_bitwise(what, a.ns, a.want_ns, (size_t)((s.K - 1) * s.C));
+	}
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool invariance(harness *h, conv_shape s, int64_t m, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, &k))
+		return false;
+	conv_data a = data_new(&s, m, seed);
+	size_t ns = (size_t)((s.K - 1) * s.C);
+	float *st = alloc_floats(ns), *st_next = alloc_floats(ns);
+	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, m);
+	memcpy(st, a.state, ns * 4);
+	for (int64_t t = 0; ok && t < m; t++) {
+		ok = run(h, &k, &s, a.x + t * s.C, st, a.w, a.w16, a.want_y + t * s.C, st_next, 1);
+		memcpy(st, st_next, ns * 4);
+	}
+	char what[512];
+	snprintf(what, sizeof what, "batch invariance %s, T=%lld vs single steps", k.k.signature,
+		 (long long)m);
+	ok = ok && check_bitwise(what, a.y, a.want_y, (size_t)(m * s.C));
+	ok = ok && check_bitwise("  final state", a.ns, st, ns);
+	free(st), free(st_next);
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 31337;
+	bool ok = true;
+	ok &= conv_case(h, (conv_shape){64, 4, true, HALO_F32}, 1, &seed);   /* decode */
+	ok &= conv_case(h, (conv_shape){7, 4, true, HALO_F32}, 13, &seed);   /* prefill past K */
+	ok &= conv_case(h, (conv_shape){300, 4, false, HALO_F16}, 2, &seed); /* T < K-1 */
+	ok &= conv_case(h, (conv_shape){33, 2, true, HALO_F16}, 9, &seed);
+	ok &= invariance(h, (conv_shape){37, 4, true, HALO_F32}, 6, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,176 @@
+/* moe_experts against the reference: f32 and f16 expert weights, odd H and F,
+ * k = 1 and several experts per token, an id outside [0,E) (the kernel reads
+ * expert 0, so the reference is given 0 there), and batch invariance: T
+ * tokens in one dispatch equal T one-token dispatches bitwise.
+ *
+ * Tolerance: max |got - want| / max(|want|, 5e-2) <= 2e-5. Each output sums k
+ * weighted f32 dots of F <= 40 terms over activations that are themselves f32
+ * dots of H <= 300 terms through silu, all taken in order (the reference
+ * accumulates in f64): a few ulps per term in the worst case. Weights are
+ * scaled by 1/sqrt(fan-in) so activations and outputs are of order 1; terms
+ * of either sign cancel, so outputs below 5e-2 are judged absolutely.
+ * Measured on lavapipe: at most 3.2e-6. */
+#include <math.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+typedef struct {
+	int64_t H, F, E, k;
+	halo_dtype wt;
+} moe_shape;
+
+typedef struct {
+	float *x, *wr, *gate, *up, *down, *y, *want;
+	uint16_t *g16, *u16, *d16;
+	int32_t *ids, *ref_ids;
+} moe_data;
+
+static void *alloc_or_die(size_t n)
+{
+	void *p = calloc(n ? n : 1, 1);
+	if (!p) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* k distinct experts per token in random order; the last token's first slot
+ * is out of range when bad_id. */
+static void pick_ids(int32_t *ids, int64_t T, const moe_shape *s, bool bad_id, uint32_t *seed)
+{
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t j = 0; j < s->k; j++) {
+			bool dup;
+			do {
+				*seed = *seed * 1664525u + 1013904223u;
+				ids[t * s->k + j] = (int32_t)((*seed >> 8) % (uint32_t)s->E);
+				dup = false;
+				for (int64_t i = 0; i < j; i++)
+					dup |= ids[t * s->k + i] == ids[t * s->k + j];
+			} while (dup);
+		}
+	if (bad_id)
+		ids[(T - 1) * s->k] = (int32_t)s->E;
+}
+
+static moe_data data_new(const moe_shape *s, int64_t T, bool bad_id, uint32_t *seed)
+{
+	size_t nx = (size_t)(T * s->H), ns = (size_t)(T * s->k), nw = (size_t)(s->E * s->F * s->H);
+	moe_data a = {alloc_floats(nx), alloc_floats(ns), alloc_floats(nw), alloc_floats(nw),
+		      alloc_floats(nw), alloc_floats(nx), alloc_floats(nx), alloc_or_die(nw * 2),
+		      alloc_or_die(nw * 2), alloc_or_die(nw * 2), alloc_or_die(ns * 4),
+		      alloc_or_die(ns * 4)};
+	fill_random(a.x, nx, 1.0f, seed);
+	fill_random(a.wr, ns, 1.0f, seed);
+	for (size_t i = 0; i < ns; i++)
+		a.wr[i] = a.wr[i] < 0 ? -a.wr[i] : a.wr[i]; /* routing weights are positive */
+	/* Weights scaled by 1/sqrt(fan-in) keep activations and outputs of order 1. */
+	fill_random(a.gate, nw, 1.5f / sqrtf((float)s->H), seed);
+	fill_random(a.up, nw, 1.5f / sqrtf((float)s->H), seed);
+	fill_random(a.down, nw, 1.5f / sqrtf((float)s->F), seed);
+	if (s->wt == HALO_F16) {
+		round_f16(a.gate, a.g16, nw);
+		round_f16(a.up, a.u16, nw);
+		round_f16(a.down, a.d16, nw);
+	}
+	pick_ids(a.ids, T, s, bad_id, seed);
+	for (size_t i = 0; i < ns; i++)
+		a.ref_ids[i] = a.ids[i] < 0 || a.ids[i] >= s->E ? 0 : a.ids[i];
+	return a;
+}
+
+static void data_free(moe_data *a)
+{
+	free(a->x), free(a->wr), free(a->gate), free(a->up), free(a->down), free(a->y);
+	free(a->want), free(a->g16), free(a->u16), free(a->d16), free(a->ids), free(a->ref_ids);
+}
+
+static bool build(harness *h, const moe_shape *s, int64_t t_max, hkernel *k)
+{
+	kv_desc d = {.op = IR_OP_MOE_EXPERTS, .t_max = t_max, .wtype = s->wt};
+	d.u.moe.H = s->H;
+	d.u.moe.F = s->F;
+	d.u.moe.E = s->E;
+	d.u.moe.k = s->k;
+	return hk_build(h, &d, k);
+}
+
+/* Tokens t0..t0+T-1 of a into y (rows t0..). */
+static bool run(harness *h, hkernel *k, const moe_shape *s, const moe_data *a, int64_t t0,
+		int64_t T, float *y)
+{
+	size_t nw = (size_t)(s->E * s->F * s->H), wb = s->wt == HALO_F16 ? 2 : 4;
+	bool f16 = s->wt == HALO_F16;
+	hop ops[7] = {
+		{a->x + t0 * s->H, (size_t)(T * s->H) * 4, false},
+		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
+		{a->wr + t0 * s->k, (size_t)(T * s->k) * 4, false},
+		{f16 ? (void *)a->g16 : (void *)a->gate, nw * wb, false},
+		{f16 ? (void *)a->u16 : (void *)a->up, nw * wb, false},
+		{f16 ? (void *)a->d16 : (void *)a->down, nw * wb, false},
+		{y + t0 * s->H, (size_t)(T * s->H) * 4, true},
+	};
+	return hk_run(h, k, ops, 7, (uint32_t)T, 0);
+}
+
+static bool moe_case(harness *h, moe_shape s, int64_t T, bool bad_id, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, T, &k))
+		return false;
+	moe_data a = data_new(&s, T, bad_id, seed);
+	bool ok = run(h, &k, &s, &a, 0, T, a.y);
+	ref_error err;
+	if (ok && !ref_moe_experts(a.x, a.ref_ids, a.wr, a.gate, a.up, a.down, a.want, T, s.H, s.F,
+				   s.E, s.k, &err)) {
+		fprintf(stderr, "FAIL: %s\n", err.msg);
+		ok = false;
+	}
+	if (ok) {
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld%s", k.k.signature, (long long)T,
+			 bad_id ? " (an id out of range)" : "");
+		ok = check_close(what, a.y, a.want, (size_t)(T * s.H), 2e-5, 5e-2);
+	}
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, m, &k))
+		return false;
+	moe_data a = data_new(&s, m, false, seed);
+	bool ok = run(h, &k, &s, &a, 0, m, a.y);
+	for (int64_t t = 0; ok && t < m; t++)
+		ok = run(h, &k, &s, &a, t, 1, a.want);
+	char what[512];
+	snprintf(what, sizeof what, "batch invariance %s, T=%lld vs single steps", k.k.signature,
+		 (long long)m);
+	ok = ok && check_bitwise(what, a.y, a.want, (size_t)(m * s.H));
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 1618;
+	bool ok = true;
+	ok &= moe_case(h, (moe_shape){24, 10, 5, 2, HALO_F32}, 3, false, &seed);
+	ok &= moe_case(h, (moe_shape){33, 17, 7, 3, HALO_F16}, 5, true, &seed);   /* odd, f16 */
+	ok &= moe_case(h, (moe_shape){72, 40, 4, 1, HALO_F32}, 1, false, &seed);  /* decode, k = 1 */
+	ok &= moe_case(h, (moe_shape){300, 9, 6, 4, HALO_F16}, 2, false, &seed);  /* H > lanes */
+	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16}, 5, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

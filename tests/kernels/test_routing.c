@@ -1,0 +1,98 @@
+/* topk and moe_route against the reference, with ties (equal values must be
+ * taken lower index first), rows shorter and longer than the workgroup, and
+ * k = 1 and k = N.
+ *
+ * topk copies values, so ids and values must equal the reference exactly.
+ * moe_route: ids exactly; weights within max |got - want| / |want| <= 2e-6.
+ * Each probability is exp(x - max) / sum with the sum of <= 300 terms in f32
+ * by a fixed tree (f64 in the reference) and GPU exp a few ulps off libm;
+ * the renormalisation adds one f32 sum of k terms and a division. Weights are
+ * in (0, 1] and never 0 here, so the error is purely relative. The logits are
+ * spread (|x| <= 4 over >= 300 distinct values) so that no two selected
+ * probabilities are within rounding of each other unless their logits are
+ * equal (the planted ties). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+/* Random logits with planted ties: a few elements copy an earlier one. */
+static void fill_with_ties(float *x, int64_t T, int64_t N, uint32_t *seed)
+{
+	fill_random(x, (size_t)(T * N), 4.0f, seed);
+	for (int64_t t = 0; t < T && N > 2; t++) {
+		float *r = x + t * N;
+		int64_t best = 0;
+		for (int64_t n = 1; n < N; n++)
+			if (r[n] > r[best])
+				best = n;
+		r[(best + N / 2) % N] = r[best]; /* a tie for first place */
+		r[N - 1] = r[0];                  /* and one anywhere */
+	}
+}
+
+static bool ids_equal(const char *what, const int32_t *a, const int32_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i]) {
+			printf("FAIL %s: id %zu is %d, want %d\n", what, i, a[i], b[i]);
+			return false;
+		}
+	printf("ok   %s: %zu ids equal\n", what, n);
+	return true;
+}
+
+static bool route_case(harness *h, bool route, int64_t T, int64_t N, int64_t kk, bool norm,
+		       uint32_t *seed)
+{
+	kv_desc d = {.op = route ? IR_OP_MOE_ROUTE : IR_OP_TOPK, .t_max = T};
+	d.u.topk.N = N;
+	d.u.topk.k = kk;
+	d.u.topk.norm = norm;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	size_t nx = (size_t)(T * N), ns = (size_t)(T * kk);
+	float *x = alloc_floats(nx), *vals = alloc_floats(ns), *want = alloc_floats(ns);
+	int32_t *ids = calloc(ns, sizeof *ids), *want_ids = calloc(ns, sizeof *ids);
+	if (!ids || !want_ids) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	fill_with_ties(x, T, N, seed);
+	hop ops[3] = {{x, nx * 4, false}, {ids, ns * 4, true}, {vals, ns * 4, true}};
+	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
+	if (ok) {
+		if (route)
+			ref_moe_route(x, want_ids, want, T, N, kk, norm);
+		else
+			ref_topk(x, want_ids, want, T, N, kk);
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld ids", k.k.signature, (long long)T);
+		ok = ids_equal(what, ids, want_ids, ns);
+		snprintf(what, sizeof what, "%s T=%lld %s", k.k.signature, (long long)T,
+			 route ? "weights" : "values");
+		ok &= route ? check_close(what, vals, want, ns, 2e-6, 1e-30)
+			    : check_bitwise(what, vals, want, ns);
+	}
+	free(x), free(vals), free(want), free(ids), free(want_ids);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 4711;
+	bool ok = true;
+	ok &= route_case(h, false, 3, 300, 8, false, &seed);  /* N > lanes */
+	ok &= route_case(h, false, 2, 7, 7, false, &seed);    /* k = N < lanes */
+	ok &= route_case(h, false, 4, 1, 1, false, &seed);
+	ok &= route_case(h, true, 5, 64, 8, true, &seed);     /* 64 experts, top 8 */
+	ok &= route_case(h, true, 3, 37, 4, false, &seed);
+	ok &= route_case(h, true, 2, 300, 1, true, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}

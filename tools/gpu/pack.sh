@@ -1,0 +1,42 @@
+#!/bin/sh
+# Prepares what a run on the lent GPU machine carries (see tools/gpu/README.md):
+# .devrun/bin.tar.xz  release builds of halo and the Vulkan test programs
+# .devrun/lib/        the shared libraries they need beyond glibc and the loader
+# .devrun/deb/        Debian's validation layer (the tests run with it on)
+# .gl/                the Vulkan loader packages (the device README's recipe)
+# The GPU machine has no package manager access and no meson, so everything is
+# built here; the binaries need glibc >= 2.36.
+set -eu
+cd "$(dirname "$0")/../.."
+grep -qx '/.devrun/' .git/info/exclude 2>/dev/null || echo /.devrun/ >> .git/info/exclude
+grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
+
+[ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
+progs="tools/halo tests/runtime/test_qwen3_oracle"
+ninja -C build-dev tools/halo tests/runtime/test_qwen3_oracle
+kernel_tests=$(meson introspect build-dev --targets | python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if t["type"] == "executable" and t["name"].startswith("test_kernels_"):
+        print("tests/kernels/" + t["name"])')
+ninja -C build-dev $kernel_tests
+
+rm -rf .devrun && mkdir -p .devrun/stage/halo-bin .devrun/lib .devrun/deb
+for p in $progs $kernel_tests; do
+	strip -o ".devrun/stage/halo-bin/$(basename "$p")" "build-dev/$p"
+done
+# One xz stream over all binaries: the statically linked shaderc they share
+# compresses away, which keeps the carried tree under its size limit.
+tar -C .devrun/stage -cf - halo-bin | xz -9e --lzma2=preset=9e,dict=256MiB > .devrun/bin.tar.xz
+rm -rf .devrun/stage
+for l in libyaml-0.so.2 libjson-c.so.5 libxxhash.so.0; do
+	cp -L "/lib/x86_64-linux-gnu/$l" .devrun/lib/
+done
+(cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
+if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
+	mkdir -p .gl /tmp/amd64/partial
+	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+	apt-get $o update >/dev/null
+	(cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null)
+fi
+du -sh .devrun .gl
