@@ -359,10 +359,14 @@ static bool matvec_tiles(kv_build *b)
 	b->k->template_name = "matvec.comp";
 	def_uint(b, "NC", nc);
 	def_uint(b, "T_MAX", b->d->t_max);
+	/* Rows of K % 8 == 0 start 16-byte aligned in every dtype: each lane
+	 * then loads 8 weights at a time (one 16-byte load for f16). */
+	bool vec8 = b->d->u.matmul.K % 8 == 0;
+	sb_printf(&b->defs, "#define VEC8 %d\n", vec8 ? 1 : 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, N, nc);
 	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	sb_printf(&b->sig, " tile=ls%u,nc%u", ls, nc);
+	sb_printf(&b->sig, " tile=ls%u,nc%u%s", ls, nc, vec8 ? ",v8" : "");
 	return true;
 }
 

@@ -1,11 +1,14 @@
 /* The Vulkan backend: weights uploaded once, one pipeline per bundle kernel
  * created at load, one descriptor set per dispatch, and per (entry, T) a
- * command buffer recorded once and replayed for every step of that shape.
+ * command buffer recorded once and replayed for every step of that shape:
+ * one submit per step.
  *
- * What changes between replays lives in device memory, not in the recording:
- * the token ids (uploaded into the activation arena) and the step record
- * {pos, T} in a small buffer every kernel sees as its last binding
- * (kernels/vulkan/README.md). T is also a push constant, fixed per recording. */
+ * What changes between replays lives in memory, not in the recording: the
+ * host writes the step record {pos, T} and the token ids into a mapped
+ * staging buffer; the recording copies them into the step buffer every
+ * kernel sees as its last binding (kernels/vulkan/README.md) and into the
+ * activation arena, runs the dispatches, and copies the logits back into the
+ * staging buffer. T is also a push constant, fixed per recording. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +20,9 @@
 #include "runtime/vulkan/vk_pipeline.h"
 
 /* Weights are split over buffers of at most this size: drivers cap one
- * allocation and one storage-buffer range, and no tensor straddles two. */
-#define WEIGHT_CHUNK ((uint64_t)1 << 30)
+ * allocation and one storage-buffer range (4 GiB - 1 on NVIDIA and RADV), and
+ * no tensor straddles two. 2 GiB holds a 151936 x 4096 f16 vocabulary. */
+#define WEIGHT_CHUNK ((uint64_t)1 << 31)
 
 typedef struct {
 	uint64_t start, end; /* byte range of the weights section */
@@ -40,9 +44,15 @@ typedef struct {
 	vk_cmd cmd;
 } recording;
 
+/* Layout of the mapped staging buffer `io`. */
+#define IO_STEP 0
+#define IO_TOKENS 256
+
 struct halo_backend_session {
 	halo_backend *b;
 	vk_buffer state, act, step;
+	vk_buffer io;          /* host-visible: step record, token ids, logits */
+	uint64_t io_logits;    /* offset of the logits in io */
 	uint64_t act_bytes;
 	vk_descriptors desc;
 	VkDescriptorSet **sets; /* [entry][dispatch] */
@@ -253,6 +263,7 @@ static void vk_session_destroy(halo_backend_session *s)
 	vk_buffer_destroy(ctx, &s->state);
 	vk_buffer_destroy(ctx, &s->act);
 	vk_buffer_destroy(ctx, &s->step);
+	vk_buffer_destroy(ctx, &s->io);
 	free(s);
 }
 
@@ -283,11 +294,20 @@ static halo_backend_session *vk_session_create(halo_backend *b, char *err, size_
 	for (int i = 0; i < b->manifest->n_entries; i++)
 		if (b->manifest->entries[i].act_bytes > s->act_bytes)
 			s->act_bytes = b->manifest->entries[i].act_bytes;
+	uint64_t tokens = 0, logits = 0;
+	for (int i = 0; i < b->manifest->n_entries; i++) {
+		const halo_entry *e = &b->manifest->entries[i];
+		uint64_t t = (uint64_t)e->t_max * sizeof(int32_t), l = halo_tensor_bytes(&e->output.t, e->t_max);
+		tokens = t > tokens ? t : tokens;
+		logits = l > logits ? l : logits;
+	}
+	s->io_logits = (IO_TOKENS + tokens + 255) / 256 * 256;
 	vk_error e;
 	uint64_t state_bytes = b->manifest->state_bytes;
 	if (!vk_buffer_create(b->ctx, state_bytes ? state_bytes : 4, VK_BUFFER_DEVICE, &s->state, &e) ||
 	    !vk_buffer_create(b->ctx, s->act_bytes ? s->act_bytes : 4, VK_BUFFER_DEVICE, &s->act, &e) ||
-	    !vk_buffer_create(b->ctx, 16, VK_BUFFER_DEVICE, &s->step, &e)) {
+	    !vk_buffer_create(b->ctx, 16, VK_BUFFER_DEVICE, &s->step, &e) ||
+	    !vk_buffer_create(b->ctx, s->io_logits + logits, VK_BUFFER_STAGING, &s->io, &e)) {
 		vk_to_err(&e, err, errlen);
 		goto fail;
 	}
@@ -317,15 +337,24 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, reco
 	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve))
 		return vk_to_err(&ve, err, errlen);
 	int ei = entry_index(s->b->manifest, e);
-	uint32_t push[2] = {(uint32_t)T, 0};
+	uint32_t push[1] = {(uint32_t)T};
+	/* Inputs in; everything before (the previous step) finished first. */
+	vk_cmd_barrier_all(&r->cmd);
+	vk_cmd_copy(&r->cmd, &s->io, IO_STEP, &s->step, 0, 16);
+	vk_cmd_copy(&r->cmd, &s->io, IO_TOKENS, &s->act, e->input.t.offset, (uint64_t)T * sizeof(int32_t));
+	vk_cmd_barrier_all(&r->cmd);
 	for (int i = 0; i < e->n_dispatch; i++) {
 		const halo_dispatch *d = &e->dispatch[i];
-		if (d->barrier)
+		if (d->barrier && i > 0) /* dispatch 0's barrier is the one above */
 			vk_cmd_barrier(&r->cmd);
 		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[d->kernel], s->sets[ei][i], push,
 				halo_grid_eval(d->groups[0], T), halo_grid_eval(d->groups[1], T),
 				halo_grid_eval(d->groups[2], T));
 	}
+	/* Logits out, visible to the host after the fence. */
+	vk_cmd_barrier_all(&r->cmd);
+	vk_cmd_copy(&r->cmd, &s->act, e->output.t.offset, &s->io, s->io_logits, halo_tensor_bytes(&e->output.t, T));
+	vk_cmd_barrier_all(&r->cmd);
 	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
 }
 
@@ -356,14 +385,14 @@ static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int6
 	recording *r = find_recording(s, e, T, err, errlen);
 	if (!r)
 		return false;
-	vk_error ve;
+	uint8_t *io = s->io.mapped;
 	uint32_t step[4] = {(uint32_t)pos, (uint32_t)T, 0, 0};
-	vk_ctx *ctx = s->b->ctx;
-	if (!vk_buffer_upload(ctx, &s->step, 0, step, sizeof(step), &ve) ||
-	    !vk_buffer_upload(ctx, &s->act, e->input.t.offset, tokens, (size_t)T * sizeof(int32_t), &ve) ||
-	    !vk_cmd_submit_wait(ctx, &r->cmd, &ve) ||
-	    !vk_buffer_download(ctx, &s->act, e->output.t.offset, out, halo_tensor_bytes(&e->output.t, T), &ve))
+	memcpy(io + IO_STEP, step, sizeof(step));
+	memcpy(io + IO_TOKENS, tokens, (size_t)T * sizeof(int32_t));
+	vk_error ve;
+	if (!vk_cmd_submit_wait(s->b->ctx, &r->cmd, &ve))
 		return vk_to_err(&ve, err, errlen);
+	memcpy(out, io + s->io_logits, halo_tensor_bytes(&e->output.t, T));
 	return true;
 }
 

@@ -94,6 +94,13 @@ void vk_cmd_barrier_all(vk_cmd *cmd)
 		       VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
+void vk_cmd_copy(vk_cmd *cmd, const vk_buffer *src, VkDeviceSize src_offset, const vk_buffer *dst,
+		 VkDeviceSize dst_offset, VkDeviceSize size)
+{
+	VkBufferCopy region = {.srcOffset = src_offset, .dstOffset = dst_offset, .size = size};
+	vkCmdCopyBuffer(cmd->cb, src->buffer, dst->buffer, 1, &region);
+}
+
 bool vk_cmd_submit_wait(vk_ctx *ctx, vk_cmd *cmd, vk_error *err)
 {
 	VkSubmitInfo si = {

@@ -7,6 +7,7 @@
 #ifndef HALO_VK_CMD_H
 #define HALO_VK_CMD_H
 
+#include "runtime/vulkan/vk_buffer.h"
 #include "runtime/vulkan/vk_pipeline.h"
 
 typedef struct {
@@ -31,6 +32,11 @@ void vk_cmd_dispatch(vk_cmd *cmd, const vk_pipeline *p, VkDescriptorSet set, con
 void vk_cmd_barrier(vk_cmd *cmd);
 /* Everything -> everything (transfers, dispatches, host reads). */
 void vk_cmd_barrier_all(vk_cmd *cmd);
+
+/* Records a copy of size bytes between two buffers; order it against
+ * dispatches with vk_cmd_barrier_all(). */
+void vk_cmd_copy(vk_cmd *cmd, const vk_buffer *src, VkDeviceSize src_offset, const vk_buffer *dst,
+		 VkDeviceSize dst_offset, VkDeviceSize size);
 
 /* Submits the ended recording to the ctx queue and waits for it. */
 bool vk_cmd_submit_wait(vk_ctx *ctx, vk_cmd *cmd, vk_error *err);
