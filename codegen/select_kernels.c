@@ -219,6 +219,43 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_ARGMAX:
 		k->u.argmax.N = cdim(x, 1);
 		return true;
+	case IR_OP_L2_NORM:
+	case IR_OP_GATED_RMS_NORM:
+		k->u.norm.rows_per_t = rows_per_token(x);
+		k->u.norm.D = cdim(x, x->rank - 1);
+		k->u.norm.eps = (float)DA("eps", 1e-6);
+		return true;
+	case IR_OP_CONV1D_CAUSAL: {
+		const halo_tensor_ref *w = &d->operand[2];
+		const halo_attr *act = attr(d->attr, d->n_attr, "act");
+		k->wtype = w->dtype;
+		k->u.conv1d.C = cdim(w, 0);
+		k->u.conv1d.K = cdim(w, 1);
+		k->u.conv1d.silu = act && act->is_str && strcmp(act->s, "silu") == 0;
+		return true;
+	}
+	case IR_OP_GATED_DELTA_RULE:
+		k->u.gdr.hk = cdim(x, 1);
+		k->u.gdr.dk = cdim(x, 2);
+		k->u.gdr.hv = cdim(&d->operand[2], 1);
+		k->u.gdr.dv = cdim(&d->operand[2], 2);
+		k->u.gdr.scale = (float)DA("scale", 1.0);
+		return true;
+	case IR_OP_TOPK:
+	case IR_OP_MOE_ROUTE:
+		k->u.topk.N = cdim(x, 1);
+		k->u.topk.k = DI("k", 1);
+		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
+		return true;
+	case IR_OP_MOE_EXPERTS: {
+		const halo_tensor_ref *gate = &d->operand[3];
+		k->wtype = gate->dtype;
+		k->u.moe.E = cdim(gate, 0);
+		k->u.moe.F = cdim(gate, 1);
+		k->u.moe.H = cdim(gate, 2);
+		k->u.moe.k = cdim(&d->operand[1], 1);
+		return true;
+	}
 	case IR_OP_SLICE:
 	case IR_OP_REPEAT_HEADS:
 	case IR_OP_STATE_WRITE:

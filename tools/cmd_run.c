@@ -186,7 +186,9 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 	int64_t vocab = halo_model_vocab(r->model);
 	float *row = r->logits + (size_t)(n_prompt - 1) * (size_t)vocab;
 	double t0 = now_s();
-	if (!halo_session_prefill(r->session, r->tokens, n_prompt, r->logits, NULL, err, errlen))
+	/* All rows only when asked for: a bundle may return just the last one. */
+	if (!halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row, err,
+				  errlen))
 		return false;
 	double t1 = now_s();
 	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)(n_prompt * vocab), err, errlen))

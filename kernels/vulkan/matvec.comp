@@ -16,13 +16,14 @@ layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #define NROWS (NC * T_MAX)
 shared float red[NROWS][LS_X];
 
-// red[j][0] = sum over lanes of red[j][*], j < NROWS, in a fixed tree order.
-void reduce_rows(uint l)
+// red[j][0] = sum over lanes of red[j][*] for the rows j < rows, in a fixed
+// tree order (the same for every row, whatever rows is).
+void reduce_rows(uint l, uint rows)
 {
 	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
 		barrier();
 		if (l < s)
-			for (uint j = 0u; j < NROWS; j++)
+			for (uint j = 0u; j < rows; j++)
 				red[j][l] += red[j][l + s];
 	}
 	barrier();
@@ -40,7 +41,7 @@ void row_scales(uint l)
 				s += x[t * K + k] * x[t * K + k];
 		red[t][l] = s;
 	}
-	reduce_rows(l);
+	reduce_rows(l, T_MAX);
 	if (l < T_MAX)
 		rscale[l] = 1.0 / sqrt(red[l][0] / float(K) + PRO_EPS);
 	barrier();
@@ -124,13 +125,14 @@ void main()
 		}
 	}
 #endif
+	// Only the T live rows are reduced, packed as c * T + t.
 	for (uint c = 0u; c < NC; c++)
-		for (uint t = 0u; t < T_MAX; t++)
-			red[c * T_MAX + t][l] = acc[c][t];
-	reduce_rows(l);
-	if (l < NROWS) {
-		uint n = n0 + l / T_MAX, t = l % T_MAX;
-		if (t < pc.T && n < N)
+		for (uint t = 0u; t < T_MAX && t < pc.T; t++)
+			red[c * pc.T + t][l] = acc[c][t];
+	reduce_rows(l, NC * pc.T);
+	if (l < NC * pc.T) {
+		uint n = n0 + l / pc.T, t = l % pc.T;
+		if (n < N)
 			y[t * N + n] = epilogue(red[l][0], t * N + n);
 	}
 }

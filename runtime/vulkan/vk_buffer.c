@@ -11,7 +11,13 @@ static bool allocate_memory(vk_ctx *ctx, vk_buffer *b, vk_buffer_kind kind, vk_e
 	VkMemoryPropertyFlags want = kind == VK_BUFFER_STAGING
 		? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 		: VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-	int type = vk_ctx_memory_type(ctx, req.memoryTypeBits, want);
+	/* Host reads of results (logits every step) are far faster from cached
+	 * memory than from write-combined memory; take it where it exists. */
+	int type = kind == VK_BUFFER_STAGING
+		? vk_ctx_memory_type(ctx, req.memoryTypeBits, want | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+		: -1;
+	if (type < 0)
+		type = vk_ctx_memory_type(ctx, req.memoryTypeBits, want);
 	if (type < 0)
 		return vk_failf(err, "vkAllocateMemory: no memory type with flags 0x%x for a buffer",
 				(unsigned)want);
