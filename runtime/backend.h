@@ -12,6 +12,7 @@
 
 typedef struct halo_backend halo_backend;
 typedef struct halo_backend_session halo_backend_session;
+typedef struct halo_backend_checkpoint halo_backend_checkpoint;
 
 /* What a backend gets at load: the manifest and the mapped sections. */
 typedef struct {
@@ -37,6 +38,11 @@ typedef struct {
 	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
 		    float *out, char *err, size_t errlen);
 	int (*validation_messages)(const halo_backend *b);
+	/* A buffer the size of the session's state, and copies into and out of
+	 * it that stay on the device. */
+	halo_backend_checkpoint *(*checkpoint_create)(halo_backend_session *s, char *err, size_t errlen);
+	void (*checkpoint_destroy)(halo_backend_checkpoint *c);
+	bool (*checkpoint_copy)(halo_backend_checkpoint *c, bool save, char *err, size_t errlen);
 } halo_backend_ops;
 
 extern const halo_backend_ops halo_ref_backend;

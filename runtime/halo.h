@@ -49,4 +49,19 @@ bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen);
 
+/* A snapshot of one session's whole state (every state buffer: KV, conv,
+ * SSM, ...) and its position, held by the backend (device memory on Vulkan:
+ * saving and restoring never go through the host). Whole, never partial: a
+ * partial restore of recurrent state is how speculative decoding diverges.
+ * A checkpoint belongs to the session it was created for; free it before
+ * the session. */
+typedef struct halo_checkpoint halo_checkpoint;
+
+halo_checkpoint *halo_checkpoint_create(halo_session *s, char *err, size_t errlen);
+void halo_checkpoint_free(halo_checkpoint *c); /* NULL ok */
+/* Copies the session's state and position into c. */
+bool halo_session_save(halo_session *s, halo_checkpoint *c, char *err, size_t errlen);
+/* Puts the session back to what c holds. Fails if c was never saved. */
+bool halo_session_restore(halo_session *s, const halo_checkpoint *c, char *err, size_t errlen);
+
 #endif

@@ -212,3 +212,64 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 	free(buf);
 	return ok;
 }
+
+struct halo_checkpoint {
+	halo_session *session;
+	halo_backend_checkpoint *bc;
+	int64_t pos;
+	bool saved;
+};
+
+halo_checkpoint *halo_checkpoint_create(halo_session *s, char *err, size_t errlen)
+{
+	halo_checkpoint *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->session = s;
+	c->bc = s->model->ops->checkpoint_create(s->bs, err, errlen);
+	if (!c->bc) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void halo_checkpoint_free(halo_checkpoint *c)
+{
+	if (!c)
+		return;
+	c->session->model->ops->checkpoint_destroy(c->bc);
+	free(c);
+}
+
+static bool checkpoint_owner(const halo_session *s, const halo_checkpoint *c, char *err, size_t errlen)
+{
+	if (c->session != s)
+		snprintf(err, errlen, "checkpoint belongs to another session");
+	return c->session == s;
+}
+
+bool halo_session_save(halo_session *s, halo_checkpoint *c, char *err, size_t errlen)
+{
+	if (!checkpoint_owner(s, c, err, errlen) || !s->model->ops->checkpoint_copy(c->bc, true, err, errlen))
+		return false;
+	c->pos = s->pos;
+	c->saved = true;
+	return true;
+}
+
+bool halo_session_restore(halo_session *s, const halo_checkpoint *c, char *err, size_t errlen)
+{
+	if (!checkpoint_owner(s, c, err, errlen))
+		return false;
+	if (!c->saved) {
+		snprintf(err, errlen, "restore from a checkpoint that was never saved");
+		return false;
+	}
+	if (!s->model->ops->checkpoint_copy(c->bc, false, err, errlen))
+		return false;
+	s->pos = c->pos;
+	return true;
+}

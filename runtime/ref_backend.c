@@ -166,6 +166,39 @@ static bool ref_run(halo_backend_session *s, const halo_entry *e, int64_t T, int
 	return true;
 }
 
+struct halo_backend_checkpoint {
+	halo_backend_session *s;
+	uint8_t *state;
+};
+
+static halo_backend_checkpoint *ref_checkpoint_create(halo_backend_session *s, char *err, size_t errlen)
+{
+	halo_backend_checkpoint *c = calloc(1, sizeof(*c));
+	if (c)
+		c->state = malloc(s->b->manifest->state_bytes + 16);
+	if (!c || !c->state) {
+		free(c);
+		snprintf(err, errlen, "ref backend: out of memory for a checkpoint");
+		return NULL;
+	}
+	c->s = s;
+	return c;
+}
+
+static void ref_checkpoint_destroy(halo_backend_checkpoint *c)
+{
+	if (c)
+		free(c->state);
+	free(c);
+}
+
+static bool ref_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err, size_t errlen)
+{
+	size_t n = c->s->b->manifest->state_bytes;
+	memcpy(save ? c->state : c->s->state, save ? c->s->state : c->state, n);
+	return true;
+}
+
 static int ref_validation_messages(const halo_backend *b)
 {
 	return 0;
@@ -180,4 +213,7 @@ const halo_backend_ops halo_ref_backend = {
 	.state_clear = ref_state_clear,
 	.run = ref_run,
 	.validation_messages = ref_validation_messages,
+	.checkpoint_create = ref_checkpoint_create,
+	.checkpoint_destroy = ref_checkpoint_destroy,
+	.checkpoint_copy = ref_checkpoint_copy,
 };

@@ -396,6 +396,62 @@ static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int6
 	return true;
 }
 
+/* Save and restore are each one device-to-device copy, recorded once. */
+struct halo_backend_checkpoint {
+	halo_backend_session *s;
+	vk_buffer buf;
+	vk_cmd save, restore;
+};
+
+static void vk_checkpoint_destroy(halo_backend_checkpoint *c)
+{
+	if (!c)
+		return;
+	vk_ctx *ctx = c->s->b->ctx;
+	vk_cmd_destroy(ctx, &c->save);
+	vk_cmd_destroy(ctx, &c->restore);
+	vk_buffer_destroy(ctx, &c->buf);
+	free(c);
+}
+
+static bool record_copy(vk_ctx *ctx, vk_cmd *cmd, const vk_buffer *src, const vk_buffer *dst, uint64_t size,
+			vk_error *e)
+{
+	if (!vk_cmd_create(ctx, cmd, e) || !vk_cmd_begin(ctx, cmd, e))
+		return false;
+	vk_cmd_barrier_all(cmd);
+	vk_cmd_copy(cmd, src, 0, dst, 0, size);
+	vk_cmd_barrier_all(cmd);
+	return vk_cmd_end(cmd, e);
+}
+
+static halo_backend_checkpoint *vk_checkpoint_create(halo_backend_session *s, char *err, size_t errlen)
+{
+	halo_backend_checkpoint *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return NULL;
+	}
+	c->s = s;
+	vk_ctx *ctx = s->b->ctx;
+	uint64_t size = s->b->manifest->state_bytes ? s->b->manifest->state_bytes : 4;
+	vk_error e;
+	if (!vk_buffer_create(ctx, size, VK_BUFFER_DEVICE, &c->buf, &e) ||
+	    !record_copy(ctx, &c->save, &s->state, &c->buf, size, &e) ||
+	    !record_copy(ctx, &c->restore, &c->buf, &s->state, size, &e)) {
+		vk_to_err(&e, err, errlen);
+		vk_checkpoint_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static bool vk_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err, size_t errlen)
+{
+	vk_error e;
+	return vk_cmd_submit_wait(c->s->b->ctx, save ? &c->save : &c->restore, &e) || vk_to_err(&e, err, errlen);
+}
+
 static int vk_validation_messages(const halo_backend *b)
 {
 	return (int)b->ctx->validation_messages;
@@ -410,4 +466,7 @@ const halo_backend_ops halo_vulkan_backend = {
 	.state_clear = vk_state_clear,
 	.run = vk_run,
 	.validation_messages = vk_validation_messages,
+	.checkpoint_create = vk_checkpoint_create,
+	.checkpoint_destroy = vk_checkpoint_destroy,
+	.checkpoint_copy = vk_checkpoint_copy,
 };
