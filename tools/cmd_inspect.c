@@ -8,6 +8,7 @@
 #include "ir/read_model.h"
 #include "passes/pipeline.h"
 #include "passes/plan_dump.h"
+#include "tools/cli_args.h"
 #include "tools/commands.h"
 
 typedef struct {
@@ -39,30 +40,6 @@ static void inspect_usage(FILE *out)
 	      out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("halo inspect: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see halo inspect --help)\n", stderr);
-	return 2;
-}
-
-/* Accepts "--opt VALUE" and "--opt=VALUE". */
-static bool take_value(int argc, char **argv, int *i, const char *opt, const char **dst, int *rc)
-{
-	size_t len = strlen(opt);
-	const char *a = argv[*i];
-	if (strncmp(a, opt, len) != 0 || (a[len] != '\0' && a[len] != '='))
-		return false;
-	if (a[len] == '=')
-		*dst = a + len + 1;
-	else if (*i + 1 < argc)
-		*dst = argv[++*i];
-	else
-		*rc = usage_error("option '%s' needs a value", opt);
-	return true;
-}
-
 static int parse_args(int argc, char **argv, inspect_args *a)
 {
 	int rc = 0;
@@ -72,15 +49,15 @@ static int parse_args(int argc, char **argv, inspect_args *a)
 			a->help = true;
 		else if (strcmp(s, "--list-passes") == 0)
 			a->list_passes = true;
-		else if (take_value(argc, argv, &i, "--config", &a->config, &rc) ||
-			 take_value(argc, argv, &i, "--after", &a->after, &rc) ||
-			 take_value(argc, argv, &i, "--format", &a->format, &rc) ||
-			 take_value(argc, argv, &i, "--entry", &a->entry, &rc))
+		else if (cli_take_value("inspect", argc, argv, &i, "--config", &a->config, &rc) ||
+			 cli_take_value("inspect", argc, argv, &i, "--after", &a->after, &rc) ||
+			 cli_take_value("inspect", argc, argv, &i, "--format", &a->format, &rc) ||
+			 cli_take_value("inspect", argc, argv, &i, "--entry", &a->entry, &rc))
 			continue;
 		else if (s[0] == '-')
-			rc = usage_error("unknown option '%s'", s);
+			rc = cli_usage_error("inspect", "unknown option '%s'", s);
 		else if (a->model)
-			rc = usage_error("more than one model file given ('%s')", s);
+			rc = cli_usage_error("inspect", "more than one model file given ('%s')", s);
 		else
 			a->model = s;
 	}
@@ -98,17 +75,17 @@ static int stop_pass(const inspect_args *a, int *last)
 {
 	*last = pipeline_n_passes() - 1;
 	if (a->after && (*last = pipeline_find(a->after)) < 0)
-		return usage_error("unknown pass '%s' (see --list-passes)", a->after);
+		return cli_usage_error("inspect", "unknown pass '%s' (see --list-passes)", a->after);
 	const char *needs = strcmp(a->format, "schedule") == 0 ? "place_barriers"
 			    : strcmp(a->format, "memory") == 0 ? "plan_memory"
 							       : NULL;
 	if (!needs && strcmp(a->format, "yaml") != 0 && strcmp(a->format, "dot") != 0)
-		return usage_error("unknown format '%s' (yaml, dot, schedule or memory)", a->format);
+		return cli_usage_error("inspect", "unknown format '%s' (yaml, dot, schedule or memory)", a->format);
 	if (needs && *last < pipeline_find(needs))
-		return usage_error("--format %s needs --after plan_memory or later "
+		return cli_usage_error("inspect", "--format %s needs --after plan_memory or later "
 				   "(schedule: place_barriers or later)", a->format);
 	if (!needs && a->entry)
-		return usage_error("--entry '%s' applies to --format schedule and memory only", a->entry);
+		return cli_usage_error("inspect", "--entry '%s' applies to --format schedule and memory only", a->entry);
 	return 0;
 }
 
@@ -174,9 +151,9 @@ int cmd_inspect(int argc, char **argv)
 		return 0;
 	}
 	if (!a.model)
-		return usage_error("%s", "no model file given");
+		return cli_usage_error("inspect", "%s", "no model file given");
 	if (!a.config)
-		return usage_error("%s", "--config CONFIG.json is required");
+		return cli_usage_error("inspect", "%s", "--config CONFIG.json is required");
 	int last;
 	if ((rc = stop_pass(&a, &last)))
 		return rc;

@@ -1,0 +1,80 @@
+#!/bin/sh
+# `halo compile` and `halo run` as users call them: help, flag errors with
+# exit 2, bad inputs with exit 1 and a message naming the file, nothing left
+# behind on failure, refused bundles, the output contract (ids on one stdout
+# line, --logits-out size), and same seed -> same output.
+# usage: cli_run_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
+set -u
+halo=$1
+root=${HALO_SOURCE_ROOT:-.}
+fix=$root/tests/fixtures/qwen3_tiny
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out=$work/out err=$work/err
+fails=0
+
+expect() { # CODE PATTERN ARGS...
+	code=$1 pattern=$2
+	shift 2
+	"$halo" "$@" >"$out" 2>"$err"
+	rc=$?
+	if [ "$rc" -ne "$code" ] || ! cat "$out" "$err" | grep -q -- "$pattern"; then
+		echo "FAIL: halo $* -> exit $rc (want $code), output lacks '$pattern':" >&2
+		head -5 "$out" "$err" >&2
+		fails=$((fails + 1))
+	fi
+}
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+tokens=$(od -An -v -t d4 "$fix/prompt_tokens.i32" | tr -s ' \n' ',' | sed 's/^,//;s/,$//')
+bundle=$work/q.halo
+
+expect 0 "usage: halo compile" compile --help
+expect 0 "usage: halo run" run --help
+expect 0 "usage: halo devices" devices --help
+expect 2 "--hf CKPT_DIR is required" compile -o "$bundle"
+expect 2 "-o OUT.halo is required" compile --hf "$fix"
+expect 2 "--dtype must be f32 or f16" compile --hf "$fix" --dtype f8 -o "$bundle"
+expect 2 "non-negative integer seed" compile --hf "$fix" --random-weights x -o "$bundle"
+expect 1 "cannot read as JSON" compile --hf "$work/nowhere" -o "$bundle"
+[ -e "$bundle" ] && fail "a failed compile left $bundle behind"
+ls "$work" | grep -q tmp && fail "a failed compile left a temporary file"
+
+# A checkpoint whose tensor has the wrong shape: refused, naming the tensor.
+mkdir "$work/bad"
+sed 's/"vocab_size": 256/"vocab_size": 300/' "$fix/config.json" >"$work/bad/config.json"
+cp "$fix/model.safetensors" "$work/bad/"
+expect 1 "model.embed_tokens.weight" compile --hf "$work/bad" --model "$root/models/qwen3.yaml" -o "$bundle"
+[ -e "$bundle" ] && fail "a failed compile left $bundle behind"
+
+expect 0 "wrote" compile --hf "$fix" -o "$bundle"
+expect 2 "--tokens is required" run "$bundle"
+expect 2 "comma-separated" run "$bundle" --tokens 1,,2
+expect 2 "--backend is ref or vulkan" run "$bundle" --tokens 1 --backend cuda
+expect 2 "--top-p wants" run "$bundle" --tokens 1 --top-p 2
+expect 1 "outside the vocabulary" run "$bundle" --backend ref --tokens 1,999
+expect 1 "no such file\|cannot open\|No such file" run "$work/missing.halo" --backend ref --tokens 1
+
+# Output contract: one line of N ids on stdout; logits file of prompt_len * vocab floats.
+"$halo" run "$bundle" --backend ref --tokens "$tokens" --n-predict 5 --logits-out "$work/l.f32" >"$out" 2>"$err" ||
+	fail "run failed: $(cat "$err")"
+[ "$(wc -l <"$out")" -eq 1 ] && [ "$(wc -w <"$out")" -eq 5 ] || fail "stdout is not one line of 5 ids: $(cat "$out")"
+[ "$(stat -c %s "$work/l.f32")" -eq $((48 * 256 * 4)) ] || fail "--logits-out size $(stat -c %s "$work/l.f32")"
+
+# Sampling: the same seed gives the same tokens; another seed, other tokens.
+run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 24 --temp 1.5 --top-k 50 --seed "$1" 2>/dev/null; }
+[ "$(run_sampled 5)" = "$(run_sampled 5)" ] || fail "same seed, different tokens"
+[ "$(run_sampled 5)" != "$(run_sampled 6)" ] || fail "seeds 5 and 6 gave the same 24 sampled tokens"
+
+# Refused bundles: truncated, corrupted, wrong magic.
+head -c 1000 "$bundle" >"$work/trunc.halo"
+expect 1 "trunc.halo" run "$work/trunc.halo" --backend ref --tokens 1
+cp "$bundle" "$work/flip.halo"
+printf '\377' | dd of="$work/flip.halo" bs=1 seek=$(($(stat -c %s "$bundle") - 100)) conv=notrunc 2>/dev/null
+expect 1 "checksum" run "$work/flip.halo" --backend ref --tokens 1
+cp "$bundle" "$work/magic.halo"
+printf 'XALOBNDL' | dd of="$work/magic.halo" bs=1 seek=0 conv=notrunc 2>/dev/null
+expect 1 "magic" run "$work/magic.halo" --backend ref --tokens 1
+
+[ "$fails" -eq 0 ] && echo "cli run: ok"
+[ "$fails" -eq 0 ]
