@@ -110,3 +110,20 @@ void fuse_epilogue(ir_module *m, ir_func *f, int p, int e, int running)
 	f->values[host.out[0]].producer = e;
 	f->values[host.out[0]].producer_out = 0;
 }
+
+void fuse_each_node(ir_module *m, fuse_node_fn fuse_node)
+{
+	for (int i = 0; i < m->n_funcs; i++) {
+		ir_func *f = &m->funcs[i];
+		if (!func_is_live(m, f))
+			continue;
+		func_uses u;
+		func_uses_build(f, &u);
+		bool any = false;
+		for (int e = 0; e < f->n_nodes; e++)
+			any |= fuse_node(m, f, &u, e);
+		func_uses_free(&u);
+		if (any)
+			ir_func_compact(m, f);
+	}
+}

@@ -31,4 +31,10 @@ void fuse_epilogue(ir_module *m, ir_func *f, int p, int e, int running);
  * had to wait for from waits for all of them. */
 void fuse_move_edges(ir_module *m, ir_func *f, int from, const int *to, int n_to);
 
+/* Runs fuse_node(m, f, uses, e) over every node e of every live function,
+ * compacting a function after any fold. A fuse_node returns true when it
+ * folded node e into another. */
+typedef bool (*fuse_node_fn)(ir_module *m, ir_func *f, const func_uses *u, int e);
+void fuse_each_node(ir_module *m, fuse_node_fn fuse_node);
+
 #endif

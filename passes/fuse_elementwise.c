@@ -43,18 +43,6 @@ static bool fuse_node(ir_module *m, ir_func *f, const func_uses *u, int e)
 
 bool pass_fuse_elementwise(ir_module *m, ir_error *err)
 {
-	for (int i = 0; i < m->n_funcs; i++) {
-		ir_func *f = &m->funcs[i];
-		if (!func_is_live(m, f))
-			continue;
-		func_uses u;
-		func_uses_build(f, &u);
-		bool any = false;
-		for (int e = 0; e < f->n_nodes; e++)
-			any |= fuse_node(m, f, &u, e);
-		func_uses_free(&u);
-		if (any)
-			ir_func_compact(m, f);
-	}
+	fuse_each_node(m, fuse_node);
 	return true;
 }
