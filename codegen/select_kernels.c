@@ -184,12 +184,16 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->wtype = d->operand[1].dtype;
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
-		/* The decode kernel gives each workgroup `cols` output columns;
-		 * widen it until the column groups fit one grid axis (a vocab-sized
-		 * head has 151936 columns). */
-		if (t_max <= KV_MATVEC_MAX_T)
-			for (k->tiles.cols = 2; (k->u.matmul.N + k->tiles.cols - 1) / k->tiles.cols > 65535;)
+		/* Decode: 32 lanes and one output column per workgroup were the
+		 * fastest tiles on an H200 at Qwen3-8B shapes (bench/matvec_bench,
+		 * bench/results-h200-matvec.txt: 1.8 TB/s against 1.3-1.5 for two
+		 * columns); wider only until the column groups fit one grid axis (a
+		 * vocab-sized head has 151936 columns). */
+		if (t_max <= KV_MATVEC_MAX_T) {
+			k->tiles.local = 32;
+			for (k->tiles.cols = 1; (k->u.matmul.N + k->tiles.cols - 1) / k->tiles.cols > 65535;)
 				k->tiles.cols *= 2;
+		}
 		return true;
 	case IR_OP_RMS_NORM:
 		k->u.rms_norm.rows_per_t = rows_per_token(x);
