@@ -124,9 +124,18 @@ static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t 
 		dst[i] = center + ((float)(next_u64(&state) >> 40) * 0x1.0p-23f - 1.0f) * a;
 }
 
+/* A "stack" weight's dim 0 indexes checkpoint tensors, one per value of
+ * "{e}" in its name (per-expert MoE tensors stacked into one [E, ...]). */
+static bool is_stack(const ir_weight *d)
+{
+	return d->transform && strcmp(d->transform, "stack") == 0;
+}
+
+/* Value transforms, applied to the f32 tensor once it is read. */
 static bool apply_transform(const ir_weight *d, float *v, uint64_t n, char *err, size_t errlen)
 {
-	if (!d->transform || strcmp(d->transform, "none") == 0)
+	/* a stack is a layout: read_f32 already assembled it */
+	if (!d->transform || strcmp(d->transform, "none") == 0 || is_stack(d))
 		return true;
 	if (strcmp(d->transform, "offset1") == 0) {
 		for (uint64_t i = 0; i < n; i++)
@@ -137,6 +146,55 @@ static bool apply_transform(const ir_weight *d, float *v, uint64_t n, char *err,
 	return false;
 }
 
+enum { MAX_TENSOR_NAME = 512 };
+
+/* pattern with every "{e}" replaced by e, into buf; false when it does not fit. */
+static bool expert_name(const char *pattern, int64_t e, char *buf, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p; p++) {
+		bool slot = strncmp(p, "{e}", 3) == 0;
+		int k = slot ? snprintf(buf + n, len - n, "%lld", (long long)e) : snprintf(buf + n, len - n, "%c", *p);
+		if (k < 0 || (size_t)k >= len - n)
+			return false;
+		n += (size_t)k;
+		p += slot ? 2 : 0;
+	}
+	return true;
+}
+
+static bool tensor_exists(const cg_weights *w, const ir_weight *d, const char *name)
+{
+	char first[MAX_TENSOR_NAME];
+	if (!is_stack(d))
+		return w->src.exists(w->src.ctx, name);
+	/* a stack is present when its expert 0 is */
+	return expert_name(name, 0, first, sizeof(first)) && w->src.exists(w->src.ctx, first);
+}
+
+static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern, float *dst, char *err,
+			 size_t errlen)
+{
+	int64_t inner_shape[IR_MAX_RANK];
+	uint64_t inner = 1;
+	for (int i = 1; i < d->shape.rank; i++) {
+		inner_shape[i - 1] = d->shape.dim[i].c;
+		inner *= (uint64_t)d->shape.dim[i].c;
+	}
+	char name[MAX_TENSOR_NAME];
+	for (int64_t e = 0; e < d->shape.dim[0].c; e++) {
+		if (!expert_name(pattern, e, name, sizeof(name))) {
+			snprintf(err, errlen, "weight '%s': the name '%s' of expert %lld is too long", d->name, pattern,
+				 (long long)e);
+			return false;
+		}
+		if (!w->src.read(w->src.ctx, name, inner_shape, d->shape.rank - 1, dst + (uint64_t)e * inner, err,
+				 errlen))
+			return false;
+	}
+	return true;
+}
+
 static bool read_f32(cg_weights *w, const ir_weight *d, float *dst, uint64_t n, char *err, size_t errlen)
 {
 	if (!w->src.read) {
@@ -144,12 +202,14 @@ static bool read_f32(cg_weights *w, const ir_weight *d, float *dst, uint64_t n, 
 		return true;
 	}
 	const char *name = d->hf_name;
-	if (d->hf_fallback && (!name || !w->src.exists(w->src.ctx, name)))
+	if (d->hf_fallback && (!name || !tensor_exists(w, d, name)))
 		name = d->hf_fallback;
 	if (!name) {
 		snprintf(err, errlen, "weight '%s' names no checkpoint tensor", d->name);
 		return false;
 	}
+	if (is_stack(d))
+		return read_stacked(w, d, name, dst, err, errlen);
 	int64_t shape[IR_MAX_RANK];
 	for (int i = 0; i < d->shape.rank; i++)
 		shape[i] = d->shape.dim[i].c;

@@ -578,9 +578,10 @@ typedef struct {
 } op_def;
 
 #define ATTRS(a) .n_attrs = (int)(sizeof(a) / sizeof(a[0])), .attrs = a
-#define UN IR_OPF_UNARY | IR_OPF_PURE
-#define BIN IR_OPF_BINARY | IR_OPF_PURE
+#define UN IR_OPF_UNARY | IR_OPF_PURE | IR_OPF_EPILOGUE
+#define BIN IR_OPF_BINARY | IR_OPF_PURE | IR_OPF_EPILOGUE
 #define PURE IR_OPF_PURE
+#define EPI IR_OPF_PURE | IR_OPF_EPILOGUE
 
 static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_WEIGHT] = {{IR_OP_WEIGHT, 0, 0, 1, PURE, 0, NULL}, infer_source},
@@ -592,10 +593,10 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = {{IR_OP_SLICE, 1, 1, 1, PURE, ATTRS(a_slice)}, infer_slice},
 	[IR_OP_CONCAT] = {{IR_OP_CONCAT, 2, 2, 1, PURE, ATTRS(a_concat)}, infer_concat},
 	[IR_OP_REPEAT_HEADS] = {{IR_OP_REPEAT_HEADS, 1, 1, 1, PURE, ATTRS(a_repeat)}, infer_repeat_heads},
-	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, 1, PURE, 0, NULL}, infer_matmul},
-	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, PURE, ATTRS(a_rms)}, infer_rms_norm},
-	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, PURE, ATTRS(a_l2)}, infer_l2_norm},
-	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, PURE, ATTRS(a_gated_rms)}, infer_gated_rms_norm},
+	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, 1, EPI, 0, NULL}, infer_matmul},
+	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, EPI, ATTRS(a_rms)}, infer_rms_norm},
+	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, EPI, ATTRS(a_l2)}, infer_l2_norm},
+	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, EPI, ATTRS(a_gated_rms)}, infer_gated_rms_norm},
 	[IR_OP_ADD] = {{IR_OP_ADD, 2, 2, 1, BIN, 0, NULL}, infer_binary},
 	[IR_OP_SUB] = {{IR_OP_SUB, 2, 2, 1, BIN, 0, NULL}, infer_binary},
 	[IR_OP_MUL] = {{IR_OP_MUL, 2, 2, 1, BIN, 0, NULL}, infer_binary},
@@ -606,9 +607,9 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_NEG] = {{IR_OP_NEG, 1, 1, 1, UN, 0, NULL}, infer_unary},
 	[IR_OP_SCALE] = {{IR_OP_SCALE, 1, 1, 1, UN, ATTRS(a_scale)}, infer_unary},
 	[IR_OP_SWIGLU] = {{IR_OP_SWIGLU, 2, 2, 1, PURE, 0, NULL}, infer_swiglu},
-	[IR_OP_ROPE] = {{IR_OP_ROPE, 1, 1, 1, PURE, ATTRS(a_rope)}, infer_rope},
-	[IR_OP_ATTENTION] = {{IR_OP_ATTENTION, 3, 3, 1, PURE, ATTRS(a_scale_attr)}, infer_attention},
-	[IR_OP_SOFTMAX] = {{IR_OP_SOFTMAX, 1, 1, 1, PURE, 0, NULL}, infer_softmax},
+	[IR_OP_ROPE] = {{IR_OP_ROPE, 1, 1, 1, EPI, ATTRS(a_rope)}, infer_rope},
+	[IR_OP_ATTENTION] = {{IR_OP_ATTENTION, 3, 3, 1, EPI, ATTRS(a_scale_attr)}, infer_attention},
+	[IR_OP_SOFTMAX] = {{IR_OP_SOFTMAX, 1, 1, 1, EPI, 0, NULL}, infer_softmax},
 	[IR_OP_CONV1D_CAUSAL] = {{IR_OP_CONV1D_CAUSAL, 3, 3, 2, PURE, ATTRS(a_conv)}, infer_conv1d},
 	[IR_OP_GATED_DELTA_RULE] = {{IR_OP_GATED_DELTA_RULE, 6, 6, 2, PURE, ATTRS(a_scale_attr)}, infer_gdr},
 	[IR_OP_TOPK] = {{IR_OP_TOPK, 1, 1, 2, PURE, ATTRS(a_topk)}, infer_topk},
@@ -660,6 +661,11 @@ bool ir_op_is_sink(ir_op op)
 bool ir_op_is_pure(ir_op op)
 {
 	return op_flags(op) & IR_OPF_PURE;
+}
+
+bool ir_op_takes_epilogue(ir_op op)
+{
+	return op_flags(op) & IR_OPF_EPILOGUE;
 }
 
 static const char *const kind_names[] = {

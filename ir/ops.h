@@ -28,6 +28,7 @@ enum {
 	IR_OPF_BINARY = 1u << 1, /* elementwise, two operands with broadcast */
 	IR_OPF_SINK = 1u << 2,   /* has an effect and no result (state_write) */
 	IR_OPF_PURE = 1u << 3,   /* result depends on operands only; may be removed or moved */
+	IR_OPF_EPILOGUE = 1u << 4, /* its kernels run a fused elementwise chain on the result */
 };
 
 #define IR_OP_VARIADIC (-1) /* result count: the called block's output count */
@@ -51,6 +52,9 @@ bool ir_op_is_unary(ir_op op);
 bool ir_op_is_binary(ir_op op);
 bool ir_op_is_sink(ir_op op);
 bool ir_op_is_pure(ir_op op);
+/* True when the op's kernels accept a fused epilogue (passes/fuse_*.c may
+ * fold elementwise consumers into it): a contract with kernels/vulkan. */
+bool ir_op_takes_epilogue(ir_op op);
 
 /* Checks one attribute value against its schema (kind, range, choices);
  * the error names loc, the op and the attribute. */

@@ -2,11 +2,34 @@
 #include "ir/read_parts.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const weight_keys[] = {"shape", "hf", "fallback", "dtype", "transform", NULL};
 static const char *const state_keys[] = {"shape", "kind", "dtype", NULL};
-static const char *const transforms[] = {"none", "offset1", "transpose", NULL};
+static const char *const transforms[] = {"none", "offset1", "transpose", "stack", NULL};
 static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram", NULL};
+
+/* "stack" builds dim 0 from one checkpoint tensor per value of {e} in the
+ * name (codegen/weights.c), so {e} belongs in every name of a stack and in
+ * no other weight's. */
+static bool check_stack(rd_ctx *rd, const yaml_node_t *hf, const yaml_node_t *fb, const ir_weight *w)
+{
+	bool stack = strcmp(w->transform, "stack") == 0;
+	if (stack && w->shape.rank < 2)
+		return rd_fail(rd, hf, "weight '%s': transform 'stack' needs a rank >= 2 shape (dim 0 is the {e} index)",
+			       w->name);
+	const yaml_node_t *nodes[] = {hf, fb};
+	const char *names[] = {w->hf_name, w->hf_fallback};
+	for (int i = 0; i < 2; i++) {
+		if (!names[i] || (strstr(names[i], "{e}") != NULL) == stack)
+			continue;
+		if (stack)
+			return rd_fail(rd, nodes[i], "weight '%s': transform 'stack' needs '{e}' (the dim 0 index) in '%s'",
+				       w->name, names[i]);
+		return rd_fail(rd, nodes[i], "weight '%s': '{e}' in '%s' needs transform: stack", w->name, names[i]);
+	}
+	return true;
+}
 
 static bool read_weight(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 {
@@ -27,7 +50,7 @@ static bool read_weight(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 	if (dt && !rd_dtype(rd, dt, &w->dtype))
 		return false;
 	w->transform = tr ? rd_choice(rd, tr, "transform", transforms) : "none";
-	return w->transform != NULL;
+	return w->transform != NULL && check_stack(rd, hf, fb, w);
 }
 
 bool rd_weights(rd_ctx *rd, const yaml_node_t *map, ir_weight **out, int *n_out)

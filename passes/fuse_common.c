@@ -11,8 +11,7 @@ int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v)
 	if (p < 0 || u->is_output[v] || func_uses_count(u, v) != 1)
 		return -1;
 	const ir_node *n = &f->nodes[p];
-	if (n->dead || n->n_out != 1 || node_is_view(n) || ir_op_is_sink(n->op) ||
-	    n->op == IR_OP_CALL)
+	if (n->dead || n->n_out != 1 || !ir_op_takes_epilogue(n->op))
 		return -1;
 	return p;
 }

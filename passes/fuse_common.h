@@ -10,7 +10,8 @@
 #include "passes/graph_query.h"
 
 /* The node that can take an epilogue on value v, or -1. It must be a live
- * single-result dispatch (not a view, not a sink) whose result v is read
+ * single-result op whose kernels take an epilogue (ir_op_takes_epilogue:
+ * never a view, a sink, a copy or a recurrent op) whose result v is read
  * exactly once (by the op to be folded) and is not a function output, so
  * that folding leaves no reader of v behind. */
 int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v);

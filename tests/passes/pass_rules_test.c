@@ -12,6 +12,7 @@
  *    later in the step. */
 #include <string.h>
 
+#include "ir/ops.h"
 #include "ir/read_model.h"
 #include "passes/passes.h"
 #include "tests/passes/test_util.h"
@@ -116,6 +117,28 @@ static void norm_fusion(void)
 	ir_module_free(m);
 }
 
+/* Fusion folds elementwise ops only into ops whose kernels run an epilogue:
+ * never into an embedding gather, a slice or the MoE experts. */
+static void epilogue_hosts(void)
+{
+	ir_module *m = test_run_to("tests/passes/models/epilogue_hosts.yaml",
+				   "tests/passes/models/epilogue_hosts.config.json", "fuse_elementwise", NULL);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	for (int i = 0; i < f->n_nodes; i++) {
+		const ir_node *n = &f->nodes[i];
+		for (int j = 0; j < n->n_fused; j++)
+			CHECK(n->fused[j].pos != IR_FUSE_EPILOGUE || ir_op_takes_epilogue(n->op),
+			      "'%s' (%s) took an epilogue its kernels cannot run", n->name, ir_op_name(n->op));
+	}
+	const char *alone[] = {"x_act", "half_gate", "y_neg"};
+	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
+		CHECK(test_node(m, alone[i]) >= 0, "'%s' was folded into a producer without epilogues", alone[i]);
+	CHECK(test_node(m, "g_sig") < 0, "the sigmoid after a matmul was not folded");
+	ir_module_free(m);
+}
+
 /* Makes node `n` also wait for node `t`. */
 static void add_after(ir_module *m, ir_node *n, int t)
 {
@@ -169,6 +192,7 @@ int main(void)
 	expansion_names();
 	dce_keeps_sinks();
 	norm_fusion();
+	epilogue_hosts();
 	cycle_and_bad_edge();
 	output_aliasing_state();
 	return test_finish("pass_rules_test");

@@ -16,14 +16,13 @@ import os
 import shutil
 import sys
 import tarfile
+import traceback
 
 import numpy as np
 import torch
 import transformers
 from safetensors import safe_open
 
-PROMPT_LEN = 48
-CONTINUATION_LEN = 32
 # Noise added to every parameter, norms included: large enough that a wrong
 # norm convention ((1+w) instead of w) or a missing q/k norm moves the logits
 # far beyond float tolerance.
@@ -31,6 +30,9 @@ PARAM_NOISE_STD = 0.08
 # Greedy choices closer than this are treated as ties (see pick_seed).
 MIN_GREEDY_MARGIN = 1e-3
 MAX_SEED_TRIES = 64
+# Largest difference tolerated between two HF decoding paths of the same
+# sequence (cached vs uncached, one chunk vs two): only f32 rounding differs.
+MAX_PATH_DIFF = 1e-4
 
 # Reference model sources the team reads (never committed).
 REFERENCE_FAMILIES = ["qwen3", "qwen3_next", "qwen3_5_moe", "qwen4_exp", "deepseek_v4"]
@@ -48,15 +50,23 @@ def randomise_parameters(model, seed, std=PARAM_NOISE_STD):
             p.add_(torch.randn(p.shape, generator=gen, dtype=torch.float32) * std)
 
 
-def build_causal_lm(config, seed):
-    """A float32 CPU model with eager attention, weights drawn from `seed`."""
-    torch.manual_seed(seed)
+def instantiate(model_cls, config):
+    """model_cls (None: the AutoModelForCausalLM choice) from config, eager attention when accepted."""
+    if model_cls is None:
+        make = transformers.AutoModelForCausalLM.from_config
+    else:
+        make = getattr(model_cls, "_from_config", None) or (lambda c, **_: model_cls(c))
     try:
-        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+        return make(config, attn_implementation="eager")
     except (TypeError, ValueError) as e:
         log(f"eager attention not accepted ({e}); using the default implementation")
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    model = model.float().eval()
+        return make(config)
+
+
+def build_causal_lm(config, seed, model_cls=None):
+    """A float32 CPU model with eager attention, weights drawn from `seed`."""
+    torch.manual_seed(seed)
+    model = instantiate(model_cls, config).float().eval()
     randomise_parameters(model, seed + 1)
     return model
 
@@ -86,6 +96,14 @@ def greedy_reference(model, prompt, n_steps):
 @torch.no_grad()
 def full_forward_logits(model, tokens):
     return model(input_ids=tokens[None, :], use_cache=False).logits[0].float()
+
+
+@torch.no_grad()
+def two_chunk_logits(model, tokens, split):
+    """Logits of tokens fed as [0, split) then [split, n) through the cache."""
+    first = model(input_ids=tokens[None, :split], use_cache=True)
+    second = model(input_ids=tokens[None, split:], past_key_values=first.past_key_values, use_cache=True)
+    return torch.cat([first.logits[0], second.logits[0]]).float()
 
 
 def attn_implementation(model):
@@ -118,23 +136,32 @@ def save_checkpoint(model, out_dir):
     shutil.rmtree(tmp)
 
 
-def check_checkpoint(model, out_dir, tokens):
-    """Reloads the saved checkpoint and checks it reproduces the model bit for bit."""
+def check_checkpoint(model, out_dir, tokens, model_cls=None):
+    """Reloads the saved checkpoint and checks it reproduces the model bit for bit.
+
+    Returns the checkpoint's tensor names. They may differ from the parameter
+    names where transformers converts a layout on load and back on save (per-
+    expert tensors of MoE checkpoints): the bit-exact reload is what proves the
+    checkpoint holds the model.
+    """
     with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
         names = sorted(f.keys())
         dtypes = {str(f.get_tensor(n).dtype) for n in names}
     params = sorted(n for n, _ in model.named_parameters())
     if names != params:
-        raise SystemExit(f"checkpoint names differ from parameters: {set(names) ^ set(params)}")
+        only_ckpt, only_model = sorted(set(names) - set(params)), sorted(set(params) - set(names))
+        log(f"checkpoint layout differs from the parameters: {len(only_ckpt)} names only in the checkpoint "
+            f"(e.g. {only_ckpt[:4]}), {len(only_model)} only in the model (e.g. {only_model[:4]})")
     if dtypes != {"torch.float32"}:
         raise SystemExit(f"checkpoint dtypes are {dtypes}, expected float32 only")
     impl = attn_implementation(model)
     kwargs = {"attn_implementation": impl} if impl else {}
-    again = transformers.AutoModelForCausalLM.from_pretrained(out_dir, **kwargs).float().eval()
+    loader = model_cls or transformers.AutoModelForCausalLM
+    again = loader.from_pretrained(out_dir, **kwargs).float().eval()
     diff = float((full_forward_logits(again, tokens) - full_forward_logits(model, tokens)).abs().max())
     if diff != 0.0:
         raise SystemExit(f"reloaded checkpoint gives different logits (max diff {diff})")
-    return len(names)
+    return names
 
 
 def greedy_margin(prompt_logits, cont_logits):
@@ -142,7 +169,7 @@ def greedy_margin(prompt_logits, cont_logits):
     return top2_margin(torch.cat([prompt_logits[-1:], cont_logits[:-1]]))
 
 
-def pick_seed(make_model_and_prompt, first_seed):
+def pick_seed(make_model_and_prompt, first_seed, n_steps):
     """First seed from first_seed on whose greedy choices are all clear.
 
     A near tie (gap of float rounding size) would make a correct
@@ -150,7 +177,7 @@ def pick_seed(make_model_and_prompt, first_seed):
     """
     for seed in range(first_seed, first_seed + MAX_SEED_TRIES):
         model, prompt = make_model_and_prompt(seed)
-        ref = greedy_reference(model, prompt, CONTINUATION_LEN)
+        ref = greedy_reference(model, prompt, n_steps)
         margin = greedy_margin(ref[0], ref[2])
         if margin >= MIN_GREEDY_MARGIN:
             return seed, model, prompt, ref
@@ -158,46 +185,81 @@ def pick_seed(make_model_and_prompt, first_seed):
     raise SystemExit(f"no seed in [{first_seed}, {first_seed + MAX_SEED_TRIES}) gives clear greedy choices")
 
 
-def write_fixture(out_dir, model, prompt, seed, ref):
-    """The files every decoder-only fixture family shares (tests/fixtures/*/README.md)."""
+def check_paths_agree(model, prompt, ref, split):
+    """The cached decode must agree with one uncached pass over the whole
+    sequence, and (when split) a prompt fed in two chunks through the cache
+    with the one-chunk prompt logits. Returns the measured differences."""
+    prompt_logits, cont, cont_logits = ref
+    n = len(prompt)
+    full = full_forward_logits(model, torch.cat([prompt, cont]))
+    diffs = {"cache_vs_full_max_abs_diff": max(float((full[:n] - prompt_logits).abs().max()),
+                                               float((full[n:] - cont_logits).abs().max()))}
+    if split:
+        chunked = two_chunk_logits(model, prompt, split)
+        diffs["two_chunks_vs_one_max_abs_diff"] = float((chunked - prompt_logits).abs().max())
+    for what, d in diffs.items():
+        if d > MAX_PATH_DIFF:
+            raise SystemExit(f"{what} is {d}, above {MAX_PATH_DIFF}")
+    return diffs
+
+
+def experts_layout(names):
+    """How the checkpoint stores MoE experts: per-expert 2-D tensors, stacked 3-D ones, or none."""
+    if any(".experts.0.gate_proj.weight" in n for n in names):
+        return "per_expert"
+    return "fused" if any(n.endswith(".experts.gate_up_proj") for n in names) else "none"
+
+
+def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, extra_meta=None):
+    """The files every decoder-only fixture family shares (tests/fixtures/*/README.md).
+
+    split > 0 also checks HF's own two-chunk prefill ([0, split), then the rest).
+    """
     os.makedirs(out_dir, exist_ok=True)
     prompt_logits, cont, cont_logits = ref
-
-    # The cached decode must agree with one uncached pass over the whole sequence.
-    seq = torch.cat([prompt, cont])
-    full = full_forward_logits(model, seq)
-    cache_vs_full = max(float((full[:PROMPT_LEN] - prompt_logits).abs().max()),
-                        float((full[PROMPT_LEN:] - cont_logits).abs().max()))
-    if cache_vs_full > 1e-4:
-        raise SystemExit(f"cached decode differs from full forward by {cache_vs_full}")
+    diffs = check_paths_agree(model, prompt, ref, split)
 
     write_i32(os.path.join(out_dir, "prompt_tokens.i32"), prompt)
     write_f32(os.path.join(out_dir, "prompt_logits.f32"), prompt_logits)
     write_i32(os.path.join(out_dir, "continuation_tokens.i32"), cont)
     write_f32(os.path.join(out_dir, "continuation_logits.f32"), cont_logits)
     save_checkpoint(model, out_dir)
-    n_tensors = check_checkpoint(model, out_dir, prompt)
+    names = check_checkpoint(model, out_dir, prompt, model_cls)
 
     meta = {
         "transformers": transformers.__version__,
         "torch": torch.__version__,
+        "model_class": type(model).__name__,
         "seed": seed,
         "param_noise_std": PARAM_NOISE_STD,
         "attn_implementation": attn_implementation(model),
         "vocab": int(prompt_logits.shape[-1]),
-        "prompt_len": PROMPT_LEN,
-        "continuation_len": CONTINUATION_LEN,
-        "checkpoint_tensors": n_tensors,
-        "cache_vs_full_max_abs_diff": cache_vs_full,
+        "prompt_len": len(prompt),
+        "continuation_len": len(cont),
+        "checkpoint_tensors": len(names),
         "prompt_logits_abs_max": float(prompt_logits.abs().max()),
         "prompt_top2_margin_min": top2_margin(prompt_logits),
         "greedy_top2_margin_min": greedy_margin(prompt_logits, cont_logits),
     }
+    if experts_layout(names) != "none":
+        meta["experts_layout"] = experts_layout(names)
+    meta.update(diffs)
+    meta.update(extra_meta or {})
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
     log(f"{out_dir}: {json.dumps(meta, sort_keys=True)}")
     log(f"continuation: {cont.tolist()}")
+    log(f"checkpoint tensors: {names}")
+
+
+def check_rope(rotary_emb, theta, rot_dim):
+    """rope_theta and the partial rotary width reached the model (rotary inv_freq)."""
+    inv_freq = rotary_emb.inv_freq
+    want = 1.0 / (theta ** (torch.arange(0, rot_dim, 2, dtype=torch.float32) / rot_dim))
+    if inv_freq.shape != want.shape or float((inv_freq - want).abs().max()) > 1e-6:
+        raise SystemExit(f"rope did not reach the model as theta {theta}, rot_dim {rot_dim}: "
+                         f"inv_freq {inv_freq.tolist()}")
 
 
 def family_qwen3_tiny(out_root, first_seed=1234):
@@ -210,19 +272,93 @@ def family_qwen3_tiny(out_root, first_seed=1234):
 
     def make(seed):
         model = build_causal_lm(cfg, seed)
-        inv_freq = model.model.rotary_emb.inv_freq
-        want = 1.0 / (10000.0 ** (torch.arange(0, 16, 2, dtype=torch.float32) / 16))
-        if float((inv_freq - want).abs().max()) > 1e-6:
-            raise SystemExit(f"rope_theta did not reach the model: inv_freq {inv_freq.tolist()}")
+        check_rope(model.model.rotary_emb, 10000.0, 16)
         gen = torch.Generator().manual_seed(seed + 2)
-        return model, torch.randint(0, cfg.vocab_size, (PROMPT_LEN,), generator=gen)
+        return model, torch.randint(0, cfg.vocab_size, (48,), generator=gen)
 
-    seed, model, prompt, ref = pick_seed(make, first_seed)
+    seed, model, prompt, ref = pick_seed(make, first_seed, 32)
     write_fixture(os.path.join(out_root, "qwen3_tiny"), model, prompt, seed, ref)
+
+
+# The GDN hybrids: prompts longer than HF's GDN chunk (64) and than halo's
+# prefill entry (64 tokens), so both sides run a second chunk on top of state.
+GDN_PROMPT_LEN = 88
+GDN_CONTINUATION_LEN = 24
+GDN_CHUNK_SPLIT = 50  # HF's own two-chunk prefill check splits here
+
+# Shared by both hybrid families: GDN, attention, GDN; every layer MoE with a
+# shared expert; 8 experts, top-2; value heads = 2 x key heads (GDN GQA);
+# partial rotary (0.25 of head_dim 32 = 8 channels).
+GDN_VOCAB = 192
+GDN_ROPE_THETA = 10000.0
+GDN_ROT_DIM = 8
+
+
+def gdn_text_config(**overrides):
+    """A fresh dict each call (configs may keep or alter what they are given)."""
+    cfg = dict(
+        vocab_size=GDN_VOCAB, hidden_size=64, num_hidden_layers=3,
+        layer_types=["linear_attention", "full_attention", "linear_attention"],
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        linear_conv_kernel_dim=4, linear_num_key_heads=2, linear_num_value_heads=4,
+        num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=32,
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": GDN_ROPE_THETA, "partial_rotary_factor": 0.25},
+    )
+    cfg.update(overrides)
+    return cfg
+
+
+def gdn_family(out_root, name, cfg, model_cls, text_model, first_seed):
+    """Builds, checks and writes one GDN hybrid family; text_model(model) is its decoder stack."""
+    def make(seed):
+        model = build_causal_lm(cfg, seed, model_cls)
+        check_rope(text_model(model).rotary_emb, GDN_ROPE_THETA, GDN_ROT_DIM)
+        gen = torch.Generator().manual_seed(seed + 2)
+        return model, torch.randint(0, GDN_VOCAB, (GDN_PROMPT_LEN,), generator=gen)
+
+    seed, model, prompt, ref = pick_seed(make, first_seed, GDN_CONTINUATION_LEN)
+    write_fixture(os.path.join(out_root, name), model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
+                  {"rotary_dim": GDN_ROT_DIM})
+
+
+def family_qwen3_next_tiny(out_root, first_seed=1234):
+    # key head dim < value head dim here (the other family has the reverse),
+    # so a transposed recurrent state cannot pass both.
+    cfg = transformers.Qwen3NextConfig(**gdn_text_config(linear_key_head_dim=8, linear_value_head_dim=16,
+                                                         norm_topk_prob=True))
+    gdn_family(out_root, "qwen3_next_tiny", cfg, transformers.Qwen3NextForCausalLM, lambda m: m.model,
+               first_seed)
+
+
+def family_qwen3_5_moe_tiny(out_root, first_seed=1234):
+    """The released form: a vision-language model whose text config is nested
+    under text_config and whose decoder lives under model.language_model. The
+    vision tower is the smallest the config allows; text prompts never use it."""
+    text = gdn_text_config(linear_key_head_dim=16, linear_value_head_dim=8)
+    # M-RoPE sections for rot_dim 8; text-only positions make them irrelevant
+    text["rope_parameters"].update(mrope_section=[2, 1, 1], mrope_interleaved=True)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, in_channels=3, patch_size=2,
+                  temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=64, num_position_embeddings=16)
+
+    def text_model(m):
+        return getattr(m.model, "language_model", m.model)
+
+    try:
+        cfg = transformers.Qwen3_5MoeConfig(text_config=text, vision_config=vision, tie_word_embeddings=False)
+        gdn_family(out_root, "qwen3_5_moe_tiny", cfg, transformers.Qwen3_5MoeForConditionalGeneration,
+                   text_model, first_seed)
+    except (Exception, SystemExit):  # noqa: BLE001 - logged; the text-only form is the fallback
+        log("the nested Qwen3_5MoeForConditionalGeneration form failed; writing the text-only "
+            "Qwen3_5MoeForCausalLM form instead:\n" + traceback.format_exc())
+        gdn_family(out_root, "qwen3_5_moe_tiny", transformers.Qwen3_5MoeTextConfig(**text),
+                   transformers.Qwen3_5MoeForCausalLM, text_model, first_seed)
 
 
 FAMILIES = {
     "qwen3_tiny": family_qwen3_tiny,
+    "qwen3_next_tiny": family_qwen3_next_tiny,
+    "qwen3_5_moe_tiny": family_qwen3_5_moe_tiny,
 }
 
 
@@ -262,8 +398,17 @@ def main():
     # Sources first: they are wanted even when a family fails.
     if args.ref_src_tar:
         pack_reference_sources(args.ref_src_tar)
+    # One family failing does not stop the others; the exit status reports it.
+    failed = []
     for fam in args.family or sorted(FAMILIES):
-        FAMILIES[fam](args.out)
+        try:
+            FAMILIES[fam](args.out)
+        except (Exception, SystemExit):  # noqa: BLE001 - reported, then the next family runs
+            log(f"family {fam} failed:\n{traceback.format_exc()}")
+            shutil.rmtree(os.path.join(args.out, fam), ignore_errors=True)
+            failed.append(fam)
+    if failed:
+        raise SystemExit(f"failed families: {failed}")
 
 
 if __name__ == "__main__":
