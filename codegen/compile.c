@@ -131,7 +131,7 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 	return true;
 }
 
-static bool lower_entries(compile_state *c, char *err, size_t errlen)
+static bool lower_entries(compile_state *c, bool vulkan, char *err, size_t errlen)
 {
 	c->man.entries = calloc((size_t)c->plan->n_entries + 1, sizeof(*c->man.entries));
 	if (!c->man.entries) {
@@ -147,7 +147,8 @@ static bool lower_entries(compile_state *c, char *err, size_t errlen)
 			return false;
 		}
 	}
-	return cg_select_kernels(&c->man, &c->spirv, &c->spirv_size, err, errlen);
+	c->man.has_vulkan = vulkan;
+	return !vulkan || cg_select_kernels(&c->man, &c->spirv, &c->spirv_size, err, errlen);
 }
 
 static bool write_bundle(compile_state *c, const char *path, char *err, size_t errlen)
@@ -171,7 +172,7 @@ bool cg_compile(const cg_compile_options *o, char *err, size_t errlen)
 {
 	compile_state c = {0};
 	bool ok = read_and_plan(&c, o, err, errlen) && open_weights(&c, o, err, errlen) &&
-		  declare_buffers(&c, err, errlen) && lower_entries(&c, err, errlen) &&
+		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen) &&
 		  write_bundle(&c, o->out_path, err, errlen);
 	compile_free(&c);
 	return ok;

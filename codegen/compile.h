@@ -16,6 +16,10 @@ typedef struct {
 	halo_dtype matrix_dtype;  /* f32 or f16 for rank >= 2 weights */
 	bool random_weights;
 	uint64_t seed;
+	/* A bundle for the CPU reference backend only, without SPIR-V kernels:
+	 * an op whose GPU kernel does not exist yet can still be run and tested.
+	 * The Vulkan backend refuses such a bundle. */
+	bool ref_only;
 } cg_compile_options;
 
 /* Returns false with a message naming the file and what was wrong; nothing

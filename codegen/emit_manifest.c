@@ -153,6 +153,11 @@ char *cg_emit_manifest(const halo_manifest *m)
 	json_object *root = json_object_new_object();
 	put(root, "format", i64(1));
 	put(root, "model", json_object_new_string(m->model));
+	json_object *targets = json_object_new_array();
+	json_object_array_add(targets, json_object_new_string("ref"));
+	if (m->has_vulkan)
+		json_object_array_add(targets, json_object_new_string("vulkan"));
+	put(root, "targets", targets);
 	put(root, "vocab", i64(m->vocab));
 	put(root, "n_ctx", i64(m->n_ctx));
 	put(root, "state_bytes", i64((int64_t)m->state_bytes));

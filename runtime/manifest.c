@@ -239,12 +239,13 @@ static bool parse_fused(mctx *c, json_object *o, const char *path, int n_operand
 	return parse_attrs(c, o, path, f->attr, &f->n_attr);
 }
 
+/* n_kernels < 0: a bundle without Vulkan kernels, where every kernel is -1. */
 static bool parse_dispatch(mctx *c, json_object *o, const char *path, int n_kernels, halo_dispatch *d)
 {
 	int64_t op, kernel, n_in, n_extra, n_out;
 	d->node = get_str(c, o, path, "node");
 	if (!d->node || !get_i64(c, o, path, "op", 0, 1000, &op) ||
-	    !get_i64(c, o, path, "kernel", 0, n_kernels - 1, &kernel) ||
+	    !get_i64(c, o, path, "kernel", n_kernels < 0 ? -1 : 0, n_kernels < 0 ? -1 : n_kernels - 1, &kernel) ||
 	    !get_i64(c, o, path, "n_in", 0, HALO_MAX_OPERANDS, &n_in) ||
 	    !get_i64(c, o, path, "n_extra", 0, HALO_MAX_OPERANDS, &n_extra) ||
 	    !get_i64(c, o, path, "n_out", 0, HALO_MAX_OPERANDS, &n_out))
@@ -336,6 +337,25 @@ static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_b
 		}
 	}
 	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path);
+}
+
+/* "targets": ["ref"] or ["ref", "vulkan"]. */
+static bool parse_targets(mctx *c, json_object *root, bool *has_vulkan)
+{
+	size_t n;
+	json_object *t = get_array(c, root, "root", "targets", 2, &n);
+	if (!t)
+		return false;
+	*has_vulkan = false;
+	for (size_t i = 0; i < n; i++) {
+		json_object *v = json_object_array_get_idx(t, i);
+		const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		if (strcmp(s, "vulkan") == 0)
+			*has_vulkan = true;
+		else if (strcmp(s, "ref") != 0)
+			return fail(c, "targets", "unknown target '%s' (ref or vulkan)", s);
+	}
+	return true;
 }
 
 static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state, uint64_t limit,
@@ -437,13 +457,16 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 	    !get_i64(&c, root, "root", "state_bytes", 0, INT64_MAX, &sb))
 		goto out;
 	m->state_bytes = (uint64_t)sb;
+	if (!parse_targets(&c, root, &m->has_vulkan))
+		goto out;
 	PARSE_LIST("weights", 1 << 20, n_weights, weights,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
 	PARSE_LIST("states", 1 << 16, n_states, states,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
 	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels, parse_kernel(&c, json_object_array_get_idx(a_, i), &m->kernels[i]));
 	PARSE_LIST("entries", 64, n_entries, entries,
-		   parse_entry(&c, json_object_array_get_idx(a_, i), m->n_kernels, m->state_bytes, &m->entries[i]));
+		   parse_entry(&c, json_object_array_get_idx(a_, i), m->has_vulkan ? m->n_kernels : -1, m->state_bytes,
+			       &m->entries[i]));
 out:
 	json_object_put(root);
 	if (c.failed) {

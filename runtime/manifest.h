@@ -67,7 +67,7 @@ typedef struct {
 	halo_tensor_ref operand[HALO_MAX_OPERANDS];
 	int n_fused;
 	halo_fused_op fused[HALO_MAX_FUSED];
-	int kernel;      /* index into kernels */
+	int kernel;      /* index into kernels; -1 in a bundle without Vulkan kernels */
 	halo_grid_dim groups[3];
 	bool barrier;    /* wait for all earlier dispatches before this one */
 } halo_dispatch;
@@ -107,6 +107,7 @@ typedef struct {
 
 typedef struct {
 	char *model;
+	bool has_vulkan; /* "targets" lists vulkan: every dispatch names a kernel */
 	int64_t vocab;
 	int64_t n_ctx;
 	int n_weights;

@@ -153,6 +153,12 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 		return NULL;
 	}
 	b->manifest = load->manifest;
+	if (!b->manifest->has_vulkan) {
+		snprintf(err, errlen, "vulkan backend: the bundle was compiled without Vulkan kernels (halo compile "
+				      "--targets ref); run it with --backend ref or recompile it");
+		free(b);
+		return NULL;
+	}
 	vk_ctx_options opt = {.validation = load->validation, .device_index = load->device};
 	vk_error e;
 	if (!vk_ctx_create(&opt, &b->ctx, &e)) {

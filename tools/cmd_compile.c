@@ -10,7 +10,7 @@
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--random-weights SEED] -o OUT.halo\n"
+	      "                    [--random-weights SEED] [--targets ref|ref,vulkan] -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
 	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
@@ -24,13 +24,15 @@ static void compile_usage(FILE *out)
 	      "  --dtype f32|f16        storage type of matrix weights (default f32)\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
+	      "  --targets LIST         backends to build for: ref,vulkan (default) or ref (no GPU\n"
+	      "                         kernels: ops without one yet still run on --backend ref)\n"
 	      "  -o, --output FILE      the bundle to write\n"
 	      "  -h, --help             this text\n",
 	      out);
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *seed, *out;
+	const char *hf, *model, *dtype, *seed, *out, *targets;
 	bool help;
 } compile_args;
 
@@ -45,6 +47,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
 			continue;
@@ -63,6 +66,9 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->hf_dir = a->hf;
 	o->out_path = a->out;
 	o->matrix_dtype = HALO_F32;
+	o->ref_only = a->targets && strcmp(a->targets, "ref") == 0;
+	if (a->targets && !o->ref_only && strcmp(a->targets, "ref,vulkan") != 0)
+		return cli_usage_error("compile", "--targets is ref or ref,vulkan, not '%s'", a->targets);
 	if (a->dtype && strcmp(a->dtype, "f16") == 0)
 		o->matrix_dtype = HALO_F16;
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)

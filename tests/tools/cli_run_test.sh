@@ -66,6 +66,14 @@ run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 2
 [ "$(run_sampled 5)" = "$(run_sampled 5)" ] || fail "same seed, different tokens"
 [ "$(run_sampled 5)" != "$(run_sampled 6)" ] || fail "seeds 5 and 6 gave the same 24 sampled tokens"
 
+# A bundle for the reference backend only: runs there, refused by Vulkan.
+expect 2 "--targets is ref or ref,vulkan" compile --hf "$fix" --targets gpu -o "$work/r.halo"
+expect 0 "wrote" compile --hf "$fix" --targets ref -o "$work/r.halo"
+[ "$("$halo" run "$work/r.halo" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" = \
+  "$("$halo" run "$bundle" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" ] ||
+	fail "a --targets ref bundle generates other tokens"
+expect 1 "compiled without Vulkan kernels" run "$work/r.halo" --backend vulkan --tokens 1
+
 # Refused bundles: truncated, corrupted, wrong magic.
 head -c 1000 "$bundle" >"$work/trunc.halo"
 expect 1 "trunc.halo" run "$work/trunc.halo" --backend ref --tokens 1
