@@ -34,9 +34,10 @@ typedef struct {
 	/* Zeroes every state buffer. */
 	bool (*state_clear)(halo_backend_session *s, char *err, size_t errlen);
 	/* Runs one entry for T tokens at position pos; writes the entry's output
-	 * (logits rows) into out. */
+	 * (logits rows) into out. With dispatch_ns (profiling), adds each
+	 * dispatch's time in nanoseconds to dispatch_ns[i]. */
 	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		    float *out, char *err, size_t errlen);
+		    float *out, double *dispatch_ns, char *err, size_t errlen);
 	int (*validation_messages)(const halo_backend *b);
 	/* A buffer the size of the session's state, and copies into and out of
 	 * it that stay on the device. */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct halo_model halo_model;
 typedef struct halo_session halo_session;
@@ -48,6 +49,14 @@ bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens
  * position's logits; last (nullable, [vocab]) the final position's. */
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen);
+
+/* Profiling: while on, every step times each dispatch (GPU timestamps on
+ * Vulkan, wall clock on ref; a profiled step runs a separately recorded
+ * command buffer, so turning it on does not change unprofiled steps). */
+bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errlen);
+/* Prints the `top` kernels (Vulkan: by kernel signature; ref: by op) by
+ * total time over the profiled steps, with their share and call counts. */
+void halo_session_profile_report(const halo_session *s, FILE *out, int top);
 
 /* A snapshot of one session's whole state (every state buffer: KV, conv,
  * SSM, ...) and its position, held by the backend (device memory on Vulkan:

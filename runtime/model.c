@@ -21,6 +21,8 @@ struct halo_session {
 	int64_t pos;
 	float *rows; /* [t_max, vocab] output of one step */
 	int64_t rows_cap;
+	double **prof_ns; /* while profiling: [entry][dispatch] accumulated time */
+	int64_t *prof_steps;
 };
 
 static const void *section(halo_model *m, const char *name, uint64_t *size, char *err, size_t errlen)
@@ -128,6 +130,7 @@ void halo_session_free(halo_session *s)
 		return;
 	if (s->bs)
 		s->model->ops->session_destroy(s->bs);
+	halo_session_set_profiling(s, false, NULL, 0);
 	free(s->rows);
 	free(s);
 }
@@ -169,8 +172,12 @@ bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens,
 			return false;
 		}
 	}
-	if (!s->model->ops->run(s->bs, e, n, s->pos, tokens, s->rows, err, errlen))
+	int ei = (int)(e - man->entries);
+	if (!s->model->ops->run(s->bs, e, n, s->pos, tokens, s->rows, s->prof_ns ? s->prof_ns[ei] : NULL, err,
+				errlen))
 		return false;
+	if (s->prof_ns)
+		s->prof_steps[ei]++;
 	s->pos += n;
 	size_t row = (size_t)man->vocab;
 	if (e->logits_all)
@@ -272,4 +279,94 @@ bool halo_session_restore(halo_session *s, const halo_checkpoint *c, char *err, 
 		return false;
 	s->pos = c->pos;
 	return true;
+}
+
+bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errlen)
+{
+	const halo_manifest *m = s->model->manifest;
+	if (!on || s->prof_ns) {
+		for (int i = 0; !on && s->prof_ns && i < m->n_entries; i++)
+			free(s->prof_ns[i]);
+		if (!on) {
+			free(s->prof_ns);
+			free(s->prof_steps);
+			s->prof_ns = NULL;
+			s->prof_steps = NULL;
+		}
+		return true;
+	}
+	s->prof_ns = calloc((size_t)m->n_entries, sizeof(*s->prof_ns));
+	s->prof_steps = calloc((size_t)m->n_entries, sizeof(*s->prof_steps));
+	bool ok = s->prof_ns && s->prof_steps;
+	for (int i = 0; ok && i < m->n_entries; i++)
+		ok = (s->prof_ns[i] = calloc((size_t)m->entries[i].n_dispatch + 1, sizeof(double))) != NULL;
+	if (!ok) {
+		halo_session_set_profiling(s, false, NULL, 0);
+		snprintf(err, errlen, "out of memory");
+	}
+	return ok;
+}
+
+static const char *const op_names[] = {
+#define IR_OP(id, name) name,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+typedef struct {
+	const char *name;
+	double ns;
+	int64_t calls;
+} prof_row;
+
+static int by_time_desc(const void *a, const void *b)
+{
+	const prof_row *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The name dispatch d is grouped under: its kernel, else its op. */
+static const char *prof_name(const halo_manifest *m, const halo_dispatch *d)
+{
+	if (d->kernel >= 0)
+		return m->kernels[d->kernel].signature;
+	return (size_t)d->op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[d->op] : "?";
+}
+
+void halo_session_profile_report(const halo_session *s, FILE *out, int top)
+{
+	const halo_manifest *m = s->model->manifest;
+	if (!s->prof_ns)
+		return;
+	int cap = 0, n = 0;
+	for (int i = 0; i < m->n_entries; i++)
+		cap += m->entries[i].n_dispatch;
+	prof_row *rows = calloc((size_t)cap + 1, sizeof(*rows));
+	double total = 0;
+	for (int i = 0; rows && i < m->n_entries; i++) {
+		for (int j = 0; s->prof_steps[i] && j < m->entries[i].n_dispatch; j++) {
+			const char *name = prof_name(m, &m->entries[i].dispatch[j]);
+			int r = 0;
+			while (r < n && strcmp(rows[r].name, name) != 0)
+				r++;
+			if (r == n)
+				rows[n++].name = name;
+			rows[r].ns += s->prof_ns[i][j];
+			rows[r].calls += s->prof_steps[i];
+			total += s->prof_ns[i][j];
+		}
+	}
+	if (!rows || total <= 0) {
+		free(rows);
+		return;
+	}
+	qsort(rows, (size_t)n, sizeof(*rows), by_time_desc);
+	fprintf(out, "profile: %.3f ms in dispatches over the profiled steps; top %d of %d kernels\n", total / 1e6,
+		top < n ? top : n, n);
+	for (int r = 0; r < n && r < top; r++)
+		fprintf(out, "  %5.1f%% %10.3f ms %7lld calls  %s\n", 100.0 * rows[r].ns / total, rows[r].ns / 1e6,
+			(long long)rows[r].calls, rows[r].name);
+	free(rows);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/backend.h"
 #include "runtime/ref/half.h"
@@ -155,13 +156,24 @@ static void *resolve(void *ctx, const halo_tensor_ref *t)
 	return s->act + t->offset;
 }
 
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 static bool ref_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		    float *out, char *err, size_t errlen)
+		    float *out, double *dispatch_ns, char *err, size_t errlen)
 {
 	memcpy(s->act + e->input.t.offset, tokens, (size_t)T * sizeof(int32_t));
-	for (int i = 0; i < e->n_dispatch; i++)
+	for (int i = 0; i < e->n_dispatch; i++) {
+		double t0 = dispatch_ns ? now_ns() : 0;
 		if (!ref_exec_dispatch(&e->dispatch[i], T, pos, resolve, s, err, errlen))
 			return false;
+		if (dispatch_ns)
+			dispatch_ns[i] += now_ns() - t0;
+	}
 	memcpy(out, s->act + e->output.t.offset, halo_tensor_bytes(&e->output.t, T));
 	return true;
 }

@@ -37,11 +37,14 @@ struct halo_backend {
 	vk_pipeline *pipelines; /* one per manifest kernel */
 };
 
-/* One recorded replay of an entry for one token count. */
+/* One recorded replay of an entry for one token count; a profiled one also
+ * writes a timestamp after every dispatch (slot i + 1 after dispatch i). */
 typedef struct {
 	const halo_entry *entry;
 	int64_t T;
+	bool profiled;
 	vk_cmd cmd;
+	vk_timer timer;
 } recording;
 
 /* Layout of the mapped staging buffer `io`. */
@@ -259,8 +262,10 @@ static void vk_session_destroy(halo_backend_session *s)
 	if (!s)
 		return;
 	vk_ctx *ctx = s->b->ctx;
-	for (int i = 0; i < s->n_rec; i++)
+	for (int i = 0; i < s->n_rec; i++) {
 		vk_cmd_destroy(ctx, &s->rec[i].cmd);
+		vk_timer_destroy(ctx, &s->rec[i].timer);
+	}
 	free(s->rec);
 	for (int i = 0; s->sets && i < s->b->manifest->n_entries; i++)
 		free(s->sets[i]);
@@ -335,13 +340,18 @@ static int entry_index(const halo_manifest *m, const halo_entry *e)
 	return (int)(e - m->entries);
 }
 
-static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, recording *r, char *err, size_t errlen)
+static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, recording *r, char *err,
+		   size_t errlen)
 {
 	vk_error ve;
 	r->entry = e;
 	r->T = T;
-	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve))
+	r->profiled = profiled;
+	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve) ||
+	    (profiled && !vk_timer_create(s->b->ctx, (uint32_t)e->n_dispatch + 1, &r->timer, &ve)))
 		return vk_to_err(&ve, err, errlen);
+	if (profiled)
+		vk_cmd_timer_reset(&r->cmd, &r->timer);
 	int ei = entry_index(s->b->manifest, e);
 	uint32_t push[1] = {(uint32_t)T};
 	/* Inputs in; everything before (the previous step) finished first. */
@@ -349,6 +359,8 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, reco
 	vk_cmd_copy(&r->cmd, &s->io, IO_STEP, &s->step, 0, 16);
 	vk_cmd_copy(&r->cmd, &s->io, IO_TOKENS, &s->act, e->input.t.offset, (uint64_t)T * sizeof(int32_t));
 	vk_cmd_barrier_all(&r->cmd);
+	if (profiled)
+		vk_cmd_timestamp(&r->cmd, &r->timer, 0);
 	for (int i = 0; i < e->n_dispatch; i++) {
 		const halo_dispatch *d = &e->dispatch[i];
 		if (d->barrier && i > 0) /* dispatch 0's barrier is the one above */
@@ -356,6 +368,8 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, reco
 		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[d->kernel], s->sets[ei][i], push,
 				halo_grid_eval(d->groups[0], T), halo_grid_eval(d->groups[1], T),
 				halo_grid_eval(d->groups[2], T));
+		if (profiled)
+			vk_cmd_timestamp(&r->cmd, &r->timer, (uint32_t)i + 1);
 	}
 	/* Logits out, visible to the host after the fence. */
 	vk_cmd_barrier_all(&r->cmd);
@@ -364,10 +378,11 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, reco
 	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
 }
 
-static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, char *err, size_t errlen)
+static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, char *err,
+				 size_t errlen)
 {
 	for (int i = 0; i < s->n_rec; i++)
-		if (s->rec[i].entry == e && s->rec[i].T == T)
+		if (s->rec[i].entry == e && s->rec[i].T == T && s->rec[i].profiled == profiled)
 			return &s->rec[i];
 	recording *grown = realloc(s->rec, (size_t)(s->n_rec + 1) * sizeof(*s->rec));
 	if (!grown) {
@@ -377,18 +392,33 @@ static recording *find_recording(halo_backend_session *s, const halo_entry *e, i
 	s->rec = grown;
 	recording *r = &s->rec[s->n_rec];
 	memset(r, 0, sizeof(*r));
-	if (!record(s, e, T, r, err, errlen)) {
+	if (!record(s, e, T, profiled, r, err, errlen)) {
 		vk_cmd_destroy(s->b->ctx, &r->cmd);
+		vk_timer_destroy(s->b->ctx, &r->timer);
 		return NULL;
 	}
 	s->n_rec++;
 	return r;
 }
 
-static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		   float *out, char *err, size_t errlen)
+/* Bottom-of-pipe timestamps: dispatch i's share is the time between the
+ * completion of everything before it and its own completion. */
+static bool add_dispatch_times(vk_ctx *ctx, const recording *r, double *dispatch_ns, char *err, size_t errlen)
 {
-	recording *r = find_recording(s, e, T, err, errlen);
+	vk_error ve;
+	for (int i = 0; i < r->entry->n_dispatch; i++) {
+		double ns;
+		if (!vk_timer_elapsed_ns(ctx, &r->timer, (uint32_t)i, (uint32_t)i + 1, &ns, &ve))
+			return vk_to_err(&ve, err, errlen);
+		dispatch_ns[i] += ns;
+	}
+	return true;
+}
+
+static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
+		   float *out, double *dispatch_ns, char *err, size_t errlen)
+{
+	recording *r = find_recording(s, e, T, dispatch_ns != NULL, err, errlen);
 	if (!r)
 		return false;
 	uint8_t *io = s->io.mapped;
@@ -399,7 +429,7 @@ static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int6
 	if (!vk_cmd_submit_wait(s->b->ctx, &r->cmd, &ve))
 		return vk_to_err(&ve, err, errlen);
 	memcpy(out, io + s->io_logits, halo_tensor_bytes(&e->output.t, T));
-	return true;
+	return !dispatch_ns || add_dispatch_times(s->b->ctx, r, dispatch_ns, err, errlen);
 }
 
 /* Save and restore are each one device-to-device copy, recorded once. */

@@ -14,7 +14,7 @@ static void run_usage(FILE *out)
 {
 	fputs("usage: halo run BUNDLE.halo --tokens ID,ID,... [--n-predict N] [--backend ref|vulkan]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-	      "                [--logits-out FILE] [--validate]\n"
+	      "                [--logits-out FILE] [--validate] [--profile]\n"
 	      "\n"
 	      "Runs the prompt through the bundle's prefill entry, then generates N tokens with\n"
 	      "its decode entry. Prints the generated ids on stdout, statistics on stderr.\n"
@@ -31,13 +31,15 @@ static void run_usage(FILE *out)
 	      "  --logits-out FILE    write the logits of every prompt position: little-endian\n"
 	      "                       f32 [prompt_len, vocab]\n"
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
+	      "  --profile            time every dispatch of the generated tokens; print the\n"
+	      "                       ten costliest kernels on stderr\n"
 	      "  -h, --help           this text\n",
 	      out);
 }
 
 typedef struct {
 	const char *bundle, *tokens, *n_predict, *backend, *device, *temp, *top_k, *top_p, *seed, *logits_out;
-	bool validate, help;
+	bool validate, profile, help;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -49,6 +51,8 @@ static int parse_args(int argc, char **argv, run_args *a)
 			a->help = true;
 		else if (strcmp(s, "--validate") == 0)
 			a->validate = true;
+		else if (strcmp(s, "--profile") == 0)
+			a->profile = true;
 		else if (cli_take_value("run", argc, argv, &i, "--tokens", &a->tokens, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--n-predict", &a->n_predict, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--backend", &a->backend, &rc) ||
@@ -195,6 +199,9 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 		return false;
 	halo_rng rng;
 	halo_rng_seed(&rng, c->seed);
+	/* Decode only: the prompt's own timing is in the stats line. */
+	if (a->profile && !halo_session_set_profiling(r->session, true, err, errlen))
+		return false;
 	for (int64_t i = 0; i < c->n_predict; i++) {
 		int32_t next = halo_sample(&c->sampling, row, vocab, &rng, r->probs, r->scratch);
 		printf("%s%d", i ? " " : "", next);
@@ -206,6 +213,8 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 	fprintf(stderr, "halo run: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld in %.3f s (%.2f t/s)\n",
 		(long long)n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), (long long)c->n_predict, t2 - t1,
 		(double)c->n_predict / (t2 - t1));
+	if (a->profile)
+		halo_session_profile_report(r->session, stderr, 10);
 	if (c->open.validation && halo_model_validation_messages(r->model)) {
 		snprintf(err, errlen, "%d Vulkan validation message(s)", halo_model_validation_messages(r->model));
 		return false;

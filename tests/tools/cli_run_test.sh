@@ -61,6 +61,10 @@ expect 1 "no such file\|cannot open\|No such file" run "$work/missing.halo" --ba
 [ "$(wc -l <"$out")" -eq 1 ] && [ "$(wc -w <"$out")" -eq 5 ] || fail "stdout is not one line of 5 ids: $(cat "$out")"
 [ "$(stat -c %s "$work/l.f32")" -eq $((48 * 256 * 4)) ] || fail "--logits-out size $(stat -c %s "$work/l.f32")"
 
+# Profiles: per-kernel time on both backends, validation on for Vulkan.
+expect 0 "profile: .* ms in dispatches" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 4 --profile
+expect 0 "matvec K=64" run "$bundle" --backend vulkan --validate --tokens 1,2,3 --n-predict 4 --profile
+
 # Sampling: the same seed gives the same tokens; another seed, other tokens.
 run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 24 --temp 1.5 --top-k 50 --seed "$1" 2>/dev/null; }
 [ "$(run_sampled 5)" = "$(run_sampled 5)" ] || fail "same seed, different tokens"
