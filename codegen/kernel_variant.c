@@ -757,27 +757,81 @@ static bool build_conv1d(kv_build *b)
 	return true;
 }
 
+/* gated_delta_rule_chunked.comp: tokens per chunk and lanes per value column. */
+#define KV_GDR_CHUNK 64
+#define KV_GDR_ROWS 8
+/* Its default value columns per workgroup, halved until the shared memory fits. */
+#define KV_GDR_CHUNK_COLS 16
+
+/* Shared bytes of the chunked kernel with ls columns: the state slice
+ * [dk][ls], the chunk matrix [64][64], delta [64][ls], five per-token vectors. */
+static uint64_t gdr_chunked_shared(int64_t dk, uint32_t ls)
+{
+	return 4u * ((uint64_t)dk * ls + KV_GDR_CHUNK * KV_GDR_CHUNK + (uint64_t)KV_GDR_CHUNK * ls +
+		     5u * KV_GDR_CHUNK);
+}
+
+/* The chunked kernel's columns per workgroup: the tile's `local` if set and
+ * it fits, else the widest power of two up to KV_GDR_CHUNK_COLS that fits. */
+static bool gdr_chunked_cols(kv_build *b, int64_t dk, uint32_t *out)
+{
+	uint32_t ls = b->d->tiles.local;
+	*out = ls;
+	if (ls) {
+		if (!is_pow2(ls) || ls * KV_GDR_ROWS > KV_MAX_LANES)
+			return fail(b, "local size %u is not a power of two <= %d", ls,
+				    KV_MAX_LANES / KV_GDR_ROWS);
+	} else {
+		for (ls = KV_GDR_CHUNK_COLS; ls > 1 && gdr_chunked_shared(dk, ls) > KV_SHARED_LIMIT;)
+			ls /= 2;
+		*out = ls;
+	}
+	if (gdr_chunked_shared(dk, ls) > KV_SHARED_LIMIT)
+		return fail(b, "key dim %" PRId64 " with %u value columns per workgroup needs more than"
+			    " %d bytes of shared memory", dk, ls, KV_SHARED_LIMIT);
+	return true;
+}
+
+/* Decode (t_max <= KV_MATVEC_MAX_T) runs the recurrent kernel, which is batch
+ * invariant; prefill runs the chunked one, whose sums are grouped by chunk.
+ * Sets *ls and *rows (lanes per column) and the template name. */
+static bool gdr_pick(kv_build *b, int64_t dk, uint32_t *ls, uint32_t *rows)
+{
+	if (b->d->t_max <= KV_MATVEC_MAX_T) {
+		*rows = 1;
+		if (!lanes_1d(b, 64, ls))
+			return false;
+		if ((uint64_t)dk * 2u * 4u > KV_SHARED_LIMIT)
+			return fail(b, "key dim %" PRId64 " needs more than %d bytes of shared memory",
+				    dk, KV_SHARED_LIMIT);
+		b->k->template_name = "gated_delta_rule.comp";
+		return true;
+	}
+	*rows = KV_GDR_ROWS;
+	b->k->template_name = "gated_delta_rule_chunked.comp";
+	return gdr_chunked_cols(b, dk, ls);
+}
+
 static bool build_gdr(kv_build *b)
 {
 	const kv_desc *d = b->d;
 	int64_t hk = d->u.gdr.hk, hv = d->u.gdr.hv, dk = d->u.gdr.dk, dv = d->u.gdr.dv;
-	uint32_t ls;
+	uint32_t ls = 0, rows = 1;
 	if (!check_index(b, "hk", hk) || !check_index(b, "hv", hv) || !check_index(b, "dk", dk) ||
 	    !check_index(b, "dv", dv) || !check_index(b, "hv*dk*dv", hv * dk * dv) ||
 	    !check_index(b, "T*hk*dk", d->t_max * hk * dk) ||
-	    !check_index(b, "T*hv*dv", d->t_max * hv * dv) || !lanes_1d(b, 64, &ls))
+	    !check_index(b, "T*hv*dv", d->t_max * hv * dv))
 		return false;
 	if (hv % hk)
 		return fail(b, "%" PRId64 " value heads are not a multiple of %" PRId64 " key heads", hv,
 			    hk);
-	if ((uint64_t)dk * 2u * 4u > KV_SHARED_LIMIT)
-		return fail(b, "key dim %" PRId64 " needs more than %d bytes of shared memory", dk,
-			    KV_SHARED_LIMIT);
 	if (!isfinite(d->u.gdr.scale))
 		return fail(b, "scale is not finite");
-	b->k->template_name = "gated_delta_rule.comp";
-	sb_printf(&b->sig, "gated_delta_rule hk=%" PRId64 " hv=%" PRId64 " dk=%" PRId64 " dv=%" PRId64
-		  " scale=%.9g", hk, hv, dk, dv, (double)d->u.gdr.scale);
+	if (!gdr_pick(b, dk, &ls, &rows))
+		return false;
+	sb_printf(&b->sig, "%s hk=%" PRId64 " hv=%" PRId64 " dk=%" PRId64 " dv=%" PRId64
+		  " scale=%.9g", rows > 1 ? "gated_delta_rule_chunked" : "gated_delta_rule", hk, hv,
+		  dk, dv, (double)d->u.gdr.scale);
 	def_uint(b, "HK", hk);
 	def_uint(b, "HV", hv);
 	def_uint(b, "DK", dk);
@@ -794,10 +848,12 @@ static bool build_gdr(kv_build *b)
 		return false;
 	bind(b, "B_O");
 	bind(b, "B_SO");
-	set_local(b, ls, 1);
+	set_local(b, ls, rows);
 	set_grid(b, 0, 0, dv, ls);
 	set_grid(b, 1, 0, hv, 1);
 	sb_printf(&b->sig, " tile=ls%u", ls);
+	if (rows > 1)
+		sb_printf(&b->sig, "x%u", rows);
 	return true;
 }
 

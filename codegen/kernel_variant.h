@@ -52,7 +52,8 @@ typedef struct {
 /* Tile parameters; 0 picks the default (in parentheses). Power-of-two sizes.
  * matvec: local (64) lanes, cols (2) output columns per workgroup.
  * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
- * gated_delta_rule: local (64) value columns per workgroup.
+ * gated_delta_rule: local value columns per workgroup (recurrent: 64; chunked: the
+ * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
@@ -88,7 +89,8 @@ typedef struct {
 		 * dtype wtype; new_state must not alias state (rows are copied in parallel) */
 		struct { int64_t C, K; bool silu; } conv1d;
 		/* (q, k [T,hk,dk], v [T,hv,dv], g, beta [T,hv], S [hv,dk,dv]) -> (o [T,hv,dv],
-		 * S' [hv,dk,dv]); S' must not alias S. Recurrent form for every T. */
+		 * S' [hv,dk,dv]); S' must not alias S. Recurrent kernel for t_max <= KV_MATVEC_MAX_T,
+		 * chunked (64 tokens) above. */
 		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
 		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]) ->
 		 * (ids[T,k] i32, w[T,k]), N = E experts, norm = the norm_topk attr */

@@ -52,7 +52,7 @@ static void expect_grid(const kv_desc *d, const char *tmpl, const uint32_t g1[3]
 
 static kv_desc gdr_desc(int64_t hk, int64_t hv)
 {
-	kv_desc d = {.op = IR_OP_GATED_DELTA_RULE, .t_max = 64};
+	kv_desc d = {.op = IR_OP_GATED_DELTA_RULE, .t_max = 8};
 	d.u.gdr.hk = hk;
 	d.u.gdr.hv = hv;
 	d.u.gdr.dk = 16;
@@ -99,6 +99,9 @@ static void test_grids(void)
 	expect_grid(&c, "conv1d_causal.comp", (uint32_t[]){2, 4, 1}, (uint32_t[]){2, 40, 1});
 	kv_desc g = gdr_desc(2, 4);
 	expect_grid(&g, "gated_delta_rule.comp", (uint32_t[]){3, 4, 1}, (uint32_t[]){3, 4, 1});
+	kv_desc gc = gdr_desc(2, 4); /* prefill: the chunked kernel, 16 value columns per workgroup */
+	gc.t_max = 64;
+	expect_grid(&gc, "gated_delta_rule_chunked.comp", (uint32_t[]){9, 4, 1}, (uint32_t[]){9, 4, 1});
 	kv_desc r = topk_desc(IR_OP_MOE_ROUTE, 64, 8);
 	r.u.topk.norm = true;
 	expect_grid(&r, "topk.comp", (uint32_t[]){1, 1, 1}, (uint32_t[]){37, 1, 1});
