@@ -38,6 +38,17 @@ static const ir_attr_schema a_conv[] = {
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
 static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
 static const ir_attr_schema a_moe_route[] = {REQ_INT("k", 1, BIG), DEF_INT("norm_topk", 1, 0, 1)};
+static const ir_attr_schema a_reduce[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
+static const ir_attr_schema a_signed_sqrt[] = {DEF_FLOAT("eps", 1e-6)};
+static const ir_attr_schema a_ngram[] = {REQ_INT("ngram", 2, 16),	  REQ_INT("heads_per_ngram", 1, 64),
+					 REQ_INT("eos", 0, BIG),	  REQ_INT("vocab", 1, BIG),
+					 REQ_INT("seed", 0, BIG),	  DEF_INT("layer_index", 0, 0, BIG),
+					 REQ_INT("table_base", 2, BIG)};
+static const ir_attr_schema a_conv_dilated[] = {
+	REQ_INT("dilation", 1, BIG),
+	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
+static const ir_attr_schema a_qsa_select[] = {REQ_INT("block", 1, BIG), REQ_INT("top_blocks", 1, BIG),
+					      REQ_FLOAT("base"), REQ_INT("rot_dim", 2, BIG), REQ_FLOAT("eps")};
 
 /* ---- shape rules ------------------------------------------------------------ */
 
@@ -570,6 +581,92 @@ static bool infer_argmax(infer_ctx *c)
 	return true;
 }
 
+/* reduce_mean: x with the axis removed; the axis must be a constant dim. */
+static bool infer_reduce_mean(infer_ctx *c)
+{
+	const ir_shape *x = in_shape(c, 0);
+	int64_t axis = ir_node_attr_int(c->n, "axis", -1);
+	char d[192];
+	if (!need_rank_at_least(c, 0, 2) || !need_float(c, 0))
+		return false;
+	if (axis < 0 || axis >= x->rank)
+		return fail(c, "axis %lld out of range: %s", (long long)axis, desc(c, 0, d, sizeof(d)));
+	if (!need_const_dim(c, 0, (int)axis))
+		return false;
+	ir_shape y = {.rank = x->rank - 1};
+	for (int i = 0, j = 0; i < x->rank; i++)
+		if (i != axis)
+			y.dim[j++] = x->dim[i];
+	c->os[0] = y;
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* ngram_embed: table[R,dP], ids[T] i32, hist[N-1] -> [T, heads*dP], hist'. */
+static bool infer_ngram_embed(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0) || !need_const_dim(c, 0, 1) || !need_rank(c, 1, 1) ||
+	    !need_i32(c, 1) || !need_rank(c, 2, 1) || !need_float(c, 2) || !need_const_dim(c, 2, 0))
+		return false;
+	int64_t n = ir_node_attr_int(c->n, "ngram", 2), hpn = ir_node_attr_int(c->n, "heads_per_ngram", 1);
+	char d[192];
+	if (in_shape(c, 2)->dim[0].c != n - 1)
+		return fail(c, "the history holds ngram - 1 = %lld ids: %s", (long long)(n - 1), desc(c, 2, d, sizeof(d)));
+	int64_t width;
+	if (__builtin_mul_overflow((n - 1) * hpn, in_shape(c, 0)->dim[1].c, &width))
+		return fail(c, "embedding width overflows");
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 1)->dim[0], ir_dim_const(width)});
+	c->os[1] = *in_shape(c, 2);
+	c->ot[0] = in_dtype(c, 0);
+	c->ot[1] = in_dtype(c, 2);
+	return true;
+}
+
+static bool infer_conv1d_dilated(infer_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, 2) || !need_float(c, i))
+			return false;
+	if (!need_dim_eq(c, 0, 1, 1, 1, "channels of x and state") || !need_dim_eq(c, 0, 1, 2, 0, "channels of x and w") ||
+	    !need_const_dim(c, 2, 1) || !need_const_dim(c, 1, 0))
+		return false;
+	int64_t K = in_shape(c, 2)->dim[1].c, rows = in_shape(c, 1)->dim[0].c;
+	int64_t dil = ir_node_attr_int(c->n, "dilation", 1);
+	char d1[192], d2[192];
+	if (K < 1 || rows != (K - 1) * dil)
+		return fail(c, "state rows must be (kernel size - 1) * dilation %lld: %s, %s", (long long)dil,
+			    desc(c, 1, d1, sizeof(d1)), desc(c, 2, d2, sizeof(d2)));
+	c->os[0] = *in_shape(c, 0);
+	c->os[1] = *in_shape(c, 1);
+	c->ot[0] = c->ot[1] = in_dtype(c, 0);
+	return true;
+}
+
+/* qsa_select: q[T,h,d], keys[C,d], k_norm[d] -> mask[T,C]. */
+static bool infer_qsa_select(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 3) || !need_rank(c, 1, 2) || !need_rank(c, 2, 1) || !need_float(c, 0) ||
+	    !need_float(c, 1) || !need_float(c, 2) || !need_const_dim(c, 1, 0) ||
+	    !need_dim_eq(c, 0, 2, 1, 1, "head dims of q and keys") || !need_dim_eq(c, 1, 1, 2, 0, "dims of keys and k_norm"))
+		return false;
+	int64_t rot = ir_node_attr_int(c->n, "rot_dim", 2), dI = in_shape(c, 1)->dim[1].c;
+	char d[192];
+	if (rot % 2 || rot > dI)
+		return fail(c, "rot_dim %lld must be even and at most the head dim: %s", (long long)rot,
+			    desc(c, 1, d, sizeof(d)));
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 1)->dim[0]});
+	c->ot[0] = HALO_F32;
+	return true;
+}
+
+static bool infer_masked_attention(infer_ctx *c)
+{
+	if (!need_rank(c, 3, 2) || !need_float(c, 3) || !need_dim_eq(c, 0, 0, 3, 0, "token counts of q and mask") ||
+	    !need_dim_eq(c, 1, 0, 3, 1, "cache lengths of k and mask"))
+		return false;
+	return infer_attention(c);
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 typedef struct {
@@ -616,6 +713,14 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_MOE_ROUTE] = {{IR_OP_MOE_ROUTE, 1, 1, 2, PURE, ATTRS(a_moe_route)}, infer_moe_route},
 	[IR_OP_MOE_EXPERTS] = {{IR_OP_MOE_EXPERTS, 6, 6, 1, PURE, 0, NULL}, infer_moe_experts},
 	[IR_OP_ARGMAX] = {{IR_OP_ARGMAX, 1, 1, 1, PURE, 0, NULL}, infer_argmax},
+	[IR_OP_REDUCE_MEAN] = {{IR_OP_REDUCE_MEAN, 1, 1, 1, PURE, ATTRS(a_reduce)}, infer_reduce_mean},
+	/* not marked unary: no kernel generator knows it, so it must not be fused */
+	[IR_OP_SIGNED_SQRT] = {{IR_OP_SIGNED_SQRT, 1, 1, 1, PURE, ATTRS(a_signed_sqrt)}, infer_unary},
+	[IR_OP_NGRAM_EMBED] = {{IR_OP_NGRAM_EMBED, 3, 3, 2, PURE, ATTRS(a_ngram)}, infer_ngram_embed},
+	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE, ATTRS(a_conv_dilated)}, infer_conv1d_dilated},
+	[IR_OP_QSA_SELECT] = {{IR_OP_QSA_SELECT, 3, 3, 1, PURE, ATTRS(a_qsa_select)}, infer_qsa_select},
+	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
+				    infer_masked_attention},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

@@ -154,4 +154,68 @@ bool ref_moe_experts(const float *x, const int32_t *ids, const float *w, const f
 /* First index of the maximum of each row of x [T,N]. */
 void ref_argmax(const float *x, int32_t *ids, int64_t T, int64_t N);
 
+/* ---- Qwen4-Exp: reductions, PLE, QSA -------------------------------------------- */
+
+/* x viewed as [outer, n, inner] -> y [outer, inner], the mean over n (f64 sum). */
+void ref_reduce_mean(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
+
+/* y = sign(x) * sqrt(max(|x|, eps)), sign(0) = 0; y may alias x. */
+void ref_signed_sqrt(const float *x, float *y, int64_t n, float eps);
+
+/* x [T,C], state [(K-1)*dilation, C], w [C,K] -> y [T,C], new_state like state,
+ * over s = [state; x]: y[t,c] = act(sum_j w[c,j] * s[t + j*dilation, c]);
+ * new_state = the last (K-1)*dilation rows of s (may alias state). */
+void ref_conv1d_dilated(const float *x, const float *state, const float *w, float *y, float *new_state,
+			int64_t T, int64_t C, int64_t K, int64_t dilation, bool act_silu);
+
+/* The hashed n-gram embedding's configuration (ngram_embed attributes). */
+typedef struct {
+	int64_t ngram;		 /* N: orders 2..N, N-1 ids of history */
+	int64_t heads_per_ngram; /* heads per order; heads = (N-1) * heads_per_ngram */
+	int64_t eos;		 /* the token that restarts every window */
+	int64_t vocab;		 /* token vocabulary (bounds the multipliers) */
+	int64_t seed;		 /* hash seed */
+	int64_t layer_index;	 /* position of the layer among the PLE layers */
+	int64_t table_base;	 /* every head table has a prime size >= this */
+} ref_ngram_params;
+
+/* The N hash multipliers m[0..N-1] (odd, < INT64_MAX / vocab). */
+void ref_ngram_multipliers(const ref_ngram_params *p, int64_t *m);
+
+/* Per-head table sizes (primes) and row offsets, heads = (N-1)*heads_per_ngram entries each. */
+void ref_ngram_tables(const ref_ngram_params *p, int64_t *size, int64_t *offset);
+
+/* table [rows, dp], ids [T], hist [N-1] -> y [T, heads*dp], new_hist [N-1].
+ * hist holds the previous N-1 token ids, oldest first, as id + 1; 0 means
+ * "before the sequence" and counts as EOS, so a zeroed state is a fresh
+ * sequence. Head j of token t is table row (mix_n mod size_j) + offset_j with
+ * mix_n = XOR_{s<n} ctx_s * m_s, ctx_s the token s back unless an EOS lies in
+ * between (then EOS). False for an id outside [0,vocab) or a table too small. */
+bool ref_ngram_embed(const ref_ngram_params *p, const float *table, const int32_t *ids, const float *hist,
+		     float *y, float *new_hist, int64_t T, int64_t rows, int64_t dp, ref_error *err);
+
+/* qsa_select attributes. */
+typedef struct {
+	int64_t block;	    /* c: tokens per key block, blocks aligned to position 0 */
+	int64_t top_blocks; /* complete blocks kept per query */
+	int64_t rot_dim;    /* rope channels of the block keys */
+	float base;	    /* rope base */
+	float eps;	    /* block-key rms norm eps */
+} ref_qsa_params;
+
+/* q [T,h,d] (normed and rotated indexer queries), keys [C,d] (raw indexer keys
+ * of positions 0..pos+T-1), k_norm [d] -> mask [T,C] of 1/0. For query t at
+ * p = pos+t, block b < nb = (p+1)/c has key rope(rms_norm_(1+w)(mean of rows
+ * [bc, bc+c)), position bc) and score sum_h relu(q_h . key_b) / sqrt(d); the
+ * best min(top_blocks, nb) blocks (ties to the lower index) and the tail rows
+ * nb*c..p are 1. False when pos+T > C. */
+bool ref_qsa_select(const ref_qsa_params *p, const float *q, const float *keys, const float *k_norm, float *mask,
+		    int64_t T, int64_t h, int64_t d, int64_t C, int64_t pos, ref_error *err);
+
+/* ref_attention restricted to the keys j <= pos+t with mask[t,j] != 0;
+ * mask [T,C]. False when pos+T > C or a query row sees no key. */
+bool ref_masked_attention(const float *q, const float *k, const float *v, const float *mask, float *y, int64_t T,
+			  int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
+			  ref_error *err);
+
 #endif
