@@ -31,6 +31,14 @@ int64_t halo_model_n_ctx(const halo_model *m);
 /* Validation messages seen so far (Vulkan with validation on), else 0. */
 int halo_model_validation_messages(const halo_model *m);
 
+/* An entry point's token range and whether it returns every row's logits.
+ * False when the bundle has no entry of that name. */
+typedef struct {
+	int64_t t_min, t_max;
+	bool logits_all;
+} halo_entry_info;
+bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out);
+
 halo_session *halo_session_create(halo_model *m, char *err, size_t errlen);
 void halo_session_free(halo_session *s);
 /* Position of the next token (tokens consumed so far). */

@@ -97,6 +97,14 @@ int64_t halo_model_n_ctx(const halo_model *m)
 	return m->manifest->n_ctx;
 }
 
+bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out)
+{
+	const halo_entry *e = manifest_entry(m->manifest, name);
+	if (e)
+		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all};
+	return e != NULL;
+}
+
 int halo_model_validation_messages(const halo_model *m)
 {
 	return m->ops->validation_messages(m->backend);

@@ -7,6 +7,7 @@
 
 #include "runtime/halo.h"
 #include "runtime/sample.h"
+#include "runtime/spec.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
 
@@ -14,7 +15,8 @@ static void run_usage(FILE *out)
 {
 	fputs("usage: halo run BUNDLE.halo --tokens ID,ID,... [--n-predict N] [--backend ref|vulkan]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-	      "                [--logits-out FILE] [--validate] [--profile]\n"
+	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
+	      "                [--draft-n K]\n"
 	      "\n"
 	      "Runs the prompt through the bundle's prefill entry, then generates N tokens with\n"
 	      "its decode entry. Prints the generated ids on stdout, statistics on stderr.\n"
@@ -33,12 +35,16 @@ static void run_usage(FILE *out)
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
 	      "  --profile            time every dispatch of the generated tokens; print the\n"
 	      "                       ten costliest kernels on stderr\n"
+	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
+	      "                       model's MTP head; the bundle needs a 'draft' entry point)\n"
+	      "  --draft-n K          drafts per round with --spec mtp, 1..4 (default 2)\n"
 	      "  -h, --help           this text\n",
 	      out);
 }
 
 typedef struct {
 	const char *bundle, *tokens, *n_predict, *backend, *device, *temp, *top_k, *top_p, *seed, *logits_out;
+	const char *spec, *draft_n;
 	bool validate, profile, help;
 } run_args;
 
@@ -61,7 +67,9 @@ static int parse_args(int argc, char **argv, run_args *a)
 			 cli_take_value("run", argc, argv, &i, "--top-k", &a->top_k, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--top-p", &a->top_p, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--seed", &a->seed, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--logits-out", &a->logits_out, &rc))
+			 cli_take_value("run", argc, argv, &i, "--logits-out", &a->logits_out, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--spec", &a->spec, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--draft-n", &a->draft_n, &rc))
 			continue;
 		else if (s[0] == '-')
 			rc = cli_usage_error("run", "unknown option '%s'", s);
@@ -99,12 +107,33 @@ static int32_t *parse_tokens(const char *s, int64_t *n)
 	return ids;
 }
 
+/* The CLI's bound on drafts per round: what the models' decode entries take. */
+#define RUN_DRAFT_N_MAX 4
+
 typedef struct {
 	int64_t n_predict, device, top_k;
+	bool spec_mtp;
+	int draft_n;
 	uint64_t seed;
 	halo_sampling sampling;
 	halo_open_options open;
 } run_config;
+
+static int check_spec_args(const run_args *a, run_config *c)
+{
+	int64_t v;
+	c->spec_mtp = a->spec && strcmp(a->spec, "mtp") == 0;
+	c->draft_n = 2;
+	if (a->spec && !c->spec_mtp && strcmp(a->spec, "none") != 0)
+		return cli_usage_error("run", "--spec is none or mtp, not '%s'", a->spec);
+	if (a->draft_n && !c->spec_mtp)
+		return cli_usage_error("run", "%s", "--draft-n needs --spec mtp");
+	if (a->draft_n && !cli_parse_i64(a->draft_n, 1, RUN_DRAFT_N_MAX, &v))
+		return cli_usage_error("run", "--draft-n wants 1..4 drafts per round, got '%s'", a->draft_n);
+	if (a->draft_n)
+		c->draft_n = (int)v;
+	return 0;
+}
 
 static int check_args(const run_args *a, run_config *c)
 {
@@ -139,7 +168,7 @@ static int check_args(const run_args *a, run_config *c)
 	if (a->seed && !cli_parse_i64(a->seed, 0, INT64_MAX, &v))
 		return cli_usage_error("run", "--seed wants a non-negative integer, got '%s'", a->seed);
 	c->seed = a->seed ? (uint64_t)v : 0;
-	return 0;
+	return check_spec_args(a, c);
 }
 
 static double now_s(void)
@@ -222,6 +251,21 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 	return true;
 }
 
+/* A drafter that does not fit the bundle is refused here, before anything
+ * runs: run anyway, it would only waste time at 0% acceptance. */
+static bool check_drafter(const run_args *a, const run_config *c, const halo_model *m, char *err, size_t errlen)
+{
+	if (!c->spec_mtp)
+		return true;
+	char why[1536];
+	if (!halo_spec_check_model(m, "draft", c->draft_n, why, sizeof(why)))
+		snprintf(err, errlen, "--spec mtp refused: %s: %s", a->bundle, why);
+	else
+		snprintf(err, errlen, "--spec mtp refused: %s has a 'draft' entry point, but this halo has no MTP "
+			 "drafter to run it yet", a->bundle);
+	return false;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	run_args a = {0};
@@ -241,7 +285,8 @@ int cmd_run(int argc, char **argv)
 	char err[2048];
 	rc = 1;
 	r.model = halo_model_open(a.bundle, &c.open, err, sizeof(err));
-	r.session = r.model ? halo_session_create(r.model, err, sizeof(err)) : NULL;
+	if (r.model && check_drafter(&a, &c, r.model, err, sizeof(err)))
+		r.session = halo_session_create(r.model, err, sizeof(err));
 	if (r.session) {
 		size_t vocab = (size_t)halo_model_vocab(r.model);
 		r.logits = malloc((size_t)n_prompt * vocab * sizeof(float));

@@ -1,0 +1,231 @@
+#include "runtime/spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+
+bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen)
+{
+	halo_entry_info dec;
+	if (k < 1 || k > HALO_SPEC_K_MAX)
+		snprintf(err, errlen, "%d drafts per round: want 1..%d", k, HALO_SPEC_K_MAX);
+	else if (!halo_model_entry(m, "decode", &dec))
+		snprintf(err, errlen, "no 'decode' entry point to verify drafts with");
+	else if (!dec.logits_all)
+		snprintf(err, errlen, "its 'decode' entry returns only the last row's logits; verifying drafts "
+			 "needs every row (logits: all)");
+	else if (dec.t_max < (int64_t)k + 1)
+		snprintf(err, errlen, "its 'decode' entry takes at most %lld tokens; %d drafts need %d",
+			 (long long)dec.t_max, k, k + 1);
+	else if (draft_entry && !halo_model_entry(m, draft_entry, &dec))
+		snprintf(err, errlen, "no '%s' entry point: the drafter needs the model's draft head compiled "
+			 "into the bundle", draft_entry);
+	else
+		return true;
+	return false;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Everything one generation owns. */
+typedef struct {
+	halo_model *m;
+	halo_session *s;
+	const halo_drafter *d;
+	const halo_spec_options *o;
+	int64_t vocab, n_ctx;
+	int32_t *ctx;  /* prompt, then every emitted token */
+	int64_t n;     /* tokens in ctx */
+	float *rows;   /* [k + 1, vocab] verify logits */
+	halo_verify_work work;
+	halo_rng rng;  /* the verifier's stream */
+	halo_checkpoint *ckpt;
+	halo_spec_stats *st;
+} spec_run;
+
+static void spec_run_free(spec_run *r)
+{
+	halo_checkpoint_free(r->ckpt);
+	free(r->ctx);
+	free(r->rows);
+	free(r->work.p);
+	free(r->work.residual);
+	free(r->work.scratch);
+}
+
+static bool spec_run_init(spec_run *r, const int32_t *prompt, int64_t n_prompt, int64_t n_predict, char *err,
+			  size_t errlen)
+{
+	r->vocab = halo_model_vocab(r->m);
+	r->n_ctx = halo_model_n_ctx(r->m);
+	size_t v = (size_t)r->vocab;
+	r->ctx = malloc((size_t)(n_prompt + n_predict) * sizeof(*r->ctx));
+	r->rows = malloc((size_t)(r->o->k + 1) * v * sizeof(float));
+	r->work.p = malloc(v * sizeof(float));
+	r->work.residual = malloc(v * sizeof(float));
+	r->work.scratch = malloc(v * sizeof(int32_t));
+	if (!r->ctx || !r->rows || !r->work.p || !r->work.residual || !r->work.scratch) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	memcpy(r->ctx, prompt, (size_t)n_prompt * sizeof(*prompt));
+	r->n = n_prompt;
+	halo_verifier_rng_seed(&r->rng, r->o->seed);
+	r->ckpt = halo_checkpoint_create(r->s, err, errlen);
+	return r->ckpt != NULL;
+}
+
+/* The most drafts this round may verify: its k + 1 emitted tokens stay within
+ * n_predict, and the k + 1 tokens it feeds within the context. */
+static int round_k(const spec_run *r, int64_t emitted, int64_t n_predict)
+{
+	int64_t k = r->o->k;
+	if (k > n_predict - emitted - 1)
+		k = n_predict - emitted - 1;
+	if (k > r->n_ctx - halo_session_pos(r->s) - 1)
+		k = r->n_ctx - halo_session_pos(r->s) - 1;
+	return k < 0 ? 0 : (int)k;
+}
+
+static int propose(spec_run *r, int k, halo_draft *drafts, char *err, size_t errlen)
+{
+	if (k == 0)
+		return 0;
+	double t0 = now_s();
+	int m = r->d->propose(r->d->self, r->ctx, r->n, k, drafts, err, errlen);
+	r->st->draft_s += now_s() - t0;
+	if (m > k) {
+		snprintf(err, errlen, "the drafter proposed %d tokens when asked for at most %d", m, k);
+		return -1;
+	}
+	for (int i = 0; i < m; i++) {
+		if (drafts[i].token < 0 || drafts[i].token >= r->vocab) {
+			snprintf(err, errlen, "the drafter proposed token %d (draft %d), outside the vocabulary [0, %lld)",
+				 drafts[i].token, i, (long long)r->vocab);
+			return -1;
+		}
+	}
+	return m;
+}
+
+/* Feeds [t, drafts] and decides; a checkpoint is saved first when there is
+ * anything to roll back. */
+static bool verify(spec_run *r, int32_t t, const halo_draft *drafts, int m, halo_verdict *v, char *err,
+		   size_t errlen)
+{
+	double t0 = now_s();
+	if (m > 0 && !halo_session_save(r->s, r->ckpt, err, errlen))
+		return false;
+	double t1 = now_s();
+	r->st->rollback_s += t1 - t0;
+	int32_t batch[HALO_SPEC_K_MAX + 1];
+	batch[0] = t;
+	for (int i = 0; i < m; i++)
+		batch[i + 1] = drafts[i].token;
+	if (!halo_session_step(r->s, "decode", batch, m + 1, r->rows, err, errlen))
+		return false;
+	if (r->o->sampling.temperature > 0)
+		*v = halo_verify_sampled(&r->o->sampling, r->rows, r->vocab, drafts, m, &r->rng, &r->work);
+	else
+		*v = halo_verify_greedy(r->rows, r->vocab, drafts, m);
+	r->st->verify_s += now_s() - t1;
+	return true;
+}
+
+/* Back to the state after t and the accepted drafts: restore, then replay
+ * them in one step. The replay's logits are not looked at: acceptance was
+ * decided by the verify step, and deciding it again could disagree. */
+static bool roll_back(spec_run *r, int32_t t, const halo_draft *drafts, int accepted, char *err, size_t errlen)
+{
+	double t0 = now_s();
+	int32_t batch[HALO_SPEC_K_MAX + 1];
+	batch[0] = t;
+	for (int i = 0; i < accepted; i++)
+		batch[i + 1] = drafts[i].token;
+	bool ok = halo_session_restore(r->s, r->ckpt, err, errlen) &&
+		  halo_session_step(r->s, "decode", batch, accepted + 1, r->rows, err, errlen);
+	r->st->rollback_s += now_s() - t0;
+	r->st->rollbacks++;
+	return ok;
+}
+
+static void count(halo_spec_stats *st, int m, const halo_verdict *v)
+{
+	st->rounds++;
+	st->drafted += m;
+	st->accepted += v->accepted;
+	for (int i = 0; i < m; i++) {
+		st->drafted_at[i]++;
+		st->accepted_at[i] += i < v->accepted;
+	}
+}
+
+/* One round from t = ctx[n - 1]: emits the accepted drafts and the target's
+ * next token into ctx. */
+static bool round_once(spec_run *r, int k, char *err, size_t errlen)
+{
+	halo_draft drafts[HALO_SPEC_K_MAX];
+	int32_t t = r->ctx[r->n - 1];
+	int m = propose(r, k, drafts, err, errlen);
+	halo_verdict v;
+	if (m < 0 || !verify(r, t, drafts, m, &v, err, errlen))
+		return false;
+	if (v.accepted < m && !roll_back(r, t, drafts, v.accepted, err, errlen))
+		return false;
+	if (m > 0 && r->d->accepted && !r->d->accepted(r->d->self, v.accepted, err, errlen))
+		return false;
+	count(r->st, m, &v);
+	for (int i = 0; i < v.accepted; i++)
+		r->ctx[r->n++] = drafts[i].token;
+	r->ctx[r->n++] = v.next;
+	return true;
+}
+
+bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, const halo_spec_options *o,
+			const int32_t *prompt, int64_t n_prompt, const float *last_logits, int64_t n_predict,
+			int32_t *out, halo_spec_stats *st, char *err, size_t errlen)
+{
+	memset(st, 0, sizeof(*st));
+	if (o->k < 1 || o->k > HALO_SPEC_K_MAX) {
+		snprintf(err, errlen, "%d drafts per round: want 1..%d", o->k, HALO_SPEC_K_MAX);
+		return false;
+	}
+	if (n_predict <= 0)
+		return true;
+	spec_run r = {.m = m, .s = s, .d = d, .o = o, .st = st};
+	bool ok = spec_run_init(&r, prompt, n_prompt, n_predict, err, errlen);
+	if (ok) {
+		/* The first token is the plain sampler's, from the same stream. */
+		halo_rng sampler;
+		halo_rng_seed(&sampler, o->seed);
+		r.ctx[r.n++] = halo_sample(&o->sampling, last_logits, r.vocab, &sampler, r.work.p, r.work.scratch);
+	}
+	while (ok && r.n - n_prompt < n_predict)
+		ok = round_once(&r, round_k(&r, r.n - n_prompt, n_predict), err, errlen);
+	st->emitted = r.n > n_prompt ? r.n - n_prompt : 0;
+	if (st->emitted > 0)
+		memcpy(out, r.ctx + n_prompt, (size_t)st->emitted * sizeof(*out));
+	spec_run_free(&r);
+	return ok;
+}
+
+void halo_spec_stats_print(const halo_spec_stats *st, int k, FILE *out)
+{
+	double rounds = st->rounds ? (double)st->rounds : 1;
+	fprintf(out, "spec: %lld rounds, K = %d: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per round, "
+		"%lld rollbacks\n", (long long)st->rounds, k, (long long)st->accepted, (long long)st->drafted,
+		st->drafted ? 100.0 * (double)st->accepted / (double)st->drafted : 0.0,
+		(double)(st->emitted - 1) / rounds, (long long)st->rollbacks);
+	fprintf(out, "spec: acceptance by draft position:");
+	for (int i = 0; i < k && i < HALO_SPEC_K_MAX; i++)
+		fprintf(out, " %d: %.1f%%", i + 1,
+			st->drafted_at[i] ? 100.0 * (double)st->accepted_at[i] / (double)st->drafted_at[i] : 0.0);
+	fprintf(out, "\nspec: time: draft %.3f s, verify %.3f s, rollback %.3f s\n", st->draft_s, st->verify_s,
+		st->rollback_s);
+}

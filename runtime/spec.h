@@ -1,0 +1,84 @@
+/* Speculative decoding over a halo_session: a drafter proposes K tokens, the
+ * target checks them all in one `decode` step, and the session is rolled
+ * back to the accepted prefix through a whole-state device checkpoint.
+ *
+ * One round, with t the last emitted token (not yet fed to the target):
+ *   1. the drafter proposes d_0..d_{k-1} (k clamped so that the round can
+ *      neither pass n_predict nor n_ctx);
+ *   2. save a checkpoint, run `decode` over [t, d_0..d_{k-1}]: k + 1 rows;
+ *   3. runtime/spec_verify decides a accepted drafts and the next token;
+ *   4. when a < k: restore the checkpoint and replay [t, d_0..d_{a-1}] in
+ *      one `decode` whose logits are discarded. Acceptance is decided once,
+ *      in step 3: a replay is never verified again, so no round can reject
+ *      its own replay and loop without emitting.
+ * With batch-invariant kernels (decode over m tokens == m single steps,
+ * bitwise) greedy speculation emits exactly the tokens of plain greedy
+ * decoding, whatever the drafter proposes. */
+#ifndef HALO_RUNTIME_SPEC_H
+#define HALO_RUNTIME_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/halo.h"
+#include "runtime/sample.h"
+#include "runtime/spec_verify.h"
+
+/* The most drafts one round may verify (the stats arrays are this long). */
+#define HALO_SPEC_K_MAX 16
+
+/* A source of drafts. self is the implementation's state, owned by whoever
+ * built the drafter; the round loop only calls through the pointers. */
+typedef struct {
+	void *self;
+	/* Proposes up to k (>= 1) tokens continuing ctx[0..n): every token
+	 * accepted so far, prompt included, the last being the token the round
+	 * starts from. Writes out[0..m) and returns m in 0..k, or -1 with a
+	 * message in err. Each record's q stays valid until the next call. */
+	int (*propose)(void *self, const int32_t *ctx, int64_t n, int k, halo_draft *out, char *err, size_t errlen);
+	/* The first `accepted` drafts of the last proposal were kept: a drafter
+	 * with state of its own (an MTP head's caches) rolls back to there.
+	 * NULL for a drafter without state. */
+	bool (*accepted)(void *self, int accepted, char *err, size_t errlen);
+} halo_drafter;
+
+typedef struct {
+	int k;                  /* drafts per round, 1..HALO_SPEC_K_MAX */
+	halo_sampling sampling; /* temperature <= 0: greedy acceptance */
+	uint64_t seed;          /* the user's seed: the first token uses the sampler's stream
+				   (as plain decoding does), rounds the verifier's (halo_verifier_rng_seed) */
+} halo_spec_options;
+
+typedef struct {
+	int64_t rounds, emitted, drafted, accepted, rollbacks;
+	int64_t drafted_at[HALO_SPEC_K_MAX], accepted_at[HALO_SPEC_K_MAX]; /* per draft position */
+	double draft_s;    /* in the drafter */
+	double verify_s;   /* the verify decode and the acceptance decision */
+	double rollback_s; /* checkpoint saves, restores and replays */
+} halo_spec_stats;
+
+/* Refuses, before anything runs, a model that cannot speculate with k
+ * drafts: its `decode` entry must return every row's logits and take k + 1
+ * tokens; when the drafter runs an entry of its own (draft_entry, e.g.
+ * "draft" for the MTP head; NULL for none) the bundle must have it. The
+ * message says what is missing. */
+bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen);
+
+/* Generates n_predict tokens into out (caller owned) after session s of
+ * model m consumed prompt[0..n_prompt) (e.g. by halo_session_prefill),
+ * last_logits being the prompt's final row. The session's bundle must have
+ * passed halo_spec_check_model with o->k. On return the session has
+ * consumed every emitted token but the last, as plain decoding leaves it.
+ * st (zeroed here) receives the statistics. On failure returns false with a
+ * message; out holds the st->emitted tokens emitted before it. */
+bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, const halo_spec_options *o,
+			const int32_t *prompt, int64_t n_prompt, const float *last_logits, int64_t n_predict,
+			int32_t *out, halo_spec_stats *st, char *err, size_t errlen);
+
+/* Prints the statistics (acceptance overall and per draft position, tokens
+ * per round after the first token, time split) as lines starting "spec:". */
+void halo_spec_stats_print(const halo_spec_stats *st, int k, FILE *out);
+
+#endif

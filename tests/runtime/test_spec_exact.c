@@ -1,0 +1,281 @@
+/* Speculative decoding on real bundles: models/<family>.yaml compiled with
+ * tests/fixtures/<family>_tiny, run on a backend (validation on for Vulkan).
+ *
+ * usage: test_spec_exact greedy|sampled ref|vulkan FAMILY N_TOKENS K,K,...
+ *
+ * greedy: for each K, a drafter proposes the target's own plain-greedy
+ * continuation (precomputed) with one token perturbed at position
+ * round % (K + 1), so every round's acceptance length is forced and every
+ * length 0..K occurs. The spec-decoded tokens must equal plain greedy
+ * decoding's, and the state left behind must be the same bits: feeding the
+ * last token to both sessions gives bitwise equal logits. For the recurrent
+ * hybrid this is the check that conv and SSM state roll back exactly.
+ *
+ * sampled: temperature 0.8, top-k 40, a drafter drawing from a q of its own.
+ * The same seed gives the same tokens, another seed other tokens, and the
+ * first token is the plain sampler's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/spec.h"
+#include "tests/runtime/model_check.h"
+
+typedef struct {
+	const int32_t *ref; /* the plain continuation: ref[0] is the first generated token */
+	int64_t n_ref, n_prompt, vocab;
+	int k;
+	long round;
+	int expect;                      /* forced acceptance length of the round in flight */
+	long hist[HALO_SPEC_K_MAX + 1];  /* rounds by acceptance length */
+	bool sampled;
+	halo_rng rng;
+	float *q;                        /* [HALO_SPEC_K_MAX, vocab] */
+} forcing_drafter;
+
+static int32_t ref_at(const forcing_drafter *f, int64_t i)
+{
+	return f->ref[i < f->n_ref ? i : f->n_ref - 1];
+}
+
+/* Half the mass on the plain continuation, half spread evenly. */
+static halo_draft sampled_draft(forcing_drafter *f, int64_t e, int i)
+{
+	float *q = f->q + (size_t)i * (size_t)f->vocab;
+	for (int64_t v = 0; v < f->vocab; v++)
+		q[v] = 0.5f / (float)f->vocab;
+	q[ref_at(f, e + i)] += 0.5f;
+	return (halo_draft){halo_sample_from(q, f->vocab, &f->rng), q};
+}
+
+static int forcing_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_draft *out, char *err,
+			   size_t errlen)
+{
+	forcing_drafter *f = self;
+	int64_t e = n - f->n_prompt; /* tokens emitted so far; the next one is ref[e] */
+	if (f->sampled) {
+		for (int i = 0; i < k; i++)
+			out[i] = sampled_draft(f, e, i);
+		return k;
+	}
+	for (int64_t i = 0; i < e; i++) {
+		if (ctx[f->n_prompt + i] != f->ref[i]) {
+			snprintf(err, errlen, "the context left plain greedy decoding at token %lld", (long long)i);
+			return -1;
+		}
+	}
+	int m = e + k <= f->n_ref ? k : (int)(f->n_ref - e);
+	int reject = (int)(f->round++ % (f->k + 1));
+	for (int i = 0; i < m; i++)
+		out[i] = (halo_draft){i == reject ? (f->ref[e + i] + 1) % (int32_t)f->vocab : f->ref[e + i], NULL};
+	f->expect = reject < m ? reject : m;
+	return m;
+}
+
+static bool forcing_accepted(void *self, int accepted, char *err, size_t errlen)
+{
+	forcing_drafter *f = self;
+	f->hist[accepted]++;
+	if (!f->sampled && accepted != f->expect) {
+		snprintf(err, errlen, "round %ld accepted %d drafts, the perturbation forced %d", f->round, accepted,
+			 f->expect);
+		return false;
+	}
+	return true;
+}
+
+typedef struct {
+	halo_model *m;
+	halo_session *s;
+	int32_t *prompt;
+	int64_t n_prompt, vocab;
+	float *last; /* the prompt's final logits row */
+} target;
+
+static void prefill(target *t)
+{
+	char err[2048];
+	MC_CHECK(halo_session_reset(t->s, err, sizeof(err)), "%s", err);
+	MC_CHECK(halo_session_prefill(t->s, t->prompt, t->n_prompt, NULL, t->last, err, sizeof(err)), "%s", err);
+}
+
+/* Plain decoding, one token per step, as halo run does it. */
+static void plain(target *t, const halo_sampling *smp, uint64_t seed, int32_t *out, int64_t n)
+{
+	char err[2048];
+	float *row = malloc((size_t)t->vocab * sizeof(float)), *p = malloc((size_t)t->vocab * sizeof(float));
+	int32_t *scratch = malloc((size_t)t->vocab * sizeof(int32_t));
+	halo_rng rng;
+	halo_rng_seed(&rng, seed);
+	prefill(t);
+	memcpy(row, t->last, (size_t)t->vocab * sizeof(float));
+	for (int64_t i = 0; i < n; i++) {
+		out[i] = halo_sample(smp, row, t->vocab, &rng, p, scratch);
+		if (i + 1 < n)
+			MC_CHECK(halo_session_step(t->s, "decode", &out[i], 1, row, err, sizeof(err)), "%s", err);
+	}
+	free(row);
+	free(p);
+	free(scratch);
+}
+
+static bool speculate(target *t, forcing_drafter *f, const halo_spec_options *o, int32_t *out, int64_t n)
+{
+	char err[2048];
+	halo_drafter d = {f, forcing_propose, forcing_accepted};
+	halo_spec_stats st;
+	prefill(t);
+	bool ok = halo_spec_generate(t->m, t->s, &d, o, t->prompt, t->n_prompt, t->last, n, out, &st, err,
+				     sizeof(err));
+	MC_CHECK(ok, "K = %d: %s", o->k, err);
+	MC_CHECK(st.emitted == n, "K = %d: emitted %lld of %lld", o->k, (long long)st.emitted, (long long)n);
+	halo_spec_stats_print(&st, o->k, stdout);
+	return ok;
+}
+
+/* Feeds the last token and returns the logits: the state must match too. */
+static float *final_logits(target *t, int32_t last)
+{
+	char err[2048];
+	float *row = malloc((size_t)t->vocab * sizeof(float));
+	MC_CHECK(halo_session_step(t->s, "decode", &last, 1, row, err, sizeof(err)), "%s", err);
+	return row;
+}
+
+static int count_distinct(const int32_t *tok, int64_t n, int64_t vocab)
+{
+	int distinct = 0;
+	bool *seen = calloc((size_t)vocab, sizeof(bool));
+	for (int64_t i = 0; i < n; i++) {
+		distinct += !seen[tok[i]];
+		seen[tok[i]] = true;
+	}
+	free(seen);
+	return distinct;
+}
+
+static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
+{
+	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
+	int32_t *want = malloc((size_t)n * sizeof(int32_t)), *got = malloc((size_t)n * sizeof(int32_t));
+	plain(t, &greedy, 0, want, n);
+	float *want_last = final_logits(t, want[n - 1]);
+	/* A continuation stuck on one token would not notice a wrong state. */
+	MC_CHECK(count_distinct(want, n, t->vocab) >= 8, "plain greedy uses only %d distinct tokens",
+		 count_distinct(want, n, t->vocab));
+	for (int ki = 0; ki < n_ks; ki++) {
+		forcing_drafter f = {.ref = want, .n_ref = n, .n_prompt = t->n_prompt, .vocab = t->vocab,
+				     .k = ks[ki]};
+		halo_spec_options o = {.k = f.k, .sampling = greedy, .seed = 0};
+		if (!speculate(t, &f, &o, got, n))
+			continue;
+		for (int64_t i = 0; i < n; i++)
+			if (got[i] != want[i]) {
+				MC_CHECK(0, "K = %d: token %lld is %d, plain greedy gives %d", f.k, (long long)i, got[i],
+					 want[i]);
+				break;
+			}
+		for (int a = 0; a <= f.k; a++)
+			MC_CHECK(f.hist[a] > 0, "K = %d: no round accepted exactly %d drafts", f.k, a);
+		float *last = final_logits(t, got[n - 1]);
+		MC_CHECK(mc_bitwise("state after speculation", last, want_last, (size_t)t->vocab),
+			 "K = %d: the state after speculating differs from plain decoding's", f.k);
+		free(last);
+	}
+	free(want_last);
+	free(want);
+	free(got);
+}
+
+static void sampled_run(target *t, int k, uint64_t seed, int32_t *out, int64_t n)
+{
+	forcing_drafter f = {.n_prompt = t->n_prompt, .vocab = t->vocab, .k = k, .sampled = true};
+	f.q = malloc((size_t)HALO_SPEC_K_MAX * (size_t)t->vocab * sizeof(float));
+	int32_t *ref = malloc((size_t)n * sizeof(int32_t));
+	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
+	plain(t, &greedy, 0, ref, n);
+	f.ref = ref;
+	f.n_ref = n;
+	halo_rng_seed(&f.rng, seed + 1000);
+	halo_spec_options o = {.k = k, .sampling = {.temperature = 0.8f, .top_k = 40, .top_p = 1}, .seed = seed};
+	speculate(t, &f, &o, out, n);
+	free(ref);
+	free(f.q);
+}
+
+static void check_sampled(target *t, const int *ks, int n_ks, int64_t n)
+{
+	int32_t *a = malloc((size_t)n * sizeof(int32_t)), *b = malloc((size_t)n * sizeof(int32_t));
+	int32_t *c = malloc((size_t)n * sizeof(int32_t)), *first = malloc((size_t)n * sizeof(int32_t));
+	const halo_sampling smp = {.temperature = 0.8f, .top_k = 40, .top_p = 1};
+	plain(t, &smp, 5, first, 1);
+	for (int ki = 0; ki < n_ks; ki++) {
+		int k = ks[ki];
+		sampled_run(t, k, 5, a, n);
+		sampled_run(t, k, 5, b, n);
+		sampled_run(t, k, 6, c, n);
+		MC_CHECK(memcmp(a, b, (size_t)n * sizeof(int32_t)) == 0, "K = %d: seed 5 twice gave different tokens",
+			 k);
+		MC_CHECK(memcmp(a, c, (size_t)n * sizeof(int32_t)) != 0, "K = %d: seeds 5 and 6 gave the same tokens",
+			 k);
+		MC_CHECK(a[0] == first[0], "K = %d: first token %d, the plain sampler's is %d", k, a[0], first[0]);
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(first);
+}
+
+/* "1,2,4" -> ks; false unless every K is in 1..HALO_SPEC_K_MAX. */
+static bool parse_ks(const char *s, int *ks, int *n)
+{
+	*n = 0;
+	for (char *end; *s && *n < HALO_SPEC_K_MAX; s = *end ? end + 1 : end) {
+		long k = strtol(s, &end, 10);
+		if (end == s || (*end && *end != ',') || k < 1 || k > HALO_SPEC_K_MAX)
+			return false;
+		ks[(*n)++] = (int)k;
+	}
+	return *n > 0 && !*s;
+}
+
+int main(int argc, char **argv)
+{
+	int ks[HALO_SPEC_K_MAX], n_ks = 0;
+	if (argc != 6 || (strcmp(argv[1], "greedy") && strcmp(argv[1], "sampled")) || atoll(argv[4]) < 2 ||
+	    !parse_ks(argv[5], ks, &n_ks)) {
+		fprintf(stderr, "usage: test_spec_exact greedy|sampled ref|vulkan FAMILY N_TOKENS K,K,...\n");
+		return 2;
+	}
+	halo_backend_kind backend = strcmp(argv[2], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
+	char model[256], fixture[256], bundle[64], path[300], err[2048];
+	snprintf(model, sizeof(model), "models/%s.yaml", argv[3]);
+	snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_tiny", argv[3]);
+	snprintf(bundle, sizeof(bundle), "spec_%d.halo", (int)getpid());
+	mc_compile(model, fixture, bundle, false);
+	target t = {.m = mc_open(bundle, backend)};
+	for (int i = 0; i < n_ks; i++)
+		MC_CHECK(halo_spec_check_model(t.m, NULL, ks[i], err, sizeof(err)), "%s", err);
+	t.s = mc_session(t.m);
+	t.vocab = halo_model_vocab(t.m);
+	snprintf(path, sizeof(path), "%s/prompt_tokens.i32", fixture);
+	size_t bytes;
+	t.prompt = mc_read_file(mc_source_path(path), &bytes);
+	t.n_prompt = (int64_t)(bytes / sizeof(int32_t));
+	t.last = malloc((size_t)t.vocab * sizeof(float));
+	if (strcmp(argv[1], "greedy") == 0)
+		check_greedy(&t, ks, n_ks, atoll(argv[4]));
+	else
+		check_sampled(&t, ks, n_ks, atoll(argv[4]));
+	MC_CHECK(halo_model_validation_messages(t.m) == 0, "validation messages");
+	halo_session_free(t.s);
+	halo_model_close(t.m);
+	remove(bundle);
+	free(t.prompt);
+	free(t.last);
+	if (mc_failures)
+		return 1;
+	printf("spec %s %s %s: ok\n", argv[1], argv[2], argv[3]);
+	return 0;
+}
