@@ -492,6 +492,8 @@ static bool infer_softmax(infer_ctx *c)
 	return need_rank_at_least(c, 0, 1) && infer_unary(c);
 }
 
+/* conv1d_causal (dilation 1) and conv1d_dilated: x[T,C], state[(K-1)*dil, C],
+ * w[C,K] -> (y like x, new state like state). */
 static bool infer_conv1d(infer_ctx *c)
 {
 	for (int i = 0; i < 3; i++)
@@ -501,10 +503,15 @@ static bool infer_conv1d(infer_ctx *c)
 	    !need_const_dim(c, 2, 1) || !need_const_dim(c, 1, 0))
 		return false;
 	int64_t K = in_shape(c, 2)->dim[1].c, rows = in_shape(c, 1)->dim[0].c;
+	int64_t dil = ir_node_attr_int(c->n, "dilation", 1);
 	char d1[192], d2[192];
-	if (K < 1 || rows != K - 1)
-		return fail(c, "state rows must be kernel size - 1: %s, %s", desc(c, 1, d1, sizeof(d1)),
-			    desc(c, 2, d2, sizeof(d2)));
+	if (K < 1 || rows != (K - 1) * dil) {
+		if (dil == 1)
+			return fail(c, "state rows must be kernel size - 1: %s, %s", desc(c, 1, d1, sizeof(d1)),
+				    desc(c, 2, d2, sizeof(d2)));
+		return fail(c, "state rows must be (kernel size - 1) * dilation %lld: %s, %s", (long long)dil,
+			    desc(c, 1, d1, sizeof(d1)), desc(c, 2, d2, sizeof(d2)));
+	}
 	c->os[0] = *in_shape(c, 0);
 	c->os[1] = *in_shape(c, 1);
 	c->ot[0] = c->ot[1] = in_dtype(c, 0);
@@ -622,26 +629,6 @@ static bool infer_ngram_embed(infer_ctx *c)
 	return true;
 }
 
-static bool infer_conv1d_dilated(infer_ctx *c)
-{
-	for (int i = 0; i < 3; i++)
-		if (!need_rank(c, i, 2) || !need_float(c, i))
-			return false;
-	if (!need_dim_eq(c, 0, 1, 1, 1, "channels of x and state") || !need_dim_eq(c, 0, 1, 2, 0, "channels of x and w") ||
-	    !need_const_dim(c, 2, 1) || !need_const_dim(c, 1, 0))
-		return false;
-	int64_t K = in_shape(c, 2)->dim[1].c, rows = in_shape(c, 1)->dim[0].c;
-	int64_t dil = ir_node_attr_int(c->n, "dilation", 1);
-	char d1[192], d2[192];
-	if (K < 1 || rows != (K - 1) * dil)
-		return fail(c, "state rows must be (kernel size - 1) * dilation %lld: %s, %s", (long long)dil,
-			    desc(c, 1, d1, sizeof(d1)), desc(c, 2, d2, sizeof(d2)));
-	c->os[0] = *in_shape(c, 0);
-	c->os[1] = *in_shape(c, 1);
-	c->ot[0] = c->ot[1] = in_dtype(c, 0);
-	return true;
-}
-
 /* qsa_select: q[T,h,d], keys[C,d], k_norm[d] -> mask[T,C]. */
 static bool infer_qsa_select(infer_ctx *c)
 {
@@ -717,7 +704,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	/* not marked unary: no kernel generator knows it, so it must not be fused */
 	[IR_OP_SIGNED_SQRT] = {{IR_OP_SIGNED_SQRT, 1, 1, 1, PURE, ATTRS(a_signed_sqrt)}, infer_unary},
 	[IR_OP_NGRAM_EMBED] = {{IR_OP_NGRAM_EMBED, 3, 3, 2, PURE, ATTRS(a_ngram)}, infer_ngram_embed},
-	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE, ATTRS(a_conv_dilated)}, infer_conv1d_dilated},
+	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE, ATTRS(a_conv_dilated)}, infer_conv1d},
 	[IR_OP_QSA_SELECT] = {{IR_OP_QSA_SELECT, 3, 3, 1, PURE, ATTRS(a_qsa_select)}, infer_qsa_select},
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
