@@ -70,7 +70,7 @@ static bool vk_to_err(const vk_error *e, char *err, size_t errlen)
 }
 
 /* Groups weights into chunks in section order. */
-static bool plan_chunks(halo_backend *b, uint64_t weights_size, char *err, size_t errlen)
+static bool plan_chunks(halo_backend *b, char *err, size_t errlen)
 {
 	const halo_manifest *m = b->manifest;
 	b->chunks = calloc((size_t)m->n_weights + 1, sizeof(*b->chunks));
@@ -92,7 +92,6 @@ static bool plan_chunks(halo_backend *b, uint64_t weights_size, char *err, size_
 		}
 		c->end = w->offset + w->size;
 	}
-	(void)weights_size;
 	return true;
 }
 
@@ -168,7 +167,7 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 		vk_to_err(&e, err, errlen);
 		goto fail;
 	}
-	if (!plan_chunks(b, load->weights_size, err, errlen) || !upload_weights(b, load->weights, err, errlen) ||
+	if (!plan_chunks(b, err, errlen) || !upload_weights(b, load->weights, err, errlen) ||
 	    !create_pipelines(b, load->spirv, err, errlen))
 		goto fail;
 	return b;
