@@ -163,3 +163,46 @@ bool ir_config_strings(ir_config *c, const char *key, const char ***out, int *n_
 	*n_out = (int)n;
 	return true;
 }
+
+/* One array item as an int: json-c gives integral doubles (2.0) as doubles. */
+static bool item_int(json_object *v, int64_t *out)
+{
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+		return true;
+	}
+	if (!json_object_is_type(v, json_type_double))
+		return false;
+	double f = json_object_get_double(v);
+	if (!(f >= -9007199254740992.0 && f <= 9007199254740992.0) || floor(f) != f)
+		return false;
+	*out = (int64_t)f;
+	return true;
+}
+
+bool ir_config_ints(const ir_config *c, const char *key, int64_t **out, int *n_out, ir_error *err)
+{
+	json_object *v = lookup(c, key);
+	*out = NULL;
+	*n_out = -1;
+	if (!v)
+		return true;
+	if (!json_object_is_type(v, json_type_array)) {
+		ir_error_set(err, file_loc(c->name), "key '%s': expected an array of integers", key);
+		return false;
+	}
+	size_t n = json_object_array_length(v);
+	int64_t *vals = n ? malloc(n * sizeof(int64_t)) : NULL;
+	if (n && !vals)
+		abort();
+	for (size_t k = 0; k < n; k++) {
+		if (!item_int(json_object_array_get_idx(v, k), &vals[k])) {
+			ir_error_set(err, file_loc(c->name), "key '%s': item %zu is not an integer", key, k);
+			free(vals);
+			return false;
+		}
+	}
+	*out = vals;
+	*n_out = (int)n;
+	return true;
+}

@@ -23,6 +23,10 @@ bool ir_config_number(const ir_config *c, const char *key, ir_cfg_kind *kind, in
 /* Looks up an array of strings: *n_out items, each valid until
  * ir_config_free(); *n_out = -1 when the key is absent. */
 bool ir_config_strings(ir_config *c, const char *key, const char ***out, int *n_out, ir_error *err);
+/* Looks up an array of integers (integral floats count): *n_out items in
+ * *out, a malloc'd array the caller frees (NULL when empty); *n_out = -1
+ * when the key is absent. */
+bool ir_config_ints(const ir_config *c, const char *key, int64_t **out, int *n_out, ir_error *err);
 /* The config's name as given to ir_config_parse (for messages). */
 const char *ir_config_name(const ir_config *c);
 

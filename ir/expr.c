@@ -151,6 +151,27 @@ static bool func_ceil_div(parser *ps, const char *at, ir_expr_val *out)
 	return true;
 }
 
+/* int() truncates toward zero and floor() rounds down, as Python's int() and
+ * math.floor() do on the config's floats (HF computes
+ * int(head_dim * partial_rotary_factor)); both are exact on ints. */
+static bool func_to_int(parser *ps, const char *at, bool is_floor, ir_expr_val *out)
+{
+	const char *fname = is_floor ? "floor" : "int";
+	ir_expr_val a;
+	if (!call_args(ps, fname, &a, 1))
+		return false;
+	if (!a.is_float) {
+		*out = a;
+		return true;
+	}
+	double r = is_floor ? floor(a.f) : trunc(a.f);
+	/* 2^63 is exact as a double; every double below it converts. */
+	if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0))
+		return fail_at(ps, at, "%s(%.9g) is out of the int range", fname, a.f);
+	*out = int_val((int64_t)r);
+	return true;
+}
+
 static bool name(parser *ps, ir_expr_val *out)
 {
 	const char *start = ps->p;
@@ -168,6 +189,8 @@ static bool name(parser *ps, ir_expr_val *out)
 		return func_minmax(ps, start, buf[1] == 'a', out);
 	if (strcmp(buf, "ceil_div") == 0)
 		return func_ceil_div(ps, start, out);
+	if (strcmp(buf, "int") == 0 || strcmp(buf, "floor") == 0)
+		return func_to_int(ps, start, buf[0] == 'f', out);
 	if (strcmp(buf, "T") == 0 && ps->env->allow_T) {
 		*out = (ir_expr_val){.d = {1, 0}};
 		return true;

@@ -1,6 +1,7 @@
 /* Expressions of params (docs/ir.md, "Params and expressions"): integer and
  * float literals, param names, + - * / %, unary -, parentheses, sqrt, min,
- * max, ceil_div, and in shapes the token count T. Int values are affine in T
+ * max, ceil_div, int (truncation toward zero), floor, and in shapes the token
+ * count T. Int values are affine in T
  * (coef_T * T + c); `/` on ints is exact division. Nothing is allocated. */
 #ifndef HALO_IR_EXPR_H
 #define HALO_IR_EXPR_H

@@ -214,6 +214,12 @@ typedef struct {
 	int n_layers;
 	int *layer_block;       /* per layer: function id of its block */
 	int layer_then;         /* function id of the block run after every layer, -1 if none */
+	/* Set by layers.overrides, else NULL: per layer, the position in its
+	 * override's config list (-1 for a layer no override placed), and the
+	 * attribute that expand_blocks sets to that position in the ops of the
+	 * layer's block (the override's index_attr; NULL for none). */
+	int *layer_entry;
+	const char **layer_entry_attr;
 	int n_entries;
 	ir_entry *entries;
 	bool expanded;          /* set by expand_blocks */

@@ -1,11 +1,14 @@
 /* The top-level `layers` mapping: which block each layer runs. */
 #include "ir/read_parts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_LAYERS = 4096 };
 
-static const char *const layer_keys[] = {"count", "pattern", "types_from", "map", "then", NULL};
+static const char *const layer_keys[] = {"count", "pattern", "types_from", "map", "overrides", "then", NULL};
+static const char *const bools[] = {"false", "true", NULL};
+static const char *const override_keys[] = {"from", "one_indexed", "block", "replaces", "index_attr", NULL};
 
 static int block_id(rd_ctx *rd, const yaml_node_t *n, const char *what)
 {
@@ -68,6 +71,103 @@ static bool from_config(rd_ctx *rd, const yaml_node_t *types_from, const yaml_no
 	return true;
 }
 
+/* The optional `replaces` of an override: the block the layer had before. */
+static bool check_replaces(rd_ctx *rd, const yaml_node_t *ov, int layer)
+{
+	yaml_node_t *rep = rd_get(rd, ov, "replaces");
+	if (!rep)
+		return true;
+	int id = block_id(rd, rep, "layers.overrides.replaces");
+	if (id < 0)
+		return false;
+	if (rd->m->layer_block[layer] != id)
+		return rd_fail(rd, rep, "layers.overrides: layer %d runs block '%s', but this override replaces '%s' only",
+			       layer, rd->m->funcs[rd->m->layer_block[layer]].name, rd->m->funcs[id].name);
+	return true;
+}
+
+/* index_attr must name an int attribute that some op of the block has. */
+static bool check_index_attr(rd_ctx *rd, const yaml_node_t *attr, const char *name, const ir_func *b)
+{
+	for (int j = 0; j < b->n_nodes; j++) {
+		const ir_attr *a = ir_node_attr(&b->nodes[j], name);
+		if (a && a->kind == IR_ATTR_INT)
+			return true;
+	}
+	return rd_fail(rd, attr, "layers.overrides.index_attr: no op of block '%s' has an int attribute '%s'", b->name,
+		       name);
+}
+
+/* Places the override's block at each layer its config list names. */
+static bool place_override(rd_ctx *rd, const yaml_node_t *ov, const yaml_node_t *from, const int64_t *ids, int n,
+			   const char *key)
+{
+	ir_module *m = rd->m;
+	yaml_node_t *one = rd_get(rd, ov, "one_indexed"), *attr = rd_get(rd, ov, "index_attr");
+	yaml_node_t *block = rd_need(rd, ov, "block", "layers.overrides");
+	const char *one_s = one ? rd_choice(rd, one, "layers.overrides.one_indexed", bools) : "false";
+	const char *attr_name = attr ? rd_str(rd, attr, "layers.overrides.index_attr") : NULL;
+	if (!block || !one_s || (attr && !attr_name))
+		return false;
+	int id = block_id(rd, block, "layers.overrides.block");
+	if (id < 0 || (attr && !check_index_attr(rd, attr, attr_name, &m->funcs[id])))
+		return false;
+	int64_t base = one_s[0] == 't';
+	for (int p = 0; p < n; p++) {
+		int64_t layer = ids[p] - base;
+		if (layer < 0 || layer >= m->n_layers)
+			return rd_fail(rd, from, "layers.overrides: %s key '%s' item %d is %lld, expected %lld to %lld (%s layer ids)",
+				       ir_config_name(rd->cfg), key, p, (long long)ids[p], (long long)base,
+				       (long long)(m->n_layers - 1 + base), base ? "one-indexed" : "zero-indexed");
+		if (m->layer_entry[layer] >= 0)
+			return rd_fail(rd, from, "layers.overrides: layer %lld is listed twice (%s key '%s' item %d)",
+				       (long long)layer, ir_config_name(rd->cfg), key, p);
+		if (!check_replaces(rd, ov, (int)layer))
+			return false;
+		m->layer_block[layer] = id;
+		m->layer_entry[layer] = p;
+		m->layer_entry_attr[layer] = attr_name;
+	}
+	return true;
+}
+
+static bool one_override(rd_ctx *rd, const yaml_node_t *ov)
+{
+	if (!rd_want_map(rd, ov, "layers.overrides item") || !rd_check_keys(rd, ov, override_keys, "layers.overrides"))
+		return false;
+	yaml_node_t *from = rd_need(rd, ov, "from", "layers.overrides");
+	const char *key = from ? rd_scalar(rd, from, "layers.overrides.from") : NULL;
+	int64_t *ids;
+	int n;
+	if (!key || !ir_config_ints(rd->cfg, key, &ids, &n, rd->err))
+		return false;
+	if (n < 0)
+		return rd_fail(rd, from, "layers.overrides.from: config key '%s' is missing from %s", key,
+			       ir_config_name(rd->cfg));
+	bool ok = place_override(rd, ov, from, ids, n, key);
+	free(ids);
+	return ok;
+}
+
+/* Overrides run after pattern / types_from, in listed order; a layer may be
+ * named by one override entry only, so the order never decides a block. */
+static bool from_overrides(rd_ctx *rd, const yaml_node_t *list)
+{
+	if (!rd_want_seq(rd, list, "layers.overrides"))
+		return false;
+	ir_module *m = rd->m;
+	m->layer_entry = ir_arena_alloc(&m->arena, (size_t)m->n_layers * sizeof(int));
+	m->layer_entry_attr = ir_arena_alloc(&m->arena, (size_t)m->n_layers * sizeof(char *));
+	for (int i = 0; i < m->n_layers; i++) {
+		m->layer_entry[i] = -1;
+		m->layer_entry_attr[i] = NULL;
+	}
+	for (int k = 0; k < rd_seq_len(list); k++)
+		if (!one_override(rd, rd_seq_item(rd, list, k)))
+			return false;
+	return true;
+}
+
 /* Layers chain, so every block used as one takes and returns the same
  * number of values as the first one. */
 static bool check_chain(rd_ctx *rd, const yaml_node_t *map)
@@ -111,6 +211,9 @@ bool rd_layers(rd_ctx *rd, const yaml_node_t *map)
 	if (pattern && lmap)
 		return rd_fail(rd, lmap, "layers.map is used with types_from only");
 	if (!(pattern ? from_pattern(rd, pattern) : from_config(rd, types, lmap)))
+		return false;
+	yaml_node_t *overrides = rd_get(rd, map, "overrides");
+	if (overrides && !from_overrides(rd, overrides))
 		return false;
 	if (then && (m->layer_then = block_id(rd, then, "layers.then")) < 0)
 		return false;

@@ -159,6 +159,28 @@ static void bind_layer_ref(expand_ctx *c, const ir_func *b, ir_node *n, int laye
 	n->ref_local = false;
 }
 
+/* A layer placed by an override with index_attr learns its position in the
+ * override's config list (e.g. PLE's layer_index): the copied node gets its
+ * own attribute array with that attribute set. The `then` block of the same
+ * layer is a different call and keeps its attributes. */
+static void bind_layer_entry(expand_ctx *c, int call_ref, int nid, int layer)
+{
+	const ir_module *m = c->m;
+	if (!m->layer_entry_attr || layer >= m->n_layers || call_ref != m->layer_block[layer] ||
+	    !m->layer_entry_attr[layer])
+		return;
+	ir_node *n = &c->f->nodes[nid];
+	for (int k = 0; k < n->n_attr; k++) {
+		if (n->attr[k].kind != IR_ATTR_INT || strcmp(n->attr[k].name, m->layer_entry_attr[layer]) != 0)
+			continue;
+		ir_attr *attr = ir_arena_alloc(&c->m->arena, (size_t)n->n_attr * sizeof(ir_attr));
+		memcpy(attr, n->attr, (size_t)n->n_attr * sizeof(ir_attr));
+		attr[k].i = m->layer_entry[layer];
+		n->attr = attr;
+		return;
+	}
+}
+
 static bool inline_call(expand_ctx *c, int oi, ir_error *err)
 {
 	const ir_node *call = &c->old[oi];
@@ -190,6 +212,7 @@ static bool inline_call(expand_ctx *c, int oi, ir_error *err)
 		}
 		int id = copy_node(c, b, bn, bvmap, prefix, layer);
 		bind_layer_ref(c, b, &c->f->nodes[id], layer);
+		bind_layer_entry(c, call->ref, id, layer);
 	}
 	for (int j = 0; j < b->n_nodes; j++) {
 		/* Block-internal edges: block node j became node first + j. */

@@ -39,6 +39,13 @@ static const ok_case oks[] = {
 	{"(4 * T + 8) / 4 - 1", true, false, 0, 1, 1},
 	{"n * T * 2", true, false, 0, 8, 0},
 	{"1.0e-6", false, true, 1e-6, 0, 0},
+	{"int(H * 0.25)", false, false, 0, 0, 16},
+	{"int(H * 0.3)", false, false, 0, 0, 19},
+	{"int(-2.5)", false, false, 0, 0, -2},
+	{"floor(-2.5)", false, false, 0, 0, -3},
+	{"floor(7 / 2.0) + 1", false, false, 0, 0, 4},
+	{"int(n) * floor(H)", false, false, 0, 0, 256},
+	{"int(2 * T + 1)", true, false, 0, 2, 1},
 };
 
 typedef struct {
@@ -62,6 +69,12 @@ static const err_case errs[] = {
 	{"3abc", false, "e.yaml:3:6: unexpected 'a' after a number"},
 	{"", false, "e.yaml:3:5: expression ends early"},
 	{"sqrt(0 - 1)", false, "e.yaml:3:5: sqrt of a negative number"},
+	{"1 + int(1.0e300)", false, "e.yaml:3:9: int(1e+300) is out of the int range"},
+	{"floor(-1.0e19)", false, "e.yaml:3:5: floor(-1e+19) is out of the int range"},
+	{"floor(H, 2)", false, "e.yaml:3:12: floor takes 1 argument(s): expected ')'"},
+	{"H + int 2", false, "e.yaml:3:13: expected '(' after int"},
+	{"2 * int(foo)", false, "e.yaml:3:13: unknown name 'foo'"},
+	{"int(T)", false, "e.yaml:3:9: unknown name 'T' (T is allowed in shapes only)"},
 	{"((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))",
 	 false, "expression nested too deeply"},
 };

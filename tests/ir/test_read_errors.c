@@ -22,7 +22,11 @@
 	"  " name ":\n    inputs: " io "\n    body:\n      - {op: matmul, out: y, in: [x, w]}\n    outputs: [y]\n"
 #define LAYERED_G "graphs:\n  g:\n    inputs:\n      x: {shape: [T, H]}\n    body:\n      - {op: layers, out: z, in: [x]}\n    outputs: [z]\n"
 
-static const char config[] = "{\"hidden\": 8, \"fl\": 2.5, \"types\": [\"a\", \"b\"], \"text_config\": {\"nested\": 3}}";
+static const char config[] = "{\"hidden\": 8, \"fl\": 2.5, \"types\": [\"a\", \"b\"], \"text_config\": {\"nested\": 3}, "
+			     "\"one\": [1], \"far\": [3], \"dup\": [1, 1]}";
+/* Two blocks b, c and layers (line 18) with pattern [b] and the given overrides. */
+#define OVERRIDES(ov) \
+	HEAD W "blocks:\n" BLK("b", "[x]") BLK("c", "[x]") "layers: {count: 2, pattern: [b], overrides: [" ov "]}\n" LAYERED_G ENTRY
 
 typedef struct {
 	const char *name;
@@ -31,11 +35,30 @@ typedef struct {
 } err_case;
 
 static const err_case cases[] = {
+	{"override of an unknown block", OVERRIDES("{from: one, block: zz}"),
+	 "t.yaml:18:65: layers.overrides.block: unknown block 'zz'"},
+	{"override id out of range", OVERRIDES("{from: far, one_indexed: true, block: c}"),
+	 "t.yaml:18:53: layers.overrides: c.json key 'far' item 0 is 3, expected 1 to 2 (one-indexed layer ids)"},
+	{"override id listed twice", OVERRIDES("{from: dup, block: c}"),
+	 "t.yaml:18:53: layers.overrides: layer 1 is listed twice (c.json key 'dup' item 1)"},
+	{"override from a missing key", OVERRIDES("{from: nope, block: c}"),
+	 "t.yaml:18:53: layers.overrides.from: config key 'nope' is missing from c.json"},
+	{"override from strings", OVERRIDES("{from: types, block: c}"), "c.json: key 'types': item 0 is not an integer"},
+	{"override with a bad one_indexed", OVERRIDES("{from: one, one_indexed: 1, block: c}"),
+	 "t.yaml:18:71: layers.overrides.one_indexed: expected one of false, true, got '1'"},
+	{"override of the wrong block", OVERRIDES("{from: one, block: c, replaces: c}"),
+	 "t.yaml:18:78: layers.overrides: layer 1 runs block 'b', but this override replaces 'c' only"},
+	{"override index_attr no op has", OVERRIDES("{from: one, block: c, index_attr: k}"),
+	 "t.yaml:18:80: layers.overrides.index_attr: no op of block 'c' has an int attribute 'k'"},
+	{"override with an unknown key", OVERRIDES("{from: one, block: c, index: k}"),
+	 "t.yaml:18:68: unknown key 'index' in layers.overrides"},
 	{"unknown top-level key", HEAD "bogus: 1\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:1: unknown key 'bogus' in the model"},
 	{"unknown op key", HEAD W G "      - {op: matmul, out: y, in: [x, w], eps: 1}\n" OUT_Y ENTRY,
 	 "t.yaml:12:42: unknown key 'eps' for op matmul (expected op, out, in, state, name, after)"},
 	{"unknown param key", "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden, dflt: 3}\n" W G MATMUL OUT_Y ENTRY,
 	 "t.yaml:4:23: unknown key 'dflt' in a param spec"},
+	{"param named like a function", "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden}\n  floor: {default: 2}\n"
+	 W G MATMUL OUT_Y ENTRY, "t.yaml:5:3: param name 'floor' is reserved in expressions"},
 	{"unknown op", HEAD W G "      - {op: matmull, out: y, in: [x, w]}\n" OUT_Y ENTRY, "t.yaml:12:14: unknown op 'matmull'"},
 	{"wrong operand count", HEAD W G "      - {op: matmul, out: y, in: [x]}\n" OUT_Y ENTRY,
 	 "t.yaml:12:34: op matmul takes 2 operand(s), got 1"},
