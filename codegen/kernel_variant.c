@@ -933,6 +933,277 @@ static bool build_moe(kv_build *b)
 	return true;
 }
 
+/* ---- Qwen4-Exp ops ------------------------------------------------------------------------ */
+
+static bool build_reduce_mean(kv_build *b)
+{
+	ir_dim outer = b->d->u.reduce.outer;
+	int64_t n = b->d->u.reduce.n, inner = b->d->u.reduce.inner;
+	int64_t rows = dim_at(outer, b->d->t_max);
+	uint32_t ls;
+	if (outer.coef_T < 0 || outer.c < 0)
+		return fail(b, "outer rows %" PRId64 "*T+%" PRId64 " must not be negative", outer.coef_T, outer.c);
+	if (!check_index(b, "outer rows", rows) || !check_index(b, "n", n) || !check_index(b, "inner", inner) ||
+	    !check_index(b, "outer*n*inner", rows * n * inner) || !lanes_1d(b, 256, &ls))
+		return false;
+	b->k->template_name = "reduce_mean.comp";
+	sb_printf(&b->sig, "reduce_mean outer=%" PRId64 "*T+%" PRId64 " n=%" PRId64 " inner=%" PRId64,
+		  outer.coef_T, outer.c, n, inner);
+	def_affine(b, "OUTER", outer);
+	def_uint(b, "N", n);
+	def_uint(b, "INNER", inner);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	bind(b, "B_X");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, outer.coef_T * inner, outer.c * inner, ls);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+static bool build_signed_sqrt(kv_build *b)
+{
+	ir_dim numel = b->d->u.signed_sqrt.numel;
+	float eps = b->d->u.signed_sqrt.eps;
+	uint32_t ls;
+	if (numel.coef_T < 0 || numel.c < 0)
+		return fail(b, "numel %" PRId64 "*T+%" PRId64 " must not be negative", numel.coef_T, numel.c);
+	if (!check_index(b, "numel", dim_at(numel, b->d->t_max)) || !lanes_1d(b, 256, &ls))
+		return false;
+	if (!isfinite(eps) || eps < 0.0f)
+		return fail(b, "eps %g must be finite and non-negative", (double)eps);
+	b->k->template_name = "signed_sqrt.comp";
+	sb_printf(&b->sig, "signed_sqrt numel=%" PRId64 "*T+%" PRId64 " eps=%.9g", numel.coef_T, numel.c,
+		  (double)eps);
+	def_affine(b, "NUMEL", numel);
+	def_float(b, "EPS", eps);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	bind(b, "B_X");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, numel.coef_T, numel.c, ls);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* conv1d_causal.comp with DILATION: the state holds (K-1)*dilation rows. */
+static bool build_conv1d_dilated(kv_build *b)
+{
+	int64_t C = b->d->u.conv_dilated.C, K = b->d->u.conv_dilated.K, dil = b->d->u.conv_dilated.dilation;
+	uint32_t ls;
+	if (!check_index(b, "C", C) || !check_index(b, "K", K) || !check_index(b, "dilation", dil) ||
+	    !check_index(b, "C*K", C * K) || !check_index(b, "(T+(K-1)*dilation)*C", (b->d->t_max + (K - 1) * dil) * C) ||
+	    !lanes_1d(b, 256, &ls))
+		return false;
+	if (K < 2)
+		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds (K-1)*dilation rows)",
+			    K);
+	b->k->template_name = "conv1d_causal.comp";
+	sb_printf(&b->sig, "conv1d_dilated C=%" PRId64 " K=%" PRId64 " dilation=%" PRId64 " act=%s", C, K, dil,
+		  b->d->u.conv_dilated.silu ? "silu" : "none");
+	def_uint(b, "C", C);
+	def_uint(b, "K", K);
+	def_uint(b, "DILATION", dil);
+	sb_printf(&b->defs, "#define ACT_SILU %d\n#define USE_TREE 0\n", b->d->u.conv_dilated.silu ? 1 : 0);
+	if (!weight_type(b))
+		return false;
+	bind(b, "B_X");
+	bind(b, "B_S");
+	bind(b, "B_W");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	bind(b, "B_NS");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, C, ls);
+	set_grid(b, 1, 1, (K - 1) * dil, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* attention.comp with MASKED: the mask [T,C] is bound after v. */
+static bool build_masked_attention(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t hq = d->u.masked_attention.hq, hk = d->u.masked_attention.hk, D = d->u.masked_attention.D;
+	int64_t dv = d->u.masked_attention.dv, C = d->u.masked_attention.C;
+	uint32_t ls;
+	if (!check_index(b, "hq", hq) || !check_index(b, "hk", hk) || !check_index(b, "D", D) ||
+	    !check_index(b, "dv", dv) || !check_index(b, "C", C) || !check_index(b, "C*hk*D", C * hk * D) ||
+	    !check_index(b, "C*hk*dv", C * hk * dv) || !check_index(b, "T*hq*D", d->t_max * hq * D) ||
+	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !check_index(b, "T*C", d->t_max * C) ||
+	    !lanes_1d(b, 64, &ls))
+		return false;
+	if (hq % hk)
+		return fail(b, "%" PRId64 " query heads are not a multiple of %" PRId64 " kv heads", hq, hk);
+	if (((uint64_t)D + 3u * ls) * 4 > KV_SHARED_LIMIT)
+		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
+			    KV_SHARED_LIMIT);
+	if (!isfinite(d->u.masked_attention.scale))
+		return fail(b, "scale is not finite");
+	b->k->template_name = "attention.comp";
+	sb_printf(&b->sig, "masked_attention hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64
+		  " C=%" PRId64 " scale=%.9g", hq, hk, D, dv, C, (double)d->u.masked_attention.scale);
+	def_uint(b, "HQ", hq);
+	def_uint(b, "HK", hk);
+	def_uint(b, "D", D);
+	def_uint(b, "DV", dv);
+	def_uint(b, "MASK_C", C);
+	def_float(b, "SCALE", d->u.masked_attention.scale);
+	sb_printf(&b->defs, "#define MASKED 1\n#define USE_TREE 1\n");
+	bind(b, "B_Q");
+	bind(b, "B_K");
+	bind(b, "B_V");
+	bind(b, "B_M");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, hq, 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* The hash multipliers as 32-bit halves and each head's prime and row offset,
+ * as GLSL constant tables; false when the tables overrun the embedding. */
+static bool ngram_tables(kv_build *b, int64_t heads)
+{
+	const kv_desc *d = b->d;
+	strbuf *g = &b->defs;
+	sb_printf(g, "const uint NG_MLO[%" PRId64 "] = uint[](", d->u.ngram.ngram);
+	for (int64_t s = 0; s < d->u.ngram.ngram; s++)
+		sb_printf(g, "%s%uu", s ? ", " : "", (uint32_t)d->u.ngram.mult[s]);
+	sb_printf(g, ");\nconst uint NG_MHI[%" PRId64 "] = uint[](", d->u.ngram.ngram);
+	for (int64_t s = 0; s < d->u.ngram.ngram; s++)
+		sb_printf(g, "%s%uu", s ? ", " : "", (uint32_t)(d->u.ngram.mult[s] >> 32));
+	sb_printf(g, ");\nconst uint NG_P[%" PRId64 "] = uint[](", heads);
+	for (int64_t j = 0; j < heads; j++)
+		sb_printf(g, "%s%uu", j ? ", " : "", d->u.ngram.size[j]);
+	sb_printf(g, ");\nconst uint NG_OFF[%" PRId64 "] = uint[](", heads);
+	int64_t off = 0;
+	for (int64_t j = 0; j < heads; j++) {
+		uint32_t p = d->u.ngram.size[j];
+		if (p < 2 || p > INT32_MAX)
+			return fail(b, "head %" PRId64 " table size %u must be in [2, 2^31)", j, p);
+		sb_printf(g, "%s%" PRId64 "u", j ? ", " : "", off);
+		off += p;
+	}
+	sb_printf(g, ");\n");
+	if (off > d->u.ngram.rows)
+		return fail(b, "the head tables need %" PRId64 " rows, the embedding has %" PRId64, off,
+			    d->u.ngram.rows);
+	return true;
+}
+
+/* FNV-1a over the head table sizes. */
+static uint32_t ngram_size_hash(const uint32_t *size, int64_t heads)
+{
+	uint32_t h = 2166136261u;
+	for (int64_t j = 0; j < heads; j++)
+		for (int k = 0; k < 4; k++)
+			h = (h ^ ((size[j] >> (8 * k)) & 0xffu)) * 16777619u;
+	return h;
+}
+
+static bool build_ngram_embed(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t N = d->u.ngram.ngram, hpn = d->u.ngram.hpn, dp = d->u.ngram.dp, rows = d->u.ngram.rows;
+	int64_t eos = d->u.ngram.eos, vocab = d->u.ngram.vocab, heads = (N - 1) * hpn;
+	uint32_t ls;
+	if (N < 2 || N > KV_NGRAM_MAX || hpn < 1 || hpn > 64)
+		return fail(b, "ngram %" PRId64 " must be in [2, %d] and heads_per_ngram %" PRId64 " in [1, 64]", N,
+			    KV_NGRAM_MAX, hpn);
+	if (vocab < 1 || vocab > INT32_MAX || eos < 0 || eos >= vocab)
+		return fail(b, "vocab %" PRId64 " must be in [1, 2^31) and eos %" PRId64 " in [0, vocab)", vocab,
+			    eos);
+	if (!check_index(b, "rows", rows) || !check_index(b, "dp", dp) || !check_index(b, "rows*dp", rows * dp) ||
+	    !check_index(b, "T*heads*dp", d->t_max * heads * dp) || !lanes_1d(b, 256, &ls))
+		return false;
+	b->k->template_name = "ngram_embed.comp";
+	sb_printf(&b->sig, "ngram_embed N=%" PRId64 " hpn=%" PRId64 " eos=%" PRId64 " vocab=%" PRId64
+		  " rows=%" PRId64 " dp=%" PRId64 " m=", N, hpn, eos, vocab, rows, dp);
+	/* the signature keys the kernel cache, so it names every table entry:
+	 * the multipliers in full, the primes by a hash */
+	for (int64_t s = 0; s < N; s++)
+		sb_printf(&b->sig, "%s%" PRIx64, s ? "," : "", d->u.ngram.mult[s]);
+	sb_printf(&b->sig, " p=%u..%08x", d->u.ngram.size[0], ngram_size_hash(d->u.ngram.size, heads));
+	def_uint(b, "NGRAM", N);
+	def_uint(b, "HPN", hpn);
+	def_uint(b, "HEADS", heads);
+	def_uint(b, "DP", dp);
+	def_uint(b, "EOS", eos);
+	def_uint(b, "VOCAB", vocab);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	if (!ngram_tables(b, heads) || !weight_type(b))
+		return false;
+	bind(b, "B_W");
+	bind(b, "B_IDS");
+	bind(b, "B_H");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	bind(b, "B_NH");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, heads * dp, ls);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
+/* qsa_select.comp keeps the token's q and per-block scores and picks in
+ * shared memory. */
+static bool build_qsa_select(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.qsa.h, D = d->u.qsa.D, C = d->u.qsa.C, c = d->u.qsa.block, top = d->u.qsa.top;
+	int64_t rot = d->u.qsa.rot_dim, nb_max = C / (c > 0 ? c : 1);
+	uint32_t ls;
+	if (!check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "C", C) ||
+	    !check_index(b, "block", c) || !check_index(b, "top_blocks", top) || !check_index(b, "C*D", C * D) ||
+	    !check_index(b, "T*C", d->t_max * C) || !check_index(b, "T*h*D", d->t_max * h * D) ||
+	    !lanes_1d(b, 64, &ls))
+		return false;
+	if (rot < 2 || rot > D || rot % 2)
+		return fail(b, "rot_dim %" PRId64 " must be even and in [2, D = %" PRId64 "]", rot, D);
+	if (!isfinite(d->u.qsa.base) || d->u.qsa.base <= 0.0f || !isfinite(d->u.qsa.eps) || d->u.qsa.eps < 0.0f)
+		return fail(b, "base %g must be positive and eps %g non-negative", (double)d->u.qsa.base,
+			    (double)d->u.qsa.eps);
+	if (((uint64_t)h * D + 2u * (uint64_t)(nb_max + 1)) * 4 > KV_SHARED_LIMIT)
+		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
+			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
+	b->k->template_name = "qsa_select.comp";
+	sb_printf(&b->sig, "qsa_select h=%" PRId64 " D=%" PRId64 " C=%" PRId64 " block=%" PRId64 " top=%" PRId64
+		  " rot=%" PRId64 " base=%.9g eps=%.9g", h, D, C, c, top, rot, (double)d->u.qsa.base,
+		  (double)d->u.qsa.eps);
+	def_uint(b, "H", h);
+	def_uint(b, "D", D);
+	def_uint(b, "C", C);
+	def_uint(b, "BLOCK", c);
+	def_uint(b, "TOP", top);
+	def_uint(b, "ROT", rot);
+	def_uint(b, "NB_MAX", nb_max + 1);
+	def_float(b, "EPS", d->u.qsa.eps);
+	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	rope_table(b, rot, d->u.qsa.base);
+	bind(b, "B_Q");
+	bind(b, "B_K");
+	bind(b, "B_NW");
+	if (!bind_fused(b, false, false))
+		return false;
+	bind(b, "B_Y");
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, 1, 1);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+	return true;
+}
+
 /* ---- assembly --------------------------------------------------------------------------- */
 
 static const char *template_text(const char *name)
@@ -964,6 +1235,12 @@ static bool build_op(kv_build *b)
 	case IR_OP_TOPK: return build_topk(b, false);
 	case IR_OP_MOE_ROUTE: return build_topk(b, true);
 	case IR_OP_MOE_EXPERTS: return build_moe(b);
+	case IR_OP_REDUCE_MEAN: return build_reduce_mean(b);
+	case IR_OP_SIGNED_SQRT: return build_signed_sqrt(b);
+	case IR_OP_CONV1D_DILATED: return build_conv1d_dilated(b);
+	case IR_OP_MASKED_ATTENTION: return build_masked_attention(b);
+	case IR_OP_NGRAM_EMBED: return build_ngram_embed(b);
+	case IR_OP_QSA_SELECT: return build_qsa_select(b);
 	default:
 		if (elem_is_unary(b->d->op) || elem_is_binary(b->d->op)) {
 			if (b->d->u.elementwise.main.op != b->d->op)

@@ -26,6 +26,9 @@
 #define KV_MAX_EPILOGUE 4
 /* The decode matrix-vector kernel serves dispatches of at most this many tokens. */
 #define KV_MATVEC_MAX_T 8
+/* ngram_embed: the most orders and heads the op allows (ngram <= 16, heads_per_ngram <= 64). */
+#define KV_NGRAM_MAX 16
+#define KV_NGRAM_MAX_HEADS (15 * 64)
 
 /* How a binary op's second operand is indexed for element i of the running
  * value (docs/ops.md): FULL b[i]; TRAILING b[i % n] (b is the trailing dims,
@@ -98,6 +101,29 @@ typedef struct {
 		/* (x[T,H], ids[T,k] i32, w[T,k], gate[E,F,H], up[E,F,H], down[E,H,F]) ->
 		 * y[T,H]; gate/up/down have dtype wtype */
 		struct { int64_t H, F, E, k; } moe;
+		/* REDUCE_MEAN: x viewed as [outer, n, inner] -> y [outer, inner]; outer
+		 * may depend on T, n and inner may not */
+		struct { ir_dim outer; int64_t n, inner; } reduce;
+		/* SIGNED_SQRT (x) -> y, numel elements */
+		struct { ir_dim numel; float eps; } signed_sqrt;
+		/* (x[T,C], state[(K-1)*dilation,C], w[C,K]) -> (y[T,C], state'); w has
+		 * dtype wtype; state' must not alias state */
+		struct { int64_t C, K, dilation; bool silu; } conv_dilated;
+		/* (q[T,hq,D], k[C,hk,D], v[C,hk,dv], mask[T,C]) -> y[T,hq,dv] */
+		struct { int64_t hq, hk, D, dv, C; float scale; } masked_attention;
+		/* (table[rows,dp], ids[T] i32, hist[ngram-1]) -> (y[T,heads*dp], hist'[ngram-1]),
+		 * heads = (ngram-1)*hpn; table has dtype wtype; hist' must not alias hist.
+		 * mult: the ngram hash multipliers, size: each head's prime table size
+		 * (< 2^31), both from ref_ngram_multipliers / ref_ngram_tables; the
+		 * heads' row offsets are the running sums of size. */
+		struct {
+			int64_t ngram, hpn, eos, vocab, rows, dp;
+			uint64_t mult[KV_NGRAM_MAX];
+			uint32_t size[KV_NGRAM_MAX_HEADS];
+		} ngram;
+		/* (q[T,h,D], keys[C,D], k_norm[D] f32) -> mask[T,C] f32: block = c, top =
+		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
+		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
 	} u;
 	kv_prologue pro;   /* matmul only */
 	int n_epi;

@@ -6,6 +6,7 @@
 
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
+#include "runtime/ref/ref_ops.h"
 
 static int64_t cdim(const halo_tensor_ref *t, int i)
 {
@@ -165,6 +166,45 @@ bad:
 	return false;
 }
 
+/* ngram_embed's tables are computed here, with the reference's own functions,
+ * so the kernel hashes exactly as ref_ngram_embed does. */
+static bool ngram_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errlen)
+{
+	const halo_tensor_ref *table = &d->operand[0];
+	ref_ngram_params p = {.ngram = DI("ngram", 0), .heads_per_ngram = DI("heads_per_ngram", 0),
+			      .eos = DI("eos", 0), .vocab = DI("vocab", 0), .seed = DI("seed", 0),
+			      .layer_index = DI("layer_index", 0), .table_base = DI("table_base", 0)};
+	if (p.ngram < 2 || p.ngram > KV_NGRAM_MAX || p.heads_per_ngram < 1 || p.heads_per_ngram > 64 ||
+	    p.layer_index < 0 || p.table_base < 2) {
+		snprintf(err, errlen, "dispatch '%s': ngram_embed ngram %lld, heads_per_ngram %lld, layer_index %lld,"
+			 " table_base %lld out of range", d->node, (long long)p.ngram, (long long)p.heads_per_ngram,
+			 (long long)p.layer_index, (long long)p.table_base);
+		return false;
+	}
+	int64_t heads = (p.ngram - 1) * p.heads_per_ngram, m[KV_NGRAM_MAX];
+	int64_t size[KV_NGRAM_MAX_HEADS], offset[KV_NGRAM_MAX_HEADS];
+	ref_ngram_multipliers(&p, m);
+	ref_ngram_tables(&p, size, offset);
+	for (int64_t j = 0; j < heads; j++) {
+		if (size[j] > INT32_MAX) {
+			snprintf(err, errlen, "dispatch '%s': ngram_embed table size %lld of head %lld is 2^31 or more",
+				 d->node, (long long)size[j], (long long)j);
+			return false;
+		}
+		k->u.ngram.size[j] = (uint32_t)size[j];
+	}
+	for (int64_t s = 0; s < p.ngram; s++)
+		k->u.ngram.mult[s] = (uint64_t)m[s];
+	k->wtype = table->dtype;
+	k->u.ngram.ngram = p.ngram;
+	k->u.ngram.hpn = p.heads_per_ngram;
+	k->u.ngram.eos = p.eos;
+	k->u.ngram.vocab = p.vocab;
+	k->u.ngram.rows = cdim(table, 0);
+	k->u.ngram.dp = cdim(table, 1);
+	return true;
+}
+
 /* The kernel descriptor of one dispatch. */
 static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
 {
@@ -264,6 +304,58 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_REPEAT_HEADS:
 	case IR_OP_STATE_WRITE:
 		return copy_desc(d, k, err, errlen);
+	case IR_OP_REDUCE_MEAN: {
+		/* the kernel's reduced and inner extents are compile time; only outer may grow with T */
+		int64_t axis = DI("axis", 0);
+		ir_dim inner = {0, 0};
+		if (axis < 0 || axis >= x->rank || x->dim[axis].coef_T ||
+		    !span_affine(x, 0, (int)axis, &k->u.reduce.outer) ||
+		    !span_affine(x, (int)axis + 1, x->rank, &inner) || inner.coef_T) {
+			snprintf(err, errlen, "dispatch '%s': unsupported reduce_mean axis %lld", d->node,
+				 (long long)axis);
+			return false;
+		}
+		k->u.reduce.n = cdim(x, (int)axis);
+		k->u.reduce.inner = inner.c;
+		return true;
+	}
+	case IR_OP_SIGNED_SQRT:
+		k->u.signed_sqrt.eps = (float)DA("eps", 1e-6);
+		if (!numel_affine(x, &k->u.signed_sqrt.numel)) {
+			snprintf(err, errlen, "dispatch '%s': signed_sqrt numel is not affine in T", d->node);
+			return false;
+		}
+		return true;
+	case IR_OP_CONV1D_DILATED: {
+		const halo_tensor_ref *w = &d->operand[2];
+		const halo_attr *act = attr(d->attr, d->n_attr, "act");
+		k->wtype = w->dtype;
+		k->u.conv_dilated.C = cdim(w, 0);
+		k->u.conv_dilated.K = cdim(w, 1);
+		k->u.conv_dilated.dilation = DI("dilation", 1);
+		k->u.conv_dilated.silu = act && act->is_str && strcmp(act->s, "silu") == 0;
+		return true;
+	}
+	case IR_OP_NGRAM_EMBED:
+		return ngram_desc(d, k, err, errlen);
+	case IR_OP_QSA_SELECT:
+		k->u.qsa.h = cdim(x, 1);
+		k->u.qsa.D = cdim(x, 2);
+		k->u.qsa.C = cdim(&d->operand[1], 0);
+		k->u.qsa.block = DI("block", 0);
+		k->u.qsa.top = DI("top_blocks", 0);
+		k->u.qsa.rot_dim = DI("rot_dim", cdim(x, 2));
+		k->u.qsa.base = (float)DA("base", 10000.0);
+		k->u.qsa.eps = (float)DA("eps", 1e-6);
+		return true;
+	case IR_OP_MASKED_ATTENTION:
+		k->u.masked_attention.hq = cdim(x, 1);
+		k->u.masked_attention.D = cdim(x, 2);
+		k->u.masked_attention.hk = cdim(&d->operand[1], 1);
+		k->u.masked_attention.C = cdim(&d->operand[1], 0);
+		k->u.masked_attention.dv = cdim(&d->operand[2], 2);
+		k->u.masked_attention.scale = (float)DA("scale", 1.0);
+		return true;
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];

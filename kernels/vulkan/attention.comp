@@ -7,12 +7,18 @@
 // reduction trees are fixed, so a row's result depends only on its own query
 // and keys, never on T (decode of m tokens = m decodes of one). Prefill and
 // decode share this kernel.
+// masked_attention is this kernel with MASKED: key c of query t counts only
+// when mask[t * MASK_C + c] != 0 (a masked key scores like one past n). A
+// row with no such key divides by a zero sum (the reference rejects it).
 // Grid: x = HQ, y = T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
 layout(set = 0, binding = B_K) readonly buffer Kb { float kc[]; };
 layout(set = 0, binding = B_V) readonly buffer Vb { float vc[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
+#ifdef MASKED
+layout(set = 0, binding = B_M) readonly buffer Mb { float mask[]; };
+#endif
 
 #define NCH ((DV + LS_X - 1u) / LS_X)
 // Stands in for -infinity: exp(NEG_BIG - m) is exactly 0 for any finite score.
@@ -44,9 +50,13 @@ void main()
 		acc[ci] = 0.0;
 	for (uint c0 = 0u; c0 < n; c0 += LS_X) {
 		uint key = c0 + l;
-		float s = key < n ? score(key, kvh) : NEG_BIG;
+		bool live = key < n;
+#ifdef MASKED
+		live = live && mask[t * MASK_C + key] != 0.0;
+#endif
+		float s = live ? score(key, kvh) : NEG_BIG;
 		float m_new = max(m, tree_max(l, s));
-		float p = key < n ? exp(s - m_new) : 0.0;
+		float p = live ? exp(s - m_new) : 0.0;
 		float corr = exp(m - m_new);
 		ps[l] = p;
 		lsum = lsum * corr + tree_sum(l, p); // its barriers publish ps too

@@ -1,17 +1,24 @@
-// conv1d_causal, depthwise over the sequence s = [state; x] (K-1+T rows of C):
-// y[t,c] = act(sum_j w[c,j] s[t+j,c]), j in order; new_state = the last K-1
-// rows of s. Workgroup row r < T computes y row r; row r >= T copies s row r
-// into new_state row r-T, so new_state must not alias state.
-// Grid: x = ceil(C / LS_X), y = T + K - 1.
+// conv1d_causal and conv1d_dilated, depthwise over the sequence s = [state; x]
+// (HIST+T rows of C, HIST = (K-1)*DILATION): y[t,c] = act(sum_j w[c,j]
+// s[t+j*DILATION,c]), j in order; new_state = the last HIST rows of s.
+// Workgroup row r < T computes y row r; row r >= T copies s row r into
+// new_state row r-T, so new_state must not alias state. conv1d_causal is
+// DILATION 1 (its builder leaves it undefined).
+// Grid: x = ceil(C / LS_X), y = T + HIST.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_S) readonly buffer S { float st[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = B_NS) writeonly buffer NS { float ns[]; };
 
+#ifndef DILATION
+#define DILATION 1u
+#endif
+#define HIST ((K - 1u) * DILATION)
+
 float seq(uint r, uint c)
 {
-	return r < K - 1u ? st[r * C + c] : x[(r - (K - 1u)) * C + c];
+	return r < HIST ? st[r * C + c] : x[(r - HIST) * C + c];
 }
 
 void main()
@@ -22,7 +29,7 @@ void main()
 	if (r < pc.T) {
 		float acc = 0.0;
 		for (uint j = 0u; j < K; j++)
-			acc += load_w(c * K + j) * seq(r + j, c);
+			acc += load_w(c * K + j) * seq(r + j * DILATION, c);
 #if ACT_SILU
 		acc = silu_f(acc);
 #endif

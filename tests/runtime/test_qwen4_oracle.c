@@ -1,5 +1,5 @@
-/* models/qwen4_exp.yaml on the reference backend (its QSA, PLE and
- * hyper-connection ops have no Vulkan kernel yet, so the bundle is ref-only).
+/* models/qwen4_exp.yaml on the reference backend, from a bundle compiled
+ * for it alone (tests/runtime/test_qwen4_vulkan.c holds Vulkan to ref).
  *
  * argv[1] = "self": seeded random weights at the dims of
  * tests/fixtures/qwen4_exp_tiny/config.json, an 88-token prompt with EOS at

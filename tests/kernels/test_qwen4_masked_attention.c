@@ -1,0 +1,151 @@
+/* masked_attention against ref_masked_attention: prefill (pos 0) and decode
+ * (pos > 0), GQA, odd head dims, masks that are random, block-sparse like
+ * QSA's (whole 64-key chunks off, including the first) and a single key; mask
+ * entries past pos+t are set too and must be ignored. Batch invariance: one
+ * dispatch of m tokens equals m single-token dispatches bitwise.
+ *
+ * Tolerance: max |got - want| / max(|want|, 1e-2) <= 2e-5, as for attention:
+ * scores are f32 dots of D <= 40 terms; the online softmax rescales partial
+ * sums chunk by chunk (the reference normalises once in f64), adding a few
+ * f32 roundings per chunk to outputs that are convex combinations of values
+ * in [-1, 1]. Masked keys contribute exactly nothing in both. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ref/ref_ops.h"
+#include "tests/kernels/harness.h"
+
+typedef struct {
+	int64_t hq, hk, D, dv, C;
+} matt_shape;
+
+/* How a test fills the mask: each row always keeps its own key pos+t. */
+typedef enum { MASK_RANDOM, MASK_BLOCKS, MASK_SINGLE } mask_kind;
+
+static bool build(harness *h, const matt_shape *s, hkernel *k)
+{
+	kv_desc d = {.op = IR_OP_MASKED_ATTENTION, .t_max = 64, .wtype = HALO_F32};
+	d.u.masked_attention.hq = s->hq;
+	d.u.masked_attention.hk = s->hk;
+	d.u.masked_attention.D = s->D;
+	d.u.masked_attention.dv = s->dv;
+	d.u.masked_attention.C = s->C;
+	d.u.masked_attention.scale = 0.25f;
+	return hk_build(h, &d, k);
+}
+
+static uint32_t next_u32(uint32_t *seed)
+{
+	*seed = *seed * 1664525u + 1013904223u;
+	return *seed >> 8;
+}
+
+static void fill_mask(float *mask, const matt_shape *s, int64_t T, uint32_t pos, mask_kind kind, uint32_t *seed)
+{
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t j = 0; j < s->C; j++) {
+			float on;
+			switch (kind) {
+			case MASK_RANDOM: on = (float)(next_u32(seed) & 1u); break;
+			case MASK_BLOCKS: on = (j / 64 + t) % 3 == 1 ? 1.0f : 0.0f; break;
+			default: on = 0.0f; break;
+			}
+			mask[t * s->C + j] = on;
+		}
+	for (int64_t t = 0; t < T; t++)
+		mask[t * s->C + pos + t] = 1.0f;
+}
+
+static bool run(harness *h, hkernel *k, const matt_shape *s, float *q, float *kc, float *vc, float *mask,
+		float *y, int64_t T, uint32_t pos)
+{
+	hop ops[5] = {
+		{q, (size_t)(T * s->hq * s->D) * 4, false},
+		{kc, (size_t)(s->C * s->hk * s->D) * 4, false},
+		{vc, (size_t)(s->C * s->hk * s->dv) * 4, false},
+		{mask, (size_t)(T * s->C) * 4, false},
+		{y, (size_t)(T * s->hq * s->dv) * 4, true},
+	};
+	return hk_run(h, k, ops, 5, (uint32_t)T, pos);
+}
+
+typedef struct {
+	float *q, *kc, *vc, *mask, *y, *want;
+} matt_data;
+
+static matt_data data_new(const matt_shape *s, int64_t T, uint32_t pos, mask_kind kind, uint32_t *seed)
+{
+	size_t nq = (size_t)(T * s->hq * s->D), ny = (size_t)(T * s->hq * s->dv);
+	size_t nk = (size_t)(s->C * s->hk * s->D), nv = (size_t)(s->C * s->hk * s->dv);
+	matt_data a = {alloc_floats(nq), alloc_floats(nk), alloc_floats(nv), alloc_floats((size_t)(T * s->C)),
+		       alloc_floats(ny), alloc_floats(ny)};
+	fill_random(a.q, nq, 1.0f, seed);
+	fill_random(a.kc, nk, 1.0f, seed);
+	fill_random(a.vc, nv, 1.0f, seed);
+	fill_mask(a.mask, s, T, pos, kind, seed);
+	return a;
+}
+
+static void data_free(matt_data *a)
+{
+	free(a->q), free(a->kc), free(a->vc), free(a->mask), free(a->y), free(a->want);
+}
+
+static bool matt_case(harness *h, matt_shape s, int64_t T, uint32_t pos, mask_kind kind, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, &k))
+		return false;
+	matt_data a = data_new(&s, T, pos, kind, seed);
+	bool ok = run(h, &k, &s, a.q, a.kc, a.vc, a.mask, a.y, T, pos);
+	ref_error err;
+	if (ok && !ref_masked_attention(a.q, a.kc, a.vc, a.mask, a.want, T, s.hq, s.hk, s.D, s.dv, s.C, pos,
+					0.25f, &err)) {
+		fprintf(stderr, "FAIL: %s\n", err.msg);
+		ok = false;
+	}
+	if (ok) {
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld pos=%u mask=%d", k.k.signature, (long long)T, pos, (int)kind);
+		ok = check_close(what, a.y, a.want, (size_t)(T * s.hq * s.dv), 2e-5, 1e-2);
+	}
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+static bool invariance(harness *h, matt_shape s, int64_t m, uint32_t pos, uint32_t *seed)
+{
+	hkernel k;
+	if (!build(h, &s, &k))
+		return false;
+	matt_data a = data_new(&s, m, pos, MASK_RANDOM, seed);
+	int64_t rq = s.hq * s.D, ry = s.hq * s.dv;
+	bool ok = run(h, &k, &s, a.q, a.kc, a.vc, a.mask, a.y, m, pos);
+	for (int64_t t = 0; ok && t < m; t++)
+		ok = run(h, &k, &s, a.q + t * rq, a.kc, a.vc, a.mask + t * s.C, a.want + t * ry, 1,
+			 pos + (uint32_t)t);
+	char what[512];
+	snprintf(what, sizeof what, "batch invariance %s, T=%lld at pos %u vs single steps", k.k.signature,
+		 (long long)m, pos);
+	ok = ok && check_bitwise(what, a.y, a.want, (size_t)(m * ry));
+	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+int main(void)
+{
+	harness *h = harness_open();
+	uint32_t seed = 1618;
+	bool ok = true;
+	ok &= matt_case(h, (matt_shape){4, 2, 16, 16, 256}, 37, 0, MASK_RANDOM, &seed);   /* prefill, GQA */
+	ok &= matt_case(h, (matt_shape){4, 2, 16, 16, 256}, 1, 200, MASK_BLOCKS, &seed);  /* decode */
+	ok &= matt_case(h, (matt_shape){4, 2, 16, 16, 256}, 50, 130, MASK_BLOCKS, &seed); /* chunks off */
+	ok &= matt_case(h, (matt_shape){3, 3, 7, 5, 130}, 8, 121, MASK_SINGLE, &seed);    /* odd dims, one key */
+	ok &= matt_case(h, (matt_shape){8, 1, 40, 129, 70}, 5, 64, MASK_RANDOM, &seed);   /* MQA, dv > lanes */
+	ok &= invariance(h, (matt_shape){4, 2, 16, 16, 256}, 6, 130, &seed);
+	int rc = harness_close(h);
+	return ok && rc == 0 ? 0 : 1;
+}
