@@ -490,16 +490,20 @@ static bool build_rope(kv_build *b)
 	return true;
 }
 
+/* attention, and masked_attention (the same kernel with a 0/1 mask [T, C]
+ * over the cache rows, MASKED; no fused epilogue on the masked form). */
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
+	bool masked = d->op == IR_OP_MASKED_ATTENTION;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
 	int64_t dv = d->u.attention.dv, C = d->u.attention.C;
 	uint32_t ls;
 	if (!check_index(b, "hq", hq) || !check_index(b, "hk", hk) || !check_index(b, "D", D) ||
 	    !check_index(b, "dv", dv) || !check_index(b, "C", C) || !check_index(b, "C*hk*D", C * hk * D) ||
 	    !check_index(b, "C*hk*dv", C * hk * dv) || !check_index(b, "T*hq*D", d->t_max * hq * D) ||
-	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !lanes_1d(b, 64, &ls))
+	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !check_index(b, "T*C", d->t_max * C) ||
+	    !lanes_1d(b, 64, &ls))
 		return false;
 	if (hq % hk)
 		return fail(b, "%" PRId64 " query heads are not a multiple of %" PRId64 " kv heads", hq, hk);
@@ -509,8 +513,8 @@ static bool build_attention(kv_build *b)
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
 	b->k->template_name = "attention.comp";
-	sb_printf(&b->sig, "attention hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64
-		  " C=%" PRId64 " scale=%.9g", hq, hk, D, dv, C, (double)d->u.attention.scale);
+	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
+		  masked ? "masked_attention" : "attention", hq, hk, D, dv, C, (double)d->u.attention.scale);
 	def_uint(b, "HQ", hq);
 	def_uint(b, "HK", hk);
 	def_uint(b, "D", D);
@@ -520,7 +524,12 @@ static bool build_attention(kv_build *b)
 	bind(b, "B_Q");
 	bind(b, "B_K");
 	bind(b, "B_V");
-	if (!bind_fused(b, true, false))
+	if (masked) {
+		def_uint(b, "MASK_C", C);
+		sb_printf(&b->defs, "#define MASKED 1\n");
+		bind(b, "B_M");
+	}
+	if (!bind_fused(b, !masked, false))
 		return false;
 	bind(b, "B_Y");
 	set_local(b, ls, 1);
@@ -1025,50 +1034,6 @@ static bool build_conv1d_dilated(kv_build *b)
 	return true;
 }
 
-/* attention.comp with MASKED: the mask [T,C] is bound after v. */
-static bool build_masked_attention(kv_build *b)
-{
-	const kv_desc *d = b->d;
-	int64_t hq = d->u.masked_attention.hq, hk = d->u.masked_attention.hk, D = d->u.masked_attention.D;
-	int64_t dv = d->u.masked_attention.dv, C = d->u.masked_attention.C;
-	uint32_t ls;
-	if (!check_index(b, "hq", hq) || !check_index(b, "hk", hk) || !check_index(b, "D", D) ||
-	    !check_index(b, "dv", dv) || !check_index(b, "C", C) || !check_index(b, "C*hk*D", C * hk * D) ||
-	    !check_index(b, "C*hk*dv", C * hk * dv) || !check_index(b, "T*hq*D", d->t_max * hq * D) ||
-	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !check_index(b, "T*C", d->t_max * C) ||
-	    !lanes_1d(b, 64, &ls))
-		return false;
-	if (hq % hk)
-		return fail(b, "%" PRId64 " query heads are not a multiple of %" PRId64 " kv heads", hq, hk);
-	if (((uint64_t)D + 3u * ls) * 4 > KV_SHARED_LIMIT)
-		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
-			    KV_SHARED_LIMIT);
-	if (!isfinite(d->u.masked_attention.scale))
-		return fail(b, "scale is not finite");
-	b->k->template_name = "attention.comp";
-	sb_printf(&b->sig, "masked_attention hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64
-		  " C=%" PRId64 " scale=%.9g", hq, hk, D, dv, C, (double)d->u.masked_attention.scale);
-	def_uint(b, "HQ", hq);
-	def_uint(b, "HK", hk);
-	def_uint(b, "D", D);
-	def_uint(b, "DV", dv);
-	def_uint(b, "MASK_C", C);
-	def_float(b, "SCALE", d->u.masked_attention.scale);
-	sb_printf(&b->defs, "#define MASKED 1\n#define USE_TREE 1\n");
-	bind(b, "B_Q");
-	bind(b, "B_K");
-	bind(b, "B_V");
-	bind(b, "B_M");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, hq, 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
-	return true;
-}
-
 /* The hash multipliers as 32-bit halves and each head's prime and row offset,
  * as GLSL constant tables; false when the tables overrun the embedding. */
 static bool ngram_tables(kv_build *b, int64_t heads)
@@ -1238,7 +1203,7 @@ static bool build_op(kv_build *b)
 	case IR_OP_REDUCE_MEAN: return build_reduce_mean(b);
 	case IR_OP_SIGNED_SQRT: return build_signed_sqrt(b);
 	case IR_OP_CONV1D_DILATED: return build_conv1d_dilated(b);
-	case IR_OP_MASKED_ATTENTION: return build_masked_attention(b);
+	case IR_OP_MASKED_ATTENTION: return build_attention(b);
 	case IR_OP_NGRAM_EMBED: return build_ngram_embed(b);
 	case IR_OP_QSA_SELECT: return build_qsa_select(b);
 	default:

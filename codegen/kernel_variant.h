@@ -73,7 +73,7 @@ typedef struct {
 		struct { int64_t K, N; } matmul;                    /* (x, w) -> y */
 		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
-		struct { int64_t hq, hk, D, dv, C; float scale; } attention; /* (q, k, v) -> y */
+		struct { int64_t hq, hk, D, dv, C; float scale; } attention; /* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]) */
 		struct { int64_t rows_per_t, D; } softmax;          /* (x) -> y */
 		/* (a[, b]) -> y: main is the node's own op; main.operand must be 0 */
 		struct { ir_dim numel; kv_elem_op main; } elementwise;
@@ -109,8 +109,6 @@ typedef struct {
 		/* (x[T,C], state[(K-1)*dilation,C], w[C,K]) -> (y[T,C], state'); w has
 		 * dtype wtype; state' must not alias state */
 		struct { int64_t C, K, dilation; bool silu; } conv_dilated;
-		/* (q[T,hq,D], k[C,hk,D], v[C,hk,dv], mask[T,C]) -> y[T,hq,dv] */
-		struct { int64_t hq, hk, D, dv, C; float scale; } masked_attention;
 		/* (table[rows,dp], ids[T] i32, hist[ngram-1]) -> (y[T,heads*dp], hist'[ngram-1]),
 		 * heads = (ngram-1)*hpn; table has dtype wtype; hist' must not alias hist.
 		 * mult: the ngram hash multipliers, size: each head's prime table size

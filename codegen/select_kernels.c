@@ -249,6 +249,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rope.base = (float)DA("base", 10000.0);
 		return true;
 	case IR_OP_ATTENTION:
+	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 		k->u.attention.hq = cdim(x, 1);
 		k->u.attention.D = cdim(x, 2);
 		k->u.attention.hk = cdim(&d->operand[1], 1);
@@ -347,14 +348,6 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.qsa.rot_dim = DI("rot_dim", cdim(x, 2));
 		k->u.qsa.base = (float)DA("base", 10000.0);
 		k->u.qsa.eps = (float)DA("eps", 1e-6);
-		return true;
-	case IR_OP_MASKED_ATTENTION:
-		k->u.masked_attention.hq = cdim(x, 1);
-		k->u.masked_attention.D = cdim(x, 2);
-		k->u.masked_attention.hk = cdim(&d->operand[1], 1);
-		k->u.masked_attention.C = cdim(&d->operand[1], 0);
-		k->u.masked_attention.dv = cdim(&d->operand[2], 2);
-		k->u.masked_attention.scale = (float)DA("scale", 1.0);
 		return true;
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;

@@ -26,12 +26,12 @@ typedef enum { MASK_RANDOM, MASK_BLOCKS, MASK_SINGLE } mask_kind;
 static bool build(harness *h, const matt_shape *s, hkernel *k)
 {
 	kv_desc d = {.op = IR_OP_MASKED_ATTENTION, .t_max = 64, .wtype = HALO_F32};
-	d.u.masked_attention.hq = s->hq;
-	d.u.masked_attention.hk = s->hk;
-	d.u.masked_attention.D = s->D;
-	d.u.masked_attention.dv = s->dv;
-	d.u.masked_attention.C = s->C;
-	d.u.masked_attention.scale = 0.25f;
+	d.u.attention.hq = s->hq;
+	d.u.attention.hk = s->hk;
+	d.u.attention.D = s->D;
+	d.u.attention.dv = s->dv;
+	d.u.attention.C = s->C;
+	d.u.attention.scale = 0.25f;
 	return hk_build(h, &d, k);
 }
 
