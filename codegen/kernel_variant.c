@@ -152,6 +152,16 @@ static void set_local(kv_build *b, uint32_t x, uint32_t y)
 	sb_printf(&b->defs, "#define LS_X %uu\n#define LS_Y %uu\n", x, y);
 }
 
+/* The common layout: 1-D workgroups of ls lanes, ceil(items / per_group)
+ * groups along x for each of the T tokens along y; the signature names ls. */
+static void per_token_grid(kv_build *b, uint32_t ls, int64_t items, int64_t per_group)
+{
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, items, per_group);
+	set_grid(b, 1, 1, 0, 1);
+	sb_printf(&b->sig, " tile=ls%u", ls);
+}
+
 static int64_t dim_at(ir_dim v, int64_t T)
 {
 	return v.coef_T * T + v.c;
@@ -439,10 +449,7 @@ static bool build_rms_norm(kv_build *b)
 	if (!bind_fused(b, true, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, R * (D / G), 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, R * (D / G), 1);
 	return true;
 }
 
@@ -483,10 +490,7 @@ static bool build_rope(kv_build *b)
 	if (!bind_fused(b, true, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, HH * D, ls);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, HH * D, ls);
 	return true;
 }
 
@@ -532,10 +536,7 @@ static bool build_attention(kv_build *b)
 	if (!bind_fused(b, !masked, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, hq, 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, hq, 1);
 	return true;
 }
 
@@ -555,10 +556,7 @@ static bool build_softmax(kv_build *b)
 	if (!bind_fused(b, true, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, R, 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, R, 1);
 	return true;
 }
 
@@ -727,10 +725,7 @@ static bool build_row_norm(kv_build *b, bool gated)
 	if (!bind_fused(b, true, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, R, 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, R, 1);
 	return true;
 }
 
@@ -1114,10 +1109,7 @@ static bool build_ngram_embed(kv_build *b)
 		return false;
 	bind(b, "B_Y");
 	bind(b, "B_NH");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, heads * dp, ls);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, heads * dp, ls);
 	return true;
 }
 
@@ -1162,10 +1154,7 @@ static bool build_qsa_select(kv_build *b)
 	if (!bind_fused(b, false, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, 1, 1);
-	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	per_token_grid(b, ls, 1, 1);
 	return true;
 }
 
