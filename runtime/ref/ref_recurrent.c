@@ -4,28 +4,11 @@
 #include <math.h>
 #include <string.h>
 
-/* Row r of s = [state; x]. */
-static float seq_at(const float *state, const float *x, int64_t r, int64_t c, int64_t C, int64_t K)
-{
-	return r < K - 1 ? state[r * C + c] : x[(r - (K - 1)) * C + c];
-}
-
+/* The dilated conv with taps one token apart: one definition of the sums. */
 void ref_conv1d_causal(const float *x, const float *state, const float *w, float *y,
 		       float *new_state, int64_t T, int64_t C, int64_t K, bool act_silu)
 {
-	for (int64_t t = 0; t < T; t++)
-		for (int64_t c = 0; c < C; c++) {
-			double acc = 0.0;
-			for (int64_t j = 0; j < K; j++)
-				acc += (double)w[c * K + j] * (double)seq_at(state, x, t + j, c, C, K);
-			y[t * C + c] = act_silu ? ref_silu_f((float)acc) : (float)acc;
-		}
-	/* new_state row r is s row T+r; with new_state aliasing state, row T+r
-	 * (>= r) of state is read before row r is overwritten, so going forward
-	 * in r is safe in place. */
-	for (int64_t r = 0; r < K - 1; r++)
-		for (int64_t c = 0; c < C; c++)
-			new_state[r * C + c] = seq_at(state, x, T + r, c, C, K);
+	ref_conv1d_dilated(x, state, w, y, new_state, T, C, K, 1, act_silu);
 }
 
 /* One step of one value head on its state block S [dk,dv]. Every column c
