@@ -1,6 +1,6 @@
 /* The Gated DeltaNet hybrids against HF transformers: models/<family>.yaml
- * compiled with tests/fixtures/<family>_tiny (argv[2]: qwen3_next or
- * qwen3_5_moe) and run on the backend named by argv[1] (ref or vulkan,
+ * compiled with tests/fixtures/<family>_tiny (argv[2]: qwen3_next,
+ * qwen3_5_moe or qwen4_exp) and run on the backend named by argv[1] (ref or vulkan,
  * validation on). Checked: every prompt position's logits, the 24-token
  * greedy continuation (exactly), the logits of every continuation step, that
  * two runs give the same bits, and that a multi-token decode gives the bits
@@ -13,10 +13,11 @@
  * but HF runs the chunked (WY) form of the delta rule for the prompt and the
  * recurrent form only for decode, while halo runs the recurrence throughout;
  * the fixture records how far HF's own two forms drift apart (meta.json,
- * cache_vs_full_max_abs_diff: 1.3e-5 absolute on logits of magnitude ~2.7,
- * about 5e-6 relative). A wrong norm convention, gate, head mapping, layout or
- * decay moves the logits by 1e-2 or more. The greedy tokens must match
- * exactly: the smallest top-1/top-2 margin over the continuation is 0.017. */
+ * cache_vs_full_max_abs_diff: up to 1.1e-5 absolute on logits of magnitude
+ * ~2.5, about 5e-6 relative). A wrong norm convention, gate, head mapping,
+ * layout or decay moves the logits by 1e-2 or more. The greedy tokens must
+ * match exactly: the smallest top-1/top-2 margin over a continuation is
+ * 1.8e-3 (qwen4_exp), 300 times the measured error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,8 +148,9 @@ static void check_batch_invariance(halo_model *m, const fixture *fx)
 int main(int argc, char **argv)
 {
 	if (argc != 3 || (strcmp(argv[1], "ref") != 0 && strcmp(argv[1], "vulkan") != 0) ||
-	    (strcmp(argv[2], "qwen3_next") != 0 && strcmp(argv[2], "qwen3_5_moe") != 0)) {
-		fprintf(stderr, "usage: test_gdn_oracle ref|vulkan qwen3_next|qwen3_5_moe\n");
+	    (strcmp(argv[2], "qwen3_next") != 0 && strcmp(argv[2], "qwen3_5_moe") != 0 &&
+	     strcmp(argv[2], "qwen4_exp") != 0)) {
+		fprintf(stderr, "usage: test_gdn_oracle ref|vulkan qwen3_next|qwen3_5_moe|qwen4_exp\n");
 		return 2;
 	}
 	halo_backend_kind backend = strcmp(argv[1], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;

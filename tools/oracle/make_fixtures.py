@@ -298,6 +298,18 @@ GDN_CHUNK_SPLIT = 50  # HF's own two-chunk prefill check splits here
 GDN_VOCAB = 192
 GDN_ROPE_THETA = 10000.0
 GDN_ROT_DIM = 8
+# EOS id and its positions in every GDN-family prompt: scattered, two in a
+# row (69, 70), and one right after the 64-token prefill chunk boundary.
+GDN_EOS = 1
+GDN_EOS_AT = (9, 23, 41, 65, 69, 70, 83)
+
+
+def gdn_prompt(seed, vocab):
+    """GDN_PROMPT_LEN random ids without EOS, then EOS at GDN_EOS_AT."""
+    gen = torch.Generator().manual_seed(seed + 2)
+    prompt = torch.randint(GDN_EOS + 1, vocab, (GDN_PROMPT_LEN,), generator=gen)
+    prompt[list(GDN_EOS_AT)] = GDN_EOS
+    return prompt
 
 
 def gdn_text_config(**overrides):
@@ -308,7 +320,7 @@ def gdn_text_config(**overrides):
         num_attention_heads=4, num_key_value_heads=2, head_dim=32,
         linear_conv_kernel_dim=4, linear_num_key_heads=2, linear_num_value_heads=4,
         num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=32,
-        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False, eos_token_id=GDN_EOS,
         rope_parameters={"rope_type": "default", "rope_theta": GDN_ROPE_THETA, "partial_rotary_factor": 0.25},
     )
     cfg.update(overrides)
@@ -320,12 +332,16 @@ def gdn_family(out_root, name, cfg, model_cls, text_model, first_seed):
     def make(seed):
         model = build_causal_lm(cfg, seed, model_cls)
         check_rope(text_model(model).rotary_emb, GDN_ROPE_THETA, GDN_ROT_DIM)
-        gen = torch.Generator().manual_seed(seed + 2)
-        return model, torch.randint(0, GDN_VOCAB, (GDN_PROMPT_LEN,), generator=gen)
+        return model, gdn_prompt(seed, GDN_VOCAB)
 
     seed, model, prompt, ref = pick_seed(make, first_seed, GDN_CONTINUATION_LEN)
-    write_fixture(os.path.join(out_root, name), model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
-                  {"rotary_dim": GDN_ROT_DIM})
+    out_dir = os.path.join(out_root, name)
+    write_fixture(out_dir, model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
+                  {"rotary_dim": GDN_ROT_DIM, "eos_at": list(GDN_EOS_AT)})
+    try:
+        add_qwen_mtp(model, text_model(model), prompt, int(ref[1][0]), seed + 3, out_dir)
+    except Exception:  # noqa: BLE001 - the target fixture stands without its draft head
+        log(f"{name}: no MTP head:\n" + traceback.format_exc())
 
 
 def family_qwen3_next_tiny(out_root, first_seed=1234):
@@ -361,13 +377,133 @@ def family_qwen3_5_moe_tiny(out_root, first_seed=1234):
                    transformers.Qwen3_5MoeForCausalLM, text_model, first_seed)
 
 
+# ---- MTP draft heads ---------------------------------------------------------
+# transformers drops `mtp.*`, so the heads are written here from transformers'
+# own building blocks (the decoder layer, norm and rotary classes of the
+# target), following docs/models.md section 1.6 (from vLLM):
+#   e = pre_fc_norm_embedding(embed(x_{p+1})), h = pre_fc_norm_hidden(H_p)
+#   u = fc([e | h]); u = layers.0(u) at position p; g = norm(u); logits = lm_head(g)
+# H_p is the target's last hidden state (after its final norm); the head's
+# own output g is the hidden state of the next chained draft.
+MTP_CHAIN_STEPS = 3
+
+
+class QwenMtpHead(torch.nn.Module):
+    def __init__(self, text, cfg):
+        super().__init__()
+        norm_cls, hidden, eps = type(text.norm), cfg.hidden_size, cfg.rms_norm_eps
+        attn_idx = list(cfg.layer_types).index("full_attention")
+        self.pre_fc_norm_embedding = norm_cls(hidden, eps=eps)
+        self.pre_fc_norm_hidden = norm_cls(hidden, eps=eps)
+        self.fc = torch.nn.Linear(2 * hidden, hidden, bias=False)
+        self.layers = torch.nn.ModuleList([type(text.layers[attn_idx])(cfg, attn_idx)])
+        self.norm = norm_cls(hidden, eps=eps)
+
+    def forward(self, text, lm_head, hidden, next_tokens):
+        """Uncached causal pass over rows 0..T-1 (positions 0..T-1): (logits, g)."""
+        t = hidden.shape[0]
+        e = self.pre_fc_norm_embedding(text.embed_tokens(next_tokens[None, :]))
+        h = self.pre_fc_norm_hidden(hidden[None, :, :])
+        u = self.fc(torch.cat([e, h], dim=-1))
+        pos = torch.arange(t)[None, :]
+        rope = getattr(text.config, "rope_parameters", None) or {}
+        ids = pos[None].expand(3, 1, t) if "mrope_section" in rope else pos
+        pe = text.rotary_emb(u, ids)
+        mask = torch.full((t, t), torch.finfo(torch.float32).min).triu(1)[None, None]
+        out = self.layers[0](hidden_states=u, position_embeddings=pe, attention_mask=mask, position_ids=pos,
+                             past_key_values=None)
+        u = out[0] if isinstance(out, tuple) else out
+        g = self.norm(u)
+        return lm_head(g)[0].float(), g[0]
+
+
+def checkpoint_tensors(prefix, module, per_expert):
+    """module's parameters under prefix; fused expert tensors split per expert
+    when the target's checkpoint stores its experts that way."""
+    out = {}
+    for name, p in module.state_dict().items():
+        t = p.detach().clone().contiguous()
+        if per_expert and name.endswith("experts.gate_up_proj"):
+            base, inter = name[:-len("gate_up_proj")], t.shape[1] // 2
+            for e in range(t.shape[0]):
+                out[f"{prefix}{base}{e}.gate_proj.weight"] = t[e, :inter].contiguous()
+                out[f"{prefix}{base}{e}.up_proj.weight"] = t[e, inter:].contiguous()
+        elif per_expert and name.endswith("experts.down_proj"):
+            base = name[:-len("down_proj")]
+            for e in range(t.shape[0]):
+                out[f"{prefix}{base}{e}.down_proj.weight"] = t[e].contiguous()
+        else:
+            out[prefix + name] = t
+    return out
+
+
+def append_checkpoint(out_dir, tensors, config_keys):
+    """Adds tensors to model.safetensors and config_keys to config.json (the
+    text config when nested)."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(out_dir, "model.safetensors")
+    all_t = load_file(path)
+    clash = sorted(set(all_t) & set(tensors))
+    if clash:
+        raise SystemExit(f"MTP tensors clash with the target's: {clash[:4]}")
+    all_t.update(tensors)
+    save_file(all_t, path, metadata={"format": "pt"})
+    cpath = os.path.join(out_dir, "config.json")
+    with open(cpath) as f:
+        cfg = json.load(f)
+    (cfg.get("text_config") or cfg).update(config_keys)
+    with open(cpath, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+@torch.no_grad()
+def mtp_chain(head, text, lm_head, hidden, next_tokens, steps):
+    """Chained drafts after the prompt, recomputed uncached: step j appends the
+    row (g of the previous last row, its argmax token). Returns the draft
+    tokens and the logits of each appended row."""
+    toks, rows = [], []
+    logits, g = head(text, lm_head, hidden, next_tokens)
+    for _ in range(steps):
+        tok = int(torch.argmax(logits[-1]))
+        toks.append(tok)
+        hidden = torch.cat([hidden, g[-1:]])
+        next_tokens = torch.cat([next_tokens, torch.tensor([tok])])
+        logits, g = head(text, lm_head, hidden, next_tokens)
+        rows.append(logits[-1])
+    return torch.tensor(toks), torch.stack(rows)
+
+
+@torch.no_grad()
+def add_qwen_mtp(model, text, prompt, first_token, seed, out_dir):
+    """A random MTP head for a Qwen3-Next / Qwen3.5 fixture: its tensors join
+    the checkpoint (mtp.*, mtp_num_hidden_layers 1) and its draft logits over
+    the prompt are written: row p = MTP(H_p, x_{p+1}), x_n the first greedy token."""
+    torch.manual_seed(seed)
+    head = QwenMtpHead(text, text.config).float().eval()
+    gen = torch.Generator().manual_seed(seed)
+    for _, p in sorted(head.named_parameters(), key=lambda kv: kv[0]):
+        p.copy_(torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
+    hidden = text(input_ids=prompt[None, :], use_cache=False).last_hidden_state[0].float()
+    next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
+    logits, _ = head(text, model.lm_head, hidden, next_tokens)
+    chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, hidden, next_tokens, MTP_CHAIN_STEPS)
+    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
+        per_expert = experts_layout(list(f.keys())) == "per_expert"
+    append_checkpoint(out_dir, checkpoint_tensors("mtp.", head, per_expert), {"mtp_num_hidden_layers": 1})
+    write_f32(os.path.join(out_dir, "mtp_hidden.f32"), hidden)
+    write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
+    write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
+    write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
+    log(f"{out_dir}: MTP head, {sum(p.numel() for p in head.parameters())} parameters, draft logits "
+        f"{tuple(logits.shape)}, chain {chain_tokens.tolist()}, "
+        f"draft top2 margin {top2_margin(logits):.3g}, chain {top2_margin(chain_logits):.3g}")
+
+
 # Qwen4-Exp (models.md section 6.1): hyper-connections, PLE on layer 2 (one-indexed),
 # a QSA layer whose block selection starts at t >= 5, GDN with sigmoid output gate.
-QWEN4_EOS = 1
+# EOS resets the PLE n-gram history, so its prompt has the GDN families' EOS pattern.
 QWEN4_ROT_DIM = 8
-# EOS positions of the prompt: scattered, two in a row (69, 70), and one right
-# after the 64-token prefill chunk boundary.
-QWEN4_EOS_AT = (9, 23, 41, 65, 69, 70, 83)
 
 
 def qwen4_exp_text_config():
@@ -384,16 +520,8 @@ def qwen4_exp_text_config():
         ple_layer_ids=[2], ple_embed_dim=32, ple_conv_kernel_size=4, ngram_size=3, heads_per_ngram=2,
         ngram_vocab_size_base=64, make_ngram_vocab_size_divisible_by=128, seed=1234, split_ngram_parts=2,
         indexer_n_heads=2, indexer_kv_heads=1, indexer_head_dim=16, indexer_budget=4, indexer_compress_ratio=2,
-        rms_norm_eps=1e-6, tie_word_embeddings=False, eos_token_id=QWEN4_EOS, max_position_embeddings=256,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, eos_token_id=GDN_EOS, max_position_embeddings=256,
     )
-
-
-def qwen4_exp_prompt(seed):
-    """GDN_PROMPT_LEN random ids without EOS, then EOS at QWEN4_EOS_AT."""
-    gen = torch.Generator().manual_seed(seed + 2)
-    prompt = torch.randint(2, 256, (GDN_PROMPT_LEN,), generator=gen)
-    prompt[list(QWEN4_EOS_AT)] = QWEN4_EOS
-    return prompt
 
 
 @torch.no_grad()
@@ -421,14 +549,14 @@ def family_qwen4_exp_tiny(out_root, first_seed=1234):
     def make(seed):
         model = build_causal_lm(cfg, seed, model_cls)
         check_rope(model.model.rotary_emb, GDN_ROPE_THETA, QWEN4_ROT_DIM)
-        return model, qwen4_exp_prompt(seed)
+        return model, gdn_prompt(seed, 256)
 
     seed, model, prompt, ref = pick_seed(make, first_seed, GDN_CONTINUATION_LEN)
     out_dir = os.path.join(out_root, "qwen4_exp_tiny")
     os.makedirs(out_dir, exist_ok=True)
     n_hidden = write_hidden_states(model, prompt, out_dir)
     write_fixture(out_dir, model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
-                  {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(QWEN4_EOS_AT), "hidden_wide_layers": n_hidden},
+                  {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(GDN_EOS_AT), "hidden_wide_layers": n_hidden},
                   strict=False)
     add_ple_table_rows(model, out_dir)
 
