@@ -644,11 +644,16 @@ static bool build_copy(kv_build *b)
 	if (!check_index(b, "last source index",
 			 d->u.copy.src_offset + ((rmax - 1) / rep + 1) * d->u.copy.src_stride))
 		return false;
+	if (d->u.copy.from_pos && (!check_index(b, "source rows", d->u.copy.src_rows) ||
+				   !check_index(b, "last source index", d->u.copy.src_rows * d->u.copy.src_stride)))
+		return false;
 	b->k->template_name = "copy_rows.comp";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
 		  d->u.copy.src_offset, rep, d->u.copy.src_stride, d->u.copy.dst_offset,
 		  d->u.copy.dst_stride, d->u.copy.at_pos ? " at=pos" : "");
+	if (d->u.copy.from_pos)
+		sb_printf(&b->sig, " from=pos%+" PRId64 " of %" PRId64, d->u.copy.pos_offset, d->u.copy.src_rows);
 	def_uint(b, "W", W);
 	def_uint(b, "REP", rep);
 	def_uint(b, "SRC_OFF", d->u.copy.src_offset);
@@ -656,6 +661,9 @@ static bool build_copy(kv_build *b)
 	def_uint(b, "DST_OFF", d->u.copy.dst_offset);
 	def_uint(b, "DST_STRIDE", d->u.copy.dst_stride);
 	sb_printf(&b->defs, "#define AT_POS %d\n#define USE_TREE 0\n", d->u.copy.at_pos ? 1 : 0);
+	sb_printf(&b->defs, "#define FROM_POS %d\n#define POS_OFFSET (%" PRId64 ")\n", d->u.copy.from_pos ? 1 : 0,
+		  d->u.copy.pos_offset);
+	def_uint(b, "SRC_ROWS", d->u.copy.src_rows);
 	bind(b, "B_SRC");
 	if (!bind_fused(b, false, false))
 		return false;
@@ -1180,7 +1188,8 @@ static bool build_op(kv_build *b)
 	case IR_OP_ARGMAX: return build_argmax(b);
 	case IR_OP_SLICE:
 	case IR_OP_REPEAT_HEADS:
-	case IR_OP_STATE_WRITE: return build_copy(b);
+	case IR_OP_STATE_WRITE:
+	case IR_OP_ROWS_AT_POS: return build_copy(b);
 	case IR_OP_CONCAT: return build_concat(b);
 	case IR_OP_L2_NORM: return build_row_norm(b, false);
 	case IR_OP_GATED_RMS_NORM: return build_row_norm(b, true);

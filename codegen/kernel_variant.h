@@ -78,11 +78,14 @@ typedef struct {
 		/* (a[, b]) -> y: main is the node's own op; main.operand must be 0 */
 		struct { ir_dim numel; kv_elem_op main; } elementwise;
 		struct { int64_t N; } argmax;                       /* (x) -> ids */
-		/* SLICE, REPEAT_HEADS, STATE_WRITE: (src) -> dst, copy_rows.comp */
+		/* SLICE, REPEAT_HEADS, STATE_WRITE, ROWS_AT_POS: (src) -> dst,
+		 * copy_rows.comp. from_pos: source rows start at pos + pos_offset
+		 * and rows outside [0, src_rows) read as zeros. */
 		struct {
 			ir_dim rows;
 			int64_t width, src_stride, src_offset, dst_stride, dst_offset, rep;
-			bool at_pos;
+			bool at_pos, from_pos;
+			int64_t src_rows, pos_offset;
 		} copy;
 		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
 		/* L2_NORM (x) -> y, GATED_RMS_NORM (x, z, w) -> y: rows_per_t rows of

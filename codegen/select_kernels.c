@@ -147,6 +147,16 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1, at);
 		return true;
 	}
+	if (d->op == IR_OP_ROWS_AT_POS) {
+		int64_t rows = cdim(x, 0), width = 1;
+		for (int i = 1; i < x->rank; i++)
+			width *= cdim(x, i);
+		set_copy(k, (ir_dim){1, 0}, width, width, 0, width, 1, false);
+		k->u.copy.from_pos = true;
+		k->u.copy.src_rows = rows;
+		k->u.copy.pos_offset = DI("offset", 0);
+		return true;
+	}
 	if (d->op == IR_OP_REPEAT_HEADS) {
 		int64_t r = DI("r", 1);
 		set_copy(k, (ir_dim){x->dim[0].coef_T * cdim(x, 1) * r, 0}, cdim(x, 2), cdim(x, 2), 0, cdim(x, 2), r,
@@ -304,6 +314,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_SLICE:
 	case IR_OP_REPEAT_HEADS:
 	case IR_OP_STATE_WRITE:
+	case IR_OP_ROWS_AT_POS:
 		return copy_desc(d, k, err, errlen);
 	case IR_OP_REDUCE_MEAN: {
 		/* the kernel's reduced and inner extents are compile time; only outer may grow with T */

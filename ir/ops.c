@@ -19,7 +19,8 @@
 static const char *const at_choices[] = {"pos", NULL};
 static const char *const act_choices[] = {"none", "silu", NULL};
 
-static const ir_attr_schema a_call[] = {REQ_INT("layer", 0, BIG)};
+static const ir_attr_schema a_call[] = {REQ_INT("layer", 0, BIG),
+					 {.name = "hf_prefix", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL}};
 static const ir_attr_schema a_state_write[] = {
 	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices}};
 static const ir_attr_schema a_reshape[] = {
@@ -47,6 +48,9 @@ static const ir_attr_schema a_ngram[] = {REQ_INT("ngram", 2, 16),	  REQ_INT("hea
 static const ir_attr_schema a_conv_dilated[] = {
 	REQ_INT("dilation", 1, BIG),
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
+/* offset -1 reads the previous position's row: a draft head's own output,
+ * written at its position, is the next position's input */
+static const ir_attr_schema a_rows_at_pos[] = {DEF_INT("offset", 0, -1, 0)};
 static const ir_attr_schema a_qsa_select[] = {REQ_INT("block", 1, BIG), REQ_INT("top_blocks", 1, BIG),
 					      REQ_FLOAT("base"), REQ_INT("rot_dim", 2, BIG), REQ_FLOAT("eps")};
 
@@ -315,6 +319,19 @@ static bool infer_slice(infer_ctx *c)
 			    (long long)(start + len), (long long)axis, desc(c, 0, d, sizeof(d)));
 	c->os[0] = *x;
 	c->os[0].dim[axis] = ir_dim_const(len);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* (x[N, d1..]) -> [T, d1..]: rows of a positional state (N constant). */
+static bool infer_rows_at_pos(infer_ctx *c)
+{
+	const ir_shape *x = in_shape(c, 0);
+	char d[192];
+	if (x->rank < 1 || !ir_dim_is_const(x->dim[0]))
+		return fail(c, "expected a constant leading row count: %s", desc(c, 0, d, sizeof(d)));
+	c->os[0] = *x;
+	c->os[0].dim[0] = (ir_dim){1, 0};
 	c->ot[0] = in_dtype(c, 0);
 	return true;
 }
@@ -708,6 +725,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_QSA_SELECT] = {{IR_OP_QSA_SELECT, 3, 3, 1, PURE, ATTRS(a_qsa_select)}, infer_qsa_select},
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
+	[IR_OP_ROWS_AT_POS] = {{IR_OP_ROWS_AT_POS, 1, 1, 1, PURE, ATTRS(a_rows_at_pos)}, infer_rows_at_pos},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

@@ -300,6 +300,11 @@ static bool exec_main(exec_ctx *c, const float *x)
 		return true;
 	case OP_SLICE:
 		return exec_slice(c, x, y);
+	case OP_ROWS_AT_POS: {
+		int64_t C = c->dim[0][0];
+		ref_rows_at_pos(x, y, c->T, C, numel(c, 0) / (C ? C : 1), c->pos, A_I("offset", 0));
+		return true;
+	}
 	case OP_CONCAT: {
 		int rank = d->operand[0].rank;
 		int64_t axis = A_I("axis", 0), outer = 1, inner = 1;

@@ -1,8 +1,10 @@
 // copy_rows: dst[DST_OFF + (r + r0) * DST_STRIDE + j] =
-//            src[SRC_OFF + (r / REP) * SRC_STRIDE + j]
-// for rows r < ROWS (affine in T) and j < W, with r0 = pos when AT_POS, else 0.
+//            src[SRC_OFF + (s / REP) * SRC_STRIDE + j]
+// for rows r < ROWS (affine in T) and j < W, with r0 = pos when AT_POS, else 0,
+// and s = r, or s = pos + POS_OFFSET + r when FROM_POS (rows of a positional
+// state; a row outside [0, SRC_ROWS) reads as zeros).
 // Covers state_write (whole, or rows pos..pos+T-1), slice along any axis
-// (rows = the dims before it) and repeat_heads (REP = r).
+// (rows = the dims before it), repeat_heads (REP = r) and rows_at_pos.
 // Grid: x = ceil(W / LS_X), y = ROWS.
 
 layout(set = 0, binding = B_SRC) readonly buffer Src { float src[]; };
@@ -15,5 +17,11 @@ void main()
 	if (j >= W)
 		return;
 	uint r0 = AT_POS != 0 ? step_pos : 0u;
-	dst[DST_OFF + (r + r0) * DST_STRIDE + j] = src[SRC_OFF + (r / REP) * SRC_STRIDE + j];
+#if FROM_POS
+	int s = int(step_pos) + POS_OFFSET + int(r);
+	float v = s >= 0 && s < int(SRC_ROWS) ? src[SRC_OFF + uint(s) * SRC_STRIDE + j] : 0.0;
+#else
+	float v = src[SRC_OFF + (r / REP) * SRC_STRIDE + j];
+#endif
+	dst[DST_OFF + (r + r0) * DST_STRIDE + j] = v;
 }

@@ -46,6 +46,17 @@ void ref_repeat_heads(const float *x, float *y, int64_t T, int64_t h, int64_t d,
 			       (size_t)d * sizeof *y);
 }
 
+void ref_rows_at_pos(const float *x, float *y, int64_t T, int64_t C, int64_t row, int64_t pos, int64_t offset)
+{
+	for (int64_t r = 0; r < T; r++) {
+		int64_t src = pos + offset + r;
+		if (src >= 0 && src < C)
+			memcpy(y + r * row, x + src * row, (size_t)row * sizeof *y);
+		else
+			memset(y + r * row, 0, (size_t)row * sizeof *y);
+	}
+}
+
 bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int64_t row,
 			int64_t pos, ref_error *err)
 {

@@ -43,6 +43,9 @@ void ref_repeat_heads(const float *x, float *y, int64_t T, int64_t h, int64_t d,
 
 /* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
  * False when pos+T > C. */
+/* y[r] = x[pos + offset + r] for r < T (rows of `row` floats); a row
+ * outside [0, C) reads as zeros. */
+void ref_rows_at_pos(const float *x, float *y, int64_t T, int64_t C, int64_t row, int64_t pos, int64_t offset);
 bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int64_t row,
 			int64_t pos, ref_error *err);
 

@@ -1,7 +1,8 @@
 /* Data movement and selection kernels against the reference, exactly (they
  * copy or compare floats, so the result must be bitwise the reference's):
  * embed (f32 and f16 table, out-of-range ids clamp to row 0), copy_rows as
- * state_write at pos, slice and repeat_heads, concat, argmax (ties). */
+ * state_write at pos, rows_at_pos (offsets 0 and -1, rows outside the
+ * state read as zeros), slice and repeat_heads, concat, argmax (ties). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,32 @@ static bool state_write_case(harness *h, uint32_t *seed)
 	ok = ok && copy_run(h, &d, v, (size_t)(T * row), cache, (size_t)(C * row), (uint32_t)T, pos);
 	ok = ok && check_bitwise("copy_rows as state_write at pos", cache, want, (size_t)(C * row));
 	free(v), free(cache), free(want);
+	return ok;
+}
+
+/* rows_at_pos: T rows of a [C=20, 3, 5] state from pos + offset; the
+ * destination starts as noise so that zero-filled rows are checked too. */
+static bool rows_at_pos_case(harness *h, int64_t T, uint32_t pos, int64_t offset, uint32_t *seed)
+{
+	const int64_t C = 20, row = 15;
+	kv_desc d = {.op = IR_OP_ROWS_AT_POS, .t_max = 8};
+	d.u.copy.rows = (ir_dim){1, 0};
+	d.u.copy.width = row;
+	d.u.copy.src_stride = row;
+	d.u.copy.dst_stride = row;
+	d.u.copy.from_pos = true;
+	d.u.copy.src_rows = C;
+	d.u.copy.pos_offset = offset;
+	float *state = alloc_floats((size_t)(C * row)), *y = alloc_floats((size_t)(T * row));
+	float *want = alloc_floats((size_t)(T * row));
+	fill_random(state, (size_t)(C * row), 1.0f, seed);
+	fill_random(y, (size_t)(T * row), 1.0f, seed);
+	ref_rows_at_pos(state, want, T, C, row, pos, offset);
+	bool ok = copy_run(h, &d, state, (size_t)(C * row), y, (size_t)(T * row), (uint32_t)T, pos);
+	char what[96];
+	snprintf(what, sizeof(what), "rows_at_pos T=%lld pos=%u offset=%lld", (long long)T, pos, (long long)offset);
+	ok = ok && check_bitwise(what, y, want, (size_t)(T * row));
+	free(state), free(y), free(want);
 	return ok;
 }
 
@@ -188,6 +215,10 @@ int main(void)
 	ok &= embed_case(h, 128, 7, 4, HALO_F16, &seed);
 	ok &= embed_case(h, 1, 1, 1, HALO_F32, &seed);
 	ok &= state_write_case(h, &seed);
+	ok &= rows_at_pos_case(h, 5, 7, 0, &seed);
+	ok &= rows_at_pos_case(h, 3, 9, -1, &seed);
+	ok &= rows_at_pos_case(h, 2, 0, -1, &seed); /* row -1 reads as zeros */
+	ok &= rows_at_pos_case(h, 4, 18, 0, &seed); /* rows 20, 21 read as zeros */
 	ok &= slice_case(h, &seed);
 	ok &= repeat_case(h, &seed);
 	ok &= concat_case(h, (ir_dim){1, 0}, (ir_dim){0, 7}, (ir_dim){0, 129}, 3, &seed);
