@@ -106,6 +106,7 @@ static json_object *entry_json(const halo_entry *e)
 	put(o, "t_min", i64(e->t_min));
 	put(o, "t_max", i64(e->t_max));
 	put(o, "logits_all", json_object_new_boolean(e->logits_all));
+	put(o, "position", json_object_new_string(e->caller_position ? "caller" : "session"));
 	put(o, "act_bytes", i64((int64_t)e->act_bytes));
 	put(o, "input", io_json(&e->input));
 	put(o, "output", io_json(&e->output));

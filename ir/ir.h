@@ -150,7 +150,11 @@ typedef struct {
 	const char *name;    /* "k_cache", or "layers.3.k_cache" after expansion */
 	ir_shape shape;      /* constant dims only (n_ctx is a compile-time param) */
 	halo_dtype dtype;
-	const char *kind;    /* "kv", "conv", "ssm", "indexer", "ngram": for rollback policy */
+	/* Rollback policy. Positional kinds ("kv", "indexer", "hidden": row p
+	 * belongs to position p) roll back by position: rows past the position
+	 * are rewritten before anything reads them. Recurrent kinds ("conv",
+	 * "ssm", "ngram": the state after the last token) need a checkpoint. */
+	const char *kind;
 	int layer;
 	ir_loc loc;
 } ir_state;
@@ -181,6 +185,11 @@ typedef struct {
 	int func;           /* graph function id */
 	int64_t t_min, t_max; /* allowed token counts per call */
 	const char *logits; /* "all" or "last" */
+	/* "session": runs at the session's position and advances it (the
+	 * target's prefill/decode); "caller": runs at a position the caller
+	 * gives and leaves the session's alone (a draft head, which trails the
+	 * target and rewrites its own positional caches). */
+	const char *position;
 	ir_loc loc;
 } ir_entry;
 

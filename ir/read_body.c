@@ -291,6 +291,7 @@ static void add_pending_after(body_ctx *bc, int nid, const yaml_node_t *after)
 enum { MAX_OUTS = 8 };
 
 static bool read_layers_op(body_ctx *bc, const yaml_node_t *map);
+static bool read_block_op(body_ctx *bc, const yaml_node_t *map);
 
 static bool read_op(body_ctx *bc, const yaml_node_t *map)
 {
@@ -303,11 +304,14 @@ static bool read_op(body_ctx *bc, const yaml_node_t *map)
 		return false;
 	if (strcmp(opname, "layers") == 0)
 		return read_layers_op(bc, map);
+	if (strcmp(opname, "block") == 0)
+		return read_block_op(bc, map);
 	ir_op op;
 	if (!ir_op_from_name(opname, &op))
 		return rd_fail(rd, opn, "unknown op '%s' (docs/ops.md lists the op set)", opname);
 	if (op == IR_OP_WEIGHT || op == IR_OP_CALL)
-		return rd_fail(rd, opn, "op '%s' is created by the reader: name weights in in:, use op layers for blocks",
+		return rd_fail(rd, opn, "op '%s' is created by the reader: name weights in in:, use op layers or "
+			       "op block for blocks",
 			       opname);
 	if (!check_keys(bc, map, op))
 		return false;
@@ -416,6 +420,69 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 			cur = outs;
 		}
 	}
+	return true;
+}
+
+/* op block: one instance of a block outside the layer stack (a draft head's
+ * decoder layer), as layer `layer` (>= the stack's count, so it shares no
+ * weight or state with the stack). With hf_prefix, its checkpoint names take
+ * the prefix in place of their "...layers.{i}" part (pass_expand_blocks):
+ * the stack's own blocks serve as the head's layer. Every graph that
+ * instantiates the same block at the same layer shares its weights and
+ * states. */
+static bool read_block_op(body_ctx *bc, const yaml_node_t *map)
+{
+	static const char *const keys[] = {"op", "block", "layer", "hf_prefix", "in", "out", NULL};
+	rd_ctx *rd = bc->rd;
+	ir_module *m = rd->m;
+	if (!rd_check_keys(rd, map, keys, "op block"))
+		return false;
+	if (F(bc)->is_block)
+		return rd_fail(rd, map, "op block is for graphs, not inside block '%s'", F(bc)->name);
+	yaml_node_t *bn = rd_need(rd, map, "block", "op block"), *ln = bn ? rd_need(rd, map, "layer", "op block") : NULL;
+	yaml_node_t *pn = rd_get(rd, map, "hf_prefix");
+	yaml_node_t *ins = ln ? rd_need(rd, map, "in", "op block") : NULL;
+	yaml_node_t *out = ins ? rd_need(rd, map, "out", "op block") : NULL;
+	const char *bname = out ? rd_scalar(rd, bn, "a block name") : NULL;
+	const char *prefix = NULL;
+	int64_t layer;
+	if (!bname || (pn && !(prefix = rd_str(rd, pn, "a checkpoint name prefix"))) ||
+	    !rd_int(rd, ln, "op block layer", &layer))
+		return false;
+	int b = ir_module_func(m, bname);
+	if (b < 0 || !m->funcs[b].is_block)
+		return rd_fail(rd, bn, "op block: unknown block '%s'", bname);
+	if (layer < m->n_layers || layer > INT32_MAX)
+		return rd_fail(rd, ln, "op block: layer %lld would alias the layer stack (layers 0..%d); use %d or more",
+			       (long long)layer, m->n_layers - 1, m->n_layers);
+	const ir_func *blk = &m->funcs[b];
+	const yaml_node_t *names[MAX_OUTS];
+	int n_out, n_in;
+	if ((n_out = out_names(bc, out, names, MAX_OUTS)) < 0)
+		return false;
+	if (n_out != blk->n_outputs)
+		return rd_fail(rd, out, "op block: block '%s' returns %d value(s), got %d name(s) in out", bname,
+			       blk->n_outputs, n_out);
+	int *in = read_ins(bc, ins, &n_in);
+	if (n_in < 0)
+		return false;
+	if (n_in != blk->n_inputs)
+		return rd_fail(rd, ins, "op block: block '%s' takes %d value(s), got %d", bname, blk->n_inputs, n_in);
+	const char *nname = ir_arena_printf(&m->arena, "layers.%lld.%s", (long long)layer, bname);
+	if (!rd_name_free(rd, F(bc), map, nname) || !names_free(bc, names, n_out))
+		return false;
+	ir_func *f = F(bc);
+	int nid = ir_func_add_node(m, f, IR_OP_CALL, nname, rd_loc(rd, map));
+	f->nodes[nid].ref = b;
+	f->nodes[nid].in = in;
+	f->nodes[nid].n_in = n_in;
+	ir_attr la = {.name = "layer", .kind = IR_ATTR_INT, .i = layer};
+	ir_node_add_attr(m, f, nid, &la);
+	if (prefix) {
+		ir_attr pa = {.name = "hf_prefix", .kind = IR_ATTR_STR, .s = prefix};
+		ir_node_add_attr(m, f, nid, &pa);
+	}
+	add_outputs(bc, nid, names, n_out);
 	return true;
 }
 

@@ -7,7 +7,7 @@
 static const char *const weight_keys[] = {"shape", "hf", "fallback", "dtype", "transform", NULL};
 static const char *const state_keys[] = {"shape", "kind", "dtype", NULL};
 static const char *const transforms[] = {"none", "offset1", "transpose", "stack", NULL};
-static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram", NULL};
+static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram", "hidden", NULL};
 
 /* "stack" builds dim 0 from one checkpoint tensor per value of {e} in the
  * name (codegen/weights.c), so {e} belongs in every name of a stack and in

@@ -113,25 +113,31 @@ static bool read_bodies(rd_ctx *rd, const yaml_node_t *map, int first)
 	return true;
 }
 
-bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *layers)
+bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *draft_graphs,
+	      const yaml_node_t *layers)
 {
 	ir_module *m = rd->m;
-	if ((blocks && !rd_want_map(rd, blocks, "blocks")) || !rd_want_map(rd, graphs, "graphs"))
+	if ((blocks && !rd_want_map(rd, blocks, "blocks")) || !rd_want_map(rd, graphs, "graphs") ||
+	    (draft_graphs && !rd_want_map(rd, draft_graphs, "draft graphs")))
 		return false;
 	int nb = blocks ? rd_map_len(blocks) : 0, ng = rd_map_len(graphs);
+	int nd = draft_graphs ? rd_map_len(draft_graphs) : 0;
 	if (ng == 0)
 		return rd_fail(rd, graphs, "graphs: expected at least one graph");
-	m->funcs = ir_arena_alloc(&m->arena, (size_t)(nb + ng) * sizeof(ir_func));
+	m->funcs = ir_arena_alloc(&m->arena, (size_t)(nb + ng + nd) * sizeof(ir_func));
 	for (int i = 0; i < nb; i++)
 		if (!read_shell(rd, blocks, i, true, i))
 			return false;
 	for (int i = 0; i < ng; i++)
 		if (!read_shell(rd, graphs, i, false, nb + i))
 			return false;
+	for (int i = 0; i < nd; i++)
+		if (!read_shell(rd, draft_graphs, i, false, nb + ng + i))
+			return false;
 	/* layers need the blocks' outputs, graphs need the layers */
 	if (!read_bodies(rd, blocks, 0))
 		return false;
 	if (layers && !rd_layers(rd, layers))
 		return false;
-	return read_bodies(rd, graphs, nb);
+	return read_bodies(rd, graphs, nb) && read_bodies(rd, draft_graphs, nb + ng);
 }

@@ -9,9 +9,10 @@
 #include "ir/read_parts.h"
 
 static const char *const top_keys[] = {"model", "hf_model_types", "params", "weights", "state", "blocks",
-				       "layers", "graphs", "entries", NULL};
-static const char *const entry_keys[] = {"graph", "tokens", "logits", NULL};
+				       "layers", "graphs", "entries", "draft", NULL};
+static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", NULL};
 static const char *const logits_modes[] = {"all", "last", NULL};
+static const char *const position_modes[] = {"session", "caller", NULL};
 
 static bool read_hf_types(rd_ctx *rd, const yaml_node_t *seq)
 {
@@ -53,26 +54,35 @@ static bool read_entry(rd_ctx *rd, const yaml_node_t *spec, ir_entry *e)
 	if (e->t_min > e->t_max)
 		return rd_fail(rd, tok, "%s: t_min > t_max (%lld > %lld)", what, (long long)e->t_min, (long long)e->t_max);
 	e->logits = lg ? rd_choice(rd, lg, "logits", logits_modes) : "all";
-	return e->logits != NULL;
+	yaml_node_t *pos = rd_get(rd, spec, "position");
+	e->position = pos ? rd_choice(rd, pos, "position", position_modes) : "session";
+	return e->logits != NULL && e->position != NULL;
 }
 
+/* Appends the entries of map (the target's, then the draft head's). */
 static bool read_entries(rd_ctx *rd, const yaml_node_t *map)
 {
 	if (!rd_want_map(rd, map, "entries"))
 		return false;
 	ir_module *m = rd->m;
-	int n = rd_map_len(map);
+	int n = rd_map_len(map), base = m->n_entries;
 	if (n == 0)
 		return rd_fail(rd, map, "entries: expected at least one entry");
-	m->entries = ir_arena_alloc(&m->arena, (size_t)n * sizeof(ir_entry));
+	ir_entry *all = ir_arena_alloc(&m->arena, (size_t)(base + n) * sizeof(ir_entry));
+	if (base)
+		memcpy(all, m->entries, (size_t)base * sizeof(ir_entry));
+	m->entries = all;
 	for (int i = 0; i < n; i++) {
-		ir_entry *e = &m->entries[i];
+		ir_entry *e = &m->entries[base + i];
 		yaml_node_t *key = rd_map_key(rd, map, i);
 		e->name = rd_str(rd, key, "an entry name");
 		e->loc = rd_loc(rd, key);
-		if (!read_entry(rd, rd_map_val(rd, map, i), e))
+		for (int j = 0; e->name && j < base + i; j++)
+			if (strcmp(m->entries[j].name, e->name) == 0)
+				return rd_fail(rd, key, "entry '%s' is defined twice", e->name);
+		if (!e->name || !read_entry(rd, rd_map_val(rd, map, i), e))
 			return false;
-		m->n_entries = i + 1;
+		m->n_entries = base + i + 1;
 	}
 	return true;
 }
@@ -117,14 +127,26 @@ static bool read_top(rd_ctx *rd, const yaml_node_t *root)
 	if (!entries || !(rd->m->model = rd_str(rd, model, "the model name")) || !read_hf_types(rd, types) ||
 	    !rd_params(rd, params) || !read_decls(rd, root))
 		return false;
-	return rd_funcs(rd, rd_get(rd, root, "blocks"), graphs, rd_get(rd, root, "layers")) &&
-	       check_module_weights_used(rd) && read_entries(rd, entries);
+	yaml_node_t *draft = rd_get(rd, root, "draft");
+	bool with_draft;
+	if (!rd_draft_wanted(rd, draft, &with_draft))
+		return false;
+	if (rd->force_draft && !draft)
+		return rd_fail(rd, root, "a drafter is attached but the model file has no draft: section");
+	with_draft = (with_draft || rd->force_draft) && !rd->no_draft;
+	if (with_draft && !rd_draft_states(rd, draft))
+		return false;
+	yaml_node_t *draft_graphs = with_draft ? rd_get(rd, draft, "graphs") : NULL;
+	if (!rd_funcs(rd, rd_get(rd, root, "blocks"), graphs, draft_graphs, rd_get(rd, root, "layers")) ||
+	    !check_module_weights_used(rd) || !read_entries(rd, entries))
+		return false;
+	return !with_draft || (rd_draft_exports(rd, draft) && read_entries(rd, rd_get(rd, draft, "entries")));
 }
 
 ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
-			     const char *config_json, size_t config_len, ir_error *err)
+			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err)
 {
-	rd_ctx rd = {.err = err};
+	rd_ctx rd = {.err = err, .no_draft = opts && opts->no_draft, .force_draft = opts && opts->force_draft};
 	rd.cfg = ir_config_parse(config_name, config_json, config_len, err);
 	if (!rd.cfg)
 		return NULL;
@@ -168,10 +190,16 @@ static char *slurp(const char *path, size_t *len, ir_error *err)
 
 ir_module *ir_read_model(const char *model_path, const char *config_path, ir_error *err)
 {
+	return ir_read_model_opts(model_path, config_path, NULL, err);
+}
+
+ir_module *ir_read_model_opts(const char *model_path, const char *config_path, const ir_read_options *opts,
+			      ir_error *err)
+{
 	size_t ylen = 0, clen = 0;
 	char *yaml = slurp(model_path, &ylen, err);
 	char *json = yaml ? slurp(config_path, &clen, err) : NULL;
-	ir_module *m = json ? ir_read_model_mem(model_path, yaml, ylen, config_path, json, clen, err) : NULL;
+	ir_module *m = json ? ir_read_model_mem(model_path, yaml, ylen, config_path, json, clen, opts, err) : NULL;
 	free(yaml);
 	free(json);
 	return m;

@@ -5,15 +5,27 @@
 
 #include "ir/ir.h"
 
+typedef struct {
+	/* Compile the target alone even when the config declares a draft head
+	 * (halo compile --no-mtp): the draft: section is skipped. */
+	bool no_draft;
+	/* Read the draft: section whatever the config's layer count (a drafter
+	 * sidecar declares the head the target's config does not). The model
+	 * file must have one. */
+	bool force_draft;
+} ir_read_options;
+
 /* Reads both files. Returns a module the caller frees with ir_module_free(),
  * or NULL with err filled ("file:line:col: what was expected"); nothing is
- * left allocated on failure. */
+ * left allocated on failure. ir_read_model uses the default options. */
 ir_module *ir_read_model(const char *model_path, const char *config_path, ir_error *err);
+ir_module *ir_read_model_opts(const char *model_path, const char *config_path, const ir_read_options *opts,
+			      ir_error *err);
 
 /* The same from memory (the fuzzer's entry): model_name and config_name are
  * used in messages and locations; the buffers need not be NUL-terminated and
- * are not kept. */
+ * are not kept. opts may be NULL (defaults). */
 ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
-			     const char *config_json, size_t config_len, ir_error *err);
+			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err);
 
 #endif

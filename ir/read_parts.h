@@ -34,7 +34,18 @@ bool rd_name_free(rd_ctx *rd, const ir_func *f, const yaml_node_t *n, const char
 /* The index of the block-local weight of f named name, or -1. */
 int rd_local_weight(const ir_func *f, const char *name);
 
-/* read_graphs.c: blocks and graphs into m->funcs (blocks first). */
-bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *layers);
+/* read_graphs.c: blocks, graphs and draft graphs (nullable) into m->funcs,
+ * in that order. */
+bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *draft_graphs,
+	      const yaml_node_t *layers);
+
+/* read_draft.c: the `draft:` section. rd_draft_wanted checks its shape and
+ * sets *on when its layer count is 1 (draft may be NULL: off). The others
+ * run only when on: the section's states join the module table (before the
+ * graphs are read), its exports become state_write sinks at the end of the
+ * named target graphs (after). */
+bool rd_draft_wanted(rd_ctx *rd, const yaml_node_t *draft, bool *on);
+bool rd_draft_states(rd_ctx *rd, const yaml_node_t *draft);
+bool rd_draft_exports(rd_ctx *rd, const yaml_node_t *draft);
 
 #endif

@@ -16,6 +16,7 @@ typedef struct {
 	ir_config *cfg;
 	ir_error *err;
 	bool *module_weight_used; /* per m->weights entry, malloc'd */
+	bool no_draft, force_draft; /* ir_read_options */
 } rd_ctx;
 
 /* Loads one YAML document from yaml[0..len) into rd->doc and checks the

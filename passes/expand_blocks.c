@@ -51,7 +51,25 @@ static const char *subst_layer(ir_arena *a, const char *s, int layer)
 	return out;
 }
 
-static int layer_weight(ir_module *m, const ir_func *b, int bw, int layer)
+/* A block instance outside the stack (op block) takes its checkpoint names
+ * from hf_prefix: "model.layers.{i}.mlp.gate.weight" with prefix
+ * "mtp.layers.0" is "mtp.layers.0.mlp.gate.weight". NULL name stays NULL;
+ * a name without "layers.{i}" cannot be re-prefixed and is returned as NULL
+ * with *bad set. */
+static const char *reprefix(ir_arena *a, const char *s, const char *prefix, bool *bad)
+{
+	static const char key[] = "layers.{i}";
+	const char *at = s ? strstr(s, key) : NULL;
+	if (!s || !prefix)
+		return s;
+	if (!at) {
+		*bad = true;
+		return NULL;
+	}
+	return ir_arena_printf(a, "%s%s", prefix, at + sizeof(key) - 1);
+}
+
+static int layer_weight(ir_module *m, const ir_func *b, int bw, int layer, const char *hf_prefix, ir_error *err)
 {
 	const ir_weight *src = &b->weights[bw];
 	const char *name = ir_arena_printf(&m->arena, "layers.%d.%s.%s", layer, b->name, src->name);
@@ -64,11 +82,19 @@ static int layer_weight(ir_module *m, const ir_func *b, int bw, int layer)
 					   (size_t)cap * sizeof(ir_weight));
 		m->cap_weights = cap;
 	}
+	bool bad = false;
+	const char *hf = reprefix(&m->arena, src->hf_name, hf_prefix, &bad);
+	const char *fb = reprefix(&m->arena, src->hf_fallback, hf_prefix, &bad);
+	if (bad) {
+		ir_error_set(err, src->loc, "weight '%s' of block '%s': an instance with hf_prefix '%s' needs "
+			     "'layers.{i}' in its checkpoint names", src->name, b->name, hf_prefix);
+		return -1;
+	}
 	ir_weight *w = &m->weights[m->n_weights];
 	*w = *src;
 	w->name = name;
-	w->hf_name = subst_layer(&m->arena, src->hf_name, layer);
-	w->hf_fallback = subst_layer(&m->arena, src->hf_fallback, layer);
+	w->hf_name = subst_layer(&m->arena, hf, layer);
+	w->hf_fallback = subst_layer(&m->arena, fb, layer);
 	w->layer = layer;
 	return m->n_weights++;
 }
@@ -147,13 +173,14 @@ static int copy_node(expand_ctx *c, const ir_func *from, const ir_node *src, int
 	return id;
 }
 
-/* Points a copied block node at its layer's weight or state. */
+/* Points a copied block node at its layer's weight or state (declared
+ * already by inline_call, so found by name). */
 static void bind_layer_ref(expand_ctx *c, const ir_func *b, ir_node *n, int layer)
 {
 	if (!n->ref_local)
 		return;
 	if (n->op == IR_OP_WEIGHT)
-		n->ref = layer_weight(c->m, b, n->ref, layer);
+		n->ref = layer_weight(c->m, b, n->ref, layer, NULL, NULL);
 	else
 		n->ref = layer_state(c->m, b, n->ref, layer);
 	n->ref_local = false;
@@ -196,8 +223,13 @@ static bool inline_call(expand_ctx *c, int oi, ir_error *err)
 		bvmap[b->inputs[k]] = c->vmap[call->in[k]];
 	/* Declaration order, not body order, so the weight and state tables
 	 * (and the plan's regions) do not depend on how ops are listed. */
-	for (int k = 0; k < b->n_weights; k++)
-		layer_weight(c->m, b, k, layer);
+	const char *hf_prefix = ir_node_attr_str(call, "hf_prefix", NULL);
+	for (int k = 0; k < b->n_weights; k++) {
+		if (layer_weight(c->m, b, k, layer, hf_prefix, err) < 0) {
+			free(bvmap);
+			return false;
+		}
+	}
 	for (int k = 0; k < b->n_states; k++)
 		layer_state(c->m, b, k, layer);
 	const char *prefix = ir_arena_printf(&c->m->arena, "layers.%d.%s.", layer, b->name);

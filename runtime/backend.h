@@ -39,8 +39,9 @@ typedef struct {
 	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
 		    float *out, double *dispatch_ns, char *err, size_t errlen);
 	int (*validation_messages)(const halo_backend *b);
-	/* A buffer the size of the session's state, and copies into and out of
-	 * it that stay on the device. */
+	/* A buffer the size of the session's recurrent state
+	 * (manifest->recurrent_bytes), and copies of the recurrent ranges into
+	 * and out of it that stay on the device. */
 	halo_backend_checkpoint *(*checkpoint_create)(halo_backend_session *s, char *err, size_t errlen);
 	void (*checkpoint_destroy)(halo_backend_checkpoint *c);
 	bool (*checkpoint_copy)(halo_backend_checkpoint *c, bool save, char *err, size_t errlen);

@@ -31,11 +31,14 @@ int64_t halo_model_n_ctx(const halo_model *m);
 /* Validation messages seen so far (Vulkan with validation on), else 0. */
 int halo_model_validation_messages(const halo_model *m);
 
-/* An entry point's token range and whether it returns every row's logits.
+/* An entry point's token range, whether it returns every row's logits, and
+ * whether it runs at a position the caller gives (halo_session_step_at: a
+ * draft head) instead of the session's (halo_session_step, halo_session_prefill).
  * False when the bundle has no entry of that name. */
 typedef struct {
 	int64_t t_min, t_max;
 	bool logits_all;
+	bool caller_position;
 } halo_entry_info;
 bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out);
 
@@ -48,9 +51,20 @@ bool halo_session_reset(halo_session *s, char *err, size_t errlen);
 
 /* Runs entry point `entry` over tokens[0..n) at the session's position and
  * advances it by n. n must be within the entry's token range. logits (caller
- * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab]. */
+ * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab].
+ * Refuses an entry that runs at the caller's position (halo_session_step_at). */
 bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens, int64_t n, float *logits,
 		       char *err, size_t errlen);
+
+/* Runs a caller-position entry (a draft head, which trails the session) over
+ * tokens[0..n) at positions [pos, pos + n), 0 <= pos and pos + n <= n_ctx,
+ * and leaves the session's position as it is. The entry works on the
+ * session's state like any other: it writes its own positional caches at
+ * rows [pos, pos + n) and whatever recurrent state it has. n and logits as
+ * for halo_session_step. Refuses an entry that runs at the session's
+ * position (halo_session_step, halo_session_prefill). */
+bool halo_session_step_at(halo_session *s, const char *entry, int64_t pos, const int32_t *tokens, int64_t n,
+			  float *logits, char *err, size_t errlen);
 
 /* Feeds a prompt of any length through `prefill` in chunks of its largest
  * token count; logits_all (nullable, caller owned, [n, vocab]) receives every
@@ -66,17 +80,23 @@ bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errl
  * total time over the profiled steps, with their share and call counts. */
 void halo_session_profile_report(const halo_session *s, FILE *out, int top);
 
-/* A snapshot of one session's whole state (every state buffer: KV, conv,
- * SSM, ...) and its position, held by the backend (device memory on Vulkan:
- * saving and restoring never go through the host). Whole, never partial: a
- * partial restore of recurrent state is how speculative decoding diverges.
+/* A snapshot of one session's recurrent state (conv, SSM, n-gram history:
+ * the state after the last token) and its position, held by the backend
+ * (device memory on Vulkan: saving and restoring never go through the host).
+ * The recurrent state is copied whole, never partially: a partial restore of
+ * recurrent state is how speculative decoding diverges. Positional caches
+ * (KV, indexer, hidden rows: row p belongs to position p) are not copied:
+ * they roll back with the position, because rows past it are rewritten
+ * before anything reads them. So rows below the saved position must not
+ * change between save and restore: a halo_session_step_at below it in
+ * between is not undone.
  * A checkpoint belongs to the session it was created for; free it before
  * the session. */
 typedef struct halo_checkpoint halo_checkpoint;
 
 halo_checkpoint *halo_checkpoint_create(halo_session *s, char *err, size_t errlen);
 void halo_checkpoint_free(halo_checkpoint *c); /* NULL ok */
-/* Copies the session's state and position into c. */
+/* Copies the session's recurrent state and position into c. */
 bool halo_session_save(halo_session *s, halo_checkpoint *c, char *err, size_t errlen);
 /* Puts the session back to what c holds. Fails if c was never saved. */
 bool halo_session_restore(halo_session *s, const halo_checkpoint *c, char *err, size_t errlen);

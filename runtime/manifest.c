@@ -296,6 +296,20 @@ static bool act_fits(mctx *c, const halo_tensor_ref *t, const halo_entry *e, con
 	return true;
 }
 
+/* "position": "session" (runs at the session's position and advances it) or
+ * "caller" (runs at a position the caller gives: a draft head). */
+static bool parse_position(mctx *c, json_object *o, const char *path, bool *caller)
+{
+	json_object *v = get(c, o, path, "position", json_type_string);
+	if (!v)
+		return false;
+	const char *s = json_object_get_string(v);
+	*caller = strcmp(s, "caller") == 0;
+	if (!*caller && strcmp(s, "session") != 0)
+		return fail(c, path, "unknown position '%.32s' (session or caller)", s);
+	return true;
+}
+
 static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_bytes, halo_entry *e)
 {
 	char path[96];
@@ -308,8 +322,8 @@ static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_b
 	json_object *la = get(c, o, path, "logits_all", json_type_boolean);
 	if (!la || !get_i64(c, o, path, "t_min", 1, 1 << 20, &e->t_min) ||
 	    !get_i64(c, o, path, "t_max", e->t_min, 1 << 20, &e->t_max) ||
-	    !get_i64(c, o, path, "act_bytes", 0, INT64_MAX, &act) || !parse_io(c, o, path, "input", &e->input) ||
-	    !parse_io(c, o, path, "output", &e->output))
+	    !parse_position(c, o, path, &e->caller_position) || !get_i64(c, o, path, "act_bytes", 0, INT64_MAX, &act) ||
+	    !parse_io(c, o, path, "input", &e->input) || !parse_io(c, o, path, "output", &e->output))
 		return false;
 	e->logits_all = json_object_get_boolean(la);
 	e->act_bytes = (uint64_t)act;
@@ -380,6 +394,60 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 	d->rank = (int)n;
 	for (size_t i = 0; i < n; i++)
 		d->shape[i] = json_object_get_int64(json_object_array_get_idx(shape, i));
+	return true;
+}
+
+/* Positional kinds: row p belongs to position p, and rows past the session's
+ * position are rewritten before anything reads them, so they roll back with
+ * the position alone. Every other kind, an unknown one included, is taken as
+ * recurrent (the state after the last token), which a checkpoint copies:
+ * copying a cache needlessly costs time, missing a recurrent state gives
+ * wrong tokens. */
+static bool positional_kind(const char *kind)
+{
+	return strcmp(kind, "kv") == 0 || strcmp(kind, "indexer") == 0 || strcmp(kind, "hidden") == 0;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+	const halo_buffer_decl *x = *(const halo_buffer_decl *const *)a, *y = *(const halo_buffer_decl *const *)b;
+	return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* The recurrent states as ranges in offset order. A run of recurrent states
+ * with no positional state between them is one range, the alignment padding
+ * between them included: one copy per run instead of one per state. */
+static bool plan_recurrent(mctx *c, halo_manifest *m)
+{
+	const halo_buffer_decl **order = malloc(((size_t)m->n_states + 1) * sizeof(*order));
+	m->recurrent = calloc((size_t)m->n_states + 1, sizeof(*m->recurrent));
+	if (!order || !m->recurrent) {
+		free(order);
+		return fail(c, "states", "out of memory");
+	}
+	for (int i = 0; i < m->n_states; i++)
+		order[i] = &m->states[i];
+	qsort(order, (size_t)m->n_states, sizeof(*order), by_offset);
+	halo_state_range *run = NULL;
+	for (int i = 0; i < m->n_states; i++) {
+		const halo_buffer_decl *d = order[i];
+		if (d->size == 0)
+			continue;
+		uint64_t end = d->offset + d->size; /* parse_decl checked it against state_bytes */
+		if (positional_kind(d->kind)) {
+			run = NULL;
+		} else if (!run) {
+			run = &m->recurrent[m->n_recurrent++];
+			*run = (halo_state_range){d->offset, d->size, 0};
+		} else if (end > run->offset + run->size) {
+			run->size = end - run->offset;
+		}
+	}
+	free(order);
+	for (int i = 0; i < m->n_recurrent; i++) {
+		m->recurrent[i].packed = m->recurrent_bytes;
+		m->recurrent_bytes += m->recurrent[i].size;
+	}
 	return true;
 }
 
@@ -463,6 +531,8 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
 	PARSE_LIST("states", 1 << 16, n_states, states,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
+	if (!plan_recurrent(&c, m))
+		goto out;
 	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels, parse_kernel(&c, json_object_array_get_idx(a_, i), &m->kernels[i]));
 	PARSE_LIST("entries", 64, n_entries, entries,
 		   parse_entry(&c, json_object_array_get_idx(a_, i), m->has_vulkan ? m->n_kernels : -1, m->state_bytes,
@@ -492,6 +562,7 @@ void manifest_free(halo_manifest *m)
 	free(m->model);
 	free_decls(m->weights, m->n_weights);
 	free_decls(m->states, m->n_states);
+	free(m->recurrent);
 	for (int i = 0; m->kernels && i < m->n_kernels; i++) {
 		free(m->kernels[i].name);
 		free(m->kernels[i].signature);

@@ -81,6 +81,10 @@ typedef struct {
 	char *name;
 	int64_t t_min, t_max;
 	bool logits_all;
+	/* "position": "caller" runs at a position the caller gives and leaves
+	 * the session's alone (a draft head); "session" runs at the session's
+	 * position and advances it. */
+	bool caller_position;
 	uint64_t act_bytes;   /* activation arena for t_max */
 	halo_io input, output; /* token ids in, logits out */
 	int n_dispatch;
@@ -105,6 +109,12 @@ typedef struct {
 	char *kind;            /* states only: kv, conv, ssm, ... */
 } halo_buffer_decl;
 
+/* Bytes [offset, offset + size) of the state arena that a checkpoint copies,
+ * stored at `packed` in the checkpoint. */
+typedef struct {
+	uint64_t offset, size, packed;
+} halo_state_range;
+
 typedef struct {
 	char *model;
 	bool has_vulkan; /* "targets" lists vulkan: every dispatch names a kernel */
@@ -115,6 +125,13 @@ typedef struct {
 	int n_states;
 	halo_buffer_decl *states;
 	uint64_t state_bytes;
+	/* Derived by manifest_parse() from `states`: the recurrent states
+	 * (every kind but the positional kv, indexer and hidden) as ranges in
+	 * offset order, one per run of recurrent states with no positional one
+	 * between them, and the bytes the ranges pack into. */
+	int n_recurrent;
+	halo_state_range *recurrent;
+	uint64_t recurrent_bytes;
 	int n_kernels;
 	halo_kernel *kernels;
 	int n_entries;

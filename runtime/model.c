@@ -101,7 +101,7 @@ bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *ou
 {
 	const halo_entry *e = manifest_entry(m->manifest, name);
 	if (e)
-		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all};
+		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position};
 	return e != NULL;
 }
 
@@ -154,23 +154,32 @@ bool halo_session_reset(halo_session *s, char *err, size_t errlen)
 	return s->model->ops->state_clear(s->bs, err, errlen);
 }
 
-bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens, int64_t n, float *logits, char *err,
-		       size_t errlen)
+/* The entry `name` when it runs in the position mode of the calling function
+ * (caller: halo_session_step_at), else NULL with a message naming the one to use. */
+static const halo_entry *find_entry(const halo_manifest *m, const char *name, bool caller, char *err,
+				    size_t errlen)
 {
-	const halo_manifest *man = s->model->manifest;
-	const halo_entry *e = manifest_entry(man, name);
-	if (!e) {
+	const halo_entry *e = manifest_entry(m, name);
+	if (!e)
 		snprintf(err, errlen, "bundle has no entry point '%s'", name);
-		return false;
-	}
+	else if (e->caller_position && !caller)
+		snprintf(err, errlen, "entry '%s' runs at a position the caller gives: use halo_session_step_at",
+			 name);
+	else if (!e->caller_position && caller)
+		snprintf(err, errlen, "entry '%s' runs at the session's position: use halo_session_step or "
+			 "halo_session_prefill", name);
+	else
+		return e;
+	return NULL;
+}
+
+/* n within the entry's token range and every token inside the vocabulary. */
+static bool check_tokens(const halo_manifest *man, const halo_entry *e, const int32_t *tokens, int64_t n, char *err,
+			 size_t errlen)
+{
 	if (n < e->t_min || n > e->t_max) {
-		snprintf(err, errlen, "entry '%s' takes %lld..%lld tokens per step, got %lld", name,
+		snprintf(err, errlen, "entry '%s' takes %lld..%lld tokens per step, got %lld", e->name,
 			 (long long)e->t_min, (long long)e->t_max, (long long)n);
-		return false;
-	}
-	if (s->pos + n > man->n_ctx) {
-		snprintf(err, errlen, "context full: position %lld + %lld tokens exceeds n_ctx %lld", (long long)s->pos,
-			 (long long)n, (long long)man->n_ctx);
 		return false;
 	}
 	for (int64_t i = 0; i < n; i++) {
@@ -180,13 +189,19 @@ bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens,
 			return false;
 		}
 	}
+	return true;
+}
+
+/* Runs checked tokens through e at pos and copies the logits out. */
+static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const int32_t *tokens, int64_t n,
+		      float *logits, char *err, size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
 	int ei = (int)(e - man->entries);
-	if (!s->model->ops->run(s->bs, e, n, s->pos, tokens, s->rows, s->prof_ns ? s->prof_ns[ei] : NULL, err,
-				errlen))
+	if (!s->model->ops->run(s->bs, e, n, pos, tokens, s->rows, s->prof_ns ? s->prof_ns[ei] : NULL, err, errlen))
 		return false;
 	if (s->prof_ns)
 		s->prof_steps[ei]++;
-	s->pos += n;
 	size_t row = (size_t)man->vocab;
 	if (e->logits_all)
 		memcpy(logits, s->rows, (size_t)n * row * sizeof(float));
@@ -195,14 +210,45 @@ bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens,
 	return true;
 }
 
+bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens, int64_t n, float *logits, char *err,
+		       size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
+	const halo_entry *e = find_entry(man, name, false, err, errlen);
+	if (!e || !check_tokens(man, e, tokens, n, err, errlen))
+		return false;
+	if (s->pos + n > man->n_ctx) {
+		snprintf(err, errlen, "context full: position %lld + %lld tokens exceeds n_ctx %lld", (long long)s->pos,
+			 (long long)n, (long long)man->n_ctx);
+		return false;
+	}
+	if (!run_entry(s, e, s->pos, tokens, n, logits, err, errlen))
+		return false;
+	s->pos += n;
+	return true;
+}
+
+bool halo_session_step_at(halo_session *s, const char *name, int64_t pos, const int32_t *tokens, int64_t n,
+			  float *logits, char *err, size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
+	const halo_entry *e = find_entry(man, name, true, err, errlen);
+	if (!e || !check_tokens(man, e, tokens, n, err, errlen))
+		return false;
+	if (pos < 0 || pos > man->n_ctx - n) { /* n <= t_max: no overflow */
+		snprintf(err, errlen, "entry '%s' at position %lld with %lld tokens runs outside the context [0, %lld)",
+			 name, (long long)pos, (long long)n, (long long)man->n_ctx);
+		return false;
+	}
+	return run_entry(s, e, pos, tokens, n, logits, err, errlen);
+}
+
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen)
 {
-	const halo_entry *e = manifest_entry(s->model->manifest, "prefill");
-	if (!e) {
-		snprintf(err, errlen, "bundle has no 'prefill' entry point");
+	const halo_entry *e = find_entry(s->model->manifest, "prefill", false, err, errlen);
+	if (!e)
 		return false;
-	}
 	if (logits_all && !e->logits_all) {
 		snprintf(err, errlen, "the bundle's prefill entry returns only the last position's logits");
 		return false;

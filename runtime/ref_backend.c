@@ -178,6 +178,7 @@ static bool ref_run(halo_backend_session *s, const halo_entry *e, int64_t T, int
 	return true;
 }
 
+/* The recurrent ranges of the state arena (manifest->recurrent), packed. */
 struct halo_backend_checkpoint {
 	halo_backend_session *s;
 	uint8_t *state;
@@ -187,7 +188,7 @@ static halo_backend_checkpoint *ref_checkpoint_create(halo_backend_session *s, c
 {
 	halo_backend_checkpoint *c = calloc(1, sizeof(*c));
 	if (c)
-		c->state = malloc(s->b->manifest->state_bytes + 16);
+		c->state = malloc(s->b->manifest->recurrent_bytes + 1); /* + 1: never malloc(0) */
 	if (!c || !c->state) {
 		free(c);
 		snprintf(err, errlen, "ref backend: out of memory for a checkpoint");
@@ -206,8 +207,12 @@ static void ref_checkpoint_destroy(halo_backend_checkpoint *c)
 
 static bool ref_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err, size_t errlen)
 {
-	size_t n = c->s->b->manifest->state_bytes;
-	memcpy(save ? c->state : c->s->state, save ? c->s->state : c->state, n);
+	const halo_manifest *m = c->s->b->manifest;
+	for (int i = 0; i < m->n_recurrent; i++) {
+		const halo_state_range *r = &m->recurrent[i];
+		uint8_t *live = c->s->state + r->offset, *kept = c->state + r->packed;
+		memcpy(save ? kept : live, save ? live : kept, r->size);
+	}
 	return true;
 }
 

@@ -1,6 +1,7 @@
 /* Speculative decoding over a halo_session: a drafter proposes K tokens, the
  * target checks them all in one `decode` step, and the session is rolled
- * back to the accepted prefix through a whole-state device checkpoint.
+ * back to the accepted prefix through a device checkpoint of its whole
+ * recurrent state (positional caches roll back by position).
  *
  * One round, with t the last emitted token (not yet fed to the target):
  *   1. the drafter proposes d_0..d_{k-1} (k clamped so that the round can

@@ -431,7 +431,8 @@ static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int6
 	return !dispatch_ns || add_dispatch_times(s->b->ctx, r, dispatch_ns, err, errlen);
 }
 
-/* Save and restore are each one device-to-device copy, recorded once. */
+/* Save and restore are each recorded once: one device-to-device copy per
+ * recurrent range of the state arena (manifest->recurrent), packed in buf. */
 struct halo_backend_checkpoint {
 	halo_backend_session *s;
 	vk_buffer buf;
@@ -449,13 +450,21 @@ static void vk_checkpoint_destroy(halo_backend_checkpoint *c)
 	free(c);
 }
 
-static bool record_copy(vk_ctx *ctx, vk_cmd *cmd, const vk_buffer *src, const vk_buffer *dst, uint64_t size,
-			vk_error *e)
+static bool record_copies(halo_backend_checkpoint *c, bool save, vk_error *e)
 {
+	vk_ctx *ctx = c->s->b->ctx;
+	const halo_manifest *m = c->s->b->manifest;
+	vk_cmd *cmd = save ? &c->save : &c->restore;
 	if (!vk_cmd_create(ctx, cmd, e) || !vk_cmd_begin(ctx, cmd, e))
 		return false;
 	vk_cmd_barrier_all(cmd);
-	vk_cmd_copy(cmd, src, 0, dst, 0, size);
+	for (int i = 0; i < m->n_recurrent; i++) {
+		const halo_state_range *r = &m->recurrent[i];
+		if (save)
+			vk_cmd_copy(cmd, &c->s->state, r->offset, &c->buf, r->packed, r->size);
+		else
+			vk_cmd_copy(cmd, &c->buf, r->packed, &c->s->state, r->offset, r->size);
+	}
 	vk_cmd_barrier_all(cmd);
 	return vk_cmd_end(cmd, e);
 }
@@ -468,12 +477,10 @@ static halo_backend_checkpoint *vk_checkpoint_create(halo_backend_session *s, ch
 		return NULL;
 	}
 	c->s = s;
-	vk_ctx *ctx = s->b->ctx;
-	uint64_t size = s->b->manifest->state_bytes ? s->b->manifest->state_bytes : 4;
+	uint64_t size = s->b->manifest->recurrent_bytes;
 	vk_error e;
-	if (!vk_buffer_create(ctx, size, VK_BUFFER_DEVICE, &c->buf, &e) ||
-	    !record_copy(ctx, &c->save, &s->state, &c->buf, size, &e) ||
-	    !record_copy(ctx, &c->restore, &c->buf, &s->state, size, &e)) {
+	if (!vk_buffer_create(s->b->ctx, size ? size : 4, VK_BUFFER_DEVICE, &c->buf, &e) ||
+	    !record_copies(c, true, &e) || !record_copies(c, false, &e)) {
 		vk_to_err(&e, err, errlen);
 		vk_checkpoint_destroy(c);
 		return NULL;

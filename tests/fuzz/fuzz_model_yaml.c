@@ -21,7 +21,7 @@ static const char config[] =
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem("fuzz.yaml", (const char *)data, size, "fuzz.json", config, strlen(config), &err);
+	ir_module *m = ir_read_model_mem("fuzz.yaml", (const char *)data, size, "fuzz.json", config, strlen(config), NULL, &err);
 	if (m) {
 		/* a module that reads must also dump */
 		FILE *devnull = fopen("/dev/null", "w");

@@ -28,6 +28,14 @@ static const char config[] = "{\"hidden\": 8, \"fl\": 2.5, \"types\": [\"a\", \"
 #define OVERRIDES(ov) \
 	HEAD W "blocks:\n" BLK("b", "[x]") BLK("c", "[x]") "layers: {count: 2, pattern: [b], overrides: [" ov "]}\n" LAYERED_G ENTRY
 
+/* A draft section with `layers: n`, the given state/export lines, one graph
+ * d whose body is `body`, and one entry named `entry`. */
+#define DRAFT(n, extra, body, entry)                                                                     \
+	"draft:\n  layers: " n "\n" extra "  graphs:\n    d:\n      inputs:\n        x: {shape: [T, H]}\n" \
+	"      body:\n" body "      outputs: [y]\n  entries:\n    " entry ": {graph: d, tokens: [1, 1], "     \
+	"position: caller}\n"
+#define D_MATMUL "        - {op: matmul, out: y, in: [x, w]}\n"
+
 typedef struct {
 	const char *name;
 	const char *yaml;
@@ -156,13 +164,26 @@ static const err_case cases[] = {
 	 "t.yaml:13:17: layers.count: expected 1 to 4096, got 0"},
 	{"ops named weight are the reader's", HEAD W G "      - {op: weight, out: y}\n" OUT_Y ENTRY,
 	 "t.yaml:12:14: op 'weight' is created by the reader"},
+	{"two MTP layers", VALID DRAFT("2", "", D_MATMUL, "dr"), "draft: 2 MTP layers; halo serves 0 or 1"},
+	{"draft entry named like a target entry", VALID DRAFT("1", "", D_MATMUL, "e"), "entry 'e' is defined twice"},
+	{"export of an unknown value",
+	 VALID DRAFT("1", "  state:\n    s: {shape: [8, H], kind: hidden}\n  export:\n    - {graph: g, value: nope, state: s}\n",
+		     D_MATMUL, "dr"),
+	 "export: graph 'g' has no value 'nope'"},
+	{"export to an undeclared state", VALID DRAFT("1", "  export:\n    - {graph: g, value: y, state: s}\n", D_MATMUL, "dr"),
+	 "export: unknown state 's'"},
+	{"draft block aliasing the layer stack",
+	 HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 2, pattern: [b]}\n" LAYERED_G ENTRY
+		 DRAFT("1", "", "        - {op: block, block: b, layer: 1, in: [x], out: [y]}\n", "dr"),
+	 "op block: layer 1 would alias the layer stack (layers 0..1); use 2 or more"},
+	{"draft with an unknown key", VALID "draft:\n  layers: 1\n  head: 2\n", "unknown key 'head' in draft"},
 	{"undefined graph output", HEAD W G MATMUL "    outputs: [q]\n" ENTRY, "t.yaml:13:15: undefined value 'q' in outputs of 'g'"},
 };
 
 static int run_case(const err_case *c)
 {
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem("t.yaml", c->yaml, strlen(c->yaml), "c.json", config, strlen(config), &err);
+	ir_module *m = ir_read_model_mem("t.yaml", c->yaml, strlen(c->yaml), "c.json", config, strlen(config), NULL, &err);
 	if (m) {
 		ir_module_free(m);
 		fprintf(stderr, "FAIL %s: read succeeded, expected \"%s\"\n", c->name, c->expect);
@@ -175,11 +196,41 @@ static int run_case(const err_case *c)
 	return 0;
 }
 
+/* A draft section whose layer count is 0 is not read: the module is the
+ * target alone. With 1 it adds its graph and its caller-positioned entry. */
+static int check_draft_switch(void)
+{
+	static const char off[] = VALID DRAFT("0", "", D_MATMUL, "dr");
+	static const char on[] = VALID DRAFT("1", "", D_MATMUL, "dr");
+	ir_error err = {0};
+	ir_module *a = ir_read_model_mem("t.yaml", off, strlen(off), "c.json", config, strlen(config), NULL, &err);
+	ir_module *b = ir_read_model_mem("t.yaml", on, strlen(on), "c.json", config, strlen(config), NULL, &err);
+	ir_read_options no = {.no_draft = true};
+	ir_module *c = ir_read_model_mem("t.yaml", on, strlen(on), "c.json", config, strlen(config), &no, &err);
+	int fails = 0;
+	if (!a || a->n_entries != 1 || a->n_funcs != 1) {
+		fprintf(stderr, "FAIL draft layers 0: %s\n", a ? "the section was read" : err.msg);
+		fails++;
+	}
+	if (!b || b->n_entries != 2 || strcmp(b->entries[1].position, "caller") != 0) {
+		fprintf(stderr, "FAIL draft layers 1: %s\n", b ? "no caller-positioned draft entry" : err.msg);
+		fails++;
+	}
+	if (!c || c->n_entries != 1) {
+		fprintf(stderr, "FAIL no_draft: %s\n", c ? "the section was read" : err.msg);
+		fails++;
+	}
+	ir_module_free(a);
+	ir_module_free(b);
+	ir_module_free(c);
+	return fails;
+}
+
 /* The base model reads, so each case fails for its own reason only. */
 static int check_valid(void)
 {
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", config, strlen(config), &err);
+	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", config, strlen(config), NULL, &err);
 	if (!m) {
 		fprintf(stderr, "FAIL base model: %s\n", err.msg);
 		return 1;
@@ -192,7 +243,7 @@ static int check_bad_config(void)
 {
 	static const char bad[] = "{\"hidden\": 8,";
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", bad, strlen(bad), &err);
+	ir_module *m = ir_read_model_mem("t.yaml", VALID, strlen(VALID), "c.json", bad, strlen(bad), NULL, &err);
 	ir_module_free(m);
 	if (m || !strstr(err.msg, "c.json: invalid JSON")) {
 		fprintf(stderr, "FAIL bad config: got \"%s\"\n", err.msg);
@@ -203,7 +254,7 @@ static int check_bad_config(void)
 
 int main(void)
 {
-	int fails = check_valid() + check_bad_config();
+	int fails = check_valid() + check_bad_config() + check_draft_switch();
 	int n = (int)(sizeof(cases) / sizeof(cases[0]));
 	for (int i = 0; i < n; i++)
 		fails += run_case(&cases[i]);

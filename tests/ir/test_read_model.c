@@ -137,7 +137,7 @@ static void test_types_from(const ir_module *ref)
 			   "types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}");
 	char *c2 = replace(json, "{", "{\"text_config\": {\"layer_types\": [\"linear_attention\", \"full_attention\"]},");
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem("t.yaml", y2, strlen(y2), "c.json", c2, strlen(c2), &err);
+	ir_module *m = ir_read_model_mem("t.yaml", y2, strlen(y2), "c.json", c2, strlen(c2), NULL, &err);
 	CHECK(m, "types_from variant: %s", err.msg);
 	if (m) {
 		CHECK(m->n_layers == ref->n_layers && memcmp(m->layer_block, ref->layer_block, sizeof(int) * 2) == 0 &&

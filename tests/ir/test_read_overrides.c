@@ -81,7 +81,7 @@ static void check_ids(const char *root, const char *ids, const int *want_entry)
 		return;
 	}
 	ir_error err = {0};
-	ir_module *m = ir_read_model_mem(y, yaml, ylen, "config.json", cfg, strlen(cfg), &err);
+	ir_module *m = ir_read_model_mem(y, yaml, ylen, "config.json", cfg, strlen(cfg), NULL, &err);
 	CHECK(m, "ple_layer_ids %s: %s", ids, err.msg);
 	if (m && !pass_expand_blocks(m, &err))
 		CHECK(false, "expand: %s", err.msg);
