@@ -6,6 +6,7 @@
 
 #include "codegen/bundle_write.h"
 #include "codegen/checkpoint.h"
+#include "codegen/draft_sidecar.h"
 #include "codegen/emit_manifest.h"
 #include "codegen/lower.h"
 #include "codegen/select_kernels.h"
@@ -18,6 +19,8 @@ typedef struct {
 	ir_module *m;
 	halo_plan *plan;
 	halo_safetensors *st;
+	halo_safetensors *drafter_st; /* --mtp-from sidecar, or NULL */
+	cg_split_checkpoint split;
 	cg_weights *weights;
 	halo_manifest man;
 	uint8_t *spirv;
@@ -41,6 +44,7 @@ static void compile_free(compile_state *c)
 	free(c->spirv);
 	cg_weights_free(c->weights);
 	halo_st_close(c->st);
+	halo_st_close(c->drafter_st);
 	plan_free(c->plan);
 	ir_module_free(c->m);
 }
@@ -53,10 +57,19 @@ static int64_t param_int(const ir_module *m, const char *name)
 
 static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *err, size_t errlen)
 {
-	char config[4096];
+	char config[4096], drafter_config[4096];
 	snprintf(config, sizeof(config), "%s/config.json", o->hf_dir);
+	if (o->mtp_dir) {
+		snprintf(drafter_config, sizeof(drafter_config), "%s/config.json", o->mtp_dir);
+		if (o->no_mtp || !cg_check_drafter_config(config, drafter_config, err, errlen)) {
+			if (o->no_mtp)
+				snprintf(err, errlen, "--mtp-from and --no-mtp contradict each other");
+			return false;
+		}
+	}
 	ir_error ierr = {0};
-	c->m = ir_read_model(o->model_path, config, &ierr);
+	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL};
+	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
 		snprintf(err, errlen, "%s", ierr.set ? ierr.msg : "out of memory");
@@ -80,6 +93,12 @@ static bool open_weights(compile_state *c, const cg_compile_options *o, char *er
 		if (!c->st)
 			return false;
 		cg_checkpoint_source(c->st, &src);
+		if (o->mtp_dir) {
+			if (!(c->drafter_st = halo_st_open_dir(o->mtp_dir, err, errlen)))
+				return false;
+			c->split = (cg_split_checkpoint){c->st, c->drafter_st};
+			cg_split_checkpoint_source(&c->split, &src);
+		}
 	}
 	c->weights = cg_weights_new(c->m, &src, err, errlen);
 	return c->weights != NULL;

@@ -20,6 +20,12 @@ typedef struct {
 	 * an op whose GPU kernel does not exist yet can still be run and tested.
 	 * The Vulkan backend refuses such a bundle. */
 	bool ref_only;
+	/* The draft head (the model file's draft: section): no_mtp leaves it
+	 * out even when the config declares one; mtp_dir (NULL: none) names a
+	 * drafter sidecar whose mtp.* tensors and config complete a target
+	 * checkpoint released without them (draft_sidecar.h). */
+	bool no_mtp;
+	const char *mtp_dir;
 } cg_compile_options;
 
 /* Returns false with a message naming the file and what was wrong; nothing

@@ -10,7 +10,8 @@
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--random-weights SEED] [--targets ref|ref,vulkan] -o OUT.halo\n"
+	      "                    [--random-weights SEED] [--targets ref|ref,vulkan]\n"
+	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
 	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
@@ -27,13 +28,19 @@ static void compile_usage(FILE *out)
 	      "  --targets LIST         backends to build for: ref,vulkan (default) or ref (no GPU\n"
 	      "                         kernels: ops without one yet still run on --backend ref)\n"
 	      "  -o, --output FILE      the bundle to write\n"
+	      "  --mtp                  compile the MTP draft head when the config declares one\n"
+	      "                         (mtp_num_hidden_layers; the default)\n"
+	      "  --no-mtp               leave the draft head out\n"
+	      "  --mtp-from DIR         take the draft head from a drafter sidecar (config.json and\n"
+	      "                         safetensors with the mtp.* tensors); refused when its config\n"
+	      "                         does not fit the target's\n"
 	      "  -h, --help             this text\n",
 	      out);
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *seed, *out, *targets;
-	bool help;
+	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from;
+	bool help, mtp, no_mtp;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -43,11 +50,16 @@ static int parse_args(int argc, char **argv, compile_args *a)
 		const char *s = argv[i];
 		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
 			a->help = true;
+		else if (strcmp(s, "--mtp") == 0)
+			a->mtp = true;
+		else if (strcmp(s, "--no-mtp") == 0)
+			a->no_mtp = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
 			continue;
@@ -63,8 +75,12 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		return cli_usage_error("compile", "%s", "--hf CKPT_DIR is required");
 	if (!a->out)
 		return cli_usage_error("compile", "%s", "-o OUT.halo is required");
+	if (a->mtp + a->no_mtp + (a->mtp_from != NULL) > 1)
+		return cli_usage_error("compile", "%s", "--mtp, --no-mtp and --mtp-from exclude each other");
 	o->hf_dir = a->hf;
 	o->out_path = a->out;
+	o->no_mtp = a->no_mtp;
+	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
 	o->ref_only = a->targets && strcmp(a->targets, "ref") == 0;
 	if (a->targets && !o->ref_only && strcmp(a->targets, "ref,vulkan") != 0)

@@ -7,6 +7,7 @@
 
 #include "runtime/halo.h"
 #include "runtime/sample.h"
+#include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
@@ -36,7 +37,7 @@ static void run_usage(FILE *out)
 	      "  --profile            time every dispatch of the generated tokens; print the\n"
 	      "                       ten costliest kernels on stderr\n"
 	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
-	      "                       model's MTP head; the bundle needs a 'draft' entry point)\n"
+	      "                       model's MTP head; the bundle needs its draft entry points)\n"
 	      "  --draft-n K          drafts per round with --spec mtp, 1..4 (default 2)\n"
 	      "  -h, --help           this text\n",
 	      out);
@@ -213,6 +214,49 @@ static void run_free(run_state *r)
 	free(r->tokens);
 }
 
+/* Plain decoding: one `decode` step per token. */
+static bool decode(run_state *r, const run_config *c, float *row, char *err, size_t errlen)
+{
+	int64_t vocab = halo_model_vocab(r->model);
+	halo_rng rng;
+	halo_rng_seed(&rng, c->seed);
+	for (int64_t i = 0; i < c->n_predict; i++) {
+		int32_t next = halo_sample(&c->sampling, row, vocab, &rng, r->probs, r->scratch);
+		printf("%s%d", i ? " " : "", next);
+		if (i + 1 < c->n_predict && !halo_session_step(r->session, "decode", &next, 1, row, err, errlen))
+			return false;
+	}
+	printf("\n");
+	return true;
+}
+
+/* --spec mtp: rounds of draft_n MTP drafts verified by one `decode`. */
+static bool speculate(run_state *r, const run_config *c, int64_t n_prompt, const float *row, char *err,
+		      size_t errlen)
+{
+	halo_mtp_drafter *md = halo_mtp_drafter_create(r->model, r->session, &c->sampling, c->seed, err, errlen);
+	int32_t *out = malloc((size_t)c->n_predict * sizeof(int32_t));
+	if (!md || !out) {
+		if (md)
+			snprintf(err, errlen, "out of memory");
+		halo_mtp_drafter_free(md);
+		free(out);
+		return false;
+	}
+	halo_drafter d = halo_mtp_drafter_iface(md);
+	halo_spec_options o = {.k = c->draft_n, .sampling = c->sampling, .seed = c->seed};
+	halo_spec_stats st;
+	bool ok = halo_spec_generate(r->model, r->session, &d, &o, r->tokens, n_prompt, row, c->n_predict, out, &st,
+				     err, errlen);
+	for (int64_t i = 0; i < st.emitted; i++)
+		printf("%s%d", i ? " " : "", out[i]);
+	printf("\n");
+	halo_spec_stats_print(&st, c->draft_n, stderr);
+	halo_mtp_drafter_free(md);
+	free(out);
+	return ok;
+}
+
 static bool generate(run_state *r, const run_config *c, const run_args *a, int64_t n_prompt, char *err,
 		     size_t errlen)
 {
@@ -226,18 +270,11 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 	double t1 = now_s();
 	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)(n_prompt * vocab), err, errlen))
 		return false;
-	halo_rng rng;
-	halo_rng_seed(&rng, c->seed);
 	/* Decode only: the prompt's own timing is in the stats line. */
 	if (a->profile && !halo_session_set_profiling(r->session, true, err, errlen))
 		return false;
-	for (int64_t i = 0; i < c->n_predict; i++) {
-		int32_t next = halo_sample(&c->sampling, row, vocab, &rng, r->probs, r->scratch);
-		printf("%s%d", i ? " " : "", next);
-		if (i + 1 < c->n_predict && !halo_session_step(r->session, "decode", &next, 1, row, err, errlen))
-			return false;
-	}
-	printf("\n");
+	if (c->spec_mtp ? !speculate(r, c, n_prompt, row, err, errlen) : !decode(r, c, row, err, errlen))
+		return false;
 	double t2 = now_s();
 	fprintf(stderr, "halo run: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld in %.3f s (%.2f t/s)\n",
 		(long long)n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), (long long)c->n_predict, t2 - t1,
@@ -258,11 +295,10 @@ static bool check_drafter(const run_args *a, const run_config *c, const halo_mod
 	if (!c->spec_mtp)
 		return true;
 	char why[1536];
-	if (!halo_spec_check_model(m, "draft", c->draft_n, why, sizeof(why)))
-		snprintf(err, errlen, "--spec mtp refused: %s: %s", a->bundle, why);
-	else
-		snprintf(err, errlen, "--spec mtp refused: %s has a 'draft' entry point, but this halo has no MTP "
-			 "drafter to run it yet", a->bundle);
+	if (halo_spec_check_model(m, HALO_MTP_STEP_ENTRY, c->draft_n, why, sizeof(why)) &&
+	    halo_spec_check_model(m, HALO_MTP_EXTEND_ENTRY, c->draft_n, why, sizeof(why)))
+		return true;
+	snprintf(err, errlen, "--spec mtp refused: %s: %s", a->bundle, why);
 	return false;
 }
 

@@ -11,7 +11,15 @@
  * last token to both sessions gives bitwise equal logits. For the recurrent
  * hybrid this is the check that conv and SSM state roll back exactly.
  *
- * sampled: temperature 0.8, top-k 40, a drafter drawing from a q of its own.
+ * When the bundle has a draft head (the fixture's MTP head), the forcing
+ * drafter runs the MTP drafter first and then perturbs its proposal: the
+ * head's caches see every acceptance length, and after each run a fresh
+ * session and drafter fed the same tokens must propose the same drafts
+ * (the head's state rolled back by position alone). Its natural acceptance
+ * against plain greedy is printed.
+ *
+ * sampled: temperature 0.8, top-k 40, drafts drawn from a q: the MTP head's
+ * sampling distribution when the bundle has one, else a q of the test's own.
  * The same seed gives the same tokens, another seed other tokens, and the
  * first token is the plain sampler's. */
 #include <stdio.h>
@@ -19,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
 #include "tests/runtime/model_check.h"
 
@@ -32,6 +41,8 @@ typedef struct {
 	bool sampled;
 	halo_rng rng;
 	float *q;                        /* [HALO_SPEC_K_MAX, vocab] */
+	halo_drafter inner;              /* the MTP drafter, run before perturbing; propose NULL: none */
+	long natural, proposed;          /* inner drafts equal to plain greedy, inner drafts */
 } forcing_drafter;
 
 static int32_t ref_at(const forcing_drafter *f, int64_t i)
@@ -66,6 +77,15 @@ static int forcing_propose(void *self, const int32_t *ctx, int64_t n, int k, hal
 		}
 	}
 	int m = e + k <= f->n_ref ? k : (int)(f->n_ref - e);
+	if (f->inner.propose) {
+		/* the head's own greedy drafts, then counted and overwritten */
+		int got = f->inner.propose(f->inner.self, ctx, n, k, out, err, errlen);
+		if (got != k)
+			return got < 0 ? -1 : (snprintf(err, errlen, "MTP drafter proposed %d of %d", got, k), -1);
+		for (int i = 0; i < m; i++)
+			f->natural += out[i].token == f->ref[e + i];
+		f->proposed += m;
+	}
 	int reject = (int)(f->round++ % (f->k + 1));
 	for (int i = 0; i < m; i++)
 		out[i] = (halo_draft){i == reject ? (f->ref[e + i] + 1) % (int32_t)f->vocab : f->ref[e + i], NULL};
@@ -91,6 +111,7 @@ typedef struct {
 	int32_t *prompt;
 	int64_t n_prompt, vocab;
 	float *last; /* the prompt's final logits row */
+	bool has_mtp; /* the bundle has the MTP head's entry points */
 } target;
 
 static void prefill(target *t)
@@ -155,6 +176,34 @@ static int count_distinct(const int32_t *tok, int64_t n, int64_t vocab)
 	return distinct;
 }
 
+/* A fresh session fed prompt + got[0..n-1) and a fresh MTP drafter must
+ * propose what the drafter that went through the speculation proposes. */
+static void check_drafter_state(target *t, halo_drafter *used, const int32_t *got, int64_t n, int k)
+{
+	char err[2048];
+	int64_t len = t->n_prompt + n;
+	int32_t *ctx = malloc((size_t)len * sizeof(int32_t));
+	memcpy(ctx, t->prompt, (size_t)t->n_prompt * sizeof(int32_t));
+	memcpy(ctx + t->n_prompt, got, (size_t)n * sizeof(int32_t));
+	halo_draft a[HALO_SPEC_K_MAX], b[HALO_SPEC_K_MAX];
+	int na = used->propose(used->self, ctx, len, k, a, err, sizeof(err));
+	MC_CHECK(na == k, "K = %d: drafter after speculation: %s", k, err);
+	halo_session *s = mc_session(t->m);
+	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
+	halo_mtp_drafter *md = halo_mtp_drafter_create(t->m, s, &greedy, 0, err, sizeof(err));
+	MC_CHECK(md, "%s", err);
+	MC_CHECK(halo_session_prefill(s, ctx, len - 1, NULL, NULL, err, sizeof(err)), "%s", err);
+	halo_drafter fresh = halo_mtp_drafter_iface(md);
+	int nb = md ? fresh.propose(fresh.self, ctx, len, k, b, err, sizeof(err)) : -1;
+	MC_CHECK(nb == k, "K = %d: fresh drafter: %s", k, err);
+	for (int i = 0; na == k && nb == k && i < k; i++)
+		MC_CHECK(a[i].token == b[i].token, "K = %d: draft %d after speculation is %d, a fresh head's %d", k, i,
+			 a[i].token, b[i].token);
+	halo_mtp_drafter_free(md);
+	halo_session_free(s);
+	free(ctx);
+}
+
 static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 {
 	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
@@ -168,7 +217,20 @@ static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 		forcing_drafter f = {.ref = want, .n_ref = n, .n_prompt = t->n_prompt, .vocab = t->vocab,
 				     .k = ks[ki]};
 		halo_spec_options o = {.k = f.k, .sampling = greedy, .seed = 0};
-		if (!speculate(t, &f, &o, got, n))
+		char err[2048];
+		halo_mtp_drafter *md = t->has_mtp ? halo_mtp_drafter_create(t->m, t->s, &greedy, 0, err, sizeof(err))
+						  : NULL;
+		MC_CHECK(!t->has_mtp || md, "%s", err);
+		if (md)
+			f.inner = halo_mtp_drafter_iface(md);
+		bool ok = speculate(t, &f, &o, got, n);
+		if (ok && md) {
+			printf("K = %d: the MTP head's own drafts matched plain greedy %ld of %ld times\n", f.k, f.natural,
+			       f.proposed);
+			check_drafter_state(t, &f.inner, got, n, f.k);
+		}
+		halo_mtp_drafter_free(md);
+		if (!ok)
 			continue;
 		for (int64_t i = 0; i < n; i++)
 			if (got[i] != want[i]) {
@@ -188,8 +250,31 @@ static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 	free(got);
 }
 
+/* The MTP head drafting from its sampling distribution. */
+static void sampled_mtp_run(target *t, int k, uint64_t seed, int32_t *out, int64_t n)
+{
+	char err[2048];
+	halo_spec_options o = {.k = k, .sampling = {.temperature = 0.8f, .top_k = 40, .top_p = 1}, .seed = seed};
+	halo_mtp_drafter *md = halo_mtp_drafter_create(t->m, t->s, &o.sampling, seed, err, sizeof(err));
+	MC_CHECK(md, "%s", err);
+	if (!md)
+		return;
+	halo_drafter d = halo_mtp_drafter_iface(md);
+	halo_spec_stats st;
+	prefill(t);
+	MC_CHECK(halo_spec_generate(t->m, t->s, &d, &o, t->prompt, t->n_prompt, t->last, n, out, &st, err,
+				    sizeof(err)),
+		 "K = %d: %s", k, err);
+	halo_spec_stats_print(&st, k, stdout);
+	halo_mtp_drafter_free(md);
+}
+
 static void sampled_run(target *t, int k, uint64_t seed, int32_t *out, int64_t n)
 {
+	if (t->has_mtp) {
+		sampled_mtp_run(t, k, seed, out, n);
+		return;
+	}
 	forcing_drafter f = {.n_prompt = t->n_prompt, .vocab = t->vocab, .k = k, .sampled = true};
 	f.q = malloc((size_t)HALO_SPEC_K_MAX * (size_t)t->vocab * sizeof(float));
 	int32_t *ref = malloc((size_t)n * sizeof(int32_t));
@@ -255,8 +340,11 @@ int main(int argc, char **argv)
 	snprintf(bundle, sizeof(bundle), "spec_%d.halo", (int)getpid());
 	mc_compile(model, fixture, bundle, false);
 	target t = {.m = mc_open(bundle, backend)};
+	halo_entry_info draft;
+	t.has_mtp = halo_model_entry(t.m, HALO_MTP_STEP_ENTRY, &draft);
 	for (int i = 0; i < n_ks; i++)
-		MC_CHECK(halo_spec_check_model(t.m, NULL, ks[i], err, sizeof(err)), "%s", err);
+		MC_CHECK(halo_spec_check_model(t.m, t.has_mtp ? HALO_MTP_STEP_ENTRY : NULL, ks[i], err, sizeof(err)), "%s",
+			 err);
 	t.s = mc_session(t.m);
 	t.vocab = halo_model_vocab(t.m);
 	snprintf(path, sizeof(path), "%s/prompt_tokens.i32", fixture);

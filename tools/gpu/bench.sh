@@ -13,17 +13,4 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 echo "compile: $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes"
 "$HALO_BIN/halo" run "$bundle" --backend vulkan --tokens 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --n-predict "$n" > /tmp/gen.txt
-python3 - <<'PY'
-import torch
-n = 2 << 30  # bytes per buffer
-a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
-a.random_(0, 255)
-for _ in range(3): b.copy_(a)
-torch.cuda.synchronize()
-s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-times = []
-for _ in range(20):
-    s.record(); b.copy_(a); e.record(); e.synchronize(); times.append(s.elapsed_time(e))
-times.sort(); ms = times[len(times) // 2]
-print(f"copy bandwidth (read+write, median of 20): {2 * n / ms / 1e6:.0f} GB/s")
-PY
+python3 tools/gpu/copy_bw.py

@@ -1,0 +1,118 @@
+/* Speculative decoding cost on one bundle with a draft head (issue 5's
+ * benchmark): plain greedy decode, then for each K rounds of MTP drafting
+ * whose drafts are replaced by the target's own greedy tokens (recorded by
+ * the plain run), so every draft is accepted: the ceiling of speculation.
+ * The head still runs in full (its cost is real); only its tokens are
+ * overridden.
+ *
+ * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...]
+ * Prints, per K: tokens/s, rounds, the verify step's time against one plain
+ * decode step, draft time per drafted token, and rollback time per round
+ * (zero when everything is accepted: no restore, no replay). A second pass
+ * per K forces one rejection per round (the last draft) and reports the
+ * rollback cost: checkpoint save, restore and replay. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/mtp_draft.h"
+#include "runtime/spec.h"
+
+typedef struct {
+	halo_drafter mtp;
+	const int32_t *ref;   /* plain greedy continuation */
+	int64_t n_ref, n_prompt;
+	bool reject_last;     /* force the last draft of each round wrong */
+} oracle_drafter;
+
+static int oracle_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_draft *out, char *err,
+			  size_t errlen)
+{
+	oracle_drafter *o = self;
+	int m = o->mtp.propose(o->mtp.self, ctx, n, k, out, err, errlen);
+	int64_t e = n - o->n_prompt;
+	for (int i = 0; i < m; i++) {
+		int32_t want = o->ref[e + i < o->n_ref ? e + i : o->n_ref - 1];
+		out[i] = (halo_draft){o->reject_last && i == m - 1 ? want ^ 1 : want, NULL};
+	}
+	return m;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, const char *err)
+{
+	fprintf(stderr, "spec_bench: %s: %s\n", what, err);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...]\n");
+		return 2;
+	}
+	char err[2048];
+	halo_open_options oo = {.backend = strcmp(argv[2], "ref") == 0 ? HALO_BACKEND_REF : HALO_BACKEND_VULKAN};
+	halo_model *m = halo_model_open(argv[1], &oo, err, sizeof(err));
+	halo_session *s = m ? halo_session_create(m, err, sizeof(err)) : NULL;
+	if (!s)
+		die(argv[1], err);
+	int64_t n = atoll(argv[3]), vocab = halo_model_vocab(m);
+	int32_t prompt[16];
+	for (int i = 0; i < 16; i++)
+		prompt[i] = 100 + 37 * i;
+	float *row = malloc((size_t)vocab * sizeof(float));
+	int32_t *ref = malloc((size_t)n * sizeof(int32_t)), *out = malloc((size_t)n * sizeof(int32_t));
+	if (!halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
+		die("prefill", err);
+	/* plain greedy, timed after the first step (recording, warm-up) */
+	double t0 = 0;
+	for (int64_t i = 0; i < n; i++) {
+		ref[i] = halo_argmax(row, vocab);
+		if (i == 1)
+			t0 = now_s();
+		if (i + 1 < n && !halo_session_step(s, "decode", &ref[i], 1, row, err, sizeof(err)))
+			die("decode", err);
+	}
+	double plain_step = (now_s() - t0) / (double)(n - 2);
+	printf("plain decode: %.2f ms/token, %.1f tokens/s\n", plain_step * 1e3, 1.0 / plain_step);
+	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
+	for (const char *k = argv[4]; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		int K = atoi(k);
+		for (int pass = 0; pass < 2; pass++) {
+			halo_mtp_drafter *md = halo_mtp_drafter_create(m, s, &greedy, 0, err, sizeof(err));
+			if (!md || !halo_session_reset(s, err, sizeof(err)) ||
+			    !halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
+				die("spec setup", err);
+			oracle_drafter od = {halo_mtp_drafter_iface(md), ref, n, 16, pass == 1};
+			halo_drafter d = {&od, oracle_propose, NULL};
+			halo_spec_options so = {.k = K, .sampling = greedy};
+			halo_spec_stats st;
+			double t1 = now_s();
+			if (!halo_spec_generate(m, s, &d, &so, prompt, 16, row, n, out, &st, err, sizeof(err)))
+				die("speculate", err);
+			double dt = now_s() - t1;
+			if (memcmp(out, ref, (size_t)n * sizeof(int32_t)) != 0)
+				die("speculate", "tokens differ from plain greedy decoding");
+			double rounds = (double)(st.rounds ? st.rounds : 1);
+			printf("K=%d %s: %.1f tokens/s (%.2fx plain), %lld rounds, %.2f tokens/round; verify(K+1) %.2f ms "
+			       "= %.2fx decode(1); draft %.2f ms/drafted token; rollback %.2f ms/round\n",
+			       K, pass ? "reject-last" : "accept-all", (double)n / dt, plain_step * (double)n / dt,
+			       (long long)st.rounds, (double)st.emitted / rounds, st.verify_s / rounds * 1e3,
+			       st.verify_s / rounds / plain_step, st.draft_s / (double)(st.drafted ? st.drafted : 1) * 1e3,
+			       st.rollback_s / rounds * 1e3);
+			halo_mtp_drafter_free(md);
+		}
+	}
+	halo_session_free(s);
+	halo_model_close(m);
+	free(row), free(ref), free(out);
+	return 0;
+}
