@@ -2,7 +2,11 @@
 # `halo run --spec` as users call it: flag errors exit 2; --spec mtp on a
 # bundle without the MTP head's 'draft' entry is refused before anything runs
 # (exit 1, naming the bundle and the missing entry, nothing on stdout);
-# --spec none is plain decoding.
+# --spec none is plain decoding. With the Qwen3-Next fixture's MTP head,
+# --spec mtp prints plain greedy decoding's tokens and the spec: stats; the
+# converter's --no-mtp leaves the head out, and --mtp-from attaches a drafter
+# sidecar: one that fits gives the bytes of the bundle with the head built
+# in, one whose config differs is refused naming the key and both values.
 # usage: test_spec_cli.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 set -u
 halo=$1
@@ -37,5 +41,28 @@ plain=$("$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 12 2>/dev
 none=$("$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 12 --spec none 2>/dev/null)
 [ -n "$plain" ] && [ "$plain" = "$none" ] ||
 	{ echo "FAIL: --spec none gave '$none', plain decoding '$plain'" >&2; fails=$((fails + 1)); }
+# the MTP head
+next=$root/tests/fixtures/qwen3_next_tiny nb=$work/next.halo
+"$halo" compile --hf "$next" --targets ref -o "$nb" >/dev/null 2>"$err" ||
+	{ echo "FAIL: compile qwen3_next: $(cat "$err")" >&2; exit 1; }
+plain=$("$halo" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 2>/dev/null)
+expect 0 "spec: .* rounds, K = 3" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 --spec mtp --draft-n 3
+[ -n "$plain" ] && [ "$plain" = "$(cat "$out")" ] ||
+	{ echo "FAIL: --spec mtp gave '$(cat "$out")', plain decoding '$plain'" >&2; fails=$((fails + 1)); }
+expect 0 "wrote" compile --hf "$next" --targets ref --no-mtp -o "$work/nomtp.halo"
+expect 1 "--spec mtp refused: $work/nomtp.halo: no 'draft' entry point" \
+	run "$work/nomtp.halo" --backend ref --tokens 1,2 --spec mtp
+expect 2 "exclude each other" compile --hf "$next" --no-mtp --mtp-from "$next" -o "$work/x.halo"
+# a sidecar that fits: the fixture's own mtp.* tensors
+expect 0 "wrote" compile --hf "$next" --targets ref --mtp-from "$next" -o "$work/side.halo"
+cmp -s "$nb" "$work/side.halo" ||
+	{ echo "FAIL: a fitting sidecar gave other bytes than the built-in head" >&2; fails=$((fails + 1)); }
+# a sidecar whose config does not fit
+mkdir -p "$work/bad"
+sed 's/"hidden_size": 64/"hidden_size": 48/' "$next/config.json" > "$work/bad/config.json"
+expect 1 "does not fit target .*hidden_size 64 (target) vs 48 (drafter)" \
+	compile --hf "$next" --mtp-from "$work/bad" -o "$work/bad.halo"
+[ -e "$work/bad.halo" ] && { echo "FAIL: a refused compile left $work/bad.halo" >&2; fails=$((fails + 1)); }
+
 [ "$fails" -eq 0 ] && echo "spec cli: ok"
 [ "$fails" -eq 0 ]
