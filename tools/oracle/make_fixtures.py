@@ -559,6 +559,10 @@ def family_qwen4_exp_tiny(out_root, first_seed=1234):
                   {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(GDN_EOS_AT), "hidden_wide_layers": n_hidden},
                   strict=False)
     add_ple_table_rows(model, out_dir)
+    try:
+        add_qwen4_mtp(model, prompt, int(ref[1][0]), seed + 3, out_dir)
+    except Exception:  # noqa: BLE001 - the target fixture stands without its draft head
+        log("qwen4_exp_tiny: no MTP head:\n" + traceback.format_exc())
 
 
 def add_ple_table_rows(model, out_dir):
@@ -575,6 +579,185 @@ def add_ple_table_rows(model, out_dir):
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+# ---- Qwen4-Exp MTP draft head ------------------------------------------------
+# transformers ignores `mtp.*`; the head follows docs/models.md section 2.9
+# (from SGLang), built from the target's own classes. For position p, with R_p
+# the target's wide residual [W] entering its final mixer and x_{p+1} the next token:
+#   e = fc_embedding(pre_fc_norm_embedding(embed(x_{p+1})))            [H]
+#   hN = pre_fc_norm_hidden(R_p)   one RMS over all W values [UNVERIFIED]
+#   R'_s = fc_hidden(hN_s) + e for every stream s; R' = layers.0(R') at position p
+#   logits = lm_head(hyper_connection_mixer(R'))
+# The wide R' (before the head's mixer) is the hidden state of the next chained draft.
+
+
+def qwen4_layer_inputs(text, t):
+    """Position embeddings and attention mask of an uncached causal pass over t
+    rows at positions 0..t-1, built the way Qwen4ExpTextModel.forward builds them."""
+    like = torch.zeros(1, t, text.config.hidden_size, dtype=text.embed_tokens.weight.dtype)
+    pos = torch.arange(t)[None, :]                              # text positions, [1, t]
+    pe = text.rotary_emb(like, pos[None].expand(3, 1, t))       # M-RoPE rows all equal for text
+    mask = None
+    try:
+        from transformers.masking_utils import create_causal_mask
+        mask = create_causal_mask(config=text.config, inputs_embeds=like, attention_mask=None,
+                                  past_key_values=None, position_ids=pos, allow_is_causal_skip=False)
+    except Exception as e:  # noqa: BLE001 - the additive causal mask of eager attention instead
+        log(f"create_causal_mask failed ({e!r}); using an additive float causal mask")
+    if mask is None:
+        mask = torch.full((t, t), torch.finfo(like.dtype).min, dtype=like.dtype).triu(1)[None, None]
+    return pe, mask
+
+
+def qwen4_run_layer(layer, hidden, pe, mask):
+    """One decoder layer, uncached, called as Qwen4ExpTextModel.forward calls it
+    (conv_mask and ple_input_ids are only read by GDN and PLE layers)."""
+    out = layer(hidden, position_embeddings=pe, attention_mask=mask, past_key_values=None)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def mask_visible(mask):
+    """Boolean visibility of a bool (sdpa) or additive float (eager) mask."""
+    return mask if mask.dtype == torch.bool else mask == 0
+
+
+def check_offset_rms(norm_cls, dim, eps):
+    """norm_cls(dim) with a zero weight is one plain RMS over all dim values:
+    (1+w) style and not grouped."""
+    norm = norm_cls(dim, eps=eps)
+    with torch.no_grad():
+        norm.weight.zero_()
+        x = torch.randn(3, dim, generator=torch.Generator().manual_seed(0))
+        want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        diff = float((norm(x) - want).abs().max())
+    if diff > 1e-5:
+        raise RuntimeError(f"{norm_cls.__name__}({dim}) is not an ungrouped (1+w) RMS norm (diff {diff})")
+
+
+class Qwen4MtpHead(torch.nn.Module):
+    def __init__(self, text, cfg):
+        super().__init__()
+        mixer = text.hyper_connection_mixer
+        norm_cls, hidden, eps = type(mixer.hc_norm), cfg.hidden_size, cfg.rms_norm_eps
+        self.hc_count = cfg.hc_count
+        qsa_idx = list(cfg.layer_types).index("qwen_sparse_attention")
+        self.fc_embedding = torch.nn.Linear(hidden, hidden, bias=False)
+        self.fc_hidden = torch.nn.Linear(hidden, hidden, bias=False)
+        self.pre_fc_norm_embedding = norm_cls(hidden, eps=eps)
+        self.pre_fc_norm_hidden = norm_cls(self.hc_count * hidden, eps=eps)  # no group_size: one RMS over W
+        self.hyper_connection_mixer = type(mixer)(cfg, use_combine=False)
+        self.layers = torch.nn.ModuleList([type(text.layers[qsa_idx])(cfg, qsa_idx)])
+        layer = self.layers[0]
+        if getattr(layer, "ple", None) is not None or not hasattr(getattr(layer, "self_attn", None), "indexer"):
+            raise RuntimeError(f"layer {qsa_idx} does not build a QSA layer without PLE: {layer}")
+        if getattr(mixer, "block_inject_weight", None) is not None or \
+                getattr(self.hyper_connection_mixer, "block_inject_weight", None) is not None:
+            raise RuntimeError("the final mixer is expected to have no injection weights")
+
+    def forward(self, text, lm_head, hidden, next_tokens):
+        """Uncached causal pass over rows 0..T-1 (positions 0..T-1): (logits [T, V], R' [T, W])."""
+        t, h = hidden.shape[0], self.fc_hidden.in_features
+        e = self.fc_embedding(self.pre_fc_norm_embedding(text.embed_tokens(next_tokens[None, :])))
+        hn = self.pre_fc_norm_hidden(hidden[None, :, :]).unflatten(-1, (self.hc_count, h))
+        r = (self.fc_hidden(hn) + e.unsqueeze(-2)).flatten(-2)
+        pe, mask = qwen4_layer_inputs(text, t)
+        r = qwen4_run_layer(self.layers[0], r, pe, mask)
+        return lm_head(self.hyper_connection_mixer(r))[0].float(), r[0]
+
+
+@torch.no_grad()
+def qwen4_prompt_pass(model, prompt, qsa_idx):
+    """One uncached prompt pass that records the wide residual entering the final
+    mixer [T, W] and the input, keyword arguments and output of the QSA layer."""
+    text, seen = model.model, {}
+
+    def before_mixer(_module, args):
+        seen["R"] = args[0].detach().clone()
+
+    def after_qsa(_module, args, kwargs, out):
+        x = args[0] if args else kwargs["hidden_states"]
+        y = out[0] if isinstance(out, tuple) else out
+        seen["qsa"] = (x.detach().clone(), dict(kwargs), y.detach().clone())
+
+    hooks = [text.hyper_connection_mixer.register_forward_pre_hook(before_mixer),
+             text.layers[qsa_idx].register_forward_hook(after_qsa, with_kwargs=True)]
+    try:
+        logits = model(input_ids=prompt[None, :], use_cache=False).logits[0].float()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if "R" not in seen or "qsa" not in seen:
+        raise RuntimeError(f"the prompt pass did not reach the hooks (caught {sorted(seen)})")
+    return seen["R"][0].float(), seen["qsa"], logits
+
+
+@torch.no_grad()
+def check_qwen4_prompt_pass(model, prompt, r, qsa, logits):
+    """The captured R is [T, W], the model's head (mixer then lm_head) on it gives
+    the pass's own logits, and qwen4_layer_inputs/qwen4_run_layer reproduce the
+    model's own QSA layer on that pass. Returns the measured differences."""
+    text, cfg = model.model, model.model.config
+    t, width = len(prompt), cfg.hc_count * cfg.hidden_size
+    if tuple(r.shape) != (t, width):
+        raise RuntimeError(f"captured R has shape {tuple(r.shape)}, expected {(t, width)}")
+    head_diff = float((model.lm_head(text.hyper_connection_mixer(r[None]))[0].float() - logits).abs().max())
+    if head_diff >= 1e-5:
+        raise RuntimeError(f"mixer + lm_head on the captured R misses the prompt logits by {head_diff}")
+    x, kwargs, y = qsa
+    pe, mask = qwen4_layer_inputs(text, t)
+    pe_diff = max(float((a - b).abs().max()) for a, b in zip(pe, kwargs["position_embeddings"]))
+    if pe_diff > 1e-6:
+        raise RuntimeError(f"rebuilt position embeddings differ from the model's by {pe_diff}")
+    got = kwargs["attention_mask"]
+    if got.shape != mask.shape or not torch.equal(mask_visible(got), mask_visible(mask)):
+        raise RuntimeError(f"rebuilt mask {tuple(mask.shape)} differs from the model's {tuple(got.shape)}")
+    layer_diff = float((qwen4_run_layer(text.layers[list(cfg.layer_types).index("qwen_sparse_attention")],
+                                        x, pe, mask) - y).abs().max())
+    if layer_diff >= 1e-5:
+        raise RuntimeError(f"rerunning the model's QSA layer differs from its prompt pass by {layer_diff}")
+    return {"head": head_diff, "qsa_layer": layer_diff}
+
+
+@torch.no_grad()
+def add_qwen4_mtp(model, prompt, first_token, seed, out_dir):
+    """A random Qwen4-Exp MTP head (models.md section 2.9): its tensors join the
+    checkpoint (mtp.*, mtp_num_hidden_layers 1) and its draft logits over the
+    prompt are written: row p = MTP(R_p, x_{p+1}), x_n the first greedy token."""
+    text = model.model
+    cfg = text.config  # the model's own config object: its attention/experts implementation
+    qsa_idx = list(cfg.layer_types).index("qwen_sparse_attention")
+    check_offset_rms(type(text.hyper_connection_mixer.hc_norm), cfg.hc_count * cfg.hidden_size, cfg.rms_norm_eps)
+    r, qsa, pass_logits = qwen4_prompt_pass(model, prompt, qsa_idx)
+    diffs = check_qwen4_prompt_pass(model, prompt, r, qsa, pass_logits)
+
+    torch.manual_seed(seed)
+    head = Qwen4MtpHead(text, cfg).float().eval()
+    not_float = [n for n, p in head.named_parameters() if not p.is_floating_point()]
+    if not_float:
+        raise RuntimeError(f"MTP head parameters that are not floating point: {not_float}")
+    gen = torch.Generator().manual_seed(seed)
+    for _, p in sorted(head.named_parameters(), key=lambda kv: kv[0]):
+        p.copy_(torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
+    next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
+    logits, _ = head(text, model.lm_head, r, next_tokens)
+    chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, r, next_tokens, MTP_CHAIN_STEPS)
+    if not (torch.isfinite(logits).all() and torch.isfinite(chain_logits).all()):
+        raise RuntimeError("MTP draft logits are not finite")
+    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
+        per_expert = experts_layout(list(f.keys())) == "per_expert"
+    tensors = checkpoint_tensors("mtp.", head, per_expert)
+    # qwen4_exp's config has no MTP layer count of its own; SGLang reads this key
+    append_checkpoint(out_dir, tensors, {"mtp_num_hidden_layers": 1})
+    write_f32(os.path.join(out_dir, "mtp_hidden.f32"), r)
+    write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
+    write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
+    write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
+    log(f"{out_dir}: Qwen4 MTP head, {sum(p.numel() for p in head.parameters())} parameters, "
+        f"{len(tensors)} tensors, hidden {tuple(r.shape)}, draft logits {tuple(logits.shape)}, "
+        f"chain {chain_tokens.tolist()}, draft top2 margin {top2_margin(logits):.3g}, "
+        f"chain {top2_margin(chain_logits):.3g}, checks {diffs}")
+    log(f"MTP tensors: {[(n, tuple(t.shape)) for n, t in sorted(tensors.items())]}")
 
 
 FAMILIES = {
