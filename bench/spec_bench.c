@@ -10,7 +10,9 @@
  * decode step, draft time per drafted token, and rollback time per round
  * (zero when everything is accepted: no restore, no replay). A second pass
  * per K forces one rejection per round (the last draft) and reports the
- * rollback cost: checkpoint save, restore and replay. */
+ * rollback cost: checkpoint save, restore and replay. First, a profiled
+ * 64-token prefill: its kernels (the chunked delta rule among them) against
+ * the per-token kernels of decode (halo run --profile). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +67,17 @@ int main(int argc, char **argv)
 	if (!s)
 		die(argv[1], err);
 	int64_t n = atoll(argv[3]), vocab = halo_model_vocab(m);
-	int32_t prompt[16];
-	for (int i = 0; i < 16; i++)
-		prompt[i] = 100 + 37 * i;
+	int32_t prompt[64];
+	for (int i = 0; i < 64; i++)
+		prompt[i] = (int32_t)((100 + 37 * i) % vocab);
+	double tp = now_s();
+	if (!halo_session_set_profiling(s, true, err, sizeof(err)) ||
+	    !halo_session_prefill(s, prompt, 64, NULL, NULL, err, sizeof(err)))
+		die("profiled prefill", err);
+	printf("prefill of 64 tokens (profiled): %.2f ms\n", (now_s() - tp) * 1e3);
+	halo_session_profile_report(s, stdout, 8);
+	if (!halo_session_set_profiling(s, false, err, sizeof(err)) || !halo_session_reset(s, err, sizeof(err)))
+		die("reset", err);
 	float *row = malloc((size_t)vocab * sizeof(float));
 	int32_t *ref = malloc((size_t)n * sizeof(int32_t)), *out = malloc((size_t)n * sizeof(int32_t));
 	if (!halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
