@@ -362,6 +362,21 @@ static bool read_op(body_ctx *bc, const yaml_node_t *map)
 	return read_attrs(bc, map, nid);
 }
 
+/* A call of block b named nname at map's location, as layer `layer`, on
+ * operands in[0..n_in); returns its node id. */
+static int add_call(body_ctx *bc, const yaml_node_t *map, const char *nname, int b, int *in, int n_in, int64_t layer)
+{
+	ir_module *m = bc->rd->m;
+	ir_func *f = F(bc);
+	int nid = ir_func_add_node(m, f, IR_OP_CALL, nname, rd_loc(bc->rd, map));
+	f->nodes[nid].ref = b;
+	f->nodes[nid].in = in;
+	f->nodes[nid].n_in = n_in;
+	ir_attr a = {.name = "layer", .kind = IR_ATTR_INT, .i = layer};
+	ir_node_add_attr(m, f, nid, &a);
+	return nid;
+}
+
 /* op: layers: one call per block instance (layer i's block, then the
  * `then` block), chained; the last call's results take the out names. */
 static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
@@ -400,13 +415,8 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 			bool last = i == m->n_layers - 1 && (slot == 1 || m->layer_then < 0);
 			if (!rd_name_free(rd, F(bc), map, nname))
 				return false;
+			int nid = add_call(bc, map, nname, b, cur, k, i);
 			ir_func *f = F(bc);
-			int nid = ir_func_add_node(m, f, IR_OP_CALL, nname, rd_loc(rd, map));
-			f->nodes[nid].ref = b;
-			f->nodes[nid].in = cur;
-			f->nodes[nid].n_in = k;
-			ir_attr a = {.name = "layer", .kind = IR_ATTR_INT, .i = i};
-			ir_node_add_attr(m, f, nid, &a);
 			int *outs = ir_arena_alloc(&m->arena, (size_t)k * sizeof(int));
 			for (int j = 0; j < k; j++) {
 				const char *vname = last ? rd_scalar(rd, names[j], "a name")
@@ -471,16 +481,10 @@ static bool read_block_op(body_ctx *bc, const yaml_node_t *map)
 	const char *nname = ir_arena_printf(&m->arena, "layers.%lld.%s", (long long)layer, bname);
 	if (!rd_name_free(rd, F(bc), map, nname) || !names_free(bc, names, n_out))
 		return false;
-	ir_func *f = F(bc);
-	int nid = ir_func_add_node(m, f, IR_OP_CALL, nname, rd_loc(rd, map));
-	f->nodes[nid].ref = b;
-	f->nodes[nid].in = in;
-	f->nodes[nid].n_in = n_in;
-	ir_attr la = {.name = "layer", .kind = IR_ATTR_INT, .i = layer};
-	ir_node_add_attr(m, f, nid, &la);
+	int nid = add_call(bc, map, nname, b, in, n_in, layer);
 	if (prefix) {
 		ir_attr pa = {.name = "hf_prefix", .kind = IR_ATTR_STR, .s = prefix};
-		ir_node_add_attr(m, f, nid, &pa);
+		ir_node_add_attr(m, F(bc), nid, &pa);
 	}
 	add_outputs(bc, nid, names, n_out);
 	return true;

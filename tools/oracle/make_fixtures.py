@@ -457,6 +457,22 @@ def append_checkpoint(out_dir, tensors, config_keys):
         f.write("\n")
 
 
+def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits):
+    """The head's tensors join the fixture's checkpoint under mtp. (experts laid
+    out like the target's), config.json gains mtp_num_hidden_layers: 1 (the
+    released checkpoints' key; SGLang and vLLM read it), and the reference
+    outputs are written. Returns the tensors."""
+    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
+        per_expert = experts_layout(list(f.keys())) == "per_expert"
+    tensors = checkpoint_tensors("mtp.", head, per_expert)
+    append_checkpoint(out_dir, tensors, {"mtp_num_hidden_layers": 1})
+    write_f32(os.path.join(out_dir, "mtp_hidden.f32"), hidden)
+    write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
+    write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
+    write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
+    return tensors
+
+
 @torch.no_grad()
 def mtp_chain(head, text, lm_head, hidden, next_tokens, steps):
     """Chained drafts after the prompt, recomputed uncached: step j appends the
@@ -488,13 +504,7 @@ def add_qwen_mtp(model, text, prompt, first_token, seed, out_dir):
     next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
     logits, _ = head(text, model.lm_head, hidden, next_tokens)
     chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, hidden, next_tokens, MTP_CHAIN_STEPS)
-    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
-        per_expert = experts_layout(list(f.keys())) == "per_expert"
-    append_checkpoint(out_dir, checkpoint_tensors("mtp.", head, per_expert), {"mtp_num_hidden_layers": 1})
-    write_f32(os.path.join(out_dir, "mtp_hidden.f32"), hidden)
-    write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
-    write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
-    write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
+    save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits)
     log(f"{out_dir}: MTP head, {sum(p.numel() for p in head.parameters())} parameters, draft logits "
         f"{tuple(logits.shape)}, chain {chain_tokens.tolist()}, "
         f"draft top2 margin {top2_margin(logits):.3g}, chain {top2_margin(chain_logits):.3g}")
@@ -744,15 +754,8 @@ def add_qwen4_mtp(model, prompt, first_token, seed, out_dir):
     chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, r, next_tokens, MTP_CHAIN_STEPS)
     if not (torch.isfinite(logits).all() and torch.isfinite(chain_logits).all()):
         raise RuntimeError("MTP draft logits are not finite")
-    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
-        per_expert = experts_layout(list(f.keys())) == "per_expert"
-    tensors = checkpoint_tensors("mtp.", head, per_expert)
-    # qwen4_exp's config has no MTP layer count of its own; SGLang reads this key
-    append_checkpoint(out_dir, tensors, {"mtp_num_hidden_layers": 1})
-    write_f32(os.path.join(out_dir, "mtp_hidden.f32"), r)
-    write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
-    write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
-    write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
+    # qwen4_exp's config has no MTP layer count of its own either
+    tensors = save_mtp_head(out_dir, head, r, logits, chain_tokens, chain_logits)
     log(f"{out_dir}: Qwen4 MTP head, {sum(p.numel() for p in head.parameters())} parameters, "
         f"{len(tensors)} tensors, hidden {tuple(r.shape)}, draft logits {tuple(logits.shape)}, "
         f"chain {chain_tokens.tolist()}, draft top2 margin {top2_margin(logits):.3g}, "
