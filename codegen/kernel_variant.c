@@ -906,42 +906,55 @@ static bool build_topk(kv_build *b, bool route)
 	return true;
 }
 
-static bool build_moe(kv_build *b)
+static const char *template_text(const char *name);
+
+/* Rows of output per workgroup of the MoE halves: enough workgroups for
+ * decode (k*F and H rows), few enough reductions per workgroup. */
+#define MOE_ROWS 4
+
+/* moe_gate_up and moe_down: the shared checks, defines and bindings; the
+ * dot products run over `len` (H for gate/up, F for down). */
+static bool build_moe_half(kv_build *b, bool gate_up)
 {
 	int64_t H = b->d->u.moe.H, F = b->d->u.moe.F, E = b->d->u.moe.E, k = b->d->u.moe.k;
+	int64_t len = gate_up ? H : F, rows = gate_up ? k * F : H;
 	uint32_t ls;
 	if (!check_index(b, "H", H) || !check_index(b, "F", F) || !check_index(b, "E", E) ||
 	    !check_index(b, "k", k) || !check_index(b, "E*F*H", E * F * H) ||
-	    !check_index(b, "T*H", b->d->t_max * H) || !check_index(b, "T*k", b->d->t_max * k) ||
-	    !lanes_1d(b, 256, &ls))
+	    !check_index(b, "T*k*F", b->d->t_max * k * F) || !check_index(b, "T*H", b->d->t_max * H) ||
+	    !lanes_1d(b, 64, &ls))
 		return false;
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
-	if ((uint64_t)(H + F) * 4u > KV_SHARED_LIMIT)
-		return fail(b, "H + F = %" PRId64 " floats need more than %d bytes of shared memory",
-			    H + F, KV_SHARED_LIMIT);
-	b->k->template_name = "moe_experts.comp";
-	sb_printf(&b->sig, "moe_experts H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, H, F,
-		  E, k);
+	bool vec8 = len % 8 == 0;
+	b->k->template_name = gate_up ? "moe_gate_up.comp" : "moe_down.comp";
+	sb_printf(&b->sig, "%s H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, gate_up ? "moe_gate_up" : "moe_down",
+		  H, F, E, k);
 	def_uint(b, "H", H);
 	def_uint(b, "F", F);
 	def_uint(b, "E", E);
 	def_uint(b, "KSEL", k);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	def_uint(b, "NR", MOE_ROWS);
+	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
+	sb_printf(&b->defs, "#define VEC8 %d\n#define USE_TREE 0\n", vec8 ? 1 : 0);
 	if (!weight_type(b))
 		return false;
 	bind(b, "B_X");
 	bind(b, "B_IDS");
-	bind(b, "B_WR");
-	bind(b, "B_GATE");
-	bind(b, "B_UP");
-	bind(b, "B_DOWN");
+	if (!gate_up)
+		bind(b, "B_WR");
+	bind(b, "B_A");
+	if (gate_up)
+		bind(b, "B_B");
 	if (!bind_fused(b, false, false))
 		return false;
 	bind(b, "B_Y");
-	set_local(b, ls, 1);
-	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	const char *shared = template_text("moe_weights.glsl");
+	if (!shared)
+		return fail(b, "kernel template moe_weights.glsl is missing");
+	sb_printf(&b->gen, "%s", shared);
+	per_token_grid(b, ls, rows, MOE_ROWS);
+	sb_printf(&b->sig, " rows=%d%s", MOE_ROWS, vec8 ? " v8" : "");
 	return true;
 }
 
@@ -1197,7 +1210,8 @@ static bool build_op(kv_build *b)
 	case IR_OP_GATED_DELTA_RULE: return build_gdr(b);
 	case IR_OP_TOPK: return build_topk(b, false);
 	case IR_OP_MOE_ROUTE: return build_topk(b, true);
-	case IR_OP_MOE_EXPERTS: return build_moe(b);
+	case IR_OP_MOE_GATE_UP: return build_moe_half(b, true);
+	case IR_OP_MOE_DOWN: return build_moe_half(b, false);
 	case IR_OP_REDUCE_MEAN: return build_reduce_mean(b);
 	case IR_OP_SIGNED_SQRT: return build_signed_sqrt(b);
 	case IR_OP_CONV1D_DILATED: return build_conv1d_dilated(b);

@@ -231,6 +231,13 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.H = cdim(x, 1);
 		return true;
 	case IR_OP_MATMUL:
+		/* the matmul and matvec kernels run pc.T rows */
+		if (x->dim[0].coef_T != 1 || x->dim[0].c != 0) {
+			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take "
+				 "exactly T (one row per token)", d->node, (long long)x->dim[0].coef_T,
+				 (long long)x->dim[0].c);
+			return false;
+		}
 		k->wtype = d->operand[1].dtype;
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
@@ -302,12 +309,21 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.topk.k = DI("k", 1);
 		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
 		return true;
-	case IR_OP_MOE_EXPERTS: {
-		const halo_tensor_ref *gate = &d->operand[3];
+	case IR_OP_MOE_GATE_UP: { /* (x, ids, gate [E,F,H], up) */
+		const halo_tensor_ref *gate = &d->operand[2];
 		k->wtype = gate->dtype;
 		k->u.moe.E = cdim(gate, 0);
 		k->u.moe.F = cdim(gate, 1);
 		k->u.moe.H = cdim(gate, 2);
+		k->u.moe.k = cdim(&d->operand[1], 1);
+		return true;
+	}
+	case IR_OP_MOE_DOWN: { /* (act, ids, w, down [E,H,F]) */
+		const halo_tensor_ref *down = &d->operand[3];
+		k->wtype = down->dtype;
+		k->u.moe.E = cdim(down, 0);
+		k->u.moe.H = cdim(down, 1);
+		k->u.moe.F = cdim(down, 2);
 		k->u.moe.k = cdim(&d->operand[1], 1);
 		return true;
 	}

@@ -596,6 +596,39 @@ static bool infer_moe_experts(infer_ctx *c)
 	return true;
 }
 
+/* moe_gate_up (x, ids, gate, up) -> act [T, k, F] (passes/split_moe.c). */
+static bool infer_moe_gate_up(infer_ctx *c)
+{
+	static const int ranks[4] = {2, 2, 3, 3};
+	for (int i = 0; i < 4; i++)
+		if (!need_rank(c, i, ranks[i]))
+			return false;
+	if (!need_float(c, 0) || !need_i32(c, 1) || !need_float(c, 2) || !need_float(c, 3) ||
+	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and ids") || !need_same_shape(c, 2, 3) ||
+	    !need_dim_eq(c, 0, 1, 2, 2, "hidden dims of x and gate"))
+		return false;
+	c->os[0] = mk_shape(3, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 1)->dim[1], in_shape(c, 2)->dim[1]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* moe_down (act [T,k,F], ids, w, down [E,H,F]) -> [T, H]. */
+static bool infer_moe_down(infer_ctx *c)
+{
+	static const int ranks[4] = {3, 2, 2, 3};
+	for (int i = 0; i < 4; i++)
+		if (!need_rank(c, i, ranks[i]))
+			return false;
+	if (!need_float(c, 0) || !need_i32(c, 1) || !need_float(c, 2) || !need_float(c, 3) ||
+	    !need_same_shape(c, 1, 2) || !need_dim_eq(c, 0, 0, 1, 0, "token counts of act and ids") ||
+	    !need_dim_eq(c, 0, 1, 1, 1, "expert slots of act and ids") ||
+	    !need_dim_eq(c, 0, 2, 3, 2, "ffn dims of act and down"))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 3)->dim[1]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 static bool infer_argmax(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 2) || !need_float(c, 0))
@@ -726,6 +759,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
 	[IR_OP_ROWS_AT_POS] = {{IR_OP_ROWS_AT_POS, 1, 1, 1, PURE, ATTRS(a_rows_at_pos)}, infer_rows_at_pos},
+	[IR_OP_MOE_GATE_UP] = {{IR_OP_MOE_GATE_UP, 4, 4, 1, PURE, 0, NULL}, infer_moe_gate_up},
+	[IR_OP_MOE_DOWN] = {{IR_OP_MOE_DOWN, 4, 4, 1, PURE, 0, NULL}, infer_moe_down},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

@@ -334,9 +334,14 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_MOE_ROUTE:
 		ref_moe_route(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1), A_I("norm_topk", 1));
 		return true;
-	case OP_MOE_EXPERTS:
-		if (!ref_moe_experts(x, c->p[1], c->p[2], c->p[3], c->p[4], c->p[5], y, c->dim[0][0], c->dim[0][1],
-				     c->dim[3][1], c->dim[3][0], c->dim[1][1], &e))
+	case OP_MOE_GATE_UP: /* (x [T,H], ids [T,k], gate, up [E,F,H]) */
+		if (!ref_moe_gate_up(x, c->p[1], c->p[2], c->p[3], y, c->dim[0][0], c->dim[0][1], c->dim[2][1],
+				     c->dim[2][0], c->dim[1][1], &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_MOE_DOWN: /* (act [T,k,F], ids, w [T,k], down [E,H,F]) */
+		if (!ref_moe_down(x, c->p[1], c->p[2], c->p[3], y, c->dim[0][0], c->dim[3][1], c->dim[0][2],
+				  c->dim[3][0], c->dim[0][1], &e))
 			return ref_failed(c, &e);
 		return true;
 	case OP_ARGMAX:

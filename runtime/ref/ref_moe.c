@@ -1,4 +1,6 @@
-/* moe_experts: the routed SwiGLU experts, summed in selection order. */
+/* The routed SwiGLU experts: moe_gate_up (every selected expert's
+ * activations), moe_down (their down projections summed in selection
+ * order), and moe_experts, the two in sequence. */
 #include "runtime/ref/ref_error.h"
 
 #include <inttypes.h>
@@ -12,45 +14,55 @@ static float dot_f64(const float *a, const float *b, int64_t n)
 	return (float)acc;
 }
 
-/* y += w * down (silu(gate x) * up x) for one expert; act [F] is scratch. */
-static void expert_accumulate(const float *x, const float *gate, const float *up,
-			      const float *down, float w, double *y, float *act, int64_t H,
-			      int64_t F)
+static bool check_ids(const int32_t *ids, int64_t n, int64_t k, int64_t E, const char *op, ref_error *err)
 {
-	for (int64_t f = 0; f < F; f++)
-		act[f] = ref_silu_f(dot_f64(gate + f * H, x, H)) * dot_f64(up + f * H, x, H);
-	for (int64_t h = 0; h < H; h++)
-		y[h] += (double)(w * dot_f64(down + h * F, act, F));
+	for (int64_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= E)
+			return ref_fail(err, op, "token %" PRId64 " slot %" PRId64 " selects expert %" PRId32
+					", expected 0 <= id < %" PRId64, i / k, i % k, ids[i], E);
+	return true;
+}
+
+bool ref_moe_gate_up(const float *x, const int32_t *ids, const float *gate, const float *up, float *act,
+		     int64_t T, int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err)
+{
+	if (!check_ids(ids, T * k, k, E, "moe_gate_up", err))
+		return false;
+	for (int64_t i = 0; i < T * k; i++) {
+		const float *xt = x + (i / k) * H, *g = gate + ids[i] * F * H, *u = up + ids[i] * F * H;
+		for (int64_t f = 0; f < F; f++)
+			act[i * F + f] = ref_silu_f(dot_f64(g + f * H, xt, H)) * dot_f64(u + f * H, xt, H);
+	}
+	return true;
+}
+
+bool ref_moe_down(const float *act, const int32_t *ids, const float *w, const float *down, float *y, int64_t T,
+		  int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err)
+{
+	if (!check_ids(ids, T * k, k, E, "moe_down", err))
+		return false;
+	for (int64_t t = 0; t < T; t++) {
+		for (int64_t h = 0; h < H; h++) {
+			double acc = 0.0;
+			for (int64_t j = 0; j < k; j++) {
+				int64_t i = t * k + j;
+				acc += (double)(w[i] * dot_f64(down + (ids[i] * H + h) * F, act + i * F, F));
+			}
+			y[t * H + h] = (float)acc;
+		}
+	}
+	return true;
 }
 
 bool ref_moe_experts(const float *x, const int32_t *ids, const float *w, const float *gate,
 		     const float *up, const float *down, float *y, int64_t T, int64_t H, int64_t F,
 		     int64_t E, int64_t k, ref_error *err)
 {
-	for (int64_t i = 0; i < T * k; i++)
-		if (ids[i] < 0 || ids[i] >= E)
-			return ref_fail(err, "moe_experts", "token %" PRId64 " slot %" PRId64
-					" selects expert %" PRId32 ", expected 0 <= id < %" PRId64,
-					i / k, i % k, ids[i], E);
-	float *act = malloc((size_t)F * sizeof *act);
-	double *acc = malloc((size_t)H * sizeof *acc);
-	if (!act || !acc) {
-		free(act);
-		free(acc);
+	float *act = malloc((size_t)(T * k * F) * sizeof *act + 1);
+	if (!act)
 		return ref_fail(err, "moe_experts", "out of memory");
-	}
-	for (int64_t t = 0; t < T; t++) {
-		for (int64_t h = 0; h < H; h++)
-			acc[h] = 0.0;
-		for (int64_t j = 0; j < k; j++) {
-			int64_t e = ids[t * k + j];
-			expert_accumulate(x + t * H, gate + e * F * H, up + e * F * H, down + e * H * F,
-					  w[t * k + j], acc, act, H, F);
-		}
-		for (int64_t h = 0; h < H; h++)
-			y[t * H + h] = (float)acc[h];
-	}
+	bool ok = ref_moe_gate_up(x, ids, gate, up, act, T, H, F, E, k, err) &&
+		  ref_moe_down(act, ids, w, down, y, T, H, F, E, k, err);
 	free(act);
-	free(acc);
-	return true;
+	return ok;
 }

@@ -147,9 +147,16 @@ void ref_topk(const float *x, int32_t *ids, float *vals, int64_t T, int64_t N, i
 void ref_moe_route(const float *logits, int32_t *ids, float *w, int64_t T, int64_t E, int64_t k,
 		   bool norm_topk);
 
-/* y[t] = sum_j w[t,j] * down[e] (silu(gate[e] x[t]) * up[e] x[t]), e = ids[t,j],
- * summed in j order. x [T,H], gate/up [E,F,H], down [E,H,F]. False for an id
- * outside [0,E). */
+/* act[t,j] = silu(gate[e] x[t]) * up[e] x[t], e = ids[t,j]. x [T,H], gate/up
+ * [E,F,H], act [T,k,F]. False for an id outside [0,E). */
+bool ref_moe_gate_up(const float *x, const int32_t *ids, const float *gate, const float *up, float *act,
+		     int64_t T, int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err);
+/* y[t] = sum_j w[t,j] * down[e] act[t,j], e = ids[t,j], summed in j order.
+ * down [E,H,F]. False for an id outside [0,E). */
+bool ref_moe_down(const float *act, const int32_t *ids, const float *w, const float *down, float *y, int64_t T,
+		  int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err);
+/* y[t] = sum_j w[t,j] * down[e] (silu(gate[e] x[t]) * up[e] x[t]): the two
+ * above in sequence. */
 bool ref_moe_experts(const float *x, const int32_t *ids, const float *w, const float *gate,
 		     const float *up, const float *down, float *y, int64_t T, int64_t H, int64_t F,
 		     int64_t E, int64_t k, ref_error *err);

@@ -1,7 +1,11 @@
-/* moe_experts against the reference: f32 and f16 expert weights, odd H and F,
- * k = 1 and several experts per token, an id outside [0,E) (the kernel reads
- * expert 0, so the reference is given 0 there), and batch invariance: T
- * tokens in one dispatch equal T one-token dispatches bitwise.
+/* The routed experts as the compiler dispatches them (passes/split_moe.c):
+ * moe_gate_up into an activation buffer [T,k,F], then moe_down. Checked
+ * against the reference: the activations against ref_moe_gate_up, the output
+ * against ref_moe_experts (the whole FFN); f32 and f16 expert weights, odd H
+ * and F (scalar loads) and multiples of 8 (16-byte loads), k = 1 and several
+ * experts per token, an id outside [0,E) (the kernels read expert 0, so the
+ * reference is given 0 there), and batch invariance: T tokens in one
+ * dispatch pair equal T one-token pairs bitwise.
  *
  * Tolerance: max |got - want| / max(|want|, 5e-2) <= 2e-5. Each output sums k
  * weighted f32 dots of F <= 40 terms over activations that are themselves f32
@@ -10,7 +14,6 @@
  * scaled by 1/sqrt(fan-in) so activations and outputs are of order 1; terms
  * of either sign cancel, so outputs below 5e-2 are judged absolutely.
  * Measured on lavapipe: at most 3.2e-6. */
-#include <math.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,7 @@ typedef struct {
 	float *x, *wr, *gate, *up, *down, *y, *want;
 	uint16_t *g16, *u16, *d16;
 	int32_t *ids, *ref_ids;
+	float *act, *act_want; /* [T,k,F] */
 } moe_data;
 
 static void *alloc_or_die(size_t n)
@@ -65,7 +69,7 @@ static moe_data data_new(const moe_shape *s, int64_t T, bool bad_id, uint32_t *s
 	moe_data a = {alloc_floats(nx), alloc_floats(ns), alloc_floats(nw), alloc_floats(nw),
 		      alloc_floats(nw), alloc_floats(nx), alloc_floats(nx), alloc_or_die(nw * 2),
 		      alloc_or_die(nw * 2), alloc_or_die(nw * 2), alloc_or_die(ns * 4),
-		      alloc_or_die(ns * 4)};
+		      alloc_or_die(ns * 4), alloc_floats(ns * (size_t)s->F), alloc_floats(ns * (size_t)s->F)};
 	fill_random(a.x, nx, 1.0f, seed);
 	fill_random(a.wr, ns, 1.0f, seed);
 	for (size_t i = 0; i < ns; i++)
@@ -89,75 +93,99 @@ static void data_free(moe_data *a)
 {
 	free(a->x), free(a->wr), free(a->gate), free(a->up), free(a->down), free(a->y);
 	free(a->want), free(a->g16), free(a->u16), free(a->d16), free(a->ids), free(a->ref_ids);
+	free(a->act), free(a->act_want);
 }
 
-static bool build(harness *h, const moe_shape *s, int64_t t_max, hkernel *k)
+typedef struct {
+	hkernel gate_up, down;
+} moe_kernels;
+
+static bool build(harness *h, const moe_shape *s, int64_t t_max, moe_kernels *k)
 {
-	kv_desc d = {.op = IR_OP_MOE_EXPERTS, .t_max = t_max, .wtype = s->wt};
+	kv_desc d = {.op = IR_OP_MOE_GATE_UP, .t_max = t_max, .wtype = s->wt};
 	d.u.moe.H = s->H;
 	d.u.moe.F = s->F;
 	d.u.moe.E = s->E;
 	d.u.moe.k = s->k;
-	return hk_build(h, &d, k);
+	if (!hk_build(h, &d, &k->gate_up))
+		return false;
+	d.op = IR_OP_MOE_DOWN;
+	if (hk_build(h, &d, &k->down))
+		return true;
+	hk_free(h, &k->gate_up);
+	return false;
 }
 
-/* Tokens t0..t0+T-1 of a into y (rows t0..). */
-static bool run(harness *h, hkernel *k, const moe_shape *s, const moe_data *a, int64_t t0,
-		int64_t T, float *y)
+static void kernels_free(harness *h, moe_kernels *k)
 {
-	size_t nw = (size_t)(s->E * s->F * s->H), wb = s->wt == HALO_F16 ? 2 : 4;
+	hk_free(h, &k->gate_up);
+	hk_free(h, &k->down);
+}
+
+/* Tokens t0..t0+T-1 of a through both halves (act and y rows from t0). */
+static bool run(harness *h, moe_kernels *k, const moe_shape *s, const moe_data *a, int64_t t0, int64_t T,
+		float *act, float *y)
+{
+	size_t nw = (size_t)(s->E * s->F * s->H), wb = s->wt == HALO_F16 ? 2 : 4, kf = (size_t)(s->k * s->F);
 	bool f16 = s->wt == HALO_F16;
-	hop ops[7] = {
+	hop gu[5] = {
 		{a->x + t0 * s->H, (size_t)(T * s->H) * 4, false},
 		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
-		{a->wr + t0 * s->k, (size_t)(T * s->k) * 4, false},
 		{f16 ? (void *)a->g16 : (void *)a->gate, nw * wb, false},
 		{f16 ? (void *)a->u16 : (void *)a->up, nw * wb, false},
+		{act + (size_t)t0 * kf, (size_t)T * kf * 4, true},
+	};
+	hop dn[5] = {
+		{act + (size_t)t0 * kf, (size_t)T * kf * 4, false},
+		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
+		{a->wr + t0 * s->k, (size_t)(T * s->k) * 4, false},
 		{f16 ? (void *)a->d16 : (void *)a->down, nw * wb, false},
 		{y + t0 * s->H, (size_t)(T * s->H) * 4, true},
 	};
-	return hk_run(h, k, ops, 7, (uint32_t)T, 0);
+	return hk_run(h, &k->gate_up, gu, 5, (uint32_t)T, 0) && hk_run(h, &k->down, dn, 5, (uint32_t)T, 0);
 }
 
 static bool moe_case(harness *h, moe_shape s, int64_t T, bool bad_id, uint32_t *seed)
 {
-	hkernel k;
+	moe_kernels k;
 	if (!build(h, &s, T, &k))
 		return false;
 	moe_data a = data_new(&s, T, bad_id, seed);
-	bool ok = run(h, &k, &s, &a, 0, T, a.y);
+	bool ok = run(h, &k, &s, &a, 0, T, a.act, a.y);
 	ref_error err;
-	if (ok && !ref_moe_experts(a.x, a.ref_ids, a.wr, a.gate, a.up, a.down, a.want, T, s.H, s.F,
-				   s.E, s.k, &err)) {
+	if (ok && (!ref_moe_gate_up(a.x, a.ref_ids, a.gate, a.up, a.act_want, T, s.H, s.F, s.E, s.k, &err) ||
+		   !ref_moe_experts(a.x, a.ref_ids, a.wr, a.gate, a.up, a.down, a.want, T, s.H, s.F, s.E, s.k,
+				    &err))) {
 		fprintf(stderr, "FAIL: %s\n", err.msg);
 		ok = false;
 	}
-	if (ok) {
-		char what[512];
-		snprintf(what, sizeof what, "%s T=%lld%s", k.k.signature, (long long)T,
-			 bad_id ? " (an id out of range)" : "");
-		ok = check_close(what, a.y, a.want, (size_t)(T * s.H), 2e-5, 5e-2);
-	}
+	char what[512];
+	snprintf(what, sizeof what, "%s T=%lld%s", k.gate_up.k.signature, (long long)T,
+		 bad_id ? " (an id out of range)" : "");
+	ok = ok && check_close(what, a.act, a.act_want, (size_t)(T * s.k * s.F), 2e-5, 5e-2);
+	snprintf(what, sizeof what, "%s T=%lld%s", k.down.k.signature, (long long)T,
+		 bad_id ? " (an id out of range)" : "");
+	ok = ok && check_close(what, a.y, a.want, (size_t)(T * s.H), 2e-5, 5e-2);
 	data_free(&a);
-	hk_free(h, &k);
+	kernels_free(h, &k);
 	return ok;
 }
 
 static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
 {
-	hkernel k;
+	moe_kernels k;
 	if (!build(h, &s, m, &k))
 		return false;
 	moe_data a = data_new(&s, m, false, seed);
-	bool ok = run(h, &k, &s, &a, 0, m, a.y);
+	bool ok = run(h, &k, &s, &a, 0, m, a.act, a.y);
 	for (int64_t t = 0; ok && t < m; t++)
-		ok = run(h, &k, &s, &a, t, 1, a.want);
+		ok = run(h, &k, &s, &a, t, 1, a.act_want, a.want);
 	char what[512];
-	snprintf(what, sizeof what, "batch invariance %s, T=%lld vs single steps", k.k.signature,
+	snprintf(what, sizeof what, "batch invariance %s + moe_down, T=%lld vs single steps", k.gate_up.k.signature,
 		 (long long)m);
 	ok = ok && check_bitwise(what, a.y, a.want, (size_t)(m * s.H));
 	data_free(&a);
-	hk_free(h, &k);
+	kernels_free(h, &k);
 	return ok;
 }
 
@@ -170,7 +198,10 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){33, 17, 7, 3, HALO_F16}, 5, true, &seed);   /* odd, f16 */
 	ok &= moe_case(h, (moe_shape){72, 40, 4, 1, HALO_F32}, 1, false, &seed);  /* decode, k = 1 */
 	ok &= moe_case(h, (moe_shape){300, 9, 6, 4, HALO_F16}, 2, false, &seed);  /* H > lanes */
+	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16}, 4, true, &seed);   /* 16-byte loads, f16 */
+	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32}, 2, false, &seed); /* 16-byte loads, f32 */
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16}, 5, &seed);
+	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16}, 8, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -80,7 +80,7 @@ static kv_desc topk_desc(ir_op op, int64_t N, int64_t k)
 
 static kv_desc moe_desc(int64_t H, int64_t F)
 {
-	kv_desc d = {.op = IR_OP_MOE_EXPERTS, .t_max = 64, .wtype = HALO_F32};
+	kv_desc d = {.op = IR_OP_MOE_GATE_UP, .t_max = 64, .wtype = HALO_F32};
 	d.u.moe.H = H;
 	d.u.moe.F = F;
 	d.u.moe.E = 8;
@@ -106,7 +106,10 @@ static void test_grids(void)
 	r.u.topk.norm = true;
 	expect_grid(&r, "topk.comp", (uint32_t[]){1, 1, 1}, (uint32_t[]){37, 1, 1});
 	kv_desc m = moe_desc(64, 32);
-	expect_grid(&m, "moe_experts.comp", (uint32_t[]){1, 1, 1}, (uint32_t[]){37, 1, 1});
+	/* k*F = 64 activation rows, 4 per workgroup, per token */
+	expect_grid(&m, "moe_gate_up.comp", (uint32_t[]){16, 1, 1}, (uint32_t[]){16, 37, 1});
+	m.op = IR_OP_MOE_DOWN; /* H = 64 outputs, 4 per workgroup, per token */
+	expect_grid(&m, "moe_down.comp", (uint32_t[]){16, 1, 1}, (uint32_t[]){16, 37, 1});
 }
 
 static void test_signatures(void)
@@ -152,11 +155,12 @@ static void test_refusals(void)
 	t.u.topk.norm = false;
 	t.epi[0] = (kv_elem_op){.op = IR_OP_SILU};
 	expect_error("epilogue on topk", &t, "no fused epilogue");
-	kv_desc m = moe_desc(8000, 512);
-	expect_error("moe H + F past shared memory", &m, "shared memory");
-	m = moe_desc(64, 32);
+	kv_desc m = moe_desc(64, 32);
 	m.u.moe.k = 9;
 	expect_error("moe k > E", &m, "more than E = 8");
+	m = moe_desc(64, 32);
+	m.u.moe.E = (int64_t)1 << 22;
+	expect_error("moe experts past 32-bit indices", &m, "E*F*H");
 	kv_desc n = {.op = IR_OP_L2_NORM, .t_max = 4};
 	n.u.norm.rows_per_t = 1;
 	n.u.norm.D = 8;

@@ -1,0 +1,49 @@
+// moe_down: act [T,KSEL,F], ids [T,KSEL] i32, w [T,KSEL], down [E,H,F] ->
+// y [T,H] = sum_j w[t,j] down[e] act[t,j], e = ids[t,j] (an id outside
+// [0,E) reads expert 0). The second half of a routed-expert FFN (moe_gate_up
+// is the first).
+// Each workgroup owns NR consecutive outputs h of one token; for each j in
+// order, lane l sums f = l, l + LS_X, ... (VEC8: 8-wide chunks), a fixed tree
+// combines the lanes, and lane i < NR adds w[t,j] times its row: the sum over
+// j runs in j order in one lane, so the result depends neither on T nor on
+// the subgroup size, and no atomics are needed. Grid: x = ceil(H / NR), y = T.
+
+layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
+layout(set = 0, binding = B_IDS) readonly buffer Ids { int ids[]; };
+layout(set = 0, binding = B_WR) readonly buffer WR { float wr[]; };
+layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
+#if VEC8
+layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
+#endif
+
+void main()
+{
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, h0 = gl_WorkGroupID.x * NR;
+	float acc = 0.0;
+	for (uint j = 0u; j < KSEL; j++) {
+		uint e = expert(ids[t * KSEL + j]), xb = (t * KSEL + j) * F;
+		for (uint i = 0u; i < NR; i++) {
+			uint h = h0 + i;
+			float d = 0.0;
+			if (h < H) {
+				uint base = (e * H + h) * F;
+#if VEC8
+				for (uint c = l; c < F / 8u; c += LS_X) {
+					vec4 wa, wb;
+					load8_a(base / 8u + c, wa, wb);
+					d += dot(x4[xb / 4u + 2u * c], wa) + dot(x4[xb / 4u + 2u * c + 1u], wb);
+				}
+#else
+				for (uint f = l; f < F; f += LS_X)
+					d += load_a(base + f) * x[xb + f];
+#endif
+			}
+			red[i][l] = d;
+		}
+		reduce_rows(l, NR);
+		if (l < NR)
+			acc += wr[t * KSEL + j] * red[l][0];
+	}
+	if (l < NR && h0 + l < H)
+		y[t * H + h0 + l] = acc;
+}

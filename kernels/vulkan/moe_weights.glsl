@@ -1,0 +1,61 @@
+// Expert weights for moe_gate_up (A = gate, B = up) and moe_down (A = down),
+// f32 or f16 (WTYPE_F16, read as 32-bit words, or 16-byte words with VEC8),
+// and the fixed-order lane reduction both kernels share over RED_ROWS rows.
+// codegen/kernel_variant.c places this between the prelude and the kernel.
+
+uint expert(int id) { return id < 0 || id >= int(E) ? 0u : uint(id); }
+
+#if VEC8
+#if WTYPE_F16
+layout(set = 0, binding = B_A) readonly buffer A8 { uvec4 a8[]; };
+void unpack8(uvec4 u, out vec4 a, out vec4 b)
+{
+	a = vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+	b = vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w));
+}
+void load8_a(uint c, out vec4 a, out vec4 b) { unpack8(a8[c], a, b); }
+#ifdef B_B
+layout(set = 0, binding = B_B) readonly buffer B8 { uvec4 b8[]; };
+void load8_b(uint c, out vec4 a, out vec4 b) { unpack8(b8[c], a, b); }
+#endif
+#else
+layout(set = 0, binding = B_A) readonly buffer A4 { vec4 a4[]; };
+void load8_a(uint c, out vec4 a, out vec4 b) { a = a4[2u * c]; b = a4[2u * c + 1u]; }
+#ifdef B_B
+layout(set = 0, binding = B_B) readonly buffer B4 { vec4 b4[]; };
+void load8_b(uint c, out vec4 a, out vec4 b) { a = b4[2u * c]; b = b4[2u * c + 1u]; }
+#endif
+#endif
+#else
+#if WTYPE_F16
+layout(set = 0, binding = B_A) readonly buffer A1 { uint a1[]; };
+float half_at(uint word, uint i) { vec2 p = unpackHalf2x16(word); return (i & 1u) == 0u ? p.x : p.y; }
+float load_a(uint i) { return half_at(a1[i >> 1], i); }
+#ifdef B_B
+layout(set = 0, binding = B_B) readonly buffer B1 { uint b1[]; };
+float load_b(uint i) { return half_at(b1[i >> 1], i); }
+#endif
+#else
+layout(set = 0, binding = B_A) readonly buffer A1 { float a1[]; };
+float load_a(uint i) { return a1[i]; }
+#ifdef B_B
+layout(set = 0, binding = B_B) readonly buffer B1 { float b1[]; };
+float load_b(uint i) { return b1[i]; }
+#endif
+#endif
+#endif
+
+shared float red[RED_ROWS][LS_X];
+
+// red[i][0] = the sum over lanes of red[i][*] for rows i < rows, in a fixed
+// tree order.
+void reduce_rows(uint l, uint rows)
+{
+	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s)
+			for (uint i = 0u; i < rows; i++)
+				red[i][l] += red[i][l + s];
+	}
+	barrier();
+}
