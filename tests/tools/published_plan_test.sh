@@ -1,0 +1,22 @@
+#!/bin/sh
+# Qwen3.8 Flash (qwen4_exp) at its published dims (tests/models/
+# qwen4_exp_published.config.json: 48 layers, 36 GDN + 12 QSA, 512 experts
+# top 10, the 20M-row n-gram base, the MTP head): the whole pass pipeline,
+# schedule and memory plan for every entry, draft head included. The weights
+# themselves (359 GB in f16) fit neither this machine nor the lent GPU; the
+# benchmark compiles the same config cut to 4 layers (tools/gpu/bench).
+# usage: published_plan_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
+set -eu
+halo=$1
+root=${HALO_SOURCE_ROOT:-.}
+cfg=$root/tests/models/qwen4_exp_published.config.json
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format schedule > "$out"
+for entry in prefill decode draft_extend draft; do
+	grep -q "^# entry $entry:" "$out" || { echo "FAIL: no schedule for entry $entry" >&2; exit 1; }
+done
+grep -q "state_write mtp_hidden_export" "$out" || { echo "FAIL: the target does not export its hidden rows" >&2; exit 1; }
+"$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format memory --entry decode > "$out"
+grep "^weight_bytes:\|^state_bytes:\|^activation_live_peak_bytes:" "$out"
+echo "published plan: ok"
