@@ -33,7 +33,9 @@ typedef struct halo_mtp_drafter halo_mtp_drafter;
  * else they are its argmax. Refuses, naming what is missing, a bundle
  * without both entries or whose entries do not run at a caller-given
  * position. The session must be fresh or reset; the drafter catches up on
- * whatever the session consumed (the prompt) at its first proposal. */
+ * whatever the session consumed (the prompt) at its first proposal. A
+ * drafter follows one sequence: after halo_session_reset, make a new one
+ * (the old one would skip the positions it had already covered). */
 halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const halo_sampling *sampling,
 					  uint64_t seed, char *err, size_t errlen);
 void halo_mtp_drafter_free(halo_mtp_drafter *d); /* NULL ok */
