@@ -3,18 +3,7 @@
 #include <string.h>
 
 #include "ir/ops.h"
-
-static int fails;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			fails++;                                            \
-		}                                                           \
-	} while (0)
+#include "tests/check.h"
 
 static ir_module *m;
 static ir_func *f;
@@ -212,6 +201,6 @@ int main(void)
 	test_table();
 	test_compact();
 	ir_module_free(m);
-	printf("ops: %d failure(s)\n", fails);
-	return fails ? 1 : 0;
+	printf("ops: %d failure(s)\n", check_failures);
+	return check_failures ? 1 : 0;
 }

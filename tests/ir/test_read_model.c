@@ -9,18 +9,7 @@
 #include "ir/dump.h"
 #include "ir/ops.h"
 #include "ir/read_model.h"
-
-static int fails;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			fails++;                                            \
-		}                                                           \
-	} while (0)
+#include "tests/check.h"
 
 static char root[1024];
 
@@ -241,6 +230,6 @@ int main(void)
 	free(dot2);
 	ir_module_free(a);
 	ir_module_free(b);
-	printf("read_model: %d failure(s)\n", fails);
-	return fails ? 1 : 0;
+	printf("read_model: %d failure(s)\n", check_failures);
+	return check_failures ? 1 : 0;
 }

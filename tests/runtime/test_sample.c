@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "runtime/sample.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
+#include "tests/check.h"
 
 static void test_argmax_ties(void)
 {
@@ -89,7 +78,7 @@ int main(void)
 	test_probs_topk_topp();
 	test_determinism();
 	test_distribution();
-	if (failures)
+	if (check_failures)
 		return 1;
 	puts("sample: ok");
 	return 0;

@@ -17,22 +17,11 @@
 #include <string.h>
 
 #include "runtime/spec_verify.h"
+#include "tests/check.h"
 
 #define V 6
 #define DRAWS 200000
 #define N_DRAFTS 2
-
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                 \
-			fputc('\n', stderr);                          \
-			failures++;                                   \
-		}                                                     \
-	} while (0)
 
 /* Upper 0.001 quantiles of chi-square with 1..V-1 degrees of freedom. */
 static const double chi2_crit[V] = {0, 10.828, 13.816, 16.266, 18.467, 20.515};
@@ -178,7 +167,7 @@ int main(void)
 	cases[0].q = p0;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		test_sampled(&cases[i]);
-	if (failures)
+	if (check_failures)
 		return 1;
 	puts("spec_verify: ok");
 	return 0;

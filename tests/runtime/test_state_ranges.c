@@ -7,18 +7,7 @@
 #include <string.h>
 
 #include "runtime/manifest.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
+#include "tests/check.h"
 
 #define HEAD "{\"format\":1,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
 	     "\"weights\":[],\"kernels\":[],\"entries\":[],\"states\":["
@@ -76,7 +65,7 @@ int main(void)
 {
 	check_runs();
 	check_positional_only();
-	if (failures)
+	if (check_failures)
 		return 1;
 	puts("state ranges: ok");
 	return 0;
