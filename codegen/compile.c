@@ -59,13 +59,14 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 {
 	char config[4096], drafter_config[4096];
 	snprintf(config, sizeof(config), "%s/config.json", o->hf_dir);
+	if (o->mtp_dir && o->no_mtp) {
+		snprintf(err, errlen, "--mtp-from and --no-mtp contradict each other");
+		return false;
+	}
 	if (o->mtp_dir) {
 		snprintf(drafter_config, sizeof(drafter_config), "%s/config.json", o->mtp_dir);
-		if (o->no_mtp || !cg_check_drafter_config(config, drafter_config, err, errlen)) {
-			if (o->no_mtp)
-				snprintf(err, errlen, "--mtp-from and --no-mtp contradict each other");
+		if (!cg_check_drafter_config(config, drafter_config, err, errlen))
 			return false;
-		}
 	}
 	ir_error ierr = {0};
 	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL};

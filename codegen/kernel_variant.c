@@ -906,7 +906,14 @@ static bool build_topk(kv_build *b, bool route)
 	return true;
 }
 
-static const char *template_text(const char *name);
+/* A kernel template embedded from kernels/vulkan, or NULL. */
+static const char *template_text(const char *name)
+{
+	for (int i = 0; i < kernel_sources_count; i++)
+		if (strcmp(kernel_sources[i].name, name) == 0)
+			return kernel_sources[i].text;
+	return NULL;
+}
 
 /* Rows of output per workgroup of the MoE halves: enough workgroups for
  * decode (k*F and H rows), few enough reductions per workgroup. */
@@ -1180,14 +1187,6 @@ static bool build_qsa_select(kv_build *b)
 }
 
 /* ---- assembly --------------------------------------------------------------------------- */
-
-static const char *template_text(const char *name)
-{
-	for (int i = 0; i < kernel_sources_count; i++)
-		if (strcmp(kernel_sources[i].name, name) == 0)
-			return kernel_sources[i].text;
-	return NULL;
-}
 
 static bool build_op(kv_build *b)
 {

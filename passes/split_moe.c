@@ -12,30 +12,34 @@
 
 #include "ir/ops.h"
 
-/* Appends the moe_gate_up half of node nid and turns nid into moe_down;
- * returns the new node's id. */
-static int split_node(ir_module *m, ir_func *f, int nid)
+/* Appends the moe_gate_up half of node nid, its activation value shaped by
+ * the op's own shape rule, and turns nid into moe_down; returns the new
+ * node's id, or -1 with err set. */
+static int split_node(ir_module *m, ir_func *f, int nid, ir_error *err)
 {
 	ir_node *n = &f->nodes[nid];
 	const char *name = n->name;
 	int x = n->in[0], ids = n->in[1], w = n->in[2], gate = n->in[3], up = n->in[4], down = n->in[5];
 	int layer = n->layer;
-	ir_loc loc = n->loc;
-	int gu = ir_func_add_node(m, f, IR_OP_MOE_GATE_UP, ir_arena_printf(&m->arena, "%s.gate_up", name), loc);
-	int act = ir_func_add_value(m, f, ir_arena_printf(&m->arena, "%s.act", name), gu, 0);
-	ir_value *av = &f->values[act];
-	av->shape = (ir_shape){3, {f->values[x].shape.dim[0], f->values[ids].shape.dim[1], f->values[gate].shape.dim[1]}};
-	av->dtype = f->values[x].dtype;
-	av->shape_known = true;
+	int gu = ir_func_add_node(m, f, IR_OP_MOE_GATE_UP, ir_arena_printf(&m->arena, "%s.gate_up", name), n->loc);
 	ir_node *g = &f->nodes[gu];
 	g->layer = layer;
 	g->n_in = 4;
 	g->in = ir_arena_alloc(&m->arena, 4 * sizeof(int));
 	g->in[0] = x, g->in[1] = ids, g->in[2] = gate, g->in[3] = up;
+	ir_shape shape;
+	halo_dtype dtype;
 	g->n_out = 1;
+	if (!ir_op_infer(m, f, g, &shape, &dtype, err))
+		return -1;
+	int act = ir_func_add_value(m, f, ir_arena_printf(&m->arena, "%s.act", name), gu, 0);
+	f->values[act].shape = shape;
+	f->values[act].dtype = dtype;
+	f->values[act].shape_known = true;
+	g = &f->nodes[gu];
 	g->out = ir_arena_alloc(&m->arena, sizeof(int));
 	g->out[0] = act;
-	n = &f->nodes[nid]; /* the append may have moved the node array */
+	n = &f->nodes[nid]; /* the appends may have moved the node array */
 	n->op = IR_OP_MOE_DOWN;
 	n->in = ir_arena_alloc(&m->arena, 4 * sizeof(int));
 	n->n_in = 4;
@@ -80,21 +84,24 @@ static void reorder(ir_module *m, ir_func *f, const int *first_of, int n_old)
 
 bool pass_split_moe(ir_module *m, ir_error *err)
 {
-	(void)err;
 	for (int fi = 0; fi < m->n_funcs; fi++) {
 		ir_func *f = &m->funcs[fi];
 		int n_old = f->n_nodes, n_split = 0;
 		int *first_of = malloc((size_t)(n_old + 1) * sizeof(int));
 		if (!first_of)
 			abort();
-		for (int i = 0; i < n_old; i++) {
+		bool ok = true;
+		for (int i = 0; ok && i < n_old; i++) {
 			bool split = !f->is_block && !f->nodes[i].dead && f->nodes[i].op == IR_OP_MOE_EXPERTS;
-			first_of[i] = split ? split_node(m, f, i) : -1;
+			first_of[i] = split ? split_node(m, f, i, err) : -1;
+			ok = !split || first_of[i] >= 0;
 			n_split += split;
 		}
-		if (n_split)
+		if (ok && n_split)
 			reorder(m, f, first_of, n_old);
 		free(first_of);
+		if (!ok)
+			return false;
 	}
 	return true;
 }

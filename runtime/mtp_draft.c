@@ -22,7 +22,7 @@ static void drafter_rng_seed(halo_rng *r, uint64_t user_seed)
 	halo_rng_seed(r, user_seed ^ 0x6d74702d64726166ull); /* "mtp-draf" */
 }
 
-static bool check_entries(halo_model *m, int64_t *extend_max, char *err, size_t errlen)
+bool halo_mtp_check_model(const halo_model *m, char *err, size_t errlen)
 {
 	static const char *const names[] = {HALO_MTP_EXTEND_ENTRY, HALO_MTP_STEP_ENTRY};
 	for (int i = 0; i < 2; i++) {
@@ -42,8 +42,6 @@ static bool check_entries(halo_model *m, int64_t *extend_max, char *err, size_t 
 				 names[i], (long long)e.t_min);
 			return false;
 		}
-		if (i == 0)
-			*extend_max = e.t_max;
 	}
 	return true;
 }
@@ -51,8 +49,8 @@ static bool check_entries(halo_model *m, int64_t *extend_max, char *err, size_t 
 halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const halo_sampling *sampling,
 					  uint64_t seed, char *err, size_t errlen)
 {
-	int64_t extend_max = 0;
-	if (!check_entries(m, &extend_max, err, errlen))
+	halo_entry_info extend_entry;
+	if (!halo_mtp_check_model(m, err, errlen) || !halo_model_entry(m, HALO_MTP_EXTEND_ENTRY, &extend_entry))
 		return NULL;
 	halo_mtp_drafter *d = calloc(1, sizeof(*d));
 	size_t v = (size_t)halo_model_vocab(m);
@@ -70,7 +68,7 @@ halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const 
 	d->s = s;
 	d->sampling = *sampling;
 	d->vocab = (int64_t)v;
-	d->extend_max = extend_max;
+	d->extend_max = extend_entry.t_max;
 	drafter_rng_seed(&d->rng, seed);
 	return d;
 }

@@ -27,12 +27,16 @@ typedef struct halo_mtp_drafter halo_mtp_drafter;
 #define HALO_MTP_EXTEND_ENTRY "draft_extend"
 #define HALO_MTP_STEP_ENTRY "draft"
 
+/* Refuses, naming what is missing, a bundle without both entries, or whose
+ * entries do not run at a caller-given position, or whose chained step
+ * cannot take one token. */
+bool halo_mtp_check_model(const halo_model *m, char *err, size_t errlen);
+
 /* A drafter for session s of model m (both borrowed: free the drafter
  * first). sampling is the target's: with temperature > 0 drafts are drawn
  * from the head's sampling distribution with a stream derived from seed,
- * else they are its argmax. Refuses, naming what is missing, a bundle
- * without both entries or whose entries do not run at a caller-given
- * position. The session must be fresh or reset; the drafter catches up on
+ * else they are its argmax. Refuses what halo_mtp_check_model refuses.
+ * The session must be fresh or reset; the drafter catches up on
  * whatever the session consumed (the prompt) at its first proposal. A
  * drafter follows one sequence: after halo_session_reset, make a new one
  * (the old one would skip the positions it had already covered). */

@@ -296,7 +296,7 @@ static bool check_drafter(const run_args *a, const run_config *c, const halo_mod
 		return true;
 	char why[1536];
 	if (halo_spec_check_model(m, HALO_MTP_STEP_ENTRY, c->draft_n, why, sizeof(why)) &&
-	    halo_spec_check_model(m, HALO_MTP_EXTEND_ENTRY, c->draft_n, why, sizeof(why)))
+	    halo_mtp_check_model(m, why, sizeof(why)))
 		return true;
 	snprintf(err, errlen, "--spec mtp refused: %s: %s", a->bundle, why);
 	return false;

@@ -141,13 +141,13 @@ static void plain(target *t, const halo_sampling *smp, uint64_t seed, int32_t *o
 	free(scratch);
 }
 
-static bool speculate(target *t, forcing_drafter *f, const halo_spec_options *o, int32_t *out, int64_t n)
+/* Prefills the prompt, then generates n tokens through drafter d. */
+static bool speculate(target *t, const halo_drafter *d, const halo_spec_options *o, int32_t *out, int64_t n)
 {
 	char err[2048];
-	halo_drafter d = {f, forcing_propose, forcing_accepted};
 	halo_spec_stats st;
 	prefill(t);
-	bool ok = halo_spec_generate(t->m, t->s, &d, o, t->prompt, t->n_prompt, t->last, n, out, &st, err,
+	bool ok = halo_spec_generate(t->m, t->s, d, o, t->prompt, t->n_prompt, t->last, n, out, &st, err,
 				     sizeof(err));
 	MC_CHECK(ok, "K = %d: %s", o->k, err);
 	MC_CHECK(st.emitted == n, "K = %d: emitted %lld of %lld", o->k, (long long)st.emitted, (long long)n);
@@ -223,7 +223,8 @@ static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 		MC_CHECK(!t->has_mtp || md, "%s", err);
 		if (md)
 			f.inner = halo_mtp_drafter_iface(md);
-		bool ok = speculate(t, &f, &o, got, n);
+		halo_drafter d = {&f, forcing_propose, forcing_accepted};
+		bool ok = speculate(t, &d, &o, got, n);
 		if (ok && md) {
 			printf("K = %d: the MTP head's own drafts matched plain greedy %ld of %ld times\n", f.k, f.natural,
 			       f.proposed);
@@ -260,12 +261,7 @@ static void sampled_mtp_run(target *t, int k, uint64_t seed, int32_t *out, int64
 	if (!md)
 		return;
 	halo_drafter d = halo_mtp_drafter_iface(md);
-	halo_spec_stats st;
-	prefill(t);
-	MC_CHECK(halo_spec_generate(t->m, t->s, &d, &o, t->prompt, t->n_prompt, t->last, n, out, &st, err,
-				    sizeof(err)),
-		 "K = %d: %s", k, err);
-	halo_spec_stats_print(&st, k, stdout);
+	speculate(t, &d, &o, out, n);
 	halo_mtp_drafter_free(md);
 }
 
@@ -284,7 +280,8 @@ static void sampled_run(target *t, int k, uint64_t seed, int32_t *out, int64_t n
 	f.n_ref = n;
 	halo_rng_seed(&f.rng, seed + 1000);
 	halo_spec_options o = {.k = k, .sampling = {.temperature = 0.8f, .top_k = 40, .top_p = 1}, .seed = seed};
-	speculate(t, &f, &o, out, n);
+	halo_drafter d = {&f, forcing_propose, forcing_accepted};
+	speculate(t, &d, &o, out, n);
 	free(ref);
 	free(f.q);
 }
