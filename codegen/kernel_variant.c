@@ -83,7 +83,8 @@ typedef struct {
 	kv_kernel *k;
 	strbuf defs; /* #defines and constant tables, before the prelude */
 	strbuf gen;  /* generated functions, after the prelude */
-	strbuf sig;
+	strbuf sig;  /* the key: what the kernel computes */
+	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
 	char *err;
 	size_t errlen;
@@ -159,7 +160,7 @@ static void per_token_grid(kv_build *b, uint32_t ls, int64_t items, int64_t per_
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, items, per_group);
 	set_grid(b, 1, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 }
 
 static int64_t dim_at(ir_dim v, int64_t T)
@@ -376,7 +377,7 @@ static bool matvec_tiles(kv_build *b)
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, N, nc);
 	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	sb_printf(&b->sig, " tile=ls%u,nc%u%s", ls, nc, vec8 ? ",v8" : "");
+	sb_printf(&b->tile, "ls%u,nc%u%s", ls, nc, vec8 ? ",v8" : "");
 	return true;
 }
 
@@ -402,7 +403,7 @@ static bool matmul_tiles(kv_build *b)
 	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
 	set_grid(b, 1, 1, 0, bm);
 	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	sb_printf(&b->sig, " tile=bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
+	sb_printf(&b->tile, "bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
 	return true;
 }
 
@@ -602,7 +603,7 @@ static bool build_elementwise(kv_build *b)
 		  bind(b, NULL));
 	set_local(b, ls, 1);
 	set_grid(b, 0, n.coef_T, n.c, ls);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -622,7 +623,7 @@ static bool build_argmax(kv_build *b)
 	bind(b, "B_Y");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -671,7 +672,7 @@ static bool build_copy(kv_build *b)
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, W, ls);
 	set_grid(b, 1, rows.coef_T, rows.c, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -703,7 +704,7 @@ static bool build_concat(kv_build *b)
 	set_local(b, ls, 1);
 	set_grid(b, 0, wa.coef_T + wb.coef_T, wa.c + wb.c, ls);
 	set_grid(b, 1, rows.coef_T, rows.c, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -765,7 +766,7 @@ static bool build_conv1d(kv_build *b)
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, C, ls);
 	set_grid(b, 1, 1, K - 1, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -863,9 +864,9 @@ static bool build_gdr(kv_build *b)
 	set_local(b, ls, rows);
 	set_grid(b, 0, 0, dv, ls);
 	set_grid(b, 1, 0, hv, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	if (rows > 1)
-		sb_printf(&b->sig, "x%u", rows);
+		sb_printf(&b->tile, "x%u", rows);
 	return true;
 }
 
@@ -902,7 +903,7 @@ static bool build_topk(kv_build *b, bool route)
 	bind(b, "B_VALS");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -961,7 +962,7 @@ static bool build_moe_half(kv_build *b, bool gate_up)
 		return fail(b, "kernel template moe_weights.glsl is missing");
 	sb_printf(&b->gen, "%s", shared);
 	per_token_grid(b, ls, rows, MOE_ROWS);
-	sb_printf(&b->sig, " rows=%d%s", MOE_ROWS, vec8 ? " v8" : "");
+	sb_printf(&b->tile, ",rows%d%s", MOE_ROWS, vec8 ? ",v8" : "");
 	return true;
 }
 
@@ -991,7 +992,7 @@ static bool build_reduce_mean(kv_build *b)
 	bind(b, "B_Y");
 	set_local(b, ls, 1);
 	set_grid(b, 0, outer.coef_T * inner, outer.c * inner, ls);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -1018,7 +1019,7 @@ static bool build_signed_sqrt(kv_build *b)
 	bind(b, "B_Y");
 	set_local(b, ls, 1);
 	set_grid(b, 0, numel.coef_T, numel.c, ls);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -1053,7 +1054,7 @@ static bool build_conv1d_dilated(kv_build *b)
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, C, ls);
 	set_grid(b, 1, 1, (K - 1) * dil, 1);
-	sb_printf(&b->sig, " tile=ls%u", ls);
+	sb_printf(&b->tile, "ls%u", ls);
 	return true;
 }
 
@@ -1267,6 +1268,12 @@ bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t er
 		ok = fail(&b, "template %s is not embedded", out->template_name);
 	if (ok) {
 		sb_printf(&b.sig, " tmax=%" PRId64, d->t_max);
+		out->key = strdup(b.sig.s);
+		out->tile = sb_take(&b.tile);
+		if (!out->key)
+			abort();
+		if (out->tile[0])
+			sb_printf(&b.sig, " tile=%s", out->tile);
 		out->source = assemble(&b, text);
 		out->signature = sb_take(&b.sig);
 		out->push_size = 4;
@@ -1275,6 +1282,7 @@ bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t er
 	free(b.defs.s);
 	free(b.gen.s);
 	free(b.sig.s);
+	free(b.tile.s);
 	if (!ok)
 		memset(out, 0, sizeof *out);
 	return ok;
@@ -1284,6 +1292,8 @@ void kv_kernel_free(kv_kernel *k)
 {
 	free(k->source);
 	free(k->signature);
+	free(k->key);
+	free(k->tile);
 	memset(k, 0, sizeof *k);
 }
 
@@ -1291,4 +1301,14 @@ uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T)
 {
 	kv_groups g = k->groups[axis];
 	return (uint32_t)((g.a * T + g.b + g.d - 1) / g.d);
+}
+
+/* Only matvec has a tuned space so far; see kv_variant_space's contract. */
+int kv_variant_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	if (max < 1)
+		return 0;
+	memset(out, 0, sizeof *out);
+	(void)d;
+	return 1;
 }

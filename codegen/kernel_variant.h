@@ -53,14 +53,18 @@ typedef struct {
 } kv_prologue;
 
 /* Tile parameters; 0 picks the default (in parentheses). Power-of-two sizes.
- * matvec: local (64) lanes, cols (2) output columns per workgroup.
+ * matvec: local (128) lanes per workgroup, split (32) lanes per column group
+ * (they share the K loop of its columns), cols (1) columns per column group,
+ * unroll (2) 16-byte weight loads in flight per lane and column.
  * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
  * gated_delta_rule: local value columns per workgroup (recurrent: 64; chunked: the
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
+	uint32_t split;
 	uint32_t cols;
+	uint32_t unroll;
 	uint32_t bm, bn, bk, tm, tn;
 } kv_tiles;
 
@@ -133,6 +137,13 @@ typedef struct {
 	kv_tiles tiles;
 } kv_desc;
 
+/* Device features a variant may need beyond Vulkan 1.1 compute. A backend
+ * runs a variant only when the device has every one. */
+enum {
+	KV_NEED_SUBGROUP_SHUFFLE = 1u << 0, /* subgroupShuffleXor in compute shaders */
+	KV_NEED_COOPMAT_NV = 1u << 1,     /* VK_NV_cooperative_matrix, f16 inputs */
+};
+
 /* groups = ceil((a * T + b) / d); d > 0. */
 typedef struct {
 	int64_t a, b, d;
@@ -140,7 +151,13 @@ typedef struct {
 
 typedef struct {
 	char *source;        /* GLSL, malloc'd */
-	char *signature;     /* malloc'd, e.g. "matvec K=64 N=96 w=f16 tmax=8 pro=rms(...) ..." */
+	/* What the kernel computes, for a tuning database: the op, its dims,
+	 * dtypes, fused ops and t_max, not the tiles (malloc'd). Variants of
+	 * one descriptor that differ only in tiles share the key. */
+	char *key;
+	char *tile;          /* the tile parameters, e.g. "ls128,sp32,nc2" ("" for none; malloc'd) */
+	char *signature;     /* key + " tile=" + tile, e.g. "matvec K=64 N=96 w=f16 ... tmax=8 tile=ls32,nc1,v8" (malloc'd) */
+	uint32_t needs;      /* KV_NEED_* bits: device features the kernel requires */
 	const char *template_name; /* static, e.g. "matvec.comp" */
 	uint32_t local_size[3];
 	kv_groups groups[3];
@@ -153,6 +170,12 @@ typedef struct {
  * (kv_kernel_free). On failure *out holds nothing. */
 bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t errlen);
 void kv_kernel_free(kv_kernel *k);
+
+/* The variant space of a descriptor: writes up to max tile choices that
+ * kernel_variant_build accepts for d (d->tiles ignored) into out, the
+ * built-in heuristic's choice first, and returns how many. Ops without a
+ * tunable space give one choice, the defaults (all zero). Deterministic. */
+int kv_variant_space(const kv_desc *d, kv_tiles *out, int max);
 
 /* The workgroup count of dimension `axis` for a dispatch of T tokens. */
 uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T);

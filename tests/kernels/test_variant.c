@@ -60,7 +60,7 @@ static void test_signatures(void)
 	expect("build b", kernel_variant_build(&d, &b, err, sizeof err));
 	expect("same descriptor, same signature and source",
 	       !strcmp(a.signature, b.signature) && !strcmp(a.source, b.source));
-	expect("signature names the kernel", !strcmp(a.signature, "matvec K=64 N=100 w=f16 tile=ls64,nc2,v8 tmax=8"));
+	expect("signature names the kernel", !strcmp(a.signature, "matvec K=64 N=100 w=f16 tmax=8 tile=ls64,nc2,v8"));
 	expect("matvec grid: ceil(N / cols), no T", kv_groups_eval(&a, 0, 1) == 50 && kv_groups_eval(&a, 0, 8) == 50);
 	expect("bindings x, w, y, step", a.n_bindings == 4 && a.push_size == 4);
 	kv_kernel_free(&b);
