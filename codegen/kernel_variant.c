@@ -1303,12 +1303,32 @@ uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T)
 	return (uint32_t)((g.a * T + g.b + g.d - 1) / g.d);
 }
 
-/* Only matvec has a tuned space so far; see kv_variant_space's contract. */
+/* ---- variant spaces (kv_variant_space) ------------------------------------------------ */
+
+/* Decode matvec: one choice until the new kernel's space lands. */
+static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	(void)d;
+	(void)max;
+	memset(out, 0, sizeof *out);
+	return 1;
+}
+
+/* Prefill matmul: one choice, the tiled kernel's defaults. */
+static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	(void)d;
+	(void)max;
+	memset(out, 0, sizeof *out);
+	return 1;
+}
+
 int kv_variant_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	if (max < 1)
 		return 0;
+	if (d->op == IR_OP_MATMUL)
+		return d->t_max <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
 	memset(out, 0, sizeof *out);
-	(void)d;
 	return 1;
 }

@@ -22,6 +22,7 @@
 
 #include "ir/ir.h"
 #include "kernels/dtype.h"
+#include "kernels/features.h"
 
 #define KV_MAX_EPILOGUE 4
 /* The decode matrix-vector kernel serves dispatches of at most this many tokens. */
@@ -137,13 +138,6 @@ typedef struct {
 	kv_tiles tiles;
 } kv_desc;
 
-/* Device features a variant may need beyond Vulkan 1.1 compute. A backend
- * runs a variant only when the device has every one. */
-enum {
-	KV_NEED_SUBGROUP_SHUFFLE = 1u << 0, /* subgroupShuffleXor in compute shaders */
-	KV_NEED_COOPMAT_NV = 1u << 1,     /* VK_NV_cooperative_matrix, f16 inputs */
-};
-
 /* groups = ceil((a * T + b) / d); d > 0. */
 typedef struct {
 	int64_t a, b, d;
@@ -157,7 +151,7 @@ typedef struct {
 	char *key;
 	char *tile;          /* the tile parameters, e.g. "ls128,sp32,nc2" ("" for none; malloc'd) */
 	char *signature;     /* key + " tile=" + tile, e.g. "matvec K=64 N=96 w=f16 ... tmax=8 tile=ls32,nc1,v8" (malloc'd) */
-	uint32_t needs;      /* KV_NEED_* bits: device features the kernel requires */
+	uint32_t needs;      /* HALO_NEED_* bits (kernels/features.h): device features it requires */
 	const char *template_name; /* static, e.g. "matvec.comp" */
 	uint32_t local_size[3];
 	kv_groups groups[3];

@@ -2,6 +2,7 @@
 #include "runtime/vulkan/vk_device.h"
 
 #include "runtime/vulkan/vk_instance.h"
+#include "kernels/features.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ bool vk_list_devices(vk_device_info **out, int *n, vk_error *err)
 		ok = vk_failf(err, "vk_list_devices: out of memory");
 	for (uint32_t i = 0; ok && i < count; i++) {
 		uint32_t family;
-		ok = vk_physical_describe(devs[i], &infos[i], &family, err);
+		ok = vk_physical_describe(tmp.instance, devs[i], &infos[i], &family, err);
 	}
 	free(devs);
 	vk_instance_destroy(&tmp);
@@ -67,7 +68,7 @@ static bool select_physical(vk_ctx *ctx, int want, vk_error *err)
 	ctx->phys = devs[idx];
 	free(devs);
 	vkGetPhysicalDeviceMemoryProperties(ctx->phys, &ctx->mem);
-	return vk_physical_describe(ctx->phys, &ctx->info, &ctx->queue_family, err);
+	return vk_physical_describe(ctx->instance, ctx->phys, &ctx->info, &ctx->queue_family, err);
 }
 
 static bool create_logical(vk_ctx *ctx, vk_error *err)
@@ -79,10 +80,23 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
+	/* Cooperative matrices are enabled where the device has them, so the
+	 * kernel variants that need them can run (kernels/features.h). */
+	const char *exts[1];
+	uint32_t n_ext = 0;
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+		.cooperativeMatrix = VK_TRUE};
+	bool has_coopmat = ctx->info.features & HALO_NEED_COOPMAT_NV;
+	if (has_coopmat)
+		exts[n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
 	VkDeviceCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+		.pNext = has_coopmat ? &coopmat : NULL,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &qi,
+		.enabledExtensionCount = n_ext,
+		.ppEnabledExtensionNames = n_ext ? exts : NULL,
 	};
 	VkResult r = vkCreateDevice(ctx->phys, &ci, NULL, &ctx->device);
 	if (r != VK_SUCCESS)

@@ -37,6 +37,10 @@ typedef struct {
 	uint32_t max_workgroup_invocations;
 	uint64_t device_local_bytes;      /* sum of device-local heaps */
 	float timestamp_period_ns;        /* 0 when the compute queue has no timestamps */
+	/* Identity for a tuning database: the same three numbers name the same
+	 * GPU and driver build. */
+	uint32_t vendor_id, device_id, driver_version;
+	uint32_t features;                /* HALO_NEED_* bits (kernels/features.h) the device has */
 } vk_device_info;
 
 /* "discrete", "integrated", "cpu", "virtual", "other" (static storage). */

@@ -1,5 +1,7 @@
 #include "runtime/vulkan/vk_instance.h"
 
+#include "kernels/features.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +156,51 @@ static bool find_compute_family(VkPhysicalDevice dev, uint32_t *family, float *t
 	return found;
 }
 
-bool vk_physical_describe(VkPhysicalDevice dev, vk_device_info *info, uint32_t *queue_family,
+static bool has_extension(VkPhysicalDevice dev, const char *name)
+{
+	uint32_t n = 0;
+	if (vkEnumerateDeviceExtensionProperties(dev, NULL, &n, NULL) != VK_SUCCESS)
+		return false;
+	VkExtensionProperties *ext = calloc(n ? n : 1, sizeof *ext);
+	bool found = false;
+	if (ext && vkEnumerateDeviceExtensionProperties(dev, NULL, &n, ext) == VK_SUCCESS)
+		for (uint32_t i = 0; i < n && !found; i++)
+			found = strcmp(ext[i].extensionName, name) == 0;
+	free(ext);
+	return found;
+}
+
+/* VK_NV_cooperative_matrix with the one shape the kernels use: 16x16x16,
+ * f16 A and B, f32 C and D, subgroup scope, and the feature bit. */
+static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
+{
+	if (!has_extension(dev, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
+		return false;
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV feat = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+	VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &feat};
+	vkGetPhysicalDeviceFeatures2(dev, &f2);
+	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV list =
+		(PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+			inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+	uint32_t n = 0;
+	if (!feat.cooperativeMatrix || !list || list(dev, &n, NULL) != VK_SUCCESS || n == 0)
+		return false;
+	VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
+	bool found = false;
+	for (uint32_t i = 0; p && i < n; i++)
+		p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+	if (p && list(dev, &n, p) == VK_SUCCESS)
+		for (uint32_t i = 0; i < n && !found; i++)
+			found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 &&
+				p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+				p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+				p[i].scope == VK_SCOPE_SUBGROUP_NV;
+	free(p);
+	return found;
+}
+
+bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info *info, uint32_t *queue_family,
 			  vk_error *err)
 {
 	VkPhysicalDeviceDriverProperties driver = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -177,6 +223,14 @@ bool vk_physical_describe(VkPhysicalDevice dev, vk_device_info *info, uint32_t *
 	info->type = base.deviceType;
 	info->api_version = base.apiVersion;
 	info->subgroup_size = subgroup.subgroupSize;
+	info->vendor_id = base.vendorID;
+	info->device_id = base.deviceID;
+	info->driver_version = base.driverVersion;
+	if ((subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+	    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
+		info->features |= HALO_NEED_SUBGROUP_SHUFFLE;
+	if (has_coopmat_nv(inst, dev))
+		info->features |= HALO_NEED_COOPMAT_NV;
 	info->max_shared_memory = base.limits.maxComputeSharedMemorySize;
 	info->max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
 	for (uint32_t i = 0; i < mem.memoryHeapCount; i++)

@@ -10,7 +10,7 @@ bool vk_instance_create(vk_ctx *ctx, vk_error *err);
 /* Destroys the messenger and the instance (either may be null). */
 void vk_instance_destroy(vk_ctx *ctx);
 /* Fills *info for dev; *queue_family gets a compute-capable family. */
-bool vk_physical_describe(VkPhysicalDevice dev, vk_device_info *info, uint32_t *queue_family,
+bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info *info, uint32_t *queue_family,
 			  vk_error *err);
 /* The instance's physical devices; *out malloc'd (caller frees). */
 bool vk_physical_list(VkInstance inst, VkPhysicalDevice **out, uint32_t *n, vk_error *err);
