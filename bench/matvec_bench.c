@@ -1,23 +1,38 @@
-/* Decode matrix-vector kernel sweep: times the matvec variant (f16 weights)
- * over tile choices at Qwen3-8B layer shapes and prints the achieved weight
- * bandwidth. The seed of a per-GPU tuning table (halo tune): run it on the
- * target GPU, pick the defaults from its table.
- * usage: matvec_bench [ITERS]   (no validation layer: timings only) */
+/* Decode matrix-vector kernels against the device's read ceiling: for each
+ * weight shape (Qwen3-8B layers and head, the Qwen3.8 Flash cut's layers and
+ * head) it times the built-in heuristic's variant and every choice of the
+ * variant space (kv_variant_space, what a bundle carries for halo tune) at
+ * T = 1, 2, 4, 8 rows, and with --sweep a wider grid of tiles at T = 1,
+ * then prints time, weight bandwidth and the fraction of the read ceiling
+ * (bench/read_ceiling.h) measured in the same run.
+ *
+ * Each timed dispatch reads a different copy of the weights, so a matrix
+ * smaller than the L2 cache is streamed from memory as in a real decode
+ * step; times are the median of 7 recordings of `iters` dispatches.
+ * usage: matvec_bench [--sweep] [ITERS]   (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/read_ceiling.h"
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
 #include "runtime/vulkan/vk_buffer.h"
 #include "runtime/vulkan/vk_cmd.h"
 #include "runtime/vulkan/vk_pipeline.h"
 
+/* Bytes of weight copies each shape rotates through: far past any L2. */
+#define POOL_BYTES ((size_t)1536 << 20)
+#define MAX_COPIES 16
+#define REPS 7
+
 typedef struct {
 	vk_ctx *ctx;
 	glsl_compiler *cc;
 	vk_buffer x, w, y, step;
+	size_t pool; /* bytes of w */
 	int iters;
+	double ceiling; /* GB/s */
 } bench;
 
 static void die(const char *what, const char *msg)
@@ -26,102 +41,211 @@ static void die(const char *what, const char *msg)
 	exit(1);
 }
 
-/* Median-free but repeatable: one timed recording of `iters` dispatches
- * separated by barriers, after a warm-up run of the same recording. */
-static double time_variant(bench *b, int64_t K, int64_t N, int64_t T, uint32_t local, uint32_t cols)
+static int cmp_double(const void *a, const void *b)
 {
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = HALO_F16};
-	d.u.matmul.K = K;
-	d.u.matmul.N = N;
-	d.tiles.local = local;
-	d.tiles.cols = cols;
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static size_t weight_bytes(int64_t K, int64_t N)
+{
+	return (size_t)K * (size_t)N * 2;
+}
+
+static int copies_of(const bench *b, int64_t K, int64_t N)
+{
+	size_t per = (weight_bytes(K, N) + 255) / 256 * 256;
+	size_t c = b->pool / per;
+	return c < 1 ? 1 : c > MAX_COPIES ? MAX_COPIES : (int)c;
+}
+
+/* Median ns per dispatch of variant d at T rows, or -1 if d is not a legal
+ * variant or the device lacks what it needs. */
+static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, size_t siglen)
+{
+	int64_t K = d->u.matmul.K, N = d->u.matmul.N;
 	kv_kernel k;
 	char err[1024];
-	if (!kernel_variant_build(&d, &k, err, sizeof(err)))
-		return -1; /* tile not allowed for this shape */
+	if (!kernel_variant_build(d, &k, err, sizeof(err)))
+		return -1;
+	snprintf(sig, siglen, "%s", k.tile);
+	if (k.needs & ~b->ctx->info.features) {
+		kv_kernel_free(&k);
+		return -1;
+	}
 	glsl_spirv spv;
 	if (!glsl_compile(b->cc, k.source, k.template_name, true, &spv, err, sizeof(err)))
 		die(k.signature, err);
+	int copies = copies_of(b, K, N);
+	size_t stride = (weight_bytes(K, N) + 255) / 256 * 256;
 	vk_pipeline p;
 	vk_descriptors pool;
 	vk_cmd cmd = {0};
 	vk_timer timer;
-	VkDescriptorSet set;
+	VkDescriptorSet set[MAX_COPIES];
 	vk_error e;
-	vk_binding bind[4] = {{b->x.buffer, 0, (VkDeviceSize)(T * K * 4)},
-			      {b->w.buffer, 0, (VkDeviceSize)(N * K * 2)},
-			      {b->y.buffer, 0, (VkDeviceSize)(T * N * 4)},
-			      {b->step.buffer, 0, 16}};
 	if (!vk_pipeline_create(b->ctx, spv.words, spv.n_words, k.n_bindings, k.push_size, &p, &e) ||
-	    !vk_descriptors_create(b->ctx, 1, k.n_bindings, &pool, &e) ||
-	    !vk_descriptors_bind(b->ctx, &pool, &p, bind, &set, &e) || !vk_timer_create(b->ctx, 2, &timer, &e) ||
-	    !vk_cmd_create(b->ctx, &cmd, &e) || !vk_cmd_begin(b->ctx, &cmd, &e))
+	    !vk_descriptors_create(b->ctx, (uint32_t)copies, (uint32_t)copies * k.n_bindings, &pool, &e))
+		die(k.signature, e.msg);
+	for (int c = 0; c < copies; c++) {
+		vk_binding bind[4] = {{b->x.buffer, 0, (VkDeviceSize)(T * K * 4)},
+				      {b->w.buffer, (VkDeviceSize)(c * stride), (VkDeviceSize)weight_bytes(K, N)},
+				      {b->y.buffer, 0, (VkDeviceSize)(T * N * 4)},
+				      {b->step.buffer, 0, 16}};
+		if (!vk_descriptors_bind(b->ctx, &pool, &p, bind, &set[c], &e))
+			die(k.signature, e.msg);
+	}
+	if (!vk_timer_create(b->ctx, 2, &timer, &e) || !vk_cmd_create(b->ctx, &cmd, &e) ||
+	    !vk_cmd_begin(b->ctx, &cmd, &e))
 		die(k.signature, e.msg);
 	uint32_t push = (uint32_t)T;
 	vk_cmd_timer_reset(&cmd, &timer);
 	vk_cmd_timestamp(&cmd, &timer, 0);
 	for (int i = 0; i < b->iters; i++) {
-		vk_cmd_dispatch(&cmd, &p, set, &push, kv_groups_eval(&k, 0, T), kv_groups_eval(&k, 1, T),
+		vk_cmd_dispatch(&cmd, &p, set[i % copies], &push, kv_groups_eval(&k, 0, T), kv_groups_eval(&k, 1, T),
 				kv_groups_eval(&k, 2, T));
 		vk_cmd_barrier(&cmd);
 	}
 	vk_cmd_timestamp(&cmd, &timer, 1);
-	double ns = 0;
-	if (!vk_cmd_end(&cmd, &e) || !vk_cmd_submit_wait(b->ctx, &cmd, &e) || !vk_cmd_submit_wait(b->ctx, &cmd, &e) ||
-	    !vk_timer_elapsed_ns(b->ctx, &timer, 0, 1, &ns, &e))
+	if (!vk_cmd_end(&cmd, &e) || !vk_cmd_submit_wait(b->ctx, &cmd, &e))
 		die(k.signature, e.msg);
+	double ns[REPS];
+	for (int r = 0; r < REPS; r++)
+		if (!vk_cmd_submit_wait(b->ctx, &cmd, &e) || !vk_timer_elapsed_ns(b->ctx, &timer, 0, 1, &ns[r], &e))
+			die(k.signature, e.msg);
+	qsort(ns, REPS, sizeof *ns, cmp_double);
 	vk_cmd_destroy(b->ctx, &cmd);
 	vk_timer_destroy(b->ctx, &timer);
 	vk_descriptors_destroy(b->ctx, &pool);
 	vk_pipeline_destroy(b->ctx, &p);
 	glsl_spirv_free(&spv);
 	kv_kernel_free(&k);
-	return ns / b->iters;
+	return ns[REPS / 2] / b->iters;
+}
+
+static void report(const bench *b, const kv_desc *d, int64_t T, const char *what, const char *tile, double ns)
+{
+	double gbs = (double)weight_bytes(d->u.matmul.K, d->u.matmul.N) / ns;
+	printf("%6lld x %-7lld %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
+	       (long long)d->u.matmul.N, (long long)T, what, tile, ns / 1e3, gbs, 100.0 * gbs / b->ceiling);
+}
+
+/* A wider grid than the space, at T = 1: what the heuristic should pick. */
+static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
+{
+	static const uint32_t splits[] = {16, 32, 64, 128, 256, 512, 1024}, mults[] = {1, 2, 4};
+	static const uint32_t colss[] = {1, 2, 4}, unrolls[] = {1, 2, 4, 8};
+	kv_tiles best = {0};
+	*best_ns = 1e30;
+	char tile[128];
+	for (size_t s = 0; s < sizeof splits / sizeof *splits; s++)
+		for (size_t m = 0; m < sizeof mults / sizeof *mults; m++)
+			for (size_t c = 0; c < sizeof colss / sizeof *colss; c++)
+				for (size_t u = 0; u < sizeof unrolls / sizeof *unrolls; u++) {
+					uint32_t local = splits[s] * mults[m] < 64 ? 64 : splits[s] * mults[m];
+					if (mults[m] > 1 && local == splits[s] * mults[m - 1])
+						continue; /* the same workgroup as the smaller multiple */
+					d.tiles = (kv_tiles){.local = local, .split = splits[s], .cols = colss[c],
+							     .unroll = unrolls[u]};
+					double ns = time_variant(b, &d, 1, tile, sizeof tile);
+					if (ns > 0 && ns < *best_ns) {
+						*best_ns = ns;
+						best = d.tiles;
+					}
+				}
+	return best;
+}
+
+static void bench_shape(bench *b, int64_t K, int64_t N, bool do_sweep)
+{
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = HALO_F16};
+	d.u.matmul.K = K;
+	d.u.matmul.N = N;
+	char tile[128];
+	for (int64_t T = 1; T <= 8; T *= 2) {
+		d.tiles = (kv_tiles){0};
+		double ns = time_variant(b, &d, T, tile, sizeof tile);
+		report(b, &d, T, "heuristic", tile, ns);
+	}
+	kv_tiles space[16];
+	int n = kv_variant_space(&d, space, 16);
+	double best = 1e30;
+	kv_tiles best_t = space[0];
+	for (int i = 1; i < n; i++) {
+		d.tiles = space[i];
+		double ns = time_variant(b, &d, 1, tile, sizeof tile);
+		if (ns > 0) {
+			report(b, &d, 1, "space", tile, ns);
+			if (ns < best) {
+				best = ns;
+				best_t = space[i];
+			}
+		}
+	}
+	if (do_sweep) {
+		double sw;
+		kv_tiles t = sweep(b, d, &sw);
+		if (sw < best) {
+			best = sw;
+			best_t = t;
+		}
+	}
+	for (int64_t T = 1; T <= 8; T *= 2) {
+		d.tiles = best_t;
+		double ns = time_variant(b, &d, T, tile, sizeof tile);
+		report(b, &d, T, "best", tile, ns);
+	}
 }
 
 static void fill(bench *b, vk_buffer *buf, size_t bytes)
 {
-	uint16_t *h = malloc(bytes);
-	for (size_t i = 0; i < bytes / 2; i++)
+	enum { PIECE = 64 << 20 };
+	uint16_t *h = malloc(PIECE);
+	for (size_t i = 0; i < PIECE / 2; i++)
 		h[i] = (uint16_t)(0x3000 + (i * 2654435761u >> 22)); /* finite halves near 0.1..1 */
 	vk_error e;
-	if (!vk_buffer_upload(b->ctx, buf, 0, h, bytes, &e))
-		die("upload", e.msg);
+	for (size_t off = 0; off < bytes; off += PIECE)
+		if (!vk_buffer_upload(b->ctx, buf, off, h, bytes - off < PIECE ? bytes - off : PIECE, &e))
+			die("upload", e.msg);
 	free(h);
 }
 
 int main(int argc, char **argv)
 {
-	bench b = {.iters = argc > 1 ? atoi(argv[1]) : 50};
+	bool do_sweep = argc > 1 && strcmp(argv[1], "--sweep") == 0;
+	bench b = {.iters = argc > 1 + do_sweep ? atoi(argv[1 + do_sweep]) : 50};
+	if (b.iters < 1)
+		die("usage", "matvec_bench [--sweep] [ITERS >= 1]");
 	vk_ctx_options o = {.validation = false, .device_index = -1};
 	vk_error e;
 	if (!vk_ctx_create(&o, &b.ctx, &e))
 		die("device", e.msg);
 	b.cc = glsl_compiler_new();
-	const size_t maxw = (size_t)151936 * 4096 * 2;
+	bool small = b.ctx->info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+	size_t pool = small ? (size_t)64 << 20 : POOL_BYTES;
+	b.pool = pool;
 	if (!vk_buffer_create(b.ctx, 8 * 12288 * 4, VK_BUFFER_DEVICE, &b.x, &e) ||
-	    !vk_buffer_create(b.ctx, maxw, VK_BUFFER_DEVICE, &b.w, &e) ||
-	    !vk_buffer_create(b.ctx, (size_t)8 * 151936 * 4, VK_BUFFER_DEVICE, &b.y, &e) ||
+	    !vk_buffer_create(b.ctx, pool, VK_BUFFER_DEVICE, &b.w, &e) ||
+	    !vk_buffer_create(b.ctx, (size_t)8 * 248320 * 4, VK_BUFFER_DEVICE, &b.y, &e) ||
 	    !vk_buffer_create(b.ctx, 256, VK_BUFFER_DEVICE, &b.step, &e))
 		die("buffers", e.msg);
 	fill(&b, &b.x, 8 * 12288 * 4);
-	fill(&b, &b.w, maxw);
-	printf("%s\n%-22s %5s %5s %5s %10s %9s\n", b.ctx->info.name, "shape K x N", "T", "local", "cols", "us",
-	       "GB/s");
-	const int64_t shapes[][2] = {{4096, 4096}, {4096, 12288}, {12288, 4096}, {4096, 151936}};
-	const uint32_t locals[] = {32, 64, 128, 256}, colss[] = {1, 2, 4, 8};
-	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-		for (int64_t T = 1; T <= 4; T += 3)
-			for (size_t l = 0; l < 4; l++)
-				for (size_t c = 0; c < 4; c++) {
-					double ns = time_variant(&b, shapes[s][0], shapes[s][1], T, locals[l], colss[c]);
-					if (ns <= 0)
-						continue;
-					double bytes = (double)shapes[s][0] * (double)shapes[s][1] * 2;
-					printf("%6lld x %-13lld %5lld %5u %5u %10.1f %9.0f\n", (long long)shapes[s][0],
-					       (long long)shapes[s][1], (long long)T, locals[l], colss[c], ns / 1e3,
-					       bytes / ns);
-				}
+	fill(&b, &b.w, pool);
+	b.ceiling = read_ceiling_gbps(b.ctx, b.cc, small ? (size_t)64 << 20 : (size_t)2 << 30, 9);
+	printf("%s, driver %s\nread ceiling: %.0f GB/s (streaming read of %s, median of 9)\n", b.ctx->info.name,
+	       b.ctx->info.driver_info, b.ceiling, small ? "64 MiB" : "2 GiB");
+	printf("%-16s %2s  %-10s %-26s %9s %7s %6s\n", "K x N", "T", "variant", "tile", "us", "GB/s", "ceil");
+	/* Qwen3-8B: q/o, k/v, gate/up, down, the head; Qwen3.8 Flash cut: the
+	 * HC mixer pair, its 4-wide gate, a GDN projection, the head. */
+	static const int64_t full[][2] = {{4096, 4096},  {4096, 1024},  {4096, 12288}, {12288, 4096},
+					  {4096, 151936}, {10240, 320}, {320, 10240},  {10240, 4},
+					  {2560, 10240}, {6144, 2560},  {2560, 248320}};
+	static const int64_t tiny[][2] = {{1024, 1024}, {1024, 4}};
+	const int64_t(*shapes)[2] = small ? tiny : full;
+	size_t n = small ? sizeof tiny / sizeof *tiny : sizeof full / sizeof *full;
+	for (size_t s = 0; s < n; s++)
+		if (weight_bytes(shapes[s][0], shapes[s][1]) <= pool)
+			bench_shape(&b, shapes[s][0], shapes[s][1], do_sweep && !small);
 	vk_buffer_destroy(b.ctx, &b.x);
 	vk_buffer_destroy(b.ctx, &b.w);
 	vk_buffer_destroy(b.ctx, &b.y);

@@ -355,29 +355,101 @@ static bool build_embed(kv_build *b)
 	return true;
 }
 
+/* ---- matvec: the decode kernel and its variant space ------------------------------- */
+
+/* Lanes the device should have busy for a matvec to stream at full rate: 132
+ * SMs x 1024 on an H200, 40 CUs x 2048 on gfx1151; 2^17 covers both. */
+#define MATVEC_BUSY_LANES (1 << 17)
+
+static uint32_t pow2_ceil(uint64_t v)
+{
+	uint32_t p = 1;
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+static int64_t matvec_chunks(const kv_desc *d)
+{
+	int64_t K = d->u.matmul.K;
+	return K % 8 == 0 ? K / 8 : K;
+}
+
+/* The built-in choice: widen the K split until the columns keep enough lanes
+ * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
+ * four column groups per workgroup at least, more columns per group only when
+ * the grid would pass its limit (a vocabulary-sized head), and enough loads in
+ * flight to cover each lane's share of K. */
+static kv_tiles matvec_heuristic(const kv_desc *d)
+{
+	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
+	kv_tiles t = {.split = 32, .cols = 1};
+	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
+		t.split *= 2;
+	t.local = t.split > 128 ? t.split : 128;
+	while (t.cols < 8 && (N + (int64_t)(t.local / t.split) * t.cols - 1) / ((int64_t)(t.local / t.split) * t.cols) >
+				     KV_MAX_GROUPS)
+		t.cols *= 2;
+	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
+	t.unroll = per_lane >= 4 ? 4 : pow2_ceil(per_lane);
+	return t;
+}
+
+/* Zero fields of the descriptor's tiles take the heuristic's values. */
+static kv_tiles matvec_resolve(const kv_desc *d)
+{
+	kv_tiles h = matvec_heuristic(d), t = d->tiles;
+	if (!t.local)
+		t.local = h.local;
+	if (!t.split)
+		t.split = h.split;
+	if (!t.cols)
+		t.cols = h.cols;
+	if (!t.unroll)
+		t.unroll = h.unroll;
+	return t;
+}
+
+/* Why tiles t are not a matvec variant for d, or NULL when they are. */
+static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
+{
+	uint64_t nval = (uint64_t)t.cols * (uint64_t)d->t_max + (d->pro.on ? (uint64_t)d->t_max : 0);
+	uint64_t slots = t.tree ? t.local : t.local / 4;
+	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
+		return "local and split must be powers of two with 4 <= split <= local <= 1024";
+	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 || t.cols * t.unroll > 16)
+		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16";
+	if (slots * nval * 4 > KV_SHARED_LIMIT)
+		return "the reduction needs more shared memory than every target has";
+	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
+	if (((uint64_t)d->u.matmul.N + per_group - 1) / per_group > KV_MAX_GROUPS)
+		return "too many workgroups for one grid axis";
+	return NULL;
+}
+
 static bool matvec_tiles(kv_build *b)
 {
-	const kv_tiles *t = &b->d->tiles;
-	uint32_t ls, nc = t->cols ? t->cols : 2;
-	int64_t N = b->d->u.matmul.N;
-	if (!lanes_1d(b, 64, &ls))
-		return false;
-	if (nc > 8 || (uint64_t)nc * (uint64_t)b->d->t_max > ls)
-		return fail(b, "matvec: %u columns x %" PRId64 " rows need more than %u lanes (or cols > 8)",
-			    nc, b->d->t_max, ls);
-	if (((uint64_t)nc * (uint64_t)b->d->t_max * ls + (uint64_t)b->d->t_max) * 4 > KV_SHARED_LIMIT)
-		return fail(b, "matvec: tile needs more than %d bytes of shared memory", KV_SHARED_LIMIT);
+	kv_tiles t = matvec_resolve(b->d);
+	const char *why = matvec_illegal(b->d, t);
+	if (why)
+		return fail(b, "matvec tiles ls%u,sp%u,nc%u,u%u%s: %s", t.local, t.split, t.cols, t.unroll,
+			    t.tree ? ",tree" : "", why);
 	b->k->template_name = "matvec.comp";
-	def_uint(b, "NC", nc);
+	def_uint(b, "NC", t.cols);
+	def_uint(b, "SPLIT", t.split);
+	def_uint(b, "UNROLL", t.unroll);
 	def_uint(b, "T_MAX", b->d->t_max);
 	/* Rows of K % 8 == 0 start 16-byte aligned in every dtype: each lane
 	 * then loads 8 weights at a time (one 16-byte load for f16). */
 	bool vec8 = b->d->u.matmul.K % 8 == 0;
-	sb_printf(&b->defs, "#define VEC8 %d\n", vec8 ? 1 : 0);
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, N, nc);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	sb_printf(&b->tile, "ls%u,nc%u%s", ls, nc, vec8 ? ",v8" : "");
+	sb_printf(&b->defs, "#define VEC8 %d\n#define SG_SHUFFLE %d\n#define USE_TREE 0\n", vec8 ? 1 : 0,
+		  t.tree ? 0 : 1);
+	if (!t.tree)
+		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
+	set_local(b, t.local, 1);
+	set_grid(b, 0, 0, b->d->u.matmul.N, (int64_t)(t.local / t.split) * t.cols);
+	sb_printf(&b->tile, "ls%u,sp%u,nc%u,u%u%s%s", t.local, t.split, t.cols, t.unroll, vec8 ? ",v8" : "",
+		  t.tree ? ",tree" : "");
 	return true;
 }
 
@@ -1305,13 +1377,49 @@ uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T)
 
 /* ---- variant spaces (kv_variant_space) ------------------------------------------------ */
 
-/* Decode matvec: one choice until the new kernel's space lands. */
+static kv_tiles mv_tiles(uint32_t local, uint32_t split, uint32_t cols, uint32_t unroll)
+{
+	return (kv_tiles){.local = local, .split = split, .cols = cols, .unroll = unroll};
+}
+
+static bool same_tiles(kv_tiles a, kv_tiles b)
+{
+	return !memcmp(&a, &b, sizeof a);
+}
+
+/* Decode matvec: the heuristic, then its neighbours one step away along each
+ * tile axis (split, cols, unroll, local), then the shared-memory-tree form
+ * that needs no subgroup operations (the one every device runs). */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
-	(void)d;
-	(void)max;
-	memset(out, 0, sizeof *out);
-	return 1;
+	kv_tiles h = matvec_heuristic(d);
+	kv_tiles tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1};
+	kv_tiles cand[] = {
+		h,
+		mv_tiles(h.local, h.split * 2, h.cols, h.unroll),
+		mv_tiles(h.local, h.split / 2, h.cols, h.unroll),
+		mv_tiles(h.local, h.split, h.cols * 2, h.unroll),
+		mv_tiles(h.local, h.split, h.cols, h.unroll * 2),
+		mv_tiles(h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
+		mv_tiles(h.local * 2, h.split, h.cols, h.unroll),
+		tree,
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {
+		kv_tiles t = cand[i];
+		if (t.split > t.local)
+			t.local = t.split;
+		bool dup = false;
+		for (int j = 0; j < n && !dup; j++)
+			dup = same_tiles(out[j], t);
+		if (!dup && !matvec_illegal(d, t))
+			out[n++] = t;
+	}
+	if (n == 0) { /* a matvec of this shape always has the heuristic's tiles */
+		out[0] = h;
+		n = 1;
+	}
+	return n;
 }
 
 /* Prefill matmul: one choice, the tiled kernel's defaults. */

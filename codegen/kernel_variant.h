@@ -54,9 +54,11 @@ typedef struct {
 } kv_prologue;
 
 /* Tile parameters; 0 picks the default (in parentheses). Power-of-two sizes.
- * matvec: local (128) lanes per workgroup, split (32) lanes per column group
- * (they share the K loop of its columns), cols (1) columns per column group,
- * unroll (2) 16-byte weight loads in flight per lane and column.
+ * matvec: local lanes per workgroup, split lanes per column group (they
+ * share the K loop of its columns), cols columns per column group, unroll
+ * 16-byte weight loads in flight per lane and column, tree (0: subgroup
+ * shuffles, needs HALO_NEED_SUBGROUP_SHUFFLE; 1: a shared-memory tree); zeros
+ * take the built-in heuristic's values for the shape (kv_variant_space).
  * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
  * gated_delta_rule: local value columns per workgroup (recurrent: 64; chunked: the
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
@@ -66,6 +68,7 @@ typedef struct {
 	uint32_t split;
 	uint32_t cols;
 	uint32_t unroll;
+	uint32_t tree;
 	uint32_t bm, bn, bk, tm, tn;
 } kv_tiles;
 

@@ -35,6 +35,16 @@ harness *harness_open(void)
 	return h;
 }
 
+uint32_t harness_features(const harness *h)
+{
+	return h->ctx->info.features;
+}
+
+bool hk_supported(const harness *h, const kv_kernel *k)
+{
+	return (k->needs & ~h->ctx->info.features) == 0;
+}
+
 int harness_close(harness *h)
 {
 	uint64_t msgs = h->ctx->validation_messages;

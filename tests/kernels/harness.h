@@ -17,6 +17,10 @@ typedef struct harness harness;
 
 /* Opens a device with validation on (exits with a message on failure). */
 harness *harness_open(void);
+/* The HALO_NEED_* bits (kernels/features.h) the device has. */
+uint32_t harness_features(const harness *h);
+/* Whether the device runs kernel k (it has every feature k needs). */
+bool hk_supported(const harness *h, const kv_kernel *k);
 /* Frees everything; returns 0 when no validation message was seen, else 1. */
 int harness_close(harness *h);
 

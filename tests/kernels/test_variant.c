@@ -51,17 +51,68 @@ static void expect_error(const char *what, const kv_desc *d, const char *needle)
 		printf("refused as expected: %s\n", err);
 }
 
+/* The matvec space: the heuristic first, every choice builds, no two alike,
+ * one needs nothing, for a square layer, a narrow long one and a vocabulary head. */
+static void test_matvec_space(void)
+{
+	const int64_t shapes[][2] = {{4096, 4096}, {10240, 4}, {2560, 248320}, {131, 37}};
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+		kv_desc d = matmul_desc(8);
+		d.u.matmul.K = shapes[s][0];
+		d.u.matmul.N = shapes[s][1];
+		d.pro = (kv_prologue){true, 1e-6f, 1};
+		kv_tiles t[16];
+		int n = kv_variant_space(&d, t, 16);
+		char what[128], sigs[16][160], err[512];
+		bool portable = false;
+		snprintf(what, sizeof what, "matvec space K=%lld N=%lld: %d choices", (long long)shapes[s][0],
+			 (long long)shapes[s][1], n);
+		expect(what, n >= 2 && n <= 16);
+		for (int i = 0; i < n; i++) {
+			kv_kernel k;
+			d.tiles = t[i];
+			bool ok = kernel_variant_build(&d, &k, err, sizeof err);
+			expect(ok ? "space choice builds" : err, ok);
+			if (!ok)
+				continue;
+			snprintf(sigs[i], sizeof sigs[i], "%s", k.signature);
+			for (int j = 0; j < i; j++)
+				expect("space choices differ", strcmp(sigs[i], sigs[j]) != 0);
+			portable |= k.needs == 0;
+			if (i == 0) {
+				kv_kernel h;
+				d.tiles = (kv_tiles){0};
+				expect("first choice is the heuristic", kernel_variant_build(&d, &h, err, sizeof err) &&
+										!strcmp(h.signature, k.signature));
+				kv_kernel_free(&h);
+			}
+			kv_kernel_free(&k);
+		}
+		expect("a choice that needs no device feature", portable);
+	}
+}
+
 static void test_signatures(void)
 {
 	kv_desc d = matmul_desc(8);
 	kv_kernel a, b;
 	char err[512];
+	expect("heuristic build", kernel_variant_build(&d, &a, err, sizeof err));
+	expect("zero tiles take the heuristic's", !strcmp(a.tile, "ls128,sp32,nc1,u1,v8"));
+	kv_kernel_free(&a);
+	d.tiles.local = 64;
+	d.tiles.cols = 2;
 	expect("build a", kernel_variant_build(&d, &a, err, sizeof err));
 	expect("build b", kernel_variant_build(&d, &b, err, sizeof err));
 	expect("same descriptor, same signature and source",
 	       !strcmp(a.signature, b.signature) && !strcmp(a.source, b.source));
-	expect("signature names the kernel", !strcmp(a.signature, "matvec K=64 N=100 w=f16 tmax=8 tile=ls64,nc2,v8"));
-	expect("matvec grid: ceil(N / cols), no T", kv_groups_eval(&a, 0, 1) == 50 && kv_groups_eval(&a, 0, 8) == 50);
+	expect("signature names the kernel",
+	       !strcmp(a.signature, "matvec K=64 N=100 w=f16 tmax=8 tile=ls64,sp32,nc2,u1,v8"));
+	expect("key is the signature without the tile", !strcmp(a.key, "matvec K=64 N=100 w=f16 tmax=8") &&
+							       !strcmp(a.tile, "ls64,sp32,nc2,u1,v8"));
+	expect("matvec grid: ceil(N / (local / split * cols)), no T",
+	       kv_groups_eval(&a, 0, 1) == 25 && kv_groups_eval(&a, 0, 8) == 25);
+	expect("shuffle reduction needs subgroup shuffles", a.needs == HALO_NEED_SUBGROUP_SHUFFLE);
 	expect("bindings x, w, y, step", a.n_bindings == 4 && a.push_size == 4);
 	kv_kernel_free(&b);
 	d.n_epi = 1;
@@ -102,7 +153,11 @@ static void test_errors(void)
 	expect_error("softmax in an epilogue", &d, "not an elementwise op");
 	d = matmul_desc(8);
 	d.tiles.cols = 16;
-	expect_error("matvec cols", &d, "cols > 8");
+	expect_error("matvec cols", &d, "cols and unroll must be powers of two <= 8");
+	d.tiles.cols = 1;
+	d.tiles.local = 64;
+	d.tiles.split = 128;
+	expect_error("matvec split wider than the workgroup", &d, "4 <= split <= local");
 	kv_desc r = {.op = IR_OP_RMS_NORM, .t_max = 4};
 	r.u.rms_norm.rows_per_t = 1;
 	r.u.rms_norm.D = 10;
@@ -187,6 +242,7 @@ static void test_compile_all(void)
 int main(void)
 {
 	test_signatures();
+	test_matvec_space();
 	test_errors();
 	test_compile_all();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "ok", failures);
