@@ -22,7 +22,7 @@
 
 #include "ir/ir.h"
 #include "kernels/dtype.h"
-#include "kernels/features.h"
+#include "kernels/device_features.h"
 
 #define KV_MAX_EPILOGUE 4
 /* The decode matrix-vector kernel serves dispatches of at most this many tokens. */
@@ -154,7 +154,7 @@ typedef struct {
 	char *key;
 	char *tile;          /* the tile parameters, e.g. "ls128,sp32,nc2" ("" for none; malloc'd) */
 	char *signature;     /* key + " tile=" + tile, e.g. "matvec K=64 N=96 w=f16 ... tmax=8 tile=ls32,nc1,v8" (malloc'd) */
-	uint32_t needs;      /* HALO_NEED_* bits (kernels/features.h): device features it requires */
+	uint32_t needs;      /* HALO_NEED_* bits (kernels/device_features.h): device features it requires */
 	const char *template_name; /* static, e.g. "matvec.comp" */
 	uint32_t local_size[3];
 	kv_groups groups[3];

@@ -2,7 +2,7 @@
 #include "runtime/vulkan/vk_device.h"
 
 #include "runtime/vulkan/vk_instance.h"
-#include "kernels/features.h"
+#include "kernels/device_features.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +81,7 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		.pQueuePriorities = &prio,
 	};
 	/* Cooperative matrices are enabled where the device has them, so the
-	 * kernel variants that need them can run (kernels/features.h). */
+	 * kernel variants that need them can run (kernels/device_features.h). */
 	const char *exts[1];
 	uint32_t n_ext = 0;
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {

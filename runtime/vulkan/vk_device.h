@@ -40,7 +40,7 @@ typedef struct {
 	/* Identity for a tuning database: the same three numbers name the same
 	 * GPU and driver build. */
 	uint32_t vendor_id, device_id, driver_version;
-	uint32_t features;                /* HALO_NEED_* bits (kernels/features.h) the device has */
+	uint32_t features;                /* HALO_NEED_* bits (kernels/device_features.h) the device has */
 } vk_device_info;
 
 /* "discrete", "integrated", "cpu", "virtual", "other" (static storage). */

@@ -1,6 +1,6 @@
 #include "runtime/vulkan/vk_instance.h"
 
-#include "kernels/features.h"
+#include "kernels/device_features.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * by the compiler (which records them per kernel, codegen/kernel_variant.h)
  * and the runtime (which runs a variant only on a device that has them all,
  * runtime/vulkan/vk_device.h). The manifest names them (docs/manifest.md). */
-#ifndef HALO_KERNEL_FEATURES_H
-#define HALO_KERNEL_FEATURES_H
+#ifndef HALO_DEVICE_FEATURES_H
+#define HALO_DEVICE_FEATURES_H
 
 enum {
 	HALO_NEED_SUBGROUP_SHUFFLE = 1u << 0, /* subgroupShuffleXor in compute shaders */
