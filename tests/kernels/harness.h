@@ -17,7 +17,7 @@ typedef struct harness harness;
 
 /* Opens a device with validation on (exits with a message on failure). */
 harness *harness_open(void);
-/* The HALO_NEED_* bits (kernels/features.h) the device has. */
+/* The HALO_NEED_* bits (kernels/device_features.h) the device has. */
 uint32_t harness_features(const harness *h);
 /* Whether the device runs kernel k (it has every feature k needs). */
 bool hk_supported(const harness *h, const kv_kernel *k);

@@ -8,8 +8,10 @@
 # built here; the binaries need glibc >= 2.36.
 set -eu
 cd "$(dirname "$0")/../.."
-grep -qx '/.devrun/' .git/info/exclude 2>/dev/null || echo /.devrun/ >> .git/info/exclude
-grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
+grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
 progs="tools/halo tests/runtime/test_qwen3_oracle bench/matvec_bench bench/read_bw bench/spec_bench"
