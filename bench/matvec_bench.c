@@ -107,8 +107,17 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 		vk_cmd_barrier(&cmd);
 	}
 	vk_cmd_timestamp(&cmd, &timer, 1);
-	if (!vk_cmd_end(&cmd, &e) || !vk_cmd_submit_wait(b->ctx, &cmd, &e))
+	/* Warm-up long enough for the clocks to leave their idle state: the
+	 * first recordings after a pause (a compile) ran up to 4x slower. */
+	double warm = 0;
+	if (!vk_cmd_end(&cmd, &e))
 		die(k.signature, e.msg);
+	for (int r = 0; r < 1000 && warm < 100e6; r++) {
+		double ns1;
+		if (!vk_cmd_submit_wait(b->ctx, &cmd, &e) || !vk_timer_elapsed_ns(b->ctx, &timer, 0, 1, &ns1, &e))
+			die(k.signature, e.msg);
+		warm += ns1;
+	}
 	double ns[REPS];
 	for (int r = 0; r < REPS; r++)
 		if (!vk_cmd_submit_wait(b->ctx, &cmd, &e) || !vk_timer_elapsed_ns(b->ctx, &timer, 0, 1, &ns[r], &e))

@@ -83,6 +83,7 @@ typedef struct {
 	kv_kernel *k;
 	strbuf defs; /* #defines and constant tables, before the prelude */
 	strbuf gen;  /* generated functions, after the prelude */
+	strbuf tail; /* generated functions, after the template */
 	strbuf sig;  /* the key: what the kernel computes */
 	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
@@ -355,19 +356,22 @@ static bool build_embed(kv_build *b)
 	return true;
 }
 
+/* A kernel template embedded from kernels/vulkan, or NULL. */
+static const char *template_text(const char *name)
+{
+	for (int i = 0; i < kernel_sources_count; i++)
+		if (strcmp(kernel_sources[i].name, name) == 0)
+			return kernel_sources[i].text;
+	return NULL;
+}
+
 /* ---- matvec: the decode kernel and its variant space ------------------------------- */
 
-/* Lanes the device should have busy for a matvec to stream at full rate: 132
- * SMs x 1024 on an H200, 40 CUs x 2048 on gfx1151; 2^17 covers both. */
-#define MATVEC_BUSY_LANES (1 << 17)
-
-static uint32_t pow2_ceil(uint64_t v)
-{
-	uint32_t p = 1;
-	while (p < v && p < (1u << 30))
-		p <<= 1;
-	return p;
-}
+/* Lanes the K splits of all columns should add up to: below it the H200
+ * streamed a 4096 x 4096 matrix at 54% of its read ceiling with 2^17 lanes
+ * and 58% with 2^18; vocabulary heads stream at 99% with the narrowest
+ * split (bench/results-h200-matvec.txt). */
+#define MATVEC_BUSY_LANES (1 << 18)
 
 static int64_t matvec_chunks(const kv_desc *d)
 {
@@ -375,15 +379,43 @@ static int64_t matvec_chunks(const kv_desc *d)
 	return K % 8 == 0 ? K / 8 : K;
 }
 
+/* Columns per group at the largest T: cols at T = 1, times up to 4 with
+ * `grow` (matvec.comp), at most 8. */
+static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
+{
+	uint32_t f = !t.grow ? 1 : d->t_max >= 3 ? 4 : d->t_max >= 2 ? 2 : 1;
+	return t.cols * f < 8 ? t.cols * f : (t.cols > 8 ? t.cols : 8);
+}
+
+/* Why tiles t are not a matvec variant for d, or NULL when they are. */
+static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
+{
+	uint32_t nc_max = matvec_nc_max(d, t);
+	uint64_t nval = (uint64_t)nc_max * (uint64_t)d->t_max + (d->pro.on ? (uint64_t)d->t_max : 0);
+	uint64_t slots = t.tree ? t.local : t.local / 4;
+	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
+		return "local and split must be powers of two with 4 <= split <= local <= 1024";
+	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 || nc_max * t.unroll > 16)
+		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
+	if (slots * nval * 4 > KV_SHARED_LIMIT)
+		return "the reduction needs more shared memory than every target has";
+	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
+	if (((uint64_t)d->u.matmul.N + per_group - 1) / per_group > KV_MAX_GROUPS)
+		return "too many workgroups for one grid axis";
+	return NULL;
+}
+
 /* The built-in choice: widen the K split until the columns keep enough lanes
  * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
  * four column groups per workgroup at least, more columns per group only when
- * the grid would pass its limit (a vocabulary-sized head), and enough loads in
- * flight to cover each lane's share of K. */
+ * the grid would pass its limit (a vocabulary-sized head), two loads in
+ * flight per lane, and columns that do not grow with T: on the H200 growing
+ * them cost T = 1 a third of its speed (13.4 -> 18.2 us at 4096 x 4096, the
+ * registers of the 4-column path) and gained at most 10% at T = 8. */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
-	kv_tiles t = {.split = 32, .cols = 1};
+	kv_tiles t = {.split = 16, .cols = 1};
 	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
 		t.split *= 2;
 	t.local = t.split > 128 ? t.split : 128;
@@ -391,14 +423,24 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 				     KV_MAX_GROUPS)
 		t.cols *= 2;
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
-	t.unroll = per_lane >= 4 ? 4 : pow2_ceil(per_lane);
+	t.unroll = per_lane >= 2 ? 2 : 1;
+	/* Too wide for the reduction's shared memory at the largest T: columns
+	 * that do not grow, then narrower groups. */
+	if (matvec_illegal(d, t))
+		t.grow = 0;
+	while (matvec_illegal(d, t) && t.split > 16) {
+		t.split /= 2;
+		t.local = t.split > 128 ? t.split : 128;
+	}
 	return t;
 }
 
-/* Zero fields of the descriptor's tiles take the heuristic's values. */
+/* All-zero tiles are the heuristic's; zero sizes in others take its sizes. */
 static kv_tiles matvec_resolve(const kv_desc *d)
 {
-	kv_tiles h = matvec_heuristic(d), t = d->tiles;
+	kv_tiles h = matvec_heuristic(d), t = d->tiles, zero = {0};
+	if (!memcmp(&t, &zero, sizeof t))
+		return h;
 	if (!t.local)
 		t.local = h.local;
 	if (!t.split)
@@ -410,21 +452,32 @@ static kv_tiles matvec_resolve(const kv_desc *d)
 	return t;
 }
 
-/* Why tiles t are not a matvec variant for d, or NULL when they are. */
-static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
+
+/* matvec_cols.glsl once per column count nc = cols, 2 cols, ... nc_max
+ * after the template, their prototypes and the dispatch on nc before it. */
+static bool matvec_paths(kv_build *b, uint32_t cols, uint32_t nc_max)
 {
-	uint64_t nval = (uint64_t)t.cols * (uint64_t)d->t_max + (d->pro.on ? (uint64_t)d->t_max : 0);
-	uint64_t slots = t.tree ? t.local : t.local / 4;
-	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
-		return "local and split must be powers of two with 4 <= split <= local <= 1024";
-	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 || t.cols * t.unroll > 16)
-		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16";
-	if (slots * nval * 4 > KV_SHARED_LIMIT)
-		return "the reduction needs more shared memory than every target has";
-	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
-	if (((uint64_t)d->u.matmul.N + per_group - 1) / per_group > KV_MAX_GROUPS)
-		return "too many workgroups for one grid axis";
-	return NULL;
+	const char *body = template_text("matvec_cols.glsl");
+	if (!body)
+		return fail(b, "template matvec_cols.glsl is not embedded");
+	sb_printf(&b->defs, "#define MATVEC_PROTOTYPES");
+	strbuf dispatch = {0};
+	for (uint32_t nc = cols; nc <= nc_max; nc *= 2) {
+		sb_printf(&b->defs, " void run_%u(uint lane, uint g, uint l, uint grp);", nc);
+		sb_printf(&dispatch, "%sif (nc == %uu) run_%u(lane, g, l, grp);", nc == cols ? "" : " else ", nc, nc);
+		for (const char *p = body; *p;) {
+			const char *at = strstr(p, "@NC@");
+			if (!at) {
+				sb_printf(&b->tail, "%s", p);
+				break;
+			}
+			sb_printf(&b->tail, "%.*s%u", (int)(at - p), p, nc);
+			p = at + 4;
+		}
+	}
+	sb_printf(&b->defs, "\n#define MATVEC_DISPATCH %s\n", dispatch.s);
+	free(dispatch.s);
+	return true;
 }
 
 static bool matvec_tiles(kv_build *b)
@@ -432,10 +485,13 @@ static bool matvec_tiles(kv_build *b)
 	kv_tiles t = matvec_resolve(b->d);
 	const char *why = matvec_illegal(b->d, t);
 	if (why)
-		return fail(b, "matvec tiles ls%u,sp%u,nc%u,u%u%s: %s", t.local, t.split, t.cols, t.unroll,
-			    t.tree ? ",tree" : "", why);
+		return fail(b, "matvec tiles ls%u,sp%u,nc%u%s,u%u%s: %s", t.local, t.split, t.cols, t.grow ? "+" : "",
+			    t.unroll, t.tree ? ",tree" : "", why);
 	b->k->template_name = "matvec.comp";
+	if (!matvec_paths(b, t.cols, matvec_nc_max(b->d, t)))
+		return false;
 	def_uint(b, "NC", t.cols);
+	def_uint(b, "NC_MAX", matvec_nc_max(b->d, t));
 	def_uint(b, "SPLIT", t.split);
 	def_uint(b, "UNROLL", t.unroll);
 	def_uint(b, "T_MAX", b->d->t_max);
@@ -448,14 +504,76 @@ static bool matvec_tiles(kv_build *b)
 		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, t.local, 1);
 	set_grid(b, 0, 0, b->d->u.matmul.N, (int64_t)(t.local / t.split) * t.cols);
-	sb_printf(&b->tile, "ls%u,sp%u,nc%u,u%u%s%s", t.local, t.split, t.cols, t.unroll, vec8 ? ",v8" : "",
-		  t.tree ? ",tree" : "");
+	sb_printf(&b->tile, "ls%u,sp%u,nc%u%s,u%u%s%s", t.local, t.split, t.cols, t.grow ? "+" : "", t.unroll,
+		  vec8 ? ",v8" : "", t.tree ? ",tree" : "");
+	return true;
+}
+
+/* Shared memory of the devices the cooperative-matrix kernel runs on: only
+ * NVIDIA's drivers expose VK_NV_cooperative_matrix, on Turing and later, and
+ * they report 48 KiB of maxComputeSharedMemorySize; two stages of 128x128
+ * tiles with BK = 32 need 40 KiB. */
+#define KV_COOPMAT_SHARED_LIMIT 49152
+/* Accumulators one subgroup may hold (16x16 f32 each, 8 registers per lane):
+ * past 16 the registers spill. */
+#define KV_COOPMAT_MAX_ACC 16
+
+/* matmul_coopmat.comp: BM x BN workgroup tiles of (BM/WM)(BN/WN) subgroups
+ * of 32 lanes, each owning WM x WN of y; kernels/vulkan/README.md. */
+static bool matmul_coopmat_tiles(kv_build *b)
+{
+	const kv_tiles *t = &b->d->tiles;
+	uint32_t bm = t->bm ? t->bm : 64, bn = t->bn ? t->bn : 64, bk = t->bk ? t->bk : 32;
+	uint32_t wm = t->tm ? t->tm : 32, wn = t->tn ? t->tn : 32;
+	if (b->d->wtype != HALO_F16)
+		return fail(b, "the cooperative-matrix matmul takes f16 weights (f32 weights use matmul.comp)");
+	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
+	    wn < 16 || bk < 16 || bm % wm || bn % wn)
+		return fail(b, "coopmat tiles bm=%u bn=%u bk=%u wm=%u wn=%u: powers of two >= 16 with wm | bm, wn | bn",
+			    bm, bn, bk, wm, wn);
+	uint32_t nsg = (bm / wm) * (bn / wn), lanes = 32 * nsg, cpr = bk / 8;
+	if ((wm / 16) * (wn / 16) > KV_COOPMAT_MAX_ACC)
+		return fail(b, "coopmat: %u x %u per subgroup is more than %d accumulators", wm, wn,
+			    KV_COOPMAT_MAX_ACC);
+	if (lanes > KV_MAX_LANES)
+		return fail(b, "coopmat: %u subgroups exceed %d lanes", nsg, KV_MAX_LANES);
+	/* Each lane loads whole 16-byte chunks of the step: no remainder loop. */
+	if ((bm * cpr) % lanes || (bn * cpr) % lanes)
+		return fail(b, "coopmat: the %u x %u and %u x %u tiles do not split into 8-element chunks over %u lanes",
+			    bm, bk, bn, bk, lanes);
+	if (b->d->pro.on && (bm / nsg) % 8)
+		return fail(b, "coopmat: the prologue sums 8 rows at a time per subgroup; %u rows over %u subgroups",
+			    bm, nsg);
+	uint64_t stage = (uint64_t)(bm + bn) * (cpr + 1) * 16;
+	uint64_t shared = 2 * stage + (b->d->pro.on ? (uint64_t)bm * 4 : 0);
+	/* The stages double as each subgroup's 1 KiB scratch (prologue sums, epilogue). */
+	if ((uint64_t)nsg * 1024 > 2 * stage)
+		return fail(b, "coopmat: %u subgroups need more scratch than the stages hold", nsg);
+	if (shared > KV_COOPMAT_SHARED_LIMIT)
+		return fail(b, "coopmat: tile needs %" PRIu64 " bytes of shared memory, more than %d", shared,
+			    KV_COOPMAT_SHARED_LIMIT);
+	b->k->template_name = "matmul_coopmat.comp";
+	b->k->needs |= HALO_NEED_COOPMAT_NV;
+	def_uint(b, "BM", bm);
+	def_uint(b, "BN", bn);
+	def_uint(b, "BK", bk);
+	def_uint(b, "WM", wm);
+	def_uint(b, "WN", wn);
+	/* Rows of K % 8 == 0 start 16-byte aligned for f16 w and 32-byte for f32 x. */
+	bool vec8 = b->d->u.matmul.K % 8 == 0;
+	sb_printf(&b->defs, "#define VEC8 %d\n#define USE_TREE 0\n", vec8 ? 1 : 0);
+	set_local(b, lanes, 1);
+	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
+	set_grid(b, 1, 1, 0, bm);
+	sb_printf(&b->tile, "cm,bm%u,bn%u,bk%u,wm%u,wn%u%s", bm, bn, bk, wm, wn, vec8 ? ",v8" : "");
 	return true;
 }
 
 static bool matmul_tiles(kv_build *b)
 {
 	const kv_tiles *t = &b->d->tiles;
+	if (t->coopmat)
+		return matmul_coopmat_tiles(b);
 	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : 32, bk = t->bk ? t->bk : 16;
 	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : 2;
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(tm) || !is_pow2(tn) || bm % tm ||
@@ -979,14 +1097,6 @@ static bool build_topk(kv_build *b, bool route)
 	return true;
 }
 
-/* A kernel template embedded from kernels/vulkan, or NULL. */
-static const char *template_text(const char *name)
-{
-	for (int i = 0; i < kernel_sources_count; i++)
-		if (strcmp(kernel_sources[i].name, name) == 0)
-			return kernel_sources[i].text;
-	return NULL;
-}
 
 /* Rows of output per workgroup of the MoE halves: enough workgroups for
  * decode (k*F and H rows), few enough reductions per workgroup. */
@@ -1321,7 +1431,8 @@ static char *assemble(kv_build *b, const char *text)
 {
 	strbuf src = {0};
 	sb_printf(&src, "#version 450\n// halo kernel: %s\n%s", b->sig.s, b->defs.s);
-	sb_printf(&src, "%s\n%s\n%s", template_text("prelude.glsl"), b->gen.s ? b->gen.s : "", text);
+	sb_printf(&src, "%s\n%s\n%s\n%s", template_text("prelude.glsl"), b->gen.s ? b->gen.s : "", text,
+		  b->tail.s ? b->tail.s : "");
 	return sb_take(&src);
 }
 
@@ -1353,6 +1464,7 @@ bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t er
 	}
 	free(b.defs.s);
 	free(b.gen.s);
+	free(b.tail.s);
 	free(b.sig.s);
 	free(b.tile.s);
 	if (!ok)
@@ -1377,9 +1489,14 @@ uint32_t kv_groups_eval(const kv_kernel *k, int axis, int64_t T)
 
 /* ---- variant spaces (kv_variant_space) ------------------------------------------------ */
 
-static kv_tiles mv_tiles(uint32_t local, uint32_t split, uint32_t cols, uint32_t unroll)
+/* The heuristic's tiles h with other sizes. */
+static kv_tiles mv_tiles(kv_tiles h, uint32_t local, uint32_t split, uint32_t cols, uint32_t unroll)
 {
-	return (kv_tiles){.local = local, .split = split, .cols = cols, .unroll = unroll};
+	h.local = local;
+	h.split = split;
+	h.cols = cols;
+	h.unroll = unroll;
+	return h;
 }
 
 static bool same_tiles(kv_tiles a, kv_tiles b)
@@ -1388,20 +1505,23 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 }
 
 /* Decode matvec: the heuristic, then its neighbours one step away along each
- * tile axis (split, cols, unroll, local), then the shared-memory-tree form
- * that needs no subgroup operations (the one every device runs). */
+ * tile axis (split, cols, unroll, local, growing the columns with T or not),
+ * then the shared-memory-tree form that needs no subgroup operations (the
+ * one every device runs). */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
-	kv_tiles tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1};
+	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	fixed.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
-		mv_tiles(h.local, h.split * 2, h.cols, h.unroll),
-		mv_tiles(h.local, h.split / 2, h.cols, h.unroll),
-		mv_tiles(h.local, h.split, h.cols * 2, h.unroll),
-		mv_tiles(h.local, h.split, h.cols, h.unroll * 2),
-		mv_tiles(h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
-		mv_tiles(h.local * 2, h.split, h.cols, h.unroll),
+		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
+		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
+		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
+		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
+		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
+		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
+		fixed,
 		tree,
 	};
 	int n = 0;
@@ -1422,21 +1542,82 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
-/* Prefill matmul: one choice, the tiled kernel's defaults. */
+static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
+{
+	return (kv_tiles){.coopmat = 1, .bm = bm, .bn = bn, .bk = 32, .tm = wm, .tn = wn};
+}
+
+/* Prefill matmul. f16 weights: the cooperative-matrix kernel first, for
+ * devices that have it, in two tile sizes (128x128 in 8 subgroups of 64x32,
+ * 64x64 in 4 of 32x32), the larger first when its grid at t_max has a
+ * workgroup for every SM of an H200 (132); then the tiled kernel's defaults,
+ * which need nothing. f32 weights: the tiled kernel only. */
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
-	(void)d;
-	(void)max;
-	memset(out, 0, sizeof *out);
-	return 1;
+	int n = 0;
+	if (d->wtype == HALO_F16) {
+		int64_t big = ((d->u.matmul.N + 127) / 128) * ((d->t_max + 127) / 128);
+		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
+		kv_tiles cand[2] = {big >= 132 ? a : b, big >= 132 ? b : a};
+		for (int i = 0; i < 2 && n + 1 < max; i++)
+			out[n++] = cand[i];
+	}
+	memset(&out[n], 0, sizeof *out);
+	return n + 1;
+}
+
+/* Row reductions and the expert kernels: the workgroup width, the default
+ * first. Wider rows want more lanes (a 10240-wide norm group has 40 elements
+ * per lane at 256) but every lane pays the fixed tree's barriers. */
+static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	static const uint32_t lanes[] = {0, 32, 64, 128, 256, 512};
+	char *sig[sizeof lanes / sizeof *lanes];
+	kv_desc v = *d;
+	int n = 0;
+	char err[256];
+	for (size_t i = 0; i < sizeof lanes / sizeof *lanes && n < max; i++) {
+		kv_kernel k;
+		v.tiles = (kv_tiles){.local = lanes[i]};
+		if (!kernel_variant_build(&v, &k, err, sizeof err))
+			continue;
+		bool dup = false;
+		for (int j = 0; j < n && !dup; j++)
+			dup = !strcmp(sig[j], k.signature);
+		if (dup) {
+			kv_kernel_free(&k);
+			continue;
+		}
+		sig[n] = k.signature; /* kept; the rest of k goes */
+		k.signature = NULL;
+		kv_kernel_free(&k);
+		out[n++] = v.tiles;
+	}
+	for (int j = 0; j < n; j++)
+		free(sig[j]);
+	if (n == 0) { /* an illegal descriptor: its build reports why */
+		memset(out, 0, sizeof *out);
+		n = 1;
+	}
+	return n;
 }
 
 int kv_variant_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	if (max < 1)
 		return 0;
-	if (d->op == IR_OP_MATMUL)
+	switch (d->op) {
+	case IR_OP_MATMUL:
 		return d->t_max <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
-	memset(out, 0, sizeof *out);
-	return 1;
+	case IR_OP_RMS_NORM:
+	case IR_OP_SOFTMAX:
+	case IR_OP_L2_NORM:
+	case IR_OP_GATED_RMS_NORM:
+	case IR_OP_MOE_GATE_UP:
+	case IR_OP_MOE_DOWN:
+		return lanes_space(d, out, max);
+	default:
+		memset(out, 0, sizeof *out);
+		return 1;
+	}
 }

@@ -57,9 +57,15 @@ typedef struct {
  * matvec: local lanes per workgroup, split lanes per column group (they
  * share the K loop of its columns), cols columns per column group, unroll
  * 16-byte weight loads in flight per lane and column, tree (0: subgroup
- * shuffles, needs HALO_NEED_SUBGROUP_SHUFFLE; 1: a shared-memory tree); zeros
- * take the built-in heuristic's values for the shape (kv_variant_space).
- * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs.
+ * shuffles, needs HALO_NEED_SUBGROUP_SHUFFLE; 1: a shared-memory tree), grow
+ * (1: cols doubles at T = 2 and again at T >= 3, up to 8; bitwise the same
+ * sums); all-zero tiles are the built-in heuristic's for the shape
+ * (kv_variant_space), zero sizes among set ones take its sizes.
+ * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs;
+ * coopmat 1 takes the cooperative-matrix kernel instead (f16 weights only,
+ * needs HALO_NEED_COOPMAT_NV): bm, bn (64) the workgroup tile, bk (32) the K
+ * step, tm, tn (32) the rows and columns of y each 32-lane subgroup owns,
+ * all multiples of 16.
  * gated_delta_rule: local value columns per workgroup (recurrent: 64; chunked: the
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
@@ -69,7 +75,9 @@ typedef struct {
 	uint32_t cols;
 	uint32_t unroll;
 	uint32_t tree;
+	uint32_t grow;
 	uint32_t bm, bn, bk, tm, tn;
+	uint32_t coopmat; /* matmul: 1 = matmul_coopmat.comp on the matrix units, 0 = matmul.comp */
 } kv_tiles;
 
 typedef struct {

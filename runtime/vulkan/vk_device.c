@@ -80,12 +80,17 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	/* Cooperative matrices are enabled where the device has them, so the
-	 * kernel variants that need them can run (kernels/device_features.h). */
+	/* Cooperative matrices (with the f16 arithmetic and memory model their
+	 * kernels use) are enabled where the device has them, so the kernel
+	 * variants that need them can run (kernels/device_features.h). */
 	const char *exts[1];
 	uint32_t n_ext = 0;
+	VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+						 .shaderFloat16 = VK_TRUE,
+						 .vulkanMemoryModel = VK_TRUE};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+		.pNext = &v12,
 		.cooperativeMatrix = VK_TRUE};
 	bool has_coopmat = ctx->info.features & HALO_NEED_COOPMAT_NV;
 	if (has_coopmat)

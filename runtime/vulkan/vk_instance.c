@@ -171,15 +171,25 @@ static bool has_extension(VkPhysicalDevice dev, const char *name)
 }
 
 /* VK_NV_cooperative_matrix with the one shape the kernels use: 16x16x16,
- * f16 A and B, f32 C and D, subgroup scope, and the feature bit. */
+ * f16 A and B, f32 C and D, subgroup scope, the feature bit, and what the
+ * kernels need beside it. */
 static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
 {
 	if (!has_extension(dev, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
 		return false;
+	/* The kernels also take f16 arithmetic and the Vulkan memory model
+	 * (matmul_coopmat.comp), core features of Vulkan 1.2. */
+	VkPhysicalDeviceProperties base;
+	vkGetPhysicalDeviceProperties(dev, &base);
+	if (base.apiVersion < VK_API_VERSION_1_2)
+		return false;
+	VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV feat = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &v12};
 	VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &feat};
 	vkGetPhysicalDeviceFeatures2(dev, &f2);
+	if (!v12.shaderFloat16 || !v12.vulkanMemoryModel)
+		return false;
 	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV list =
 		(PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
 			inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");

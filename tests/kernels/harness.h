@@ -29,7 +29,9 @@ typedef struct {
 	vk_pipeline p;
 } hkernel;
 
-/* Instantiates, compiles (optimised), validates and creates the pipeline. */
+/* Instantiates, compiles (optimised), validates and creates the pipeline;
+ * for a kernel the device cannot run (!hk_supported) it stops after the
+ * validation, with no pipeline (hk_free still frees it). */
 bool hk_build(harness *h, const kv_desc *d, hkernel *out);
 void hk_free(harness *h, hkernel *k);
 

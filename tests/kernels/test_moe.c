@@ -100,9 +100,10 @@ typedef struct {
 	hkernel gate_up, down;
 } moe_kernels;
 
-static bool build(harness *h, const moe_shape *s, int64_t t_max, moe_kernels *k)
+/* Both halves with the same tiles (the i-th choice of moe_gate_up's space). */
+static bool build(harness *h, const moe_shape *s, int64_t t_max, kv_tiles tiles, moe_kernels *k)
 {
-	kv_desc d = {.op = IR_OP_MOE_GATE_UP, .t_max = t_max, .wtype = s->wt};
+	kv_desc d = {.op = IR_OP_MOE_GATE_UP, .t_max = t_max, .wtype = s->wt, .tiles = tiles};
 	d.u.moe.H = s->H;
 	d.u.moe.F = s->F;
 	d.u.moe.E = s->E;
@@ -145,10 +146,10 @@ static bool run(harness *h, moe_kernels *k, const moe_shape *s, const moe_data *
 	return hk_run(h, &k->gate_up, gu, 5, (uint32_t)T, 0) && hk_run(h, &k->down, dn, 5, (uint32_t)T, 0);
 }
 
-static bool moe_case(harness *h, moe_shape s, int64_t T, bool bad_id, uint32_t *seed)
+static bool moe_variant(harness *h, moe_shape s, int64_t T, bool bad_id, kv_tiles tiles, uint32_t *seed)
 {
 	moe_kernels k;
-	if (!build(h, &s, T, &k))
+	if (!build(h, &s, T, tiles, &k))
 		return false;
 	moe_data a = data_new(&s, T, bad_id, seed);
 	bool ok = run(h, &k, &s, &a, 0, T, a.act, a.y);
@@ -171,10 +172,10 @@ static bool moe_case(harness *h, moe_shape s, int64_t T, bool bad_id, uint32_t *
 	return ok;
 }
 
-static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
+static bool invariance_variant(harness *h, moe_shape s, int64_t m, kv_tiles tiles, uint32_t *seed)
 {
 	moe_kernels k;
-	if (!build(h, &s, m, &k))
+	if (!build(h, &s, m, tiles, &k))
 		return false;
 	moe_data a = data_new(&s, m, false, seed);
 	bool ok = run(h, &k, &s, &a, 0, m, a.act, a.y);
@@ -186,6 +187,38 @@ static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
 	ok = ok && check_bitwise(what, a.y, a.want, (size_t)(m * s.H));
 	data_free(&a);
 	kernels_free(h, &k);
+	return ok;
+}
+
+/* The variant space of moe_gate_up at this shape (moe_down's is the same
+ * widths). */
+static int space(const moe_shape *s, int64_t t_max, kv_tiles *t, int max)
+{
+	kv_desc d = {.op = IR_OP_MOE_GATE_UP, .t_max = t_max, .wtype = s->wt};
+	d.u.moe.H = s->H;
+	d.u.moe.F = s->F;
+	d.u.moe.E = s->E;
+	d.u.moe.k = s->k;
+	return kv_variant_space(&d, t, max);
+}
+
+static bool moe_case(harness *h, moe_shape s, int64_t T, bool bad_id, uint32_t *seed)
+{
+	kv_tiles t[16];
+	int n = space(&s, T, t, 16);
+	bool ok = n > 1;
+	for (int i = 0; i < n; i++)
+		ok &= moe_variant(h, s, T, bad_id, t[i], seed);
+	return ok;
+}
+
+static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
+{
+	kv_tiles t[16];
+	int n = space(&s, m, t, 16);
+	bool ok = n > 1;
+	for (int i = 0; i < n; i++)
+		ok &= invariance_variant(h, s, m, t[i], seed);
 	return ok;
 }
 

@@ -15,19 +15,12 @@
 
 #define TOL 1e-5
 
-static bool rms_case(harness *h, int64_t T, int64_t R, int64_t D, int64_t G, int offset,
-		     const kv_elem_op *epi, uint32_t *seed)
+static bool rms_variant(harness *h, const kv_desc *d, int64_t T, const kv_elem_op *epi, uint32_t *seed)
 {
-	kv_desc d = {.op = IR_OP_RMS_NORM, .t_max = T + 3, .n_epi = epi ? 1 : 0};
-	d.u.rms_norm.rows_per_t = R;
-	d.u.rms_norm.D = D;
-	d.u.rms_norm.group = G;
-	d.u.rms_norm.eps = 1e-6f;
-	d.u.rms_norm.offset = offset;
-	if (epi)
-		d.epi[0] = *epi;
+	int64_t R = d->u.rms_norm.rows_per_t, D = d->u.rms_norm.D, G = d->u.rms_norm.group;
+	int offset = d->u.rms_norm.offset;
 	hkernel k;
-	if (!hk_build(h, &d, &k))
+	if (!hk_build(h, d, &k))
 		return false;
 	size_t n = (size_t)(T * R * D);
 	float *x = alloc_floats(n), *w = alloc_floats((size_t)D), *y = alloc_floats(n);
@@ -54,13 +47,33 @@ static bool rms_case(harness *h, int64_t T, int64_t R, int64_t D, int64_t G, int
 	return ok;
 }
 
-static bool softmax_case(harness *h, int64_t T, int64_t R, int64_t D, uint32_t *seed)
+/* Every choice of the descriptor's variant space (kv_variant_space). */
+static bool rms_case(harness *h, int64_t T, int64_t R, int64_t D, int64_t G, int offset,
+		     const kv_elem_op *epi, uint32_t *seed)
 {
-	kv_desc d = {.op = IR_OP_SOFTMAX, .t_max = T};
-	d.u.softmax.rows_per_t = R;
-	d.u.softmax.D = D;
+	kv_desc d = {.op = IR_OP_RMS_NORM, .t_max = T + 3, .n_epi = epi ? 1 : 0};
+	d.u.rms_norm.rows_per_t = R;
+	d.u.rms_norm.D = D;
+	d.u.rms_norm.group = G;
+	d.u.rms_norm.eps = 1e-6f;
+	d.u.rms_norm.offset = offset;
+	if (epi)
+		d.epi[0] = *epi;
+	kv_tiles t[16];
+	int n = kv_variant_space(&d, t, 16);
+	bool ok = n > 1; /* a width to choose */
+	for (int i = 0; i < n; i++) {
+		d.tiles = t[i];
+		ok &= rms_variant(h, &d, T, epi, seed);
+	}
+	return ok;
+}
+
+static bool softmax_variant(harness *h, const kv_desc *d, int64_t T, uint32_t *seed)
+{
+	int64_t R = d->u.softmax.rows_per_t, D = d->u.softmax.D;
 	hkernel k;
-	if (!hk_build(h, &d, &k))
+	if (!hk_build(h, d, &k))
 		return false;
 	size_t n = (size_t)(T * R * D);
 	float *x = alloc_floats(n), *y = alloc_floats(n), *want = alloc_floats(n);
@@ -76,6 +89,21 @@ static bool softmax_case(harness *h, int64_t T, int64_t R, int64_t D, uint32_t *
 	return ok;
 }
 
+static bool softmax_case(harness *h, int64_t T, int64_t R, int64_t D, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_SOFTMAX, .t_max = T};
+	d.u.softmax.rows_per_t = R;
+	d.u.softmax.D = D;
+	kv_tiles t[16];
+	int n = kv_variant_space(&d, t, 16);
+	bool ok = n > 1;
+	for (int i = 0; i < n; i++) {
+		d.tiles = t[i];
+		ok &= softmax_variant(h, &d, T, seed);
+	}
+	return ok;
+}
+
 int main(void)
 {
 	harness *h = harness_open();
@@ -87,6 +115,7 @@ int main(void)
 	ok &= rms_case(h, 5, 4, 16, 0, 0, NULL, &seed);      /* per-head q/k norm */
 	ok &= rms_case(h, 2, 1, 129, 0, 1, &silu, &seed);
 	ok &= rms_case(h, 1, 3, 300, 100, 0, &add, &seed);   /* groups */
+	ok &= rms_case(h, 2, 1, 10240, 2560, 1, NULL, &seed); /* Qwen3.8 Flash's HC streams */
 	ok &= rms_case(h, 7, 1, 1, 0, 1, NULL, &seed);
 	ok &= softmax_case(h, 3, 1, 129, &seed);
 	ok &= softmax_case(h, 2, 4, 7, &seed);

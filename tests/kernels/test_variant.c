@@ -98,7 +98,7 @@ static void test_signatures(void)
 	kv_kernel a, b;
 	char err[512];
 	expect("heuristic build", kernel_variant_build(&d, &a, err, sizeof err));
-	expect("zero tiles take the heuristic's", !strcmp(a.tile, "ls128,sp32,nc1,u1,v8"));
+	expect("zero tiles take the heuristic's", !strcmp(a.tile, "ls128,sp16,nc1,u1,v8"));
 	kv_kernel_free(&a);
 	d.tiles.local = 64;
 	d.tiles.cols = 2;
@@ -107,11 +107,11 @@ static void test_signatures(void)
 	expect("same descriptor, same signature and source",
 	       !strcmp(a.signature, b.signature) && !strcmp(a.source, b.source));
 	expect("signature names the kernel",
-	       !strcmp(a.signature, "matvec K=64 N=100 w=f16 tmax=8 tile=ls64,sp32,nc2,u1,v8"));
+	       !strcmp(a.signature, "matvec K=64 N=100 w=f16 tmax=8 tile=ls64,sp16,nc2,u1,v8"));
 	expect("key is the signature without the tile", !strcmp(a.key, "matvec K=64 N=100 w=f16 tmax=8") &&
-							       !strcmp(a.tile, "ls64,sp32,nc2,u1,v8"));
+							       !strcmp(a.tile, "ls64,sp16,nc2,u1,v8"));
 	expect("matvec grid: ceil(N / (local / split * cols)), no T",
-	       kv_groups_eval(&a, 0, 1) == 25 && kv_groups_eval(&a, 0, 8) == 25);
+	       kv_groups_eval(&a, 0, 1) == 13 && kv_groups_eval(&a, 0, 8) == 13);
 	expect("shuffle reduction needs subgroup shuffles", a.needs == HALO_NEED_SUBGROUP_SHUFFLE);
 	expect("bindings x, w, y, step", a.n_bindings == 4 && a.push_size == 4);
 	kv_kernel_free(&b);

@@ -9,6 +9,7 @@ export HALO_BIN=/tmp/halo/halo-bin
 export LD_LIBRARY_PATH="$PWD/.devrun/lib:/tmp/vvl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
 export HALO_SOURCE_ROOT="$PWD"
+export HALO_MODELS_DIR="$PWD/models"
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -f "$icd" ]; then
 	export VK_DRIVER_FILES="$icd"

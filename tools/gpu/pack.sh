@@ -14,7 +14,7 @@ grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
 grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
-progs="tools/halo tests/runtime/test_qwen3_oracle bench/matvec_bench bench/read_bw bench/spec_bench"
+progs="tools/halo tests/runtime/test_qwen3_oracle bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
 ninja -C build-dev $progs
 kernel_tests=$(meson introspect build-dev --targets | python3 -c '
 import json, sys

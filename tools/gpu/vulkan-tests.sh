@@ -1,22 +1,27 @@
 #!/bin/sh
 # On the GPU machine (after tools/gpu/pack.sh here): the Vulkan kernel tests
 # and the qwen3 oracle test, validation layer on, each failing on any
-# validation message. Logs go to $OUT when set.
+# validation message. The summary goes to $OUT/vulkan-tests.txt and the logs
+# to $OUT/vulkan-test-logs.tar.gz when OUT is set.
 set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+logs=/tmp/vulkan-test-logs
+mkdir -p "$logs"
 "$HALO_BIN/halo" devices
 fails=0
 for t in "$HALO_BIN"/test_kernels_* "$HALO_BIN/test_qwen3_oracle"; do
 	name=$(basename "$t")
 	args=""
 	[ "$name" = test_qwen3_oracle ] && args=vulkan
-	if "$t" $args > "$out/$name.log" 2>&1; then
-		echo "PASS $name"
+	if "$t" $args > "$logs/$name.log" 2>&1; then
+		echo "PASS $name ($(grep -c '^ok' "$logs/$name.log") checks)"
 	else
-		echo "FAIL $name"; tail -20 "$out/$name.log"; fails=$((fails + 1))
+		echo "FAIL $name"; tail -20 "$logs/$name.log"; fails=$((fails + 1))
 	fi
-done
-echo "vulkan-tests: $fails failed"
+done | tee "$out/vulkan-tests.txt"
+fails=$(grep -c '^FAIL' "$out/vulkan-tests.txt" || true)
+echo "vulkan-tests: $fails failed" | tee -a "$out/vulkan-tests.txt"
+tar -C /tmp -czf "$out/vulkan-test-logs.tar.gz" vulkan-test-logs
 [ "$fails" -eq 0 ]

@@ -1,0 +1,124 @@
+// matvec.comp's per-lane work for @NC@ columns per column group; the
+// builder (codegen/kernel_variant.c) writes it once for each column count a
+// variant uses, with @NC@ replaced. See matvec.comp for the scheme.
+
+#define NDOT_@NC@ (@NC@u * T_MAX)
+#define NVAL_@NC@ (NDOT_@NC@ + PRO_RMS * T_MAX)
+
+// Adds chunk j of every live row, against the columns' chunks w[c].
+void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
+{
+	for (uint t = 0u; t < T_MAX; t++) {
+		if (t >= pc.T)
+			break;
+#if VEC8
+		vec4 xa = x4[t * (K / 4u) + 2u * j], xb = x4[t * (K / 4u) + 2u * j + 1u];
+#if PRO_RMS
+		acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
+		xa *= nw4[2u * j] + PRO_OFFSET;
+		xb *= nw4[2u * j + 1u] + PRO_OFFSET;
+#endif
+		for (uint c = 0u; c < @NC@u; c++) {
+			vec4 wa, wb;
+			unpack_chunk(w[c], wa, wb);
+			acc[c * T_MAX + t] += dot(xa, wa) + dot(xb, wb);
+		}
+#else
+		float xv = x[t * K + j];
+#if PRO_RMS
+		acc[NDOT_@NC@ + t] += xv * xv;
+		xv *= nw[j] + PRO_OFFSET;
+#endif
+		for (uint c = 0u; c < @NC@u; c++)
+			acc[c * T_MAX + t] += xv * w[c];
+#endif
+	}
+}
+
+// The lane's K loop for the columns n0 .. n0 + @NC@ - 1 (columns past N read
+// column N - 1 and are never written).
+void stream_@NC@(inout float acc[NVAL_@NC@], uint l, uint n0)
+{
+	for (uint i = 0u; i < NVAL_@NC@; i++)
+		acc[i] = 0.0;
+	for (uint j0 = l; j0 < KC; j0 += SPLIT * UNROLL) {
+		WCHUNK w[UNROLL][@NC@];
+		for (uint u = 0u; u < UNROLL; u++) {
+			uint j = min(j0 + u * SPLIT, KC - 1u);
+			for (uint c = 0u; c < @NC@u; c++)
+				w[u][c] = load_chunk(min(n0 + c, N - 1u), j);
+		}
+		for (uint u = 0u; u < UNROLL; u++)
+			if (j0 + u * SPLIT < KC)
+				accumulate_@NC@(acc, j0 + u * SPLIT, w[u]);
+	}
+}
+
+#if SG_SHUFFLE
+// Leaves the group's sums in the group's first lane or, for a group inside
+// one subgroup, in every lane (returns false then).
+bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
+{
+	uint cl = min(uint(SPLIT), gl_SubgroupSize);
+	for (uint o = cl / 2u; o > 0u; o >>= 1)
+		for (uint i = 0u; i < NVAL_@NC@; i++)
+			acc[i] += subgroupShuffleXor(acc[i], o);
+	if (gl_SubgroupSize >= SPLIT)
+		return false;
+	// Several subgroups per group: their sums, added in subgroup order.
+	uint spg = SPLIT / gl_SubgroupSize;
+	if (gl_SubgroupInvocationID == 0u)
+		for (uint i = 0u; i < NVAL_@NC@; i++)
+			part[gl_SubgroupID][i] = acc[i];
+	barrier();
+	if (lane % SPLIT == 0u)
+		for (uint i = 0u; i < NVAL_@NC@; i++) {
+			float s = part[g * spg][i];
+			for (uint q = 1u; q < spg; q++)
+				s += part[g * spg + q][i];
+			acc[i] = s;
+		}
+	return true;
+}
+#else
+bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
+{
+	for (uint i = 0u; i < NVAL_@NC@; i++)
+		part[lane][i] = acc[i];
+	uint l = lane % SPLIT, base = g * SPLIT;
+	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s)
+			for (uint i = 0u; i < NVAL_@NC@; i++)
+				part[base + l][i] += part[base + l + s][i];
+	}
+	barrier();
+	if (l == 0u)
+		for (uint i = 0u; i < NVAL_@NC@; i++)
+			acc[i] = part[base][i];
+	return true;
+}
+#endif
+
+// Column group grp's outputs: its columns for every live row.
+void run_@NC@(uint lane, uint g, uint l, uint grp)
+{
+	float acc[NVAL_@NC@];
+	uint n0 = grp * @NC@u;
+	stream_@NC@(acc, l, n0);
+	bool leader_only = reduce_@NC@(acc, lane, g);
+	// One lane per group writes or, where every lane holds the sums, lane
+	// l writes the outputs r = l, l + SPLIT, ...
+	if (leader_only && l != 0u)
+		return;
+	for (uint r = 0u; r < NDOT_@NC@; r++) {
+		uint c = r / T_MAX, t = r % T_MAX, n = n0 + c;
+		if (t >= pc.T || n >= N || (!leader_only && r % SPLIT != l))
+			continue;
+		float v = acc[r];
+#if PRO_RMS
+		v *= 1.0 / sqrt(acc[NDOT_@NC@ + t] / float(K) + PRO_EPS);
+#endif
+		y[t * N + n] = epilogue(v, t * N + n);
+	}
+}
