@@ -29,7 +29,7 @@ for p in $progs $kernel_tests; do
 done
 # One xz stream over all binaries: the statically linked shaderc they share
 # compresses away, which keeps the carried tree under its size limit.
-tar -C .devrun/stage -cf - halo-bin | xz -T0 -6 > .devrun/bin.tar.xz
+tar -C .devrun/stage -cf - halo-bin | xz -9 --lzma2=preset=9,dict=256MiB > .devrun/bin.tar.xz
 rm -rf .devrun/stage
 for l in libyaml-0.so.2 libjson-c.so.5 libxxhash.so.0; do
 	cp -L "/lib/x86_64-linux-gnu/$l" .devrun/lib/
