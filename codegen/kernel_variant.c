@@ -1549,8 +1549,11 @@ static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
 
 /* Prefill matmul. f16 weights: the cooperative-matrix kernel first, for
  * devices that have it, in two tile sizes (128x128 in 8 subgroups of 64x32,
- * 64x64 in 4 of 32x32), the larger first when its grid at t_max has a
- * workgroup for every SM of an H200 (132); then the tiled kernel's defaults,
+ * 64x64 in 4 of 32x32), the larger first when its grid at t_max covers 3/4
+ * of an H200's 132 SMs: on a full device the 64x64 tile ran at about 70% of
+ * the 128x128 tile's rate (bench/matmul_bench, Qwen3-8B at T = 512: 91 vs
+ * 131 TFLOP/s with 128 workgroups of 128x128), while with 32 of them
+ * (N = 1024) 64x64 was twice as fast. Then the tiled kernel's defaults,
  * which need nothing. f32 weights: the tiled kernel only. */
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
@@ -1558,7 +1561,7 @@ static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 	if (d->wtype == HALO_F16) {
 		int64_t big = ((d->u.matmul.N + 127) / 128) * ((d->t_max + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
-		kv_tiles cand[2] = {big >= 132 ? a : b, big >= 132 ? b : a};
+		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};
 		for (int i = 0; i < 2 && n + 1 < max; i++)
 			out[n++] = cand[i];
 	}

@@ -84,41 +84,47 @@ uvec4 wr[B_PER];
 
 #if PRO_RMS
 #define RPS (BM / NSG)
+// Rows summed at once: their loads are independent, so RB of them are in
+// flight per lane (one row at a time left the loop waiting on each load).
+#define RB (RPS < 16u ? RPS : 16u)
 
-// rs[r] = (mean_k x[t0+r,k]^2 + eps)^-1/2 for the subgroup's RPS rows, 8 at a
-// time: lane l sums k = l, l+32, ... (in 4-wide chunks with VEC8) for 8 rows,
-// the partial sums go to the scratch and 8 lanes add the 32 of one row in
-// lane order.
+// rs[r] = (mean_k x[t0+r,k]^2 + eps)^-1/2 for the subgroup's RPS rows, RB at
+// a time: lane l sums k = l, l+32, ... (in 4-wide chunks with VEC8) for each
+// row; the partial sums go through the scratch 8 rows at a time and 8 lanes
+// add the 32 of one row in lane order.
 void row_scales(uint s, uint lane, uint t0)
 {
 	uint scr = s * SCR;
-	for (uint q = 0u; q < RPS; q += 8u) {
-		float sum[8];
-		[[unroll]] for (uint i = 0u; i < 8u; i++) {
+	for (uint q = 0u; q < RPS; q += RB) {
+		uint t = t0 + s * RPS + q;
+		float sum[RB];
+		[[unroll]] for (uint i = 0u; i < RB; i++)
 			sum[i] = 0.0;
-			uint t = t0 + s * RPS + q + i;
-			if (t < pc.T) {
 #if VEC8
-				for (uint c = lane; c < K / 4u; c += SG) {
-					vec4 v = x4[t * (K / 4u) + c];
+		for (uint c = lane; c < K / 4u; c += SG)
+			[[unroll]] for (uint i = 0u; i < RB; i++)
+				if (t + i < pc.T) {
+					vec4 v = x4[(t + i) * (K / 4u) + c];
 					sum[i] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
 				}
 #else
-				for (uint k = lane; k < K; k += SG)
-					sum[i] += x[t * K + k] * x[t * K + k];
+		for (uint k = lane; k < K; k += SG)
+			[[unroll]] for (uint i = 0u; i < RB; i++)
+				if (t + i < pc.T)
+					sum[i] += x[(t + i) * K + k] * x[(t + i) * K + k];
 #endif
+		[[unroll]] for (uint h = 0u; h < RB; h += 8u) {
+			[[unroll]] for (uint i = 0u; i < 8u; i++)
+				stages[scr + lane * 2u + i / 4u][i % 4u] = floatBitsToUint(sum[h + i]);
+			subgroupBarrier();
+			if (lane < 8u) {
+				float tot = 0.0;
+				for (uint l = 0u; l < SG; l++)
+					tot += uintBitsToFloat(stages[scr + l * 2u + lane / 4u][lane % 4u]);
+				rs[s * RPS + q + h + lane] = 1.0 / sqrt(tot / float(K) + PRO_EPS);
 			}
+			subgroupBarrier();
 		}
-		[[unroll]] for (uint i = 0u; i < 8u; i++)
-			stages[scr + lane * 2u + i / 4u][i % 4u] = floatBitsToUint(sum[i]);
-		subgroupBarrier();
-		if (lane < 8u) {
-			float tot = 0.0;
-			for (uint l = 0u; l < SG; l++)
-				tot += uintBitsToFloat(stages[scr + l * 2u + lane / 4u][lane % 4u]);
-			rs[s * RPS + q + lane] = 1.0 / sqrt(tot / float(K) + PRO_EPS);
-		}
-		subgroupBarrier();
 	}
 }
 #endif
