@@ -33,11 +33,7 @@ static void compile_free(compile_state *c)
 	for (int i = 0; c->man.entries && i < c->man.n_entries; i++)
 		cg_entry_free(&c->man.entries[i]);
 	free(c->man.entries);
-	for (int i = 0; c->man.kernels && i < c->man.n_kernels; i++) {
-		free(c->man.kernels[i].name);
-		free(c->man.kernels[i].signature);
-	}
-	free(c->man.kernels);
+	manifest_free_kernels(&c->man);
 	free(c->man.weights); /* names borrowed from the module */
 	free(c->man.states);
 	free(c->json);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device_features.h"
+
 static const char *space_names[HALO_SPACE_COUNT] = {"weight", "state", "act"};
 
 static void put(json_object *o, const char *key, json_object *v)
@@ -80,14 +82,7 @@ static json_object *dispatch_json(const halo_dispatch *d)
 	for (int i = 0; i < d->n_fused; i++)
 		json_object_array_add(fused, fused_json(&d->fused[i]));
 	put(o, "fused", fused);
-	put(o, "kernel", i64(d->kernel));
-	json_object *groups = json_object_new_array();
-	for (int i = 0; i < 3; i++) {
-		json_object *g = pair(d->groups[i].a, d->groups[i].b);
-		json_object_array_add(g, i64(d->groups[i].d));
-		json_object_array_add(groups, g);
-	}
-	put(o, "groups", groups);
+	put(o, "choice", i64(d->choice));
 	put(o, "barrier", json_object_new_boolean(d->barrier));
 	return o;
 }
@@ -133,11 +128,40 @@ static json_object *decl_json(const halo_buffer_decl *d)
 	return o;
 }
 
+/* [[a, b, d], x3]: ceil((a*T + b) / d) workgroups per axis. */
+static json_object *groups_json(const halo_grid_dim g[3])
+{
+	json_object *groups = json_object_new_array();
+	for (int i = 0; i < 3; i++) {
+		json_object *axis = pair(g[i].a, g[i].b);
+		json_object_array_add(axis, i64(g[i].d));
+		json_object_array_add(groups, axis);
+	}
+	return groups;
+}
+
+/* The names of the HALO_NEED_* bits, lowest bit first. select_kernels
+ * refuses bits without a name; "unknown" would make the reader refuse the
+ * bundle rather than run the kernel where it cannot. */
+static json_object *needs_json(uint32_t needs)
+{
+	json_object *arr = json_object_new_array();
+	for (uint32_t bit = 1; bit && bit <= needs; bit <<= 1) {
+		const char *name = halo_need_name(bit);
+		if (needs & bit)
+			json_object_array_add(arr, json_object_new_string(name ? name : "unknown"));
+	}
+	return arr;
+}
+
 static json_object *kernel_json(const halo_kernel *k)
 {
 	json_object *o = json_object_new_object();
 	put(o, "name", json_object_new_string(k->name));
 	put(o, "signature", json_object_new_string(k->signature));
+	put(o, "key", json_object_new_string(k->key));
+	put(o, "tile", json_object_new_string(k->tile));
+	put(o, "needs", needs_json(k->needs));
 	put(o, "spirv_offset", i64((int64_t)k->spirv_offset));
 	put(o, "spirv_size", i64((int64_t)k->spirv_size));
 	put(o, "push_size", i64(k->push_size));
@@ -146,13 +170,25 @@ static json_object *kernel_json(const halo_kernel *k)
 	for (int i = 0; i < 3; i++)
 		json_object_array_add(local, i64(k->local[i]));
 	put(o, "local", local);
+	put(o, "groups", groups_json(k->groups));
+	return o;
+}
+
+static json_object *choice_json(const halo_choice *c)
+{
+	json_object *o = json_object_new_object();
+	put(o, "key", json_object_new_string(c->key));
+	json_object *kernels = json_object_new_array();
+	for (int i = 0; i < c->n; i++)
+		json_object_array_add(kernels, i64(c->kernel[i]));
+	put(o, "kernels", kernels);
 	return o;
 }
 
 char *cg_emit_manifest(const halo_manifest *m)
 {
 	json_object *root = json_object_new_object();
-	put(root, "format", i64(1));
+	put(root, "format", i64(HALO_MANIFEST_FORMAT));
 	put(root, "model", json_object_new_string(m->model));
 	json_object *targets = json_object_new_array();
 	json_object_array_add(targets, json_object_new_string("ref"));
@@ -174,6 +210,10 @@ char *cg_emit_manifest(const halo_manifest *m)
 	for (int i = 0; i < m->n_kernels; i++)
 		json_object_array_add(arr, kernel_json(&m->kernels[i]));
 	put(root, "kernels", arr);
+	arr = json_object_new_array();
+	for (int i = 0; i < m->n_choices; i++)
+		json_object_array_add(arr, choice_json(&m->choices[i]));
+	put(root, "choices", arr);
 	arr = json_object_new_array();
 	for (int i = 0; i < m->n_entries; i++)
 		json_object_array_add(arr, entry_json(&m->entries[i]));

@@ -124,9 +124,7 @@ static bool lower_dispatch(const ir_module *m, const ir_func *f, const plan_entr
 	const ir_node *n = &f->nodes[pd->node];
 	d->node = strdup(n->name);
 	d->op = n->op;
-	d->kernel = -1; /* and one workgroup: codegen/select_kernels.c fills both in */
-	for (int a = 0; a < 3; a++)
-		d->groups[a] = (halo_grid_dim){0, 1, 1};
+	d->choice = -1; /* codegen/select_kernels.c fills it in for Vulkan bundles */
 	d->barrier = pd->barrier;
 	if (!d->node)
 		return lower_fail(err, n, "out of memory");

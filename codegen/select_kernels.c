@@ -6,6 +6,7 @@
 
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
+#include "kernels/device_features.h"
 #include "runtime/ref/ref_ops.h"
 
 static int64_t cdim(const halo_tensor_ref *t, int i)
@@ -241,17 +242,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->wtype = d->operand[1].dtype;
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
-		/* Decode: 32 lanes and one output column per workgroup were the
-		 * fastest tiles on an H200 at Qwen3-8B shapes (bench/matvec_bench,
-		 * bench/results-h200-matvec.txt: 1.8 TB/s against 1.3-1.5 for two
-		 * columns); wider only until the column groups fit one grid axis (a
-		 * vocab-sized head has 151936 columns). */
-		if (t_max <= KV_MATVEC_MAX_T) {
-			k->tiles.local = 32;
-			for (k->tiles.cols = 1; (k->u.matmul.N + k->tiles.cols - 1) / k->tiles.cols > 65535;)
-				k->tiles.cols *= 2;
-		}
-		return true;
+		return true; /* tiles: kv_variant_space, the heuristic first */
 	case IR_OP_RMS_NORM:
 		k->u.rms_norm.rows_per_t = rows_per_token(x);
 		k->u.rms_norm.D = cdim(x, x->rank - 1);
@@ -405,12 +396,32 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	return true;
 }
 
+/* Candidates per choice in the bundle: enough for the tuner's neighbours of
+ * the heuristic, few enough that every kernel is compiled in reasonable time. */
+#define SK_MAX_CANDIDATES 8
+/* Tile choices asked of kv_variant_space: more than are kept, so that a
+ * portable candidate past the first SK_MAX_CANDIDATES can still be found. */
+#define SK_SPACE_MAX 32
+
 typedef struct {
 	halo_manifest *man;
 	glsl_compiler *cc;
 	uint8_t *spirv;
 	size_t size, cap;
 } selector;
+
+/* The built candidates of one descriptor, in the space's order. */
+typedef struct {
+	int n;
+	kv_kernel k[SK_MAX_CANDIDATES];
+} candidates;
+
+static void candidates_free(candidates *c)
+{
+	for (int i = 0; i < c->n; i++)
+		kv_kernel_free(&c->k[i]);
+	c->n = 0;
+}
 
 static bool append_spirv(selector *s, const glsl_spirv *code, halo_kernel *k)
 {
@@ -428,6 +439,23 @@ static bool append_spirv(selector *s, const glsl_spirv *code, halo_kernel *k)
 	k->spirv_size = bytes;
 	s->size += bytes;
 	return true;
+}
+
+/* The manifest's record of variant v, its SPIR-V aside. */
+static bool describe_kernel(const kv_kernel *v, halo_kernel *k)
+{
+	size_t n = strlen(v->template_name);
+	k->name = strndup(v->template_name, n > 5 ? n - 5 : n); /* drop ".comp" */
+	k->signature = strdup(v->signature);
+	k->key = strdup(v->key);
+	k->tile = strdup(v->tile);
+	k->needs = v->needs;
+	k->push_size = v->push_size;
+	k->n_bindings = v->n_bindings;
+	memcpy(k->local, v->local_size, sizeof(k->local));
+	for (int a = 0; a < 3; a++)
+		k->groups[a] = (halo_grid_dim){v->groups[a].a, v->groups[a].b, v->groups[a].d};
+	return k->name && k->signature && k->key && k->tile;
 }
 
 /* Index of the kernel for variant v, compiling it on first use. */
@@ -449,13 +477,7 @@ static int kernel_for(selector *s, const kv_kernel *v, char *err, size_t errlen)
 	m->kernels = grown;
 	halo_kernel *k = &m->kernels[m->n_kernels];
 	memset(k, 0, sizeof(*k));
-	size_t n = strlen(v->template_name);
-	k->name = strndup(v->template_name, n > 5 ? n - 5 : n); /* drop ".comp" */
-	k->signature = strdup(v->signature);
-	k->push_size = v->push_size;
-	k->n_bindings = v->n_bindings;
-	memcpy(k->local, v->local_size, sizeof(k->local));
-	bool ok = k->name && k->signature && append_spirv(s, &code, k);
+	bool ok = describe_kernel(v, k) && append_spirv(s, &code, k);
 	glsl_spirv_free(&code);
 	m->n_kernels++; /* even on failure, so manifest cleanup frees the names */
 	if (!ok) {
@@ -465,26 +487,138 @@ static int kernel_for(selector *s, const kv_kernel *v, char *err, size_t errlen)
 	return m->n_kernels - 1;
 }
 
+static bool has_signature(const candidates *c, const char *sig)
+{
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->k[i].signature, sig) == 0)
+			return true;
+	return false;
+}
+
+static bool any_portable(const candidates *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->k[i].needs == 0)
+			return true;
+	return false;
+}
+
+/* Builds the candidates of desc: the first SK_MAX_CANDIDATES distinct
+ * variants of its space, the heuristic first. Some candidate must need no
+ * device feature (the runtime falls back to it anywhere): if none of those
+ * does, the first portable variant further on takes the last place. A
+ * variant after the heuristic that fails to build is left out (the space
+ * promises it builds; the heuristic's failure is the descriptor's error). */
+static bool build_candidates(kv_desc *desc, candidates *c, char *why, size_t whylen)
+{
+	kv_tiles tiles[SK_SPACE_MAX];
+	int n = kv_variant_space(desc, tiles, SK_SPACE_MAX);
+	c->n = 0;
+	for (int i = 0; i < n && (c->n < SK_MAX_CANDIDATES || !any_portable(c)); i++) {
+		kv_kernel v;
+		desc->tiles = tiles[i];
+		if (!kernel_variant_build(desc, &v, why, whylen)) {
+			if (i == 0)
+				return false;
+			continue;
+		}
+		bool dup = has_signature(c, v.signature);
+		bool room = c->n < SK_MAX_CANDIDATES || v.needs == 0;
+		if (dup || !room) {
+			kv_kernel_free(&v);
+			continue;
+		}
+		if (c->n == SK_MAX_CANDIDATES)
+			kv_kernel_free(&c->k[--c->n]);
+		c->k[c->n++] = v;
+	}
+	if (c->n == 0 || !any_portable(c)) {
+		snprintf(why, whylen, "no variant of %s runs without device features", c->n ? c->k[0].key : "the op");
+		candidates_free(c);
+		return false;
+	}
+	return true;
+}
+
+/* The candidates agree with each other and with the dispatch: one key, one
+ * binding count (the dispatch's operands + the step record), one push size,
+ * and only device features the manifest can name. */
+static bool check_candidates(const candidates *c, const halo_dispatch *d, char *why, size_t whylen)
+{
+	const kv_kernel *h = &c->k[0];
+	for (int i = 0; i < c->n; i++) {
+		const kv_kernel *v = &c->k[i];
+		if (strcmp(v->key, h->key) != 0 || v->push_size != h->push_size) {
+			snprintf(why, whylen, "variant %s does not match the heuristic's %s", v->signature, h->signature);
+			return false;
+		}
+		if ((int)v->n_bindings != d->n_in + d->n_extra + d->n_out + 1) {
+			snprintf(why, whylen, "kernel %s binds %u buffers, the dispatch has %d operands", v->signature,
+				 v->n_bindings, d->n_in + d->n_extra + d->n_out);
+			return false;
+		}
+		if (v->needs & ~halo_need_known()) {
+			snprintf(why, whylen, "kernel %s needs device features 0x%x without a manifest name", v->signature,
+				 v->needs);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int find_choice(const halo_manifest *m, const char *key)
+{
+	for (int i = 0; i < m->n_choices; i++)
+		if (strcmp(m->choices[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+/* A new choice of the candidates, each compiled (or shared by signature). */
+static int add_choice(selector *s, const candidates *c, char *err, size_t errlen)
+{
+	halo_manifest *m = s->man;
+	halo_choice *grown = realloc(m->choices, (size_t)(m->n_choices + 1) * sizeof(*grown));
+	if (!grown) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	m->choices = grown;
+	halo_choice *ch = &m->choices[m->n_choices];
+	memset(ch, 0, sizeof(*ch));
+	ch->key = strdup(c->k[0].key);
+	m->n_choices++; /* even on failure, so manifest cleanup frees the key */
+	if (!ch->key) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < c->n; i++) {
+		int k = kernel_for(s, &c->k[i], err, errlen);
+		if (k < 0)
+			return -1;
+		ch->kernel[ch->n++] = k;
+	}
+	return m->n_choices - 1;
+}
+
 static bool select_dispatch(selector *s, const halo_entry *e, halo_dispatch *d, char *err, size_t errlen)
 {
 	kv_desc desc;
-	kv_kernel v;
+	candidates c = {0};
 	char why[512];
-	if (!describe(d, e->t_max, &desc, why, sizeof(why)) || !kernel_variant_build(&desc, &v, why, sizeof(why))) {
+	bool ok = describe(d, e->t_max, &desc, why, sizeof(why)) && build_candidates(&desc, &c, why, sizeof(why)) &&
+		  check_candidates(&c, d, why, sizeof(why));
+	if (!ok) {
 		snprintf(err, errlen, "entry '%s', dispatch '%s': %s", e->name, d->node, why);
+		candidates_free(&c);
 		return false;
 	}
-	if ((int)v.n_bindings != d->n_in + d->n_extra + d->n_out + 1) {
-		snprintf(err, errlen, "entry '%s', dispatch '%s': kernel %s binds %u buffers, the dispatch has %d operands",
-			 e->name, d->node, v.signature, v.n_bindings, d->n_in + d->n_extra + d->n_out);
-		kv_kernel_free(&v);
-		return false;
-	}
-	d->kernel = kernel_for(s, &v, err, errlen);
-	for (int a = 0; a < 3; a++)
-		d->groups[a] = (halo_grid_dim){v.groups[a].a, v.groups[a].b, v.groups[a].d};
-	kv_kernel_free(&v);
-	return d->kernel >= 0;
+	/* Dispatches of one key share its choice, so they run one kernel. */
+	d->choice = find_choice(s->man, c.k[0].key);
+	if (d->choice < 0)
+		d->choice = add_choice(s, &c, err, errlen);
+	candidates_free(&c);
+	return d->choice >= 0;
 }
 
 bool cg_select_kernels(halo_manifest *man, uint8_t **spirv, size_t *spirv_size, char *err, size_t errlen)

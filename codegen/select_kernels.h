@@ -1,11 +1,15 @@
-/* Picks and builds the kernel of every dispatch: a kernel variant
- * (codegen/kernel_variant.h) from the dispatch's op, operand shapes and fused
- * ops, compiled to validated SPIR-V (codegen/glsl_compile.h). Variants with
- * the same signature are compiled once and shared.
+/* Builds the kernel candidates of every dispatch: the kernel variants
+ * (codegen/kernel_variant.h) of the dispatch's op, operand shapes and fused
+ * ops, one per tile choice of kv_variant_space (at most 8, the heuristic
+ * first, at least one that needs no device feature), each compiled to
+ * validated SPIR-V (codegen/glsl_compile.h). Dispatches whose kernels have
+ * the same key share one choice (the runtime runs one candidate per choice);
+ * variants with the same signature are compiled once and shared.
  *
- * Fills man->kernels (malloc'd, owned by man, freed with manifest_free) and
- * each dispatch's kernel and groups; *spirv (malloc'd, caller frees) receives
- * the concatenated modules of the "spirv" section. */
+ * Fills man->kernels and man->choices (malloc'd, owned by man, freed with
+ * manifest_free or manifest_free_kernels) and each dispatch's choice;
+ * *spirv (malloc'd, caller frees) receives the concatenated modules of the
+ * "spirv" section. Deterministic: kernels and choices in first-use order. */
 #ifndef HALO_CODEGEN_SELECT_KERNELS_H
 #define HALO_CODEGEN_SELECT_KERNELS_H
 

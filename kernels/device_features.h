@@ -10,4 +10,15 @@ enum {
 	HALO_NEED_COOPMAT_NV = 1u << 1,       /* VK_NV_cooperative_matrix with f16 A/B, f32 C, subgroup scope */
 };
 
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The manifest's name of one HALO_NEED_* bit ("subgroup_shuffle",
+ * "coopmat_nv"; static storage), or NULL for a bit without a name. */
+const char *halo_need_name(uint32_t bit);
+/* The bit a manifest name stands for; false for an unknown name. */
+bool halo_need_from_name(const char *name, uint32_t *bit);
+/* Every bit that has a name. */
+uint32_t halo_need_known(void);
+
 #endif

@@ -9,12 +9,18 @@
 #include <stdint.h>
 
 #include "runtime/manifest.h"
+#include "runtime/tuning.h"
+#include "runtime/tuning_db.h"
 
 typedef struct halo_backend halo_backend;
 typedef struct halo_backend_session halo_backend_session;
 typedef struct halo_backend_checkpoint halo_backend_checkpoint;
 
-/* What a backend gets at load: the manifest and the mapped sections. */
+/* What a backend gets at load: the manifest and the mapped sections, and
+ * how to pick each kernel choice's candidate. The manifest and the sections
+ * are borrowed for the backend's lifetime (the model owns them); tuning and
+ * picks only during create. Backends that ignore kernels (ref) ignore the
+ * last three. */
 typedef struct {
 	const halo_manifest *manifest;
 	const void *weights;
@@ -23,6 +29,17 @@ typedef struct {
 	uint64_t spirv_size;
 	int device;
 	bool validation;
+	/* Picks per choice for this device: a record's tile when the device has
+	 * its needs, else the heuristic. NULL: the heuristic everywhere. */
+	const halo_tuning_db *tuning;
+	/* NULL, or one candidate position per choice (an index into the
+	 * choice's kernel list), -1 for none: overrides the database and the
+	 * heuristic. A position the device cannot run fails the load. */
+	const int *picks;
+	/* For halo tune: a pipeline for every candidate the device can run (not
+	 * only the picked ones), set_picks allowed, and a barrier before every
+	 * dispatch of a profiled recording so each is timed on its own. */
+	bool tune;
 } halo_backend_load;
 
 typedef struct {
@@ -45,6 +62,14 @@ typedef struct {
 	halo_backend_checkpoint *(*checkpoint_create)(halo_backend_session *s, char *err, size_t errlen);
 	void (*checkpoint_destroy)(halo_backend_checkpoint *c);
 	bool (*checkpoint_copy)(halo_backend_checkpoint *c, bool save, char *err, size_t errlen);
+	/* Kernel choices; NULL in a backend that runs no bundle kernels (ref).
+	 * picked: the candidate position choice c runs and where it came from.
+	 * set_picks: new positions (as halo_backend_load.picks) on a backend
+	 * loaded with tune; sessions re-record their command buffers at their
+	 * next step. device: the GPU the backend runs on. */
+	int (*picked)(const halo_backend *b, int choice, halo_pick_source *source);
+	bool (*set_picks)(halo_backend *b, const int *picks, char *err, size_t errlen);
+	void (*device)(const halo_backend *b, halo_device_id *out);
 } halo_backend_ops;
 
 extern const halo_backend_ops halo_ref_backend;

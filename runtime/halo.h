@@ -18,10 +18,21 @@ typedef struct halo_session halo_session;
 
 typedef enum { HALO_BACKEND_REF, HALO_BACKEND_VULKAN } halo_backend_kind;
 
+/* runtime/tuning_db.h */
+typedef struct halo_tuning_db halo_tuning_db;
+
 typedef struct {
 	halo_backend_kind backend;
 	int device;      /* Vulkan physical device index */
 	bool validation; /* enable VK_LAYER_KHRONOS_validation; messages fail the run */
+	/* Vulkan: the tuning database each kernel choice picks from (its record
+	 * for this device and the choice's key), borrowed during
+	 * halo_model_open only. NULL: every choice runs the heuristic's pick. */
+	const halo_tuning_db *tuning;
+	/* Vulkan, for halo tune (runtime/tuning.h): every candidate kernel the
+	 * device runs is loaded, halo_model_set_picks may change the picks, and
+	 * profiled steps time each dispatch on its own. */
+	bool tune;
 } halo_open_options;
 
 halo_model *halo_model_open(const char *bundle_path, const halo_open_options *opts, char *err, size_t errlen);
@@ -76,8 +87,9 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
  * Vulkan, wall clock on ref; a profiled step runs a separately recorded
  * command buffer, so turning it on does not change unprofiled steps). */
 bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errlen);
-/* Prints the `top` kernels (Vulkan: by kernel signature; ref: by op) by
- * total time over the profiled steps, with their share and call counts. */
+/* Prints the `top` kernels (Vulkan: by kernel signature, with whether the
+ * tuning database or the heuristic picked it; ref: by op) by total time over
+ * the profiled steps, with their share and call counts. */
 void halo_session_profile_report(const halo_session *s, FILE *out, int top);
 
 /* A snapshot of one session's recurrent state (conv, SSM, n-gram history:

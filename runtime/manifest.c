@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device_features.h"
 #include "kernels/dtype.h"
 
 /* Parsing context: the first error wins and names the JSON path. */
@@ -239,19 +240,44 @@ static bool parse_fused(mctx *c, json_object *o, const char *path, int n_operand
 	return parse_attrs(c, o, path, f->attr, &f->n_attr);
 }
 
-/* n_kernels < 0: a bundle without Vulkan kernels, where every kernel is -1. */
-static bool parse_dispatch(mctx *c, json_object *o, const char *path, int n_kernels, halo_dispatch *d)
+/* The dispatch's choice: -1 in a bundle without Vulkan kernels, else an
+ * index into choices whose candidates bind the dispatch's operands and the
+ * step record. Format 1's per-dispatch kernel and grid are refused by name. */
+static bool parse_dispatch_choice(mctx *c, json_object *o, const char *path, const halo_manifest *m,
+				  halo_dispatch *d)
 {
-	int64_t op, kernel, n_in, n_extra, n_out;
+	static const char *const old_keys[] = {"kernel", "groups"};
+	for (size_t i = 0; i < sizeof old_keys / sizeof old_keys[0]; i++)
+		if (json_object_object_get_ex(o, old_keys[i], NULL))
+			return fail(c, path, "'%s' is manifest format 1 (a kernel per dispatch); format %d dispatches "
+				    "name a 'choice': recompile the bundle", old_keys[i], HALO_MANIFEST_FORMAT);
+	int64_t choice;
+	d->choice = -1;
+	if (!m->has_vulkan)
+		return get_i64(c, o, path, "choice", -1, -1, &choice);
+	if (m->n_choices == 0)
+		return fail(c, path, "the bundle has Vulkan kernels but no choices");
+	if (!get_i64(c, o, path, "choice", 0, m->n_choices - 1, &choice))
+		return false;
+	d->choice = (int)choice;
+	const halo_kernel *k = &m->kernels[m->choices[choice].kernel[0]];
+	int n_ops = d->n_in + d->n_extra + d->n_out;
+	if (k->n_bindings != (uint32_t)n_ops + 1)
+		return fail(c, path, "choice %lld's kernels bind %u buffers, the dispatch has %d operands + the step record",
+			    (long long)choice, k->n_bindings, n_ops);
+	return true;
+}
+
+static bool parse_dispatch(mctx *c, json_object *o, const char *path, const halo_manifest *m, halo_dispatch *d)
+{
+	int64_t op, n_in, n_extra, n_out;
 	d->node = get_str(c, o, path, "node");
 	if (!d->node || !get_i64(c, o, path, "op", 0, 1000, &op) ||
-	    !get_i64(c, o, path, "kernel", n_kernels < 0 ? -1 : 0, n_kernels < 0 ? -1 : n_kernels - 1, &kernel) ||
 	    !get_i64(c, o, path, "n_in", 0, HALO_MAX_OPERANDS, &n_in) ||
 	    !get_i64(c, o, path, "n_extra", 0, HALO_MAX_OPERANDS, &n_extra) ||
 	    !get_i64(c, o, path, "n_out", 0, HALO_MAX_OPERANDS, &n_out))
 		return false;
 	d->op = (int)op;
-	d->kernel = (int)kernel;
 	d->n_in = (int)n_in;
 	d->n_extra = (int)n_extra;
 	d->n_out = (int)n_out;
@@ -277,7 +303,7 @@ static bool parse_dispatch(mctx *c, json_object *o, const char *path, int n_kern
 	if (!b)
 		return false;
 	d->barrier = json_object_get_boolean(b);
-	return parse_attrs(c, o, path, d->attr, &d->n_attr) && parse_grid(c, o, path, d->groups);
+	return parse_attrs(c, o, path, d->attr, &d->n_attr) && parse_dispatch_choice(c, o, path, m, d);
 }
 
 static bool parse_io(mctx *c, json_object *o, const char *path, const char *key, halo_io *io)
@@ -310,7 +336,7 @@ static bool parse_position(mctx *c, json_object *o, const char *path, bool *call
 	return true;
 }
 
-static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_bytes, halo_entry *e)
+static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_entry *e)
 {
 	char path[96];
 	snprintf(path, sizeof(path), "entries[?]");
@@ -339,14 +365,14 @@ static bool parse_entry(mctx *c, json_object *o, int n_kernels, uint64_t state_b
 		char dpath[128];
 		snprintf(dpath, sizeof(dpath), "%s dispatch %zu", path, i);
 		halo_dispatch *d = &e->dispatch[i];
-		if (!parse_dispatch(c, json_object_array_get_idx(ds, i), dpath, n_kernels, d))
+		if (!parse_dispatch(c, json_object_array_get_idx(ds, i), dpath, m, d))
 			return false;
 		for (int j = 0; j < d->n_in + d->n_extra + d->n_out; j++) {
 			const halo_tensor_ref *t = &d->operand[j];
 			if (!act_fits(c, t, e, dpath))
 				return false;
 			if (t->space == HALO_SPACE_STATE &&
-			    !range_fits(t->offset, halo_tensor_bytes(t, e->t_max), state_bytes))
+			    !range_fits(t->offset, halo_tensor_bytes(t, e->t_max), m->state_bytes))
 				return fail(c, dpath, "state range ends past state_bytes");
 		}
 	}
@@ -451,34 +477,163 @@ static bool plan_recurrent(mctx *c, halo_manifest *m)
 	return true;
 }
 
-static bool parse_kernel(mctx *c, json_object *o, halo_kernel *k)
+/* "needs": names of the device features (kernels/device_features.h). */
+static bool parse_needs(mctx *c, json_object *o, const char *path, uint32_t *needs)
 {
-	const char *path = "kernels[]";
-	int64_t off, size, push, nb;
-	k->name = get_str(c, o, path, "name");
-	k->signature = get_str(c, o, path, "signature");
-	if (!k->name || !k->signature || !get_i64(c, o, path, "spirv_offset", 0, INT64_MAX, &off) ||
-	    !get_i64(c, o, path, "spirv_size", 4, INT64_MAX, &size) || !get_i64(c, o, path, "push_size", 0, 128, &push) ||
-	    !get_i64(c, o, path, "bindings", 0, HALO_MAX_OPERANDS, &nb))
+	size_t n;
+	json_object *arr = get_array(c, o, path, "needs", 32, &n);
+	if (!arr)
 		return false;
+	*needs = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *v = json_object_array_get_idx(arr, i);
+		uint32_t bit;
+		if (!json_object_is_type(v, json_type_string))
+			return fail(c, path, "'needs' holds feature names (strings)");
+		if (!halo_need_from_name(json_object_get_string(v), &bit))
+			return fail(c, path, "unknown device feature '%.64s' in 'needs' (subgroup_shuffle or coopmat_nv)",
+				    json_object_get_string(v));
+		*needs |= bit;
+	}
+	return true;
+}
+
+/* The signature is the key, then " tile=" and the tile unless it is empty. */
+static bool signature_consistent(const halo_kernel *k)
+{
+	size_t nk = strlen(k->key);
+	if (strncmp(k->signature, k->key, nk) != 0)
+		return false;
+	const char *rest = k->signature + nk;
+	if (!k->tile[0])
+		return rest[0] == '\0';
+	return strncmp(rest, " tile=", 6) == 0 && strcmp(rest + 6, k->tile) == 0;
+}
+
+static bool parse_local(mctx *c, json_object *o, const char *path, uint32_t local[3])
+{
+	size_t n;
+	json_object *arr = get_array(c, o, path, "local", 3, &n);
+	if (!arr)
+		return false;
+	if (n != 3)
+		return fail(c, path, "local must have 3 entries");
+	for (size_t i = 0; i < 3; i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		int64_t v = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : 0;
+		if (v < 1 || v > 1024)
+			return fail(c, path, "local size out of range");
+		local[i] = (uint32_t)v;
+	}
+	return true;
+}
+
+static bool parse_kernel(mctx *c, json_object *o, size_t index, halo_kernel *k)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "kernels[%zu]", index);
+	int64_t off, size, push, nb;
+	if (!(k->name = get_str(c, o, path, "name")) || !(k->signature = get_str(c, o, path, "signature")) ||
+	    !(k->key = get_str(c, o, path, "key")) || !(k->tile = get_str(c, o, path, "tile")) ||
+	    !parse_needs(c, o, path, &k->needs) || !get_i64(c, o, path, "spirv_offset", 0, INT64_MAX, &off) ||
+	    !get_i64(c, o, path, "spirv_size", 4, INT64_MAX, &size) || !get_i64(c, o, path, "push_size", 0, 128, &push) ||
+	    !get_i64(c, o, path, "bindings", 0, HALO_MAX_OPERANDS + 1, &nb))
+		return false;
+	if (!k->key[0])
+		return fail(c, path, "kernel '%s' has an empty key", k->name);
+	if (!signature_consistent(k))
+		return fail(c, path, "signature '%.200s' is not key + \" tile=\" + tile", k->signature);
 	if (!range_fits((uint64_t)off, (uint64_t)size, c->spirv_size) || off % 4 || size % 4)
 		return fail(c, path, "kernel '%s' SPIR-V range is outside the spirv section or unaligned", k->name);
 	k->spirv_offset = (uint64_t)off;
 	k->spirv_size = (uint64_t)size;
 	k->push_size = (uint32_t)push;
 	k->n_bindings = (uint32_t)nb;
+	return parse_local(c, o, path, k->local) && parse_grid(c, o, path, k->groups);
+}
+
+/* Candidate j of a choice: a kernel of the choice's key, not listed twice,
+ * binding what the first candidate binds. */
+static bool check_candidate(mctx *c, const char *path, const halo_manifest *m, const halo_choice *ch, int j)
+{
+	int k = ch->kernel[j];
+	for (int i = 0; i < j; i++)
+		if (ch->kernel[i] == k)
+			return fail(c, path, "kernel %d is listed twice", k);
+	const halo_kernel *a = &m->kernels[ch->kernel[0]], *b = &m->kernels[k];
+	if (strcmp(b->key, ch->key) != 0)
+		return fail(c, path, "kernel %d computes '%.200s', not the choice's key", k, b->key);
+	if (a->n_bindings != b->n_bindings || a->push_size != b->push_size)
+		return fail(c, path, "kernel %d binds %u buffers with %u push bytes, kernel %d %u with %u: the candidates "
+			    "of a choice must share bindings and push size", k, b->n_bindings, b->push_size,
+			    ch->kernel[0], a->n_bindings, a->push_size);
+	return true;
+}
+
+static bool parse_choice(mctx *c, json_object *o, size_t index, const halo_manifest *m, halo_choice *ch)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "choices[%zu]", index);
 	size_t n;
-	json_object *local = get_array(c, o, path, "local", 3, &n);
-	if (!local)
+	json_object *arr;
+	if (!(ch->key = get_str(c, o, path, "key")) || !(arr = get_array(c, o, path, "kernels", HALO_MAX_CANDIDATES, &n)))
 		return false;
-	if (n != 3)
-		return fail(c, path, "local must have 3 entries");
-	for (size_t i = 0; i < 3; i++) {
-		int64_t v = json_object_get_int64(json_object_array_get_idx(local, i));
-		if (v < 1 || v > 1024)
-			return fail(c, path, "local size out of range");
-		k->local[i] = (uint32_t)v;
+	if (n == 0)
+		return fail(c, path, "a choice needs at least one kernel");
+	bool portable = false;
+	for (size_t j = 0; j < n; j++) {
+		json_object *e = json_object_array_get_idx(arr, j);
+		int64_t k = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
+		if (k < 0 || k >= m->n_kernels)
+			return fail(c, path, "kernel index %lld is outside the %d kernels", (long long)k, m->n_kernels);
+		ch->kernel[j] = (int)k;
+		ch->n = (int)j + 1;
+		if (!check_candidate(c, path, m, ch, (int)j))
+			return false;
+		portable |= m->kernels[k].needs == 0;
 	}
+	if (!portable)
+		return fail(c, path, "every candidate of '%.200s' needs a device feature: one must run everywhere", ch->key);
+	return true;
+}
+
+static int by_choice_key(const void *a, const void *b)
+{
+	const halo_choice *x = *(const halo_choice *const *)a, *y = *(const halo_choice *const *)b;
+	return strcmp(x->key, y->key);
+}
+
+/* One choice per key: the tuning database picks per key. */
+static bool check_choice_keys(mctx *c, const halo_manifest *m)
+{
+	const halo_choice **order = malloc(((size_t)m->n_choices + 1) * sizeof(*order));
+	if (!order)
+		return fail(c, "choices", "out of memory");
+	for (int i = 0; i < m->n_choices; i++)
+		order[i] = &m->choices[i];
+	qsort(order, (size_t)m->n_choices, sizeof(*order), by_choice_key);
+	int dup = -1;
+	for (int i = 1; i < m->n_choices && dup < 0; i++)
+		if (strcmp(order[i - 1]->key, order[i]->key) == 0)
+			dup = i;
+	bool ok = dup < 0 || fail(c, "choices", "key '%.200s' has two choices (%d and %d)", order[dup]->key,
+				  (int)(order[dup - 1] - m->choices), (int)(order[dup] - m->choices));
+	free(order);
+	return ok;
+}
+
+/* "format": only this reader's; an older bundle is named as such. */
+static bool check_format(mctx *c, json_object *root)
+{
+	json_object *v = get(c, root, "root", "format", json_type_int);
+	if (!v)
+		return false;
+	int64_t f = json_object_get_int64(v);
+	if (f == 1)
+		return fail(c, "root", "'format' is 1, a manifest from before kernel choices (each dispatch named "
+			    "one 'kernel'); this reader reads format %d: recompile the bundle", HALO_MANIFEST_FORMAT);
+	if (f != HALO_MANIFEST_FORMAT)
+		return fail(c, "root", "'format' is %lld; this reader reads format %d", (long long)f, HALO_MANIFEST_FORMAT);
 	return true;
 }
 
@@ -514,12 +669,12 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 	}
 	json_tokener_free(tok);
 	halo_manifest *m = calloc(1, sizeof(*m));
-	int64_t format, sb;
+	int64_t sb;
 	if (!m) {
 		fail(&c, "root", "out of memory");
 		goto out;
 	}
-	if (!get_i64(&c, root, "root", "format", 1, 1, &format) || !(m->model = get_str(&c, root, "root", "model")) ||
+	if (!check_format(&c, root) || !(m->model = get_str(&c, root, "root", "model")) ||
 	    !get_i64(&c, root, "root", "vocab", 1, 1 << 24, &m->vocab) ||
 	    !get_i64(&c, root, "root", "n_ctx", 1, 1 << 24, &m->n_ctx) ||
 	    !get_i64(&c, root, "root", "state_bytes", 0, INT64_MAX, &sb))
@@ -533,10 +688,13 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
 	if (!plan_recurrent(&c, m))
 		goto out;
-	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels, parse_kernel(&c, json_object_array_get_idx(a_, i), &m->kernels[i]));
-	PARSE_LIST("entries", 64, n_entries, entries,
-		   parse_entry(&c, json_object_array_get_idx(a_, i), m->has_vulkan ? m->n_kernels : -1, m->state_bytes,
-			       &m->entries[i]));
+	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels,
+		   parse_kernel(&c, json_object_array_get_idx(a_, i), i, &m->kernels[i]));
+	PARSE_LIST("choices", 1 << 16, n_choices, choices,
+		   parse_choice(&c, json_object_array_get_idx(a_, i), i, m, &m->choices[i]));
+	if (!check_choice_keys(&c, m))
+		goto out;
+	PARSE_LIST("entries", 64, n_entries, entries, parse_entry(&c, json_object_array_get_idx(a_, i), m, &m->entries[i]));
 out:
 	json_object_put(root);
 	if (c.failed) {
@@ -563,11 +721,7 @@ void manifest_free(halo_manifest *m)
 	free_decls(m->weights, m->n_weights);
 	free_decls(m->states, m->n_states);
 	free(m->recurrent);
-	for (int i = 0; m->kernels && i < m->n_kernels; i++) {
-		free(m->kernels[i].name);
-		free(m->kernels[i].signature);
-	}
-	free(m->kernels);
+	manifest_free_kernels(m);
 	for (int i = 0; m->entries && i < m->n_entries; i++) {
 		halo_entry *e = &m->entries[i];
 		free(e->name);
@@ -579,6 +733,23 @@ void manifest_free(halo_manifest *m)
 	}
 	free(m->entries);
 	free(m);
+}
+
+void manifest_free_kernels(halo_manifest *m)
+{
+	for (int i = 0; m->kernels && i < m->n_kernels; i++) {
+		free(m->kernels[i].name);
+		free(m->kernels[i].signature);
+		free(m->kernels[i].key);
+		free(m->kernels[i].tile);
+	}
+	free(m->kernels);
+	for (int i = 0; m->choices && i < m->n_choices; i++)
+		free(m->choices[i].key);
+	free(m->choices);
+	m->kernels = NULL;
+	m->choices = NULL;
+	m->n_kernels = m->n_choices = 0;
 }
 
 const halo_entry *manifest_entry(const halo_manifest *m, const char *name)

@@ -67,8 +67,9 @@ typedef struct {
 	halo_tensor_ref operand[HALO_MAX_OPERANDS];
 	int n_fused;
 	halo_fused_op fused[HALO_MAX_FUSED];
-	int kernel;      /* index into kernels; -1 in a bundle without Vulkan kernels */
-	halo_grid_dim groups[3];
+	/* Index into choices: the kernel candidates this dispatch may run (the
+	 * backend picks one per choice); -1 in a bundle without Vulkan kernels. */
+	int choice;
 	bool barrier;    /* wait for all earlier dispatches before this one */
 } halo_dispatch;
 
@@ -91,14 +92,36 @@ typedef struct {
 	halo_dispatch *dispatch;
 } halo_entry;
 
+/* One compiled kernel variant. Its key says what it computes (op, dims,
+ * dtypes, fused ops, t_max), its tile how; the signature is the key, then
+ * " tile=" and the tile when the tile is not empty. */
 typedef struct {
-	char *name;
+	char *name;      /* the template, e.g. "matvec" */
 	char *signature;
+	char *key;
+	char *tile;      /* "" for a kernel without tile parameters */
+	uint32_t needs;  /* HALO_NEED_* bits (kernels/device_features.h) the device must have */
 	uint64_t spirv_offset, spirv_size; /* bytes into the "spirv" section */
 	uint32_t push_size;
 	uint32_t n_bindings;
 	uint32_t local[3];
+	halo_grid_dim groups[3]; /* workgroup counts: each variant has its own grid */
 } halo_kernel;
+
+/* The most candidates one choice may list (the compiler writes at most 8). */
+#define HALO_MAX_CANDIDATES 16
+
+/* A kernel choice: the candidates (indices into kernels) that compute one
+ * key, in preference order, the compiler's heuristic first. Every candidate
+ * has the choice's key, binding count and push size, and at least one needs
+ * no device feature, so some candidate runs on every device. Dispatches of
+ * one key share the choice, so they always run the same kernel: the decode
+ * entry's T = 1 steps and its verification steps (T = K + 1) included. */
+typedef struct {
+	char *key;
+	int n;
+	int kernel[HALO_MAX_CANDIDATES];
+} halo_choice;
 
 typedef struct {
 	char *name;
@@ -117,7 +140,7 @@ typedef struct {
 
 typedef struct {
 	char *model;
-	bool has_vulkan; /* "targets" lists vulkan: every dispatch names a kernel */
+	bool has_vulkan; /* "targets" lists vulkan: every dispatch names a choice */
 	int64_t vocab;
 	int64_t n_ctx;
 	int n_weights;
@@ -134,9 +157,14 @@ typedef struct {
 	uint64_t recurrent_bytes;
 	int n_kernels;
 	halo_kernel *kernels;
+	int n_choices;
+	halo_choice *choices;
 	int n_entries;
 	halo_entry *entries;
 } halo_manifest;
+
+/* The manifest format this reader reads (docs/manifest.md). */
+#define HALO_MANIFEST_FORMAT 2
 
 /* Parses the manifest JSON (json, len bytes) and checks it against the sizes
  * of the bundle's weights and spirv sections. On failure returns NULL and
@@ -144,6 +172,9 @@ typedef struct {
 halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size,
 			      uint64_t spirv_size, char *err, size_t errlen);
 void manifest_free(halo_manifest *m);
+/* Frees m's kernels and choices (their strings too) and empties both lists;
+ * for a manifest built in memory whose other parts are borrowed (codegen). */
+void manifest_free_kernels(halo_manifest *m);
 
 const halo_entry *manifest_entry(const halo_manifest *m, const char *name);
 int64_t halo_affine_eval(halo_affine a, int64_t T);

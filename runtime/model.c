@@ -7,6 +7,7 @@
 #include "runtime/bundle.h"
 #include "runtime/halo.h"
 #include "runtime/manifest.h"
+#include "runtime/tuning.h"
 
 struct halo_model {
 	halo_bundle *bundle;
@@ -66,6 +67,8 @@ halo_model *halo_model_open(const char *path, const halo_open_options *opts, cha
 		.spirv_size = ssize,
 		.device = opts->device,
 		.validation = opts->validation,
+		.tuning = opts->tuning,
+		.tune = opts->tune,
 	};
 	m->backend = m->ops->create(&load, err, errlen);
 	if (!m->backend)
@@ -369,6 +372,7 @@ static const char *const op_names[] = {
 
 typedef struct {
 	const char *name;
+	const char *source; /* "tuned" / "heuristic" / "forced", NULL on ref */
 	double ns;
 	int64_t calls;
 } prof_row;
@@ -381,12 +385,23 @@ static int by_time_desc(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* The name dispatch d is grouped under: its kernel, else its op. */
-static const char *prof_name(const halo_manifest *m, const halo_dispatch *d)
+/* The kernel dispatch d runs, or -1 on a backend without kernels. */
+static int running_kernel(const halo_model *m, const halo_dispatch *d, halo_pick_source *source)
 {
-	if (d->kernel >= 0)
-		return m->kernels[d->kernel].signature;
-	return (size_t)d->op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[d->op] : "?";
+	if (!m->ops->picked || d->choice < 0)
+		return -1;
+	return m->manifest->choices[d->choice].kernel[m->ops->picked(m->backend, d->choice, source)];
+}
+
+/* The row dispatch d is grouped under: its kernel, else its op. */
+static prof_row prof_key(const halo_model *m, const halo_dispatch *d)
+{
+	halo_pick_source src;
+	int k = running_kernel(m, d, &src);
+	if (k >= 0)
+		return (prof_row){m->manifest->kernels[k].signature, halo_pick_source_name(src), 0, 0};
+	const char *op = (size_t)d->op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[d->op] : "?";
+	return (prof_row){op, NULL, 0, 0};
 }
 
 void halo_session_profile_report(const halo_session *s, FILE *out, int top)
@@ -401,12 +416,12 @@ void halo_session_profile_report(const halo_session *s, FILE *out, int top)
 	double total = 0;
 	for (int i = 0; rows && i < m->n_entries; i++) {
 		for (int j = 0; s->prof_steps[i] && j < m->entries[i].n_dispatch; j++) {
-			const char *name = prof_name(m, &m->entries[i].dispatch[j]);
+			prof_row key = prof_key(s->model, &m->entries[i].dispatch[j]);
 			int r = 0;
-			while (r < n && strcmp(rows[r].name, name) != 0)
+			while (r < n && strcmp(rows[r].name, key.name) != 0)
 				r++;
 			if (r == n)
-				rows[n++].name = name;
+				rows[n++] = key;
 			rows[r].ns += s->prof_ns[i][j];
 			rows[r].calls += s->prof_steps[i];
 			total += s->prof_ns[i][j];
@@ -419,8 +434,108 @@ void halo_session_profile_report(const halo_session *s, FILE *out, int top)
 	qsort(rows, (size_t)n, sizeof(*rows), by_time_desc);
 	fprintf(out, "profile: %.3f ms in dispatches over the profiled steps; top %d of %d kernels\n", total / 1e6,
 		top < n ? top : n, n);
-	for (int r = 0; r < n && r < top; r++)
-		fprintf(out, "  %5.1f%% %10.3f ms %7lld calls  %s\n", 100.0 * rows[r].ns / total, rows[r].ns / 1e6,
-			(long long)rows[r].calls, rows[r].name);
+	for (int r = 0; r < n && r < top; r++) {
+		fprintf(out, "  %5.1f%% %10.3f ms %7lld calls  ", 100.0 * rows[r].ns / total, rows[r].ns / 1e6,
+			(long long)rows[r].calls);
+		if (rows[r].source)
+			fprintf(out, "%-9s ", rows[r].source);
+		fprintf(out, "%s\n", rows[r].name);
+	}
 	free(rows);
+}
+
+/* ---- kernel choices (runtime/tuning.h) ---------------------------------------------------- */
+
+const char *halo_pick_source_name(halo_pick_source src)
+{
+	static const char *const names[] = {"heuristic", "tuned", "forced"};
+	return (size_t)src < sizeof(names) / sizeof(names[0]) ? names[src] : "?";
+}
+
+int halo_model_choice_count(const halo_model *m)
+{
+	return m->ops->picked ? m->manifest->n_choices : 0;
+}
+
+bool halo_model_choice(const halo_model *m, int choice, halo_choice_info *out)
+{
+	if (choice < 0 || choice >= halo_model_choice_count(m))
+		return false;
+	const halo_choice *c = &m->manifest->choices[choice];
+	out->key = c->key;
+	out->n_candidates = c->n;
+	out->picked = m->ops->picked(m->backend, choice, &out->source);
+	return true;
+}
+
+bool halo_model_candidate(const halo_model *m, int choice, int pos, halo_candidate_info *out)
+{
+	if (choice < 0 || choice >= halo_model_choice_count(m) || pos < 0 || pos >= m->manifest->choices[choice].n)
+		return false;
+	const halo_kernel *k = &m->manifest->kernels[m->manifest->choices[choice].kernel[pos]];
+	halo_device_id dev;
+	m->ops->device(m->backend, &dev);
+	*out = (halo_candidate_info){k->signature, k->tile, k->needs, (k->needs & ~dev.features) == 0};
+	return true;
+}
+
+bool halo_model_set_picks(halo_model *m, const int *picks, char *err, size_t errlen)
+{
+	if (!m->ops->set_picks) {
+		snprintf(err, errlen, "the %s backend runs no kernel choices", m->ops->name);
+		return false;
+	}
+	return m->ops->set_picks(m->backend, picks, err, errlen);
+}
+
+bool halo_model_device(const halo_model *m, halo_device_id *out)
+{
+	if (!m->ops->device)
+		return false;
+	m->ops->device(m->backend, out);
+	return true;
+}
+
+int halo_model_entry_count(const halo_model *m)
+{
+	return m->manifest->n_entries;
+}
+
+const char *halo_model_entry_name(const halo_model *m, int i)
+{
+	return i >= 0 && i < m->manifest->n_entries ? m->manifest->entries[i].name : NULL;
+}
+
+bool halo_model_entry_uses(const halo_model *m, int entry, int choice)
+{
+	if (entry < 0 || entry >= m->manifest->n_entries)
+		return false;
+	const halo_entry *e = &m->manifest->entries[entry];
+	for (int i = 0; i < e->n_dispatch; i++)
+		if (e->dispatch[i].choice == choice)
+			return true;
+	return false;
+}
+
+void halo_session_choice_ns(const halo_session *s, double *ns)
+{
+	const halo_manifest *m = s->model->manifest;
+	int n = halo_model_choice_count(s->model);
+	for (int c = 0; c < n; c++)
+		ns[c] = 0;
+	for (int i = 0; s->prof_ns && i < m->n_entries; i++)
+		for (int j = 0; j < m->entries[i].n_dispatch; j++) {
+			int c = m->entries[i].dispatch[j].choice;
+			if (c >= 0 && c < n)
+				ns[c] += s->prof_ns[i][j];
+		}
+}
+
+void halo_session_profile_clear(halo_session *s)
+{
+	const halo_manifest *m = s->model->manifest;
+	for (int i = 0; s->prof_ns && i < m->n_entries; i++) {
+		memset(s->prof_ns[i], 0, (size_t)m->entries[i].n_dispatch * sizeof(double));
+		s->prof_steps[i] = 0;
+	}
 }

@@ -1,7 +1,14 @@
-/* The Vulkan backend: weights uploaded once, one pipeline per bundle kernel
- * created at load, one descriptor set per dispatch, and per (entry, T) a
- * command buffer recorded once and replayed for every step of that shape:
- * one submit per step.
+/* The Vulkan backend: weights uploaded once, one candidate picked per kernel
+ * choice at load (a forced position, the tuning database's record for this
+ * device, or the heuristic: the first candidate the device can run), a
+ * pipeline per picked kernel (per runnable candidate when tuning), one
+ * descriptor set per dispatch, and per (entry, T) a command buffer recorded
+ * once and replayed for every step of that shape: one submit per step.
+ *
+ * All candidates of a choice bind the same buffers (manifest_parse checks
+ * it), so a dispatch's descriptor set, allocated from one candidate's set
+ * layout, stays valid for the others (identically defined layouts are
+ * compatible): changing a pick re-records command buffers, nothing else.
  *
  * What changes between replays lives in memory, not in the recording: the
  * host writes the step record {pos, T} and the token ids into a mapped
@@ -34,7 +41,11 @@ struct halo_backend {
 	vk_ctx *ctx;
 	int n_chunks;
 	weight_chunk *chunks;
-	vk_pipeline *pipelines; /* one per manifest kernel */
+	vk_pipeline *pipelines; /* per manifest kernel; created for picked kernels (runnable candidates when tuning) */
+	bool tune;
+	int *pick;                  /* per choice: the candidate position it runs */
+	halo_pick_source *source;   /* per choice: where the pick came from */
+	uint64_t generation;        /* bumped when picks change; older recordings are recorded again */
 };
 
 /* One recorded replay of an entry for one token count; a profiled one also
@@ -43,9 +54,16 @@ typedef struct {
 	const halo_entry *entry;
 	int64_t T;
 	bool profiled;
+	uint64_t generation; /* the backend's picks it was recorded with */
 	vk_cmd cmd;
 	vk_timer timer;
 } recording;
+
+static void recording_destroy(vk_ctx *ctx, recording *r)
+{
+	vk_cmd_destroy(ctx, &r->cmd);
+	vk_timer_destroy(ctx, &r->timer);
+}
 
 /* Layout of the mapped staging buffer `io`. */
 #define IO_STEP 0
@@ -113,23 +131,130 @@ static bool upload_weights(halo_backend *b, const uint8_t *weights, char *err, s
 	return true;
 }
 
+static bool device_runs(const halo_backend *b, const halo_kernel *k)
+{
+	return (k->needs & ~b->ctx->info.features) == 0;
+}
+
+static const halo_kernel *candidate(const halo_backend *b, int choice, int pos)
+{
+	const halo_manifest *m = b->manifest;
+	return &m->kernels[m->choices[choice].kernel[pos]];
+}
+
+/* The kernel dispatch d runs. */
+static int picked_kernel(const halo_backend *b, const halo_dispatch *d)
+{
+	return b->manifest->choices[d->choice].kernel[b->pick[d->choice]];
+}
+
+/* The first candidate the device runs; manifest_parse made sure every
+ * choice has one that needs nothing. */
+static int heuristic_pick(const halo_backend *b, int choice)
+{
+	const halo_choice *ch = &b->manifest->choices[choice];
+	for (int i = 0; i < ch->n; i++)
+		if (device_runs(b, candidate(b, choice, i)))
+			return i;
+	return 0;
+}
+
+/* The candidate with the database's tile for this device and key, if the
+ * device runs it; else -1 (no record, a tile this bundle lacks, or needs the
+ * device has not: all fall back to the heuristic). */
+static int tuned_pick(const halo_backend *b, const halo_tuning_db *db, int choice)
+{
+	const vk_device_info *d = &b->ctx->info;
+	const halo_choice *ch = &b->manifest->choices[choice];
+	const halo_tuning_record *r = halo_tuning_db_find(db, d->vendor_id, d->device_id, d->driver_version, ch->key);
+	for (int i = 0; r && i < ch->n; i++)
+		if (strcmp(candidate(b, choice, i)->tile, r->tile) == 0 && device_runs(b, candidate(b, choice, i)))
+			return i;
+	return -1;
+}
+
+/* Forced positions: each in range and runnable here, else nothing changes. */
+static bool check_forced(const halo_backend *b, const int *picks, char *err, size_t errlen)
+{
+	const halo_manifest *m = b->manifest;
+	for (int c = 0; picks && c < m->n_choices; c++) {
+		int p = picks[c];
+		if (p < 0)
+			continue;
+		if (p >= m->choices[c].n) {
+			snprintf(err, errlen, "vulkan backend: choice %d ('%s') has %d candidates, position %d asked for", c,
+				 m->choices[c].key, m->choices[c].n, p);
+			return false;
+		}
+		if (!device_runs(b, candidate(b, c, p)) || (b->pipelines && !b->pipelines[m->choices[c].kernel[p]].pipeline)) {
+			snprintf(err, errlen, "vulkan backend: kernel %s needs device features %s lacks",
+				 candidate(b, c, p)->signature, b->ctx->info.name);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool choose_kernels(halo_backend *b, const halo_backend_load *load, char *err, size_t errlen)
+{
+	const halo_manifest *m = b->manifest;
+	b->pick = calloc((size_t)m->n_choices + 1, sizeof(*b->pick));
+	b->source = calloc((size_t)m->n_choices + 1, sizeof(*b->source));
+	if (!b->pick || !b->source) {
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		return false;
+	}
+	if (!check_forced(b, load->picks, err, errlen))
+		return false;
+	for (int c = 0; c < m->n_choices; c++) {
+		int tuned = load->tuning ? tuned_pick(b, load->tuning, c) : -1;
+		if (load->picks && load->picks[c] >= 0) {
+			b->pick[c] = load->picks[c];
+			b->source[c] = HALO_PICK_FORCED;
+		} else if (tuned >= 0) {
+			b->pick[c] = tuned;
+			b->source[c] = HALO_PICK_TUNED;
+		} else {
+			b->pick[c] = heuristic_pick(b, c);
+			b->source[c] = HALO_PICK_HEURISTIC;
+		}
+	}
+	return true;
+}
+
+/* Which kernels get a pipeline: the picked ones; when tuning, every
+ * candidate the device runs (any may be picked later). */
+static bool *wanted_kernels(const halo_backend *b)
+{
+	const halo_manifest *m = b->manifest;
+	bool *want = calloc((size_t)m->n_kernels + 1, sizeof(*want));
+	for (int c = 0; want && c < m->n_choices; c++)
+		for (int i = 0; i < m->choices[c].n; i++)
+			want[m->choices[c].kernel[i]] |= i == b->pick[c] || (b->tune && device_runs(b, candidate(b, c, i)));
+	return want;
+}
+
 static bool create_pipelines(halo_backend *b, const uint8_t *spirv, char *err, size_t errlen)
 {
 	const halo_manifest *m = b->manifest;
+	bool *want = wanted_kernels(b);
 	b->pipelines = calloc((size_t)m->n_kernels + 1, sizeof(*b->pipelines));
-	if (!b->pipelines) {
+	if (!b->pipelines || !want) {
+		free(want);
 		snprintf(err, errlen, "vulkan backend: out of memory");
 		return false;
 	}
 	for (int i = 0; i < m->n_kernels; i++) {
 		const halo_kernel *k = &m->kernels[i];
 		vk_error e;
-		if (!vk_pipeline_create(b->ctx, (const uint32_t *)(spirv + k->spirv_offset), k->spirv_size / 4,
-					k->n_bindings, k->push_size, &b->pipelines[i], &e)) {
-			snprintf(err, errlen, "vulkan backend: kernel '%s': %s", k->name, e.msg);
+		if (want[i] && !vk_pipeline_create(b->ctx, (const uint32_t *)(spirv + k->spirv_offset), k->spirv_size / 4,
+						   k->n_bindings, k->push_size, &b->pipelines[i], &e)) {
+			snprintf(err, errlen, "vulkan backend: kernel '%s': %s", k->signature, e.msg);
+			free(want);
 			return false;
 		}
 	}
+	free(want);
 	return true;
 }
 
@@ -140,6 +265,8 @@ static void vk_backend_destroy(halo_backend *b)
 	for (int i = 0; b->pipelines && i < b->manifest->n_kernels; i++)
 		vk_pipeline_destroy(b->ctx, &b->pipelines[i]);
 	free(b->pipelines);
+	free(b->pick);
+	free(b->source);
 	for (int i = 0; i < b->n_chunks; i++)
 		vk_buffer_destroy(b->ctx, &b->chunks[i].buf);
 	free(b->chunks);
@@ -155,6 +282,7 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 		return NULL;
 	}
 	b->manifest = load->manifest;
+	b->tune = load->tune;
 	if (!b->manifest->has_vulkan) {
 		snprintf(err, errlen, "vulkan backend: the bundle was compiled without Vulkan kernels (halo compile "
 				      "--targets ref); run it with --backend ref or recompile it");
@@ -167,13 +295,49 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 		vk_to_err(&e, err, errlen);
 		goto fail;
 	}
-	if (!plan_chunks(b, err, errlen) || !upload_weights(b, load->weights, err, errlen) ||
-	    !create_pipelines(b, load->spirv, err, errlen))
+	if (!choose_kernels(b, load, err, errlen) || !plan_chunks(b, err, errlen) ||
+	    !upload_weights(b, load->weights, err, errlen) || !create_pipelines(b, load->spirv, err, errlen))
 		goto fail;
 	return b;
 fail:
 	vk_backend_destroy(b);
 	return NULL;
+}
+
+static int vk_picked(const halo_backend *b, int choice, halo_pick_source *source)
+{
+	if (source)
+		*source = b->source[choice];
+	return b->pick[choice];
+}
+
+static bool vk_set_picks(halo_backend *b, const int *picks, char *err, size_t errlen)
+{
+	if (!b->tune) {
+		snprintf(err, errlen, "vulkan backend: picks change only on a model opened for tuning");
+		return false;
+	}
+	if (!check_forced(b, picks, err, errlen))
+		return false;
+	for (int c = 0; c < b->manifest->n_choices; c++) {
+		if (picks[c] < 0)
+			continue;
+		b->pick[c] = picks[c];
+		b->source[c] = HALO_PICK_FORCED;
+	}
+	b->generation++;
+	return true;
+}
+
+static void vk_device(const halo_backend *b, halo_device_id *out)
+{
+	const vk_device_info *d = &b->ctx->info;
+	memset(out, 0, sizeof(*out));
+	out->vendor = d->vendor_id;
+	out->device = d->device_id;
+	out->driver = d->driver_version;
+	out->features = d->features;
+	snprintf(out->name, sizeof(out->name), "%s", d->name);
 }
 
 /* The (buffer, offset, range) an operand binds, at the entry's t_max. */
@@ -206,7 +370,7 @@ static bool operand_binding(halo_backend_session *s, const halo_entry *e, const 
 static bool bind_dispatch(halo_backend_session *s, const halo_entry *e, const halo_dispatch *d,
 			  VkDescriptorSet *set, char *err, size_t errlen)
 {
-	const vk_pipeline *p = &s->b->pipelines[d->kernel];
+	const vk_pipeline *p = &s->b->pipelines[picked_kernel(s->b, d)];
 	int n_ops = d->n_in + d->n_extra + d->n_out;
 	if (p->n_bindings != (uint32_t)n_ops + 1) {
 		snprintf(err, errlen, "vulkan backend: dispatch '%s': kernel has %u bindings, dispatch %d operands + step",
@@ -233,7 +397,7 @@ static bool create_sets(halo_backend_session *s, char *err, size_t errlen)
 	for (int i = 0; i < m->n_entries; i++) {
 		n_sets += (uint32_t)m->entries[i].n_dispatch;
 		for (int j = 0; j < m->entries[i].n_dispatch; j++)
-			n_bufs += s->b->pipelines[m->entries[i].dispatch[j].kernel].n_bindings;
+			n_bufs += m->kernels[picked_kernel(s->b, &m->entries[i].dispatch[j])].n_bindings;
 	}
 	vk_error e;
 	if (!vk_descriptors_create(s->b->ctx, n_sets + 1, n_bufs + 1, &s->desc, &e))
@@ -261,10 +425,8 @@ static void vk_session_destroy(halo_backend_session *s)
 	if (!s)
 		return;
 	vk_ctx *ctx = s->b->ctx;
-	for (int i = 0; i < s->n_rec; i++) {
-		vk_cmd_destroy(ctx, &s->rec[i].cmd);
-		vk_timer_destroy(ctx, &s->rec[i].timer);
-	}
+	for (int i = 0; i < s->n_rec; i++)
+		recording_destroy(ctx, &s->rec[i]);
 	free(s->rec);
 	for (int i = 0; s->sets && i < s->b->manifest->n_entries; i++)
 		free(s->sets[i]);
@@ -346,6 +508,7 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 	r->entry = e;
 	r->T = T;
 	r->profiled = profiled;
+	r->generation = s->b->generation;
 	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve) ||
 	    (profiled && !vk_timer_create(s->b->ctx, (uint32_t)e->n_dispatch + 1, &r->timer, &ve)))
 		return vk_to_err(&ve, err, errlen);
@@ -360,13 +523,16 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 	vk_cmd_barrier_all(&r->cmd);
 	if (profiled)
 		vk_cmd_timestamp(&r->cmd, &r->timer, 0);
+	/* Tuning times each dispatch alone: nothing of its neighbours overlaps. */
+	bool isolate = profiled && s->b->tune;
 	for (int i = 0; i < e->n_dispatch; i++) {
 		const halo_dispatch *d = &e->dispatch[i];
-		if (d->barrier && i > 0) /* dispatch 0's barrier is the one above */
+		const halo_kernel *k = &s->b->manifest->kernels[picked_kernel(s->b, d)];
+		if ((d->barrier || isolate) && i > 0) /* dispatch 0's barrier is the one above */
 			vk_cmd_barrier(&r->cmd);
-		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[d->kernel], s->sets[ei][i], push,
-				halo_grid_eval(d->groups[0], T), halo_grid_eval(d->groups[1], T),
-				halo_grid_eval(d->groups[2], T));
+		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[picked_kernel(s->b, d)], s->sets[ei][i], push,
+				halo_grid_eval(k->groups[0], T), halo_grid_eval(k->groups[1], T),
+				halo_grid_eval(k->groups[2], T));
 		if (profiled)
 			vk_cmd_timestamp(&r->cmd, &r->timer, (uint32_t)i + 1);
 	}
@@ -377,12 +543,24 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
 }
 
+/* The recording of (e, T, profiled) with the backend's current picks. */
 static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, char *err,
 				 size_t errlen)
 {
-	for (int i = 0; i < s->n_rec; i++)
-		if (s->rec[i].entry == e && s->rec[i].T == T && s->rec[i].profiled == profiled)
-			return &s->rec[i];
+	for (int i = 0; i < s->n_rec; i++) {
+		recording *r = &s->rec[i];
+		if (r->entry != e || r->T != T || r->profiled != profiled)
+			continue;
+		if (r->generation == s->b->generation)
+			return r;
+		recording_destroy(s->b->ctx, r); /* the picks changed: record it again in place */
+		memset(r, 0, sizeof(*r));
+		if (record(s, e, T, profiled, r, err, errlen))
+			return r;
+		recording_destroy(s->b->ctx, r);
+		s->rec[i] = s->rec[--s->n_rec];
+		return NULL;
+	}
 	recording *grown = realloc(s->rec, (size_t)(s->n_rec + 1) * sizeof(*s->rec));
 	if (!grown) {
 		snprintf(err, errlen, "vulkan backend: out of memory");
@@ -392,8 +570,7 @@ static recording *find_recording(halo_backend_session *s, const halo_entry *e, i
 	recording *r = &s->rec[s->n_rec];
 	memset(r, 0, sizeof(*r));
 	if (!record(s, e, T, profiled, r, err, errlen)) {
-		vk_cmd_destroy(s->b->ctx, &r->cmd);
-		vk_timer_destroy(s->b->ctx, &r->timer);
+		recording_destroy(s->b->ctx, r);
 		return NULL;
 	}
 	s->n_rec++;
@@ -511,4 +688,7 @@ const halo_backend_ops halo_vulkan_backend = {
 	.checkpoint_create = vk_checkpoint_create,
 	.checkpoint_destroy = vk_checkpoint_destroy,
 	.checkpoint_copy = vk_checkpoint_copy,
+	.picked = vk_picked,
+	.set_picks = vk_set_picks,
+	.device = vk_device,
 };

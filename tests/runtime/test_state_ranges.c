@@ -9,8 +9,8 @@
 #include "runtime/manifest.h"
 #include "tests/check.h"
 
-#define HEAD "{\"format\":1,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
-	     "\"weights\":[],\"kernels\":[],\"entries\":[],\"states\":["
+#define HEAD "{\"format\":2,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
+	     "\"weights\":[],\"kernels\":[],\"choices\":[],\"entries\":[],\"states\":["
 #define STATE(name, kind, offset, size)                                                                      \
 	"{\"name\":\"" name "\",\"kind\":\"" kind "\",\"dtype\":\"f32\",\"shape\":[],\"offset\":" #offset \
 	",\"size\":" #size "}"
