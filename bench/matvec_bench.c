@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_util.h"
 #include "bench/read_ceiling.h"
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
@@ -37,14 +38,7 @@ typedef struct {
 
 static void die(const char *what, const char *msg)
 {
-	fprintf(stderr, "matvec_bench: %s: %s\n", what, msg);
-	exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
+	bench_die("matvec_bench", what, msg);
 }
 
 static size_t weight_bytes(int64_t K, int64_t N)
@@ -122,14 +116,14 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 	for (int r = 0; r < REPS; r++)
 		if (!vk_cmd_submit_wait(b->ctx, &cmd, &e) || !vk_timer_elapsed_ns(b->ctx, &timer, 0, 1, &ns[r], &e))
 			die(k.signature, e.msg);
-	qsort(ns, REPS, sizeof *ns, cmp_double);
+	double median = bench_median(ns, REPS);
 	vk_cmd_destroy(b->ctx, &cmd);
 	vk_timer_destroy(b->ctx, &timer);
 	vk_descriptors_destroy(b->ctx, &pool);
 	vk_pipeline_destroy(b->ctx, &p);
 	glsl_spirv_free(&spv);
 	kv_kernel_free(&k);
-	return ns[REPS / 2] / b->iters;
+	return median / b->iters;
 }
 
 static void report(const bench *b, const kv_desc *d, int64_t T, const char *what, const char *tile, double ns)

@@ -1,5 +1,7 @@
 #include "bench/read_ceiling.h"
 
+#include "bench/bench_util.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,14 +30,7 @@ static const char *const read_src =
 
 static void die(const char *what, const char *msg)
 {
-	fprintf(stderr, "read ceiling: %s: %s\n", what, msg);
-	exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
+	bench_die("read ceiling", what, msg);
 }
 
 double read_ceiling_gbps(vk_ctx *ctx, glsl_compiler *cc, size_t bytes, int reps)
@@ -76,8 +71,7 @@ double read_ceiling_gbps(vk_ctx *ctx, glsl_compiler *cc, size_t bytes, int reps)
 			die("run", e.msg);
 		gbps[r] = (double)bytes / ns;
 	}
-	qsort(gbps, (size_t)reps, sizeof *gbps, cmp_double);
-	double median = gbps[reps / 2];
+	double median = bench_median(gbps, (size_t)reps);
 	free(gbps);
 	vk_cmd_destroy(ctx, &cmd);
 	vk_timer_destroy(ctx, &timer);
