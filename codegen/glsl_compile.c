@@ -50,7 +50,7 @@ static bool validate(glsl_compiler *c, const glsl_spirv *s, const char *name, co
 	spv_const_binary_t bin = {s->words, s->n_words};
 	spv_result_t r = spvValidate(c->spv, &bin, &diag);
 	if (r != SPV_SUCCESS)
-		snprintf(err, errlen, "%s: SPIR-V validation failed %s: %s", name, stage,
+		snprintf(err, errlen, "%s: SPIR-V validation failed%s%s: %s", name, stage[0] ? " " : "", stage,
 			 diag && diag->error ? diag->error : "(no message)");
 	spvDiagnosticDestroy(diag);
 	return r == SPV_SUCCESS;
@@ -90,28 +90,29 @@ static bool run_shaderc(glsl_compiler *c, const char *source, const char *name,
 	return ok;
 }
 
-/* The unoptimised module is validated first so a template bug is reported
- * as itself, not as whatever the optimiser made of it; shaderc's optimiser
- * then reruns glslang with spirv-opt's performance passes (Debian 12's
- * SPIRV-Tools has no C optimiser API), and that result is validated too. */
+/* Only the module that is returned needs to pass the validator, so the
+ * optimised one is built and validated alone (half the glslang work of
+ * validating both). When it fails, the unoptimised module is built too: a
+ * template bug is then reported as itself, not as whatever the optimiser made
+ * of it, and a module that is valid before optimisation names the optimiser. */
 bool glsl_compile(glsl_compiler *c, const char *source, const char *name, bool optimize,
 		  glsl_spirv *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
-	if (!run_shaderc(c, source, name, shaderc_optimization_level_zero, out, err, errlen))
+	shaderc_optimization_level level =
+		optimize ? shaderc_optimization_level_performance : shaderc_optimization_level_zero;
+	if (!run_shaderc(c, source, name, level, out, err, errlen))
 		return false;
-	if (!validate(c, out, name, "before optimisation", err, errlen)) {
-		glsl_spirv_free(out);
-		return false;
-	}
-	if (!optimize)
+	if (validate(c, out, name, optimize ? "after optimisation" : "", err, errlen))
 		return true;
 	glsl_spirv_free(out);
-	if (!run_shaderc(c, source, name, shaderc_optimization_level_performance, out, err, errlen))
+	if (!optimize)
 		return false;
-	if (!validate(c, out, name, "after optimisation", err, errlen)) {
-		glsl_spirv_free(out);
-		return false;
-	}
-	return true;
+	glsl_spirv plain;
+	char why[1024];
+	if (run_shaderc(c, source, name, shaderc_optimization_level_zero, &plain, why, sizeof(why)) &&
+	    !validate(c, &plain, name, "before optimisation", why, sizeof(why)))
+		snprintf(err, errlen, "%s", why);
+	glsl_spirv_free(&plain);
+	return false;
 }

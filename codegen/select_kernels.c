@@ -1,8 +1,11 @@
 #include "codegen/select_kernels.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
@@ -403,11 +406,14 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
  * portable candidate past the first SK_MAX_CANDIDATES can still be found. */
 #define SK_SPACE_MAX 32
 
+/* A kernel waiting for its SPIR-V: its GLSL and the name messages give. */
+typedef struct {
+	char *source, *name;
+} pending_kernel;
+
 typedef struct {
 	halo_manifest *man;
-	glsl_compiler *cc;
-	uint8_t *spirv;
-	size_t size, cap;
+	pending_kernel *pending; /* [man->n_kernels] */
 } selector;
 
 /* The built candidates of one descriptor, in the space's order. */
@@ -421,24 +427,6 @@ static void candidates_free(candidates *c)
 	for (int i = 0; i < c->n; i++)
 		kv_kernel_free(&c->k[i]);
 	c->n = 0;
-}
-
-static bool append_spirv(selector *s, const glsl_spirv *code, halo_kernel *k)
-{
-	size_t bytes = code->n_words * 4;
-	if (s->size + bytes > s->cap) {
-		size_t cap = (s->size + bytes) * 2;
-		uint8_t *grown = realloc(s->spirv, cap);
-		if (!grown)
-			return false;
-		s->spirv = grown;
-		s->cap = cap;
-	}
-	memcpy(s->spirv + s->size, code->words, bytes);
-	k->spirv_offset = s->size;
-	k->spirv_size = bytes;
-	s->size += bytes;
-	return true;
 }
 
 /* The manifest's record of variant v, its SPIR-V aside. */
@@ -458,29 +446,30 @@ static bool describe_kernel(const kv_kernel *v, halo_kernel *k)
 	return k->name && k->signature && k->key && k->tile;
 }
 
-/* Index of the kernel for variant v, compiling it on first use. */
+/* Index of the kernel for variant v, registered on first use; its GLSL
+ * waits in s->pending for compile_all. */
 static int kernel_for(selector *s, const kv_kernel *v, char *err, size_t errlen)
 {
 	halo_manifest *m = s->man;
 	for (int i = 0; i < m->n_kernels; i++)
 		if (strcmp(m->kernels[i].signature, v->signature) == 0)
 			return i;
-	glsl_spirv code;
-	if (!glsl_compile(s->cc, v->source, v->template_name, true, &code, err, errlen))
-		return -1;
 	halo_kernel *grown = realloc(m->kernels, (size_t)(m->n_kernels + 1) * sizeof(*grown));
-	if (!grown) {
-		glsl_spirv_free(&code);
+	if (grown)
+		m->kernels = grown;
+	pending_kernel *more = realloc(s->pending, (size_t)(m->n_kernels + 1) * sizeof(*more));
+	if (more)
+		s->pending = more;
+	if (!grown || !more) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	m->kernels = grown;
 	halo_kernel *k = &m->kernels[m->n_kernels];
+	pending_kernel *p = &s->pending[m->n_kernels];
 	memset(k, 0, sizeof(*k));
-	bool ok = describe_kernel(v, k) && append_spirv(s, &code, k);
-	glsl_spirv_free(&code);
-	m->n_kernels++; /* even on failure, so manifest cleanup frees the names */
-	if (!ok) {
+	*p = (pending_kernel){strdup(v->source), strdup(v->template_name)};
+	m->n_kernels++; /* even on failure, so cleanup frees what was made */
+	if (!describe_kernel(v, k) || !p->source || !p->name) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -621,23 +610,118 @@ static bool select_dispatch(selector *s, const halo_entry *e, halo_dispatch *d, 
 	return d->choice >= 0;
 }
 
-bool cg_select_kernels(halo_manifest *man, uint8_t **spirv, size_t *spirv_size, char *err, size_t errlen)
+/* Kernels are compiled on every core: glslang dominates a compile's time.
+ * Each thread takes the next kernel index and has its own compiler; the
+ * modules land in an array by index and are concatenated in index order, so
+ * the bundle's bytes do not depend on the threads. */
+#define SK_MAX_THREADS 32
+
+typedef struct {
+	const pending_kernel *pending;
+	glsl_spirv *code;
+	char (*why)[1024]; /* [n]: a kernel's compile error, "" if none */
+	int n;
+	atomic_int next;
+} compile_queue;
+
+static void *compile_worker(void *arg)
 {
-	selector s = {.man = man, .cc = glsl_compiler_new()};
-	if (!s.cc) {
-		snprintf(err, errlen, "shaderc failed to start");
+	compile_queue *q = arg;
+	glsl_compiler *cc = glsl_compiler_new();
+	for (int i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) {
+		if (!cc)
+			snprintf(q->why[i], sizeof(q->why[i]), "shaderc failed to start");
+		else if (!glsl_compile(cc, q->pending[i].source, q->pending[i].name, true, &q->code[i], q->why[i],
+				       sizeof(q->why[i])) && !q->why[i][0])
+			snprintf(q->why[i], sizeof(q->why[i]), "%s: compilation failed", q->pending[i].name);
+	}
+	glsl_compiler_free(cc);
+	return NULL;
+}
+
+static int compile_threads(int n_kernels)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cores < 1 ? 1 : cores > SK_MAX_THREADS ? SK_MAX_THREADS : (int)cores;
+	return n < n_kernels ? n : n_kernels;
+}
+
+/* Compiles every pending kernel; the first failure by kernel index is the
+ * error (the same one whatever the threads did). */
+static bool compile_kernels(const pending_kernel *pending, int n, glsl_spirv *code, char *err, size_t errlen)
+{
+	compile_queue q = {.pending = pending, .code = code, .why = calloc((size_t)n + 1, sizeof(*q.why)), .n = n};
+	if (!q.why) {
+		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	atomic_init(&q.next, 0);
+	pthread_t th[SK_MAX_THREADS];
+	int started = 0, want = compile_threads(n);
+	while (started < want - 1 && pthread_create(&th[started], NULL, compile_worker, &q) == 0)
+		started++;
+	compile_worker(&q); /* the calling thread works too, so none started is no failure */
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	bool ok = true;
+	for (int i = 0; ok && i < n; i++)
+		if (q.why[i][0]) {
+			snprintf(err, errlen, "%s", q.why[i]);
+			ok = false;
+		}
+	free(q.why);
+	return ok;
+}
+
+/* The "spirv" section: every kernel's module, in kernel order. */
+static bool concat_spirv(halo_manifest *m, const glsl_spirv *code, uint8_t **spirv, size_t *size)
+{
+	size_t total = 0;
+	for (int i = 0; i < m->n_kernels; i++)
+		total += code[i].n_words * 4;
+	uint8_t *buf = malloc(total ? total : 1);
+	if (!buf)
+		return false;
+	size_t at = 0;
+	for (int i = 0; i < m->n_kernels; i++) {
+		size_t bytes = code[i].n_words * 4;
+		memcpy(buf + at, code[i].words, bytes);
+		m->kernels[i].spirv_offset = at;
+		m->kernels[i].spirv_size = bytes;
+		at += bytes;
+	}
+	*spirv = buf;
+	*size = total;
+	return true;
+}
+
+static bool compile_all(selector *s, uint8_t **spirv, size_t *size, char *err, size_t errlen)
+{
+	int n = s->man->n_kernels;
+	glsl_spirv *code = calloc((size_t)n + 1, sizeof(*code));
+	bool ok = code && compile_kernels(s->pending, n, code, err, errlen);
+	if (ok && !(ok = concat_spirv(s->man, code, spirv, size)))
+		snprintf(err, errlen, "out of memory");
+	else if (!code)
+		snprintf(err, errlen, "out of memory");
+	for (int i = 0; code && i < n; i++)
+		glsl_spirv_free(&code[i]);
+	free(code);
+	return ok;
+}
+
+bool cg_select_kernels(halo_manifest *man, uint8_t **spirv, size_t *spirv_size, char *err, size_t errlen)
+{
+	selector s = {.man = man};
 	bool ok = true;
 	for (int i = 0; ok && i < man->n_entries; i++)
 		for (int j = 0; ok && j < man->entries[i].n_dispatch; j++)
 			ok = select_dispatch(&s, &man->entries[i], &man->entries[i].dispatch[j], err, errlen);
-	glsl_compiler_free(s.cc);
-	if (!ok) {
-		free(s.spirv);
-		return false;
+	ok = ok && compile_all(&s, spirv, spirv_size, err, errlen);
+	for (int i = 0; s.pending && i < man->n_kernels; i++) {
+		free(s.pending[i].source);
+		free(s.pending[i].name);
 	}
-	*spirv = s.spirv;
-	*spirv_size = s.size;
-	return true;
+	free(s.pending);
+	return ok;
 }

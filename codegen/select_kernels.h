@@ -9,7 +9,8 @@
  * Fills man->kernels and man->choices (malloc'd, owned by man, freed with
  * manifest_free or manifest_free_kernels) and each dispatch's choice;
  * *spirv (malloc'd, caller frees) receives the concatenated modules of the
- * "spirv" section. Deterministic: kernels and choices in first-use order. */
+ * "spirv" section. Deterministic: kernels and choices in first-use order,
+ * whatever the number of cores the kernels are compiled on. */
 #ifndef HALO_CODEGEN_SELECT_KERNELS_H
 #define HALO_CODEGEN_SELECT_KERNELS_H
 
