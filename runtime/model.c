@@ -446,6 +446,8 @@ void halo_session_profile_report(const halo_session *s, FILE *out, int top)
 
 /* ---- kernel choices (runtime/tuning.h) ---------------------------------------------------- */
 
+_Static_assert(HALO_CHOICE_MAX_CANDIDATES == HALO_MAX_CANDIDATES, "runtime/tuning.h and manifest.h disagree");
+
 const char *halo_pick_source_name(halo_pick_source src)
 {
 	static const char *const names[] = {"heuristic", "tuned", "forced"};

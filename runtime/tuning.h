@@ -16,6 +16,9 @@
 #include "runtime/halo.h"
 #include "runtime/tuning_db.h"
 
+/* The most candidates a choice has (the manifest's limit). */
+#define HALO_CHOICE_MAX_CANDIDATES 16
+
 /* Where a choice's running candidate came from. */
 typedef enum {
 	HALO_PICK_HEURISTIC, /* the first candidate the device runs */

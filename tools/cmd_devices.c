@@ -3,14 +3,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device_features.h"
 #include "runtime/vulkan/vk_device.h"
 #include "tools/commands.h"
+
+/* The tuning DB's identity of the device and its HALO_NEED_* features. */
+static void print_ids(const vk_device_info *d)
+{
+	printf("   vendor %u (0x%04x), device %u (0x%04x), driver version %u; features:", d->vendor_id, d->vendor_id,
+	       d->device_id, d->device_id, d->driver_version);
+	int shown = 0;
+	for (uint32_t bit = 1; bit && bit <= d->features; bit <<= 1)
+		if ((d->features & bit) && halo_need_name(bit))
+			printf("%s %s", shown++ ? "," : "", halo_need_name(bit));
+	printf("%s\n", shown ? "" : " none");
+}
 
 int cmd_devices(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		puts("usage: halo devices\n\nLists the Vulkan devices: index, name, type, driver, subgroup size,\n"
-		     "shared memory per workgroup and device-local memory.");
+		     "shared memory per workgroup and device-local memory; then the ids a tuning DB\n"
+		     "keys its records by (vendor, device, driver version) and the features kernel\n"
+		     "variants may need (subgroup_shuffle, coopmat_nv).");
 		return 0;
 	}
 	if (argc > 1) {
@@ -24,11 +39,13 @@ int cmd_devices(int argc, char **argv)
 		fprintf(stderr, "halo devices: %s\n", err.msg);
 		return 1;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		printf("%d: %s (%s) driver %s %s, subgroup %u, shared %u KiB, %.1f GiB device-local\n", i,
 		       info[i].name, vk_device_type_name(info[i].type), info[i].driver_name, info[i].driver_info,
 		       info[i].subgroup_size, info[i].max_shared_memory / 1024,
 		       (double)info[i].device_local_bytes / (1 << 30));
+		print_ids(&info[i]);
+	}
 	if (n == 0)
 		puts("no Vulkan devices");
 	free(info);

@@ -10,6 +10,7 @@
 #include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
 #include "tools/cli_args.h"
+#include "tools/cli_tuning.h"
 #include "tools/commands.h"
 
 static void run_usage(FILE *out)
@@ -17,7 +18,7 @@ static void run_usage(FILE *out)
 	fputs("usage: halo run BUNDLE.halo --tokens ID,ID,... [--n-predict N] [--backend ref|vulkan]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
 	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
-	      "                [--draft-n K]\n"
+	      "                [--draft-n K] [--tuning FILE | --no-tuning]\n"
 	      "\n"
 	      "Runs the prompt through the bundle's prefill entry, then generates N tokens with\n"
 	      "its decode entry. Prints the generated ids on stdout, statistics on stderr.\n"
@@ -39,14 +40,19 @@ static void run_usage(FILE *out)
 	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
 	      "                       model's MTP head; the bundle needs its draft entry points)\n"
 	      "  --draft-n K          drafts per round with --spec mtp, 1..4 (default 2)\n"
+	      "  --tuning FILE        the tuning DB (halo tune) Vulkan picks kernel tiles from\n"
+	      "                       (default: $XDG_CACHE_HOME/halo/tuning.json when it exists;\n"
+	      "                       a broken default is ignored with a warning, a broken FILE\n"
+	      "                       fails the run)\n"
+	      "  --no-tuning          no tuning DB: the compiler's heuristic tile everywhere\n"
 	      "  -h, --help           this text\n",
 	      out);
 }
 
 typedef struct {
 	const char *bundle, *tokens, *n_predict, *backend, *device, *temp, *top_k, *top_p, *seed, *logits_out;
-	const char *spec, *draft_n;
-	bool validate, profile, help;
+	const char *spec, *draft_n, *tuning;
+	bool validate, profile, no_tuning, help;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -60,6 +66,8 @@ static int parse_args(int argc, char **argv, run_args *a)
 			a->validate = true;
 		else if (strcmp(s, "--profile") == 0)
 			a->profile = true;
+		else if (strcmp(s, "--no-tuning") == 0)
+			a->no_tuning = true;
 		else if (cli_take_value("run", argc, argv, &i, "--tokens", &a->tokens, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--n-predict", &a->n_predict, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--backend", &a->backend, &rc) ||
@@ -70,7 +78,8 @@ static int parse_args(int argc, char **argv, run_args *a)
 			 cli_take_value("run", argc, argv, &i, "--seed", &a->seed, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--logits-out", &a->logits_out, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--spec", &a->spec, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--draft-n", &a->draft_n, &rc))
+			 cli_take_value("run", argc, argv, &i, "--draft-n", &a->draft_n, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--tuning", &a->tuning, &rc))
 			continue;
 		else if (s[0] == '-')
 			rc = cli_usage_error("run", "unknown option '%s'", s);
@@ -169,6 +178,8 @@ static int check_args(const run_args *a, run_config *c)
 	if (a->seed && !cli_parse_i64(a->seed, 0, INT64_MAX, &v))
 		return cli_usage_error("run", "--seed wants a non-negative integer, got '%s'", a->seed);
 	c->seed = a->seed ? (uint64_t)v : 0;
+	if (a->tuning && a->no_tuning)
+		return cli_usage_error("run", "%s", "--tuning and --no-tuning exclude each other");
 	return check_spec_args(a, c);
 }
 
@@ -202,12 +213,14 @@ typedef struct {
 	halo_session *session;
 	float *logits, *probs;
 	int32_t *scratch, *tokens;
+	cli_tuning tuning;
 } run_state;
 
 static void run_free(run_state *r)
 {
 	halo_session_free(r->session);
 	halo_model_close(r->model);
+	halo_tuning_db_free(r->tuning.db);
 	free(r->logits);
 	free(r->probs);
 	free(r->scratch);
@@ -320,6 +333,14 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	char err[2048];
 	rc = 1;
+	/* Only Vulkan picks kernels; a named DB is checked on any backend. */
+	bool want_db = !a.no_tuning && (a.tuning || c.open.backend == HALO_BACKEND_VULKAN);
+	if (want_db && !cli_tuning_open("run", a.tuning, false, &r.tuning, err, sizeof(err))) {
+		fprintf(stderr, "halo run: %s\n", err);
+		run_free(&r);
+		return 1;
+	}
+	c.open.tuning = r.tuning.db;
 	r.model = halo_model_open(a.bundle, &c.open, err, sizeof(err));
 	if (r.model && check_drafter(&a, &c, r.model, err, sizeof(err)))
 		r.session = halo_session_create(r.model, err, sizeof(err));

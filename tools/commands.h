@@ -16,5 +16,6 @@ int cmd_compile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 #endif
