@@ -1504,10 +1504,16 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 	return !memcmp(&a, &b, sizeof a);
 }
 
-/* Decode matvec: the heuristic, then its neighbours one step away along each
- * tile axis (split, cols, unroll, local, growing the columns with T or not),
- * then the shared-memory-tree form that needs no subgroup operations (the
- * one every device runs). */
+/* Decode matvec: the heuristic; then narrower K splits with as many more
+ * loads in flight per lane (the same bytes in flight per column, but the
+ * lanes of one subgroup cover more columns and so share more of x's loads:
+ * at split 8 a subgroup's x loads touch a quarter of the cache lines they
+ * touch at split 32, which matters more the more rows T has); its
+ * neighbours one step along split and unroll; the shared-memory-tree form
+ * that needs no subgroup operations (the one every device runs); then the
+ * axes the H200 sweep found slower everywhere (more columns per group, wider
+ * workgroups, columns that grow with T), which the compiler's first 8
+ * candidates leave out. */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
@@ -1515,14 +1521,16 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 	fixed.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
+		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll * 2),
+		mv_tiles(h, h.local, h.split / 4, h.cols, h.unroll * 4),
 		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
-		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
+		tree,
+		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 		fixed,
-		tree,
 	};
 	int n = 0;
 	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {

@@ -1,10 +1,13 @@
 # Sourced on the GPU machine from the repository root: unpacks what
 # tools/gpu/pack.sh prepared and sets the environment the binaries need.
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-mkdir -p /tmp/vvl /tmp/halo
-for f in .devrun/deb/*.deb; do dpkg -x "$f" /tmp/vvl; done
-xz -dc .devrun/bin.tar.xz | tar -C /tmp/halo -xf -
+# Unpacked once per machine: the scripts of one call share it.
+if [ ! -x /tmp/halo/halo-bin/halo ]; then
+	for f in .gl/*.deb; do dpkg -x "$f" /; done
+	ldconfig
+	mkdir -p /tmp/vvl /tmp/halo
+	for f in .devrun/deb/*.deb; do dpkg -x "$f" /tmp/vvl; done
+	xz -dc .devrun/bin.tar.xz | tar -C /tmp/halo -xf -
+fi
 export HALO_BIN=/tmp/halo/halo-bin
 export LD_LIBRARY_PATH="$PWD/.devrun/lib:/tmp/vvl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d

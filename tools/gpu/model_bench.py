@@ -7,7 +7,7 @@ bench/read_bw in the same call: the fraction of the ceiling is
 (weight bytes read per decoded token / time per token) / ceiling.
 
 usage: model_bench.py HALO BUNDLE MODEL ACTIVE_BYTES CEILING_GBS OUT_JSON
-       [--pp 512] [--tg 128] [--reps 3] [--tuning DB]
+       [--pp 512] [--tg 128] [--reps 3] [--tuning DB | --no-tuning]
 """
 import argparse
 import json
@@ -43,8 +43,9 @@ def main():
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tuning", default=None)
+    ap.add_argument("--no-tuning", action="store_true")
     a = ap.parse_args()
-    extra = ["--tuning", a.tuning] if a.tuning else []
+    extra = ["--tuning", a.tuning] if a.tuning else ["--no-tuning"] if a.no_tuning else []
     pp = [run(a.halo, a.bundle, a.pp, 1, extra)[0] for _ in range(a.reps)]
     tg = [run(a.halo, a.bundle, 16, a.tg, extra)[1] for _ in range(a.reps)]
     rows = []

@@ -2,7 +2,9 @@
 # On the GPU machine (after tools/gpu/pack.sh here): the Vulkan kernel tests
 # and the qwen3 oracle test, validation layer on, each failing on any
 # validation message. The summary goes to $OUT/vulkan-tests.txt and the logs
-# to $OUT/vulkan-test-logs.tar.gz when OUT is set.
+# to $OUT/vulkan-test-logs.tar.gz when OUT is set. Names (test_kernels_matmul
+# ...) run only those tests.
+# usage: tools/gpu/vulkan-tests.sh [TEST...]
 set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -11,7 +13,10 @@ logs=/tmp/vulkan-test-logs
 mkdir -p "$logs"
 "$HALO_BIN/halo" devices
 fails=0
-for t in "$HALO_BIN"/test_kernels_* "$HALO_BIN/test_qwen3_oracle"; do
+tests=""
+for name in "$@"; do tests="$tests $HALO_BIN/$name"; done
+[ -n "$tests" ] || tests="$(echo "$HALO_BIN"/test_kernels_*) $HALO_BIN/test_qwen3_oracle"
+for t in $tests; do
 	name=$(basename "$t")
 	args=""
 	[ "$name" = test_qwen3_oracle ] && args=vulkan
