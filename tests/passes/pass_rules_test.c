@@ -5,7 +5,9 @@
  *    with {i} substituted in checkpoint names, and leaves no call;
  *  - dce drops an unused node but keeps every state_write sink;
  *  - fuse_norm_matmul fuses a norm read only by matmuls, not one that also
- *    feeds moe_experts;
+ *    feeds moe_experts, nor one whose readers' weights are large (a head of
+ *    16384 x 2048 keeps its final norm, the small attention matmuls of the
+ *    same model still take theirs);
  *  - schedule names a node on a cycle instead of looping or dropping nodes,
  *    and the verifier rejects an out-of-range edge;
  *  - order_effects refuses a graph output that aliases a state overwritten
@@ -117,6 +119,20 @@ static void norm_fusion(void)
 	ir_module_free(m);
 }
 
+static void norm_fusion_large_readers(void)
+{
+	ir_module *m = test_run_to(MODEL, "tests/passes/models/hybrid_wide_head.config.json", "fuse_norm_matmul", NULL);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	int logits = test_node(m, "logits"), q = test_node(m, "layers.1.attn.q_flat");
+	CHECK(logits >= 0 && f->nodes[logits].n_fused == 0, "the 16384 x 2048 head took the norm as a prologue");
+	CHECK(test_node(m, "xn") >= 0, "the final norm before a large head is not a node of its own");
+	CHECK(q >= 0 && f->nodes[q].n_fused == 1 && f->nodes[q].fused[0].op == IR_OP_RMS_NORM,
+	      "a small attention matmul lost its norm prologue");
+	ir_module_free(m);
+}
+
 /* Fusion folds elementwise ops only into ops whose kernels run an epilogue:
  * never into an embedding gather, a slice or the MoE experts. */
 static void epilogue_hosts(void)
@@ -192,6 +208,7 @@ int main(void)
 	expansion_names();
 	dce_keeps_sinks();
 	norm_fusion();
+	norm_fusion_large_readers();
 	epilogue_hosts();
 	cycle_and_bad_edge();
 	output_aliasing_state();
