@@ -1,4 +1,7 @@
-/* Instantiation of the kernels/vulkan templates for one node (kernel_variant.h). */
+/* Kernel variants (kernel_variant.h): each op's row in kv_ops (at the end)
+ * plans a variant in no target language (codegen/kernel_plan.h): checks,
+ * key, template, constants, tiles, grid, bindings, fused ops. The GLSL
+ * emitter (codegen/emit_glsl.h) then spells the plan as a Vulkan shader. */
 #include "codegen/kernel_variant.h"
 
 #include <inttypes.h>
@@ -8,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/vulkan/kernel_sources.h"
+#include "codegen/emit_glsl.h"
+#include "codegen/kernel_plan.h"
+#include "codegen/strbuf.h"
 
 /* Op names straight from the op table, so kernel generation needs no IR library. */
 static const char *const op_names[] = {
@@ -28,62 +33,12 @@ static const char *op_name(ir_op op)
 #define KV_MAX_GROUPS 65535
 #define KV_MAX_LANES 1024
 
-/* ---- growable strings (out of memory aborts, as elsewhere in the compiler) --- */
-
-typedef struct {
-	char *s;
-	size_t len, cap;
-} strbuf;
-
-static void sb_vprintf(strbuf *b, const char *fmt, va_list ap)
-{
-	va_list ap2;
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap2);
-	va_end(ap2);
-	if (n < 0)
-		abort();
-	if (b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			abort();
-		b->s = s;
-		b->cap = cap;
-	}
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-	b->len += (size_t)n;
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	sb_vprintf(b, fmt, ap);
-	va_end(ap);
-}
-
-/* Takes the string (an empty one if nothing was written). */
-static char *sb_take(strbuf *b)
-{
-	if (!b->s)
-		sb_printf(b, "%s", "");
-	char *s = b->s;
-	memset(b, 0, sizeof *b);
-	return s;
-}
-
 /* ---- the build state ---------------------------------------------------------- */
 
 typedef struct {
 	const kv_desc *d;
 	kv_kernel *k;
-	strbuf defs; /* #defines and constant tables, before the prelude */
-	strbuf gen;  /* generated functions, after the prelude */
-	strbuf tail; /* generated functions, after the template */
+	kv_plan *p;
 	strbuf sig;  /* the key: what the kernel computes */
 	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
@@ -103,42 +58,78 @@ static bool fail(kv_build *b, const char *fmt, ...)
 	return false;
 }
 
-/* ---- small emitters ---------------------------------------------------------------- */
+/* ---- the plan's constants ----------------------------------------------------------------- */
 
-/* A GLSL float literal that reads back as exactly f (9 significant digits
- * round-trip an f32). */
-static const char *glsl_float(char *buf, size_t len, float f)
+static kv_const *add_const(kv_build *b, kv_const_kind kind, const char *name)
 {
-	snprintf(buf, len, "%.9g", (double)f);
-	if (!strpbrk(buf, ".e"))
-		snprintf(buf + strlen(buf), len - strlen(buf), ".0");
-	return buf;
+	kv_plan *p = b->p;
+	if (p->n_c == p->cap_c) {
+		int cap = p->cap_c ? 2 * p->cap_c : 32;
+		kv_const *c = realloc(p->c, (size_t)cap * sizeof(*c));
+		if (!c)
+			abort();
+		p->c = c;
+		p->cap_c = cap;
+	}
+	kv_const *c = &p->c[p->n_c++];
+	*c = (kv_const){.kind = kind, .name = name};
+	return c;
 }
 
 static void def_uint(kv_build *b, const char *name, int64_t v)
 {
-	sb_printf(&b->defs, "#define %s %" PRId64 "u\n", name, v);
+	add_const(b, KV_CONST_UINT, name)->i = v;
+}
+
+static void def_int(kv_build *b, const char *name, int64_t v)
+{
+	add_const(b, KV_CONST_INT, name)->i = v;
 }
 
 static void def_float(kv_build *b, const char *name, float v)
 {
-	char buf[48];
-	sb_printf(&b->defs, "#define %s %s\n", name, glsl_float(buf, sizeof buf, v));
+	add_const(b, KV_CONST_FLOAT, name)->f = v;
 }
 
-/* X_T and X_C of an affine dim, for AFF(X) in the templates. */
-static void def_affine(kv_build *b, const char *name, ir_dim v)
+/* NAME_T and NAME_C of an affine dim, for AFF(NAME) in the templates. */
+static void def_affine(kv_build *b, const char *name_t, const char *name_c, ir_dim v)
 {
-	sb_printf(&b->defs, "#define %s_T %" PRId64 "u\n#define %s_C %" PRId64 "u\n", name, v.coef_T,
-		  name, v.c);
+	def_uint(b, name_t, v.coef_T);
+	def_uint(b, name_c, v.c);
 }
 
-static uint32_t bind(kv_build *b, const char *macro)
+/* A constant table of n values, taken over (malloc'd). */
+static void def_uint_array(kv_build *b, const char *name, uint32_t *v, int64_t n)
+{
+	kv_const *c = add_const(b, KV_CONST_UINT_ARRAY, name);
+	c->u32 = v;
+	c->n = n;
+}
+
+static void def_float_array(kv_build *b, const char *name, float *v, int64_t n)
+{
+	kv_const *c = add_const(b, KV_CONST_FLOAT_ARRAY, name);
+	c->f32 = v;
+	c->n = n;
+}
+
+/* The next binding; `name` (may be NULL) stands for its index in the template. */
+static uint32_t bind(kv_build *b, const char *name)
 {
 	uint32_t i = b->next_binding++;
-	if (macro)
-		sb_printf(&b->defs, "#define %s %u\n", macro, i);
+	if (name)
+		add_const(b, KV_CONST_BINDING, name)->i = i;
 	return i;
+}
+
+void kv_plan_free(kv_plan *p)
+{
+	for (int i = 0; i < p->n_c; i++) {
+		free(p->c[i].u32);
+		free(p->c[i].f32);
+	}
+	free(p->c);
+	memset(p, 0, sizeof *p);
 }
 
 static void set_grid(kv_build *b, int axis, int64_t a, int64_t c, int64_t d)
@@ -151,7 +142,8 @@ static void set_local(kv_build *b, uint32_t x, uint32_t y)
 	b->k->local_size[0] = x;
 	b->k->local_size[1] = y;
 	b->k->local_size[2] = 1;
-	sb_printf(&b->defs, "#define LS_X %uu\n#define LS_Y %uu\n", x, y);
+	def_uint(b, "LS_X", x);
+	def_uint(b, "LS_Y", y);
 }
 
 /* The common layout: 1-D workgroups of ls lanes, ceil(items / per_group)
@@ -228,37 +220,6 @@ static bool check_elem(kv_build *b, const kv_elem_op *e, const char *where)
 	return true;
 }
 
-/* GLSL index of the other operand for element i. */
-static void bcast_index(char *buf, size_t len, const kv_elem_op *e)
-{
-	if (e->bcast == KV_BCAST_TRAILING)
-		snprintf(buf, len, "i %% %" PRId64 "u", e->bcast_n);
-	else if (e->bcast == KV_BCAST_LASTDIM)
-		snprintf(buf, len, "i / %" PRId64 "u", e->bcast_n);
-	else
-		snprintf(buf, len, "i");
-}
-
-/* The expression of e applied to the running value v and the other operand o. */
-static void elem_expr(strbuf *g, const kv_elem_op *e, const char *v, const char *o)
-{
-	char buf[48];
-	const char *a = e->operand == 0 ? v : o, *c = e->operand == 0 ? o : v;
-	switch (e->op) {
-	case IR_OP_SILU: sb_printf(g, "silu_f(%s)", v); break;
-	case IR_OP_SIGMOID: sb_printf(g, "sigmoid_f(%s)", v); break;
-	case IR_OP_SOFTPLUS: sb_printf(g, "softplus_f(%s)", v); break;
-	case IR_OP_EXP: sb_printf(g, "exp(%s)", v); break;
-	case IR_OP_NEG: sb_printf(g, "(-%s)", v); break;
-	case IR_OP_SCALE: sb_printf(g, "(%s * %s)", v, glsl_float(buf, sizeof buf, e->value)); break;
-	case IR_OP_ADD: sb_printf(g, "(%s + %s)", a, c); break;
-	case IR_OP_SUB: sb_printf(g, "(%s - %s)", a, c); break;
-	case IR_OP_MUL: sb_printf(g, "(%s * %s)", a, c); break;
-	case IR_OP_SWIGLU: sb_printf(g, "(silu_f(%s) * %s)", a, c); break;
-	default: break; /* rejected by check_elem */
-	}
-}
-
 static void sig_elem(strbuf *s, const kv_elem_op *e)
 {
 	static const char *const bc[] = {"full", "trail", "last"};
@@ -273,50 +234,37 @@ static void sig_elem(strbuf *s, const kv_elem_op *e)
 	}
 }
 
-/* Binds the prologue's and the epilogue's extra operands (in that order) and
- * generates `float epilogue(float v, uint i)`, i = the output element. */
-static bool bind_fused(kv_build *b, bool epi_ok, bool pro_ok)
+/* Which fused ops an op's kernels take. */
+enum { KV_FUSE_EPILOGUE = 1, KV_FUSE_PROLOGUE = 2 };
+
+/* Binds the prologue's and the epilogue's extra operands (in that order),
+ * after the op's inputs, and records them in the key and the plan. */
+static bool bind_fused(kv_build *b, unsigned fuse)
 {
 	const kv_desc *d = b->d;
-	if (d->pro.on && !pro_ok)
+	if (d->pro.on && !(fuse & KV_FUSE_PROLOGUE))
 		return fail(b, "no fused rms_norm prologue for this op");
-	if (d->n_epi && !epi_ok)
+	if (d->n_epi && !(fuse & KV_FUSE_EPILOGUE))
 		return fail(b, "no fused epilogue for this op");
 	if (d->n_epi < 0 || d->n_epi > KV_MAX_EPILOGUE)
 		return fail(b, "%d epilogue ops, at most %d", d->n_epi, KV_MAX_EPILOGUE);
-	if (pro_ok) {
-		sb_printf(&b->defs, "#define PRO_RMS %d\n", d->pro.on ? 1 : 0);
+	if (fuse & KV_FUSE_PROLOGUE) {
+		def_int(b, "PRO_RMS", d->pro.on ? 1 : 0);
 		if (d->pro.on) {
 			bind(b, "B_NW");
 			def_float(b, "PRO_EPS", d->pro.eps);
-			sb_printf(&b->defs, "#define PRO_OFFSET %d.0\n", d->pro.offset ? 1 : 0);
+			def_float(b, "PRO_OFFSET", d->pro.offset ? 1.0f : 0.0f);
 			sb_printf(&b->sig, " pro=rms(eps=%.9g,off=%d)", (double)d->pro.eps, d->pro.offset ? 1 : 0);
 		}
 	}
-	strbuf body = {0};
 	for (int j = 0; j < d->n_epi; j++) {
 		const kv_elem_op *e = &d->epi[j];
-		if (!check_elem(b, e, "epilogue")) {
-			free(body.s);
+		if (!check_elem(b, e, "epilogue"))
 			return false;
-		}
 		sb_printf(&b->sig, j == 0 ? " epi=" : ",");
 		sig_elem(&b->sig, e);
-		char other[96] = "";
-		if (elem_is_binary(e->op)) {
-			char idx[48];
-			bcast_index(idx, sizeof idx, e);
-			uint32_t bi = bind(b, NULL);
-			sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer E%d { float e%d[]; };\n",
-				  bi, j, j);
-			snprintf(other, sizeof other, "e%d[%s]", j, idx);
-		}
-		sb_printf(&body, "\tv = ");
-		elem_expr(&body, e, "v", other);
-		sb_printf(&body, ";\n");
+		b->p->epi_binding[j] = elem_is_binary(e->op) ? (int)bind(b, NULL) : -1;
 	}
-	sb_printf(&b->gen, "float epilogue(float v, uint i)\n{\n%sreturn v;\n}\n", body.s ? body.s : "");
-	free(body.s);
 	return true;
 }
 
@@ -327,7 +275,7 @@ static bool weight_type(kv_build *b)
 	if (b->d->wtype != HALO_F32 && b->d->wtype != HALO_F16)
 		return fail(b, "weight dtype %s, expected f32 or f16",
 			    halo_dtype_name(b->d->wtype) ? halo_dtype_name(b->d->wtype) : "?");
-	sb_printf(&b->defs, "#define WTYPE_F16 %d\n", b->d->wtype == HALO_F16 ? 1 : 0);
+	def_int(b, "WTYPE_F16", b->d->wtype == HALO_F16 ? 1 : 0);
 	sb_printf(&b->sig, " w=%s", halo_dtype_name(b->d->wtype));
 	return true;
 }
@@ -339,31 +287,18 @@ static bool build_embed(kv_build *b)
 	if (!check_index(b, "V", V) || !check_index(b, "H", H) || !check_index(b, "V*H", V * H) ||
 	    !check_index(b, "T*H", b->d->t_max * H) || !lanes_1d(b, 256, &ls))
 		return false;
-	b->k->template_name = "embed.comp";
+	b->p->template = "embed";
 	sb_printf(&b->sig, "embed V=%" PRId64 " H=%" PRId64, V, H);
 	def_uint(b, "V", V);
 	def_uint(b, "H", H);
 	if (!weight_type(b))
 		return false;
-	bind(b, "B_W");
-	bind(b, "B_IDS");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, H, ls);
 	set_grid(b, 1, 1, 0, 1);
 	return true;
 }
 
-/* A kernel template embedded from kernels/vulkan, or NULL. */
-static const char *template_text(const char *name)
-{
-	for (int i = 0; i < kernel_sources_count; i++)
-		if (strcmp(kernel_sources[i].name, name) == 0)
-			return kernel_sources[i].text;
-	return NULL;
-}
 
 /* ---- matvec: the decode kernel and its variant space ------------------------------- */
 
@@ -453,33 +388,6 @@ static kv_tiles matvec_resolve(const kv_desc *d)
 }
 
 
-/* matvec_cols.glsl once per column count nc = cols, 2 cols, ... nc_max
- * after the template, their prototypes and the dispatch on nc before it. */
-static bool matvec_paths(kv_build *b, uint32_t cols, uint32_t nc_max)
-{
-	const char *body = template_text("matvec_cols.glsl");
-	if (!body)
-		return fail(b, "template matvec_cols.glsl is not embedded");
-	sb_printf(&b->defs, "#define MATVEC_PROTOTYPES");
-	strbuf dispatch = {0};
-	for (uint32_t nc = cols; nc <= nc_max; nc *= 2) {
-		sb_printf(&b->defs, " void run_%u(uint lane, uint g, uint l, uint grp);", nc);
-		sb_printf(&dispatch, "%sif (nc == %uu) run_%u(lane, g, l, grp);", nc == cols ? "" : " else ", nc, nc);
-		for (const char *p = body; *p;) {
-			const char *at = strstr(p, "@NC@");
-			if (!at) {
-				sb_printf(&b->tail, "%s", p);
-				break;
-			}
-			sb_printf(&b->tail, "%.*s%u", (int)(at - p), p, nc);
-			p = at + 4;
-		}
-	}
-	sb_printf(&b->defs, "\n#define MATVEC_DISPATCH %s\n", dispatch.s);
-	free(dispatch.s);
-	return true;
-}
-
 static bool matvec_tiles(kv_build *b)
 {
 	kv_tiles t = matvec_resolve(b->d);
@@ -487,9 +395,9 @@ static bool matvec_tiles(kv_build *b)
 	if (why)
 		return fail(b, "matvec tiles ls%u,sp%u,nc%u%s,u%u%s: %s", t.local, t.split, t.cols, t.grow ? "+" : "",
 			    t.unroll, t.tree ? ",tree" : "", why);
-	b->k->template_name = "matvec.comp";
-	if (!matvec_paths(b, t.cols, matvec_nc_max(b->d, t)))
-		return false;
+	b->p->template = "matvec";
+	b->p->cols = t.cols;
+	b->p->cols_max = matvec_nc_max(b->d, t);
 	def_uint(b, "NC", t.cols);
 	def_uint(b, "NC_MAX", matvec_nc_max(b->d, t));
 	def_uint(b, "SPLIT", t.split);
@@ -498,8 +406,9 @@ static bool matvec_tiles(kv_build *b)
 	/* Rows of K % 8 == 0 start 16-byte aligned in every dtype: each lane
 	 * then loads 8 weights at a time (one 16-byte load for f16). */
 	bool vec8 = b->d->u.matmul.K % 8 == 0;
-	sb_printf(&b->defs, "#define VEC8 %d\n#define SG_SHUFFLE %d\n#define USE_TREE 0\n", vec8 ? 1 : 0,
-		  t.tree ? 0 : 1);
+	def_int(b, "VEC8", vec8 ? 1 : 0);
+	def_int(b, "SG_SHUFFLE", t.tree ? 0 : 1);
+	def_int(b, "USE_TREE", 0);
 	if (!t.tree)
 		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, t.local, 1);
@@ -552,7 +461,7 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	if (shared > KV_COOPMAT_SHARED_LIMIT)
 		return fail(b, "coopmat: tile needs %" PRIu64 " bytes of shared memory, more than %d", shared,
 			    KV_COOPMAT_SHARED_LIMIT);
-	b->k->template_name = "matmul_coopmat.comp";
+	b->p->template = "matmul_coopmat";
 	b->k->needs |= HALO_NEED_COOPMAT_NV;
 	def_uint(b, "BM", bm);
 	def_uint(b, "BN", bn);
@@ -561,7 +470,8 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	def_uint(b, "WN", wn);
 	/* Rows of K % 8 == 0 start 16-byte aligned for f16 w and 32-byte for f32 x. */
 	bool vec8 = b->d->u.matmul.K % 8 == 0;
-	sb_printf(&b->defs, "#define VEC8 %d\n#define USE_TREE 0\n", vec8 ? 1 : 0);
+	def_int(b, "VEC8", vec8 ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
 	set_local(b, lanes, 1);
 	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
 	set_grid(b, 1, 1, 0, bm);
@@ -585,14 +495,14 @@ static bool matmul_tiles(kv_build *b)
 		return fail(b, "matmul: %u x %u lanes exceed %d", lx, ly, KV_MAX_LANES);
 	if (((uint64_t)(bm + bn) * (bk + 1) + bm) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "matmul: tile needs more than %d bytes of shared memory", KV_SHARED_LIMIT);
-	b->k->template_name = "matmul.comp";
+	b->p->template = "matmul";
 	def_uint(b, "BM", bm);
 	def_uint(b, "BN", bn);
 	def_uint(b, "BK", bk);
 	set_local(b, lx, ly);
 	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
 	set_grid(b, 1, 1, 0, bm);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	def_int(b, "USE_TREE", 0);
 	sb_printf(&b->tile, "bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
 	return true;
 }
@@ -609,11 +519,6 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "N", N);
 	if (!weight_type(b))
 		return false;
-	bind(b, "B_X");
-	bind(b, "B_W");
-	if (!bind_fused(b, true, true))
-		return false;
-	bind(b, "B_Y");
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
 }
 
@@ -627,19 +532,15 @@ static bool build_rms_norm(kv_build *b)
 		return false;
 	if (D % G)
 		return fail(b, "group %" PRId64 " does not divide D = %" PRId64, G, D);
-	b->k->template_name = "rms_norm.comp";
+	b->p->template = "rms_norm";
 	sb_printf(&b->sig, "rms_norm R=%" PRId64 " D=%" PRId64 " G=%" PRId64 " eps=%.9g off=%d", R, D,
 		  G, (double)b->d->u.rms_norm.eps, b->d->u.rms_norm.offset ? 1 : 0);
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
 	def_uint(b, "G", G);
 	def_float(b, "EPS", b->d->u.rms_norm.eps);
-	sb_printf(&b->defs, "#define OFFSET %d.0\n#define USE_TREE 1\n", b->d->u.rms_norm.offset ? 1 : 0);
-	bind(b, "B_X");
-	bind(b, "B_NW");
-	if (!bind_fused(b, true, false))
-		return false;
-	bind(b, "B_Y");
+	def_float(b, "OFFSET", (float)(b->d->u.rms_norm.offset ? 1 : 0));
+	def_int(b, "USE_TREE", 1);
 	per_token_grid(b, ls, R * (D / G), 1);
 	return true;
 }
@@ -647,13 +548,12 @@ static bool build_rms_norm(kv_build *b)
 /* theta_i = base^(-2i/rot) in f64, rounded once to f32, as a constant table. */
 static void rope_table(kv_build *b, int64_t rot, float base)
 {
-	char buf[48];
-	sb_printf(&b->defs, "const float THETA[%" PRId64 "] = float[](", rot / 2);
-	for (int64_t i = 0; i < rot / 2; i++) {
-		float th = (float)pow((double)base, -2.0 * (double)i / (double)rot);
-		sb_printf(&b->defs, "%s%s", i ? ", " : "", glsl_float(buf, sizeof buf, th));
-	}
-	sb_printf(&b->defs, ");\n");
+	float *th = malloc((size_t)(rot / 2) * sizeof(*th) + 1);
+	if (!th)
+		abort();
+	for (int64_t i = 0; i < rot / 2; i++)
+		th[i] = (float)pow((double)base, -2.0 * (double)i / (double)rot);
+	def_float_array(b, "THETA", th, rot / 2);
 }
 
 static bool build_rope(kv_build *b)
@@ -668,19 +568,15 @@ static bool build_rope(kv_build *b)
 		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
 	if (!(base > 0.0f) || !isfinite(base))
 		return fail(b, "base %g must be positive and finite", (double)base);
-	b->k->template_name = "rope.comp";
+	b->p->template = "rope";
 	sb_printf(&b->sig, "rope H=%" PRId64 " D=%" PRId64 " rot=%" PRId64 " base=%.9g", HH, D, rot,
 		  (double)base);
 	def_uint(b, "HH", HH);
 	def_uint(b, "D", D);
 	def_uint(b, "ROT", rot);
 	def_uint(b, "HALF", rot / 2);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	def_int(b, "USE_TREE", 0);
 	rope_table(b, rot, base);
-	bind(b, "B_X");
-	if (!bind_fused(b, true, false))
-		return false;
-	bind(b, "B_Y");
 	per_token_grid(b, ls, HH * D, ls);
 	return true;
 }
@@ -707,7 +603,7 @@ static bool build_attention(kv_build *b)
 			    KV_SHARED_LIMIT);
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
-	b->k->template_name = "attention.comp";
+	b->p->template = "attention";
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
 		  masked ? "masked_attention" : "attention", hq, hk, D, dv, C, (double)d->u.attention.scale);
 	def_uint(b, "HQ", hq);
@@ -715,18 +611,11 @@ static bool build_attention(kv_build *b)
 	def_uint(b, "D", D);
 	def_uint(b, "DV", dv);
 	def_float(b, "SCALE", d->u.attention.scale);
-	sb_printf(&b->defs, "#define USE_TREE 1\n");
-	bind(b, "B_Q");
-	bind(b, "B_K");
-	bind(b, "B_V");
+	def_int(b, "USE_TREE", 1);
 	if (masked) {
 		def_uint(b, "MASK_C", C);
-		sb_printf(&b->defs, "#define MASKED 1\n");
-		bind(b, "B_M");
+		def_int(b, "MASKED", 1);
 	}
-	if (!bind_fused(b, !masked, false))
-		return false;
-	bind(b, "B_Y");
 	per_token_grid(b, ls, hq, 1);
 	return true;
 }
@@ -738,41 +627,12 @@ static bool build_softmax(kv_build *b)
 	if (!check_index(b, "rows per token", R) || !check_index(b, "D", D) ||
 	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, 64, &ls))
 		return false;
-	b->k->template_name = "softmax.comp";
+	b->p->template = "softmax";
 	sb_printf(&b->sig, "softmax R=%" PRId64 " D=%" PRId64, R, D);
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
-	sb_printf(&b->defs, "#define USE_TREE 1\n");
-	bind(b, "B_X");
-	if (!bind_fused(b, true, false))
-		return false;
-	bind(b, "B_Y");
+	def_int(b, "USE_TREE", 1);
 	per_token_grid(b, ls, R, 1);
-	return true;
-}
-
-/* The node's own op over a (binding 0) and b (binding 1 when binary). */
-static bool elementwise_main(kv_build *b)
-{
-	const kv_elem_op *m = &b->d->u.elementwise.main;
-	if (!check_elem(b, m, "main op"))
-		return false;
-	if (m->operand != 0)
-		return fail(b, "main op: the running value is always operand 0");
-	sb_printf(&b->sig, " op=");
-	sig_elem(&b->sig, m);
-	sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer A { float a[]; };\n", bind(b, NULL));
-	char other[64] = "";
-	if (elem_is_binary(m->op)) {
-		char idx[48];
-		bcast_index(idx, sizeof idx, m);
-		sb_printf(&b->gen, "layout(set = 0, binding = %u) readonly buffer B { float b[]; };\n",
-			  bind(b, NULL));
-		snprintf(other, sizeof other, "b[%s]", idx);
-	}
-	sb_printf(&b->gen, "float main_op(uint i)\n{\n\treturn ");
-	elem_expr(&b->gen, m, "a[i]", other);
-	sb_printf(&b->gen, ";\n}\n");
 	return true;
 }
 
@@ -783,14 +643,19 @@ static bool build_elementwise(kv_build *b)
 	if (n.coef_T < 0 || n.c < 0 || !check_index(b, "elements", dim_at(n, b->d->t_max)) ||
 	    !lanes_1d(b, 256, &ls))
 		return false;
-	b->k->template_name = "elementwise.comp";
+	b->p->template = "elementwise";
 	sb_printf(&b->sig, "elementwise n=%" PRId64 "*T+%" PRId64, n.coef_T, n.c);
-	def_affine(b, "NUMEL", n);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	if (!elementwise_main(b) || !bind_fused(b, true, false))
+	def_affine(b, "NUMEL_T", "NUMEL_C", n);
+	def_int(b, "USE_TREE", 0);
+	const kv_elem_op *m = &b->d->u.elementwise.main;
+	if (m->op != b->d->op)
+		return fail(b, "elementwise main op '%s' differs from the node's op", op_name(m->op));
+	if (!check_elem(b, m, "main op"))
 		return false;
-	sb_printf(&b->gen, "layout(set = 0, binding = %u) writeonly buffer Y { float y[]; };\n",
-		  bind(b, NULL));
+	if (m->operand != 0)
+		return fail(b, "main op: the running value is always operand 0");
+	sb_printf(&b->sig, " op=");
+	sig_elem(&b->sig, m);
 	set_local(b, ls, 1);
 	set_grid(b, 0, n.coef_T, n.c, ls);
 	sb_printf(&b->tile, "ls%u", ls);
@@ -803,14 +668,10 @@ static bool build_argmax(kv_build *b)
 	uint32_t ls;
 	if (!check_index(b, "N", N) || !check_index(b, "T*N", b->d->t_max * N) || !lanes_1d(b, 64, &ls))
 		return false;
-	b->k->template_name = "argmax.comp";
+	b->p->template = "argmax";
 	sb_printf(&b->sig, "argmax N=%" PRId64, N);
 	def_uint(b, "N", N);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	bind(b, "B_X");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
+	def_int(b, "USE_TREE", 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
 	sb_printf(&b->tile, "ls%u", ls);
@@ -838,7 +699,7 @@ static bool build_copy(kv_build *b)
 	if (d->u.copy.from_pos && (!check_index(b, "source rows", d->u.copy.src_rows) ||
 				   !check_index(b, "last source index", d->u.copy.src_rows * d->u.copy.src_stride)))
 		return false;
-	b->k->template_name = "copy_rows.comp";
+	b->p->template = "copy_rows";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
 		  d->u.copy.src_offset, rep, d->u.copy.src_stride, d->u.copy.dst_offset,
@@ -851,14 +712,11 @@ static bool build_copy(kv_build *b)
 	def_uint(b, "SRC_STRIDE", d->u.copy.src_stride);
 	def_uint(b, "DST_OFF", d->u.copy.dst_offset);
 	def_uint(b, "DST_STRIDE", d->u.copy.dst_stride);
-	sb_printf(&b->defs, "#define AT_POS %d\n#define USE_TREE 0\n", d->u.copy.at_pos ? 1 : 0);
-	sb_printf(&b->defs, "#define FROM_POS %d\n#define POS_OFFSET (%" PRId64 ")\n", d->u.copy.from_pos ? 1 : 0,
-		  d->u.copy.pos_offset);
+	def_int(b, "AT_POS", d->u.copy.at_pos ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
+	def_int(b, "FROM_POS", d->u.copy.from_pos ? 1 : 0);
+	def_int(b, "POS_OFFSET", d->u.copy.pos_offset);
 	def_uint(b, "SRC_ROWS", d->u.copy.src_rows);
-	bind(b, "B_SRC");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_DST");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, W, ls);
 	set_grid(b, 1, rows.coef_T, rows.c, 1);
@@ -880,17 +738,12 @@ static bool build_concat(kv_build *b)
 	    !check_index(b, "elements", dim_at(rows, T) * (dim_at(wa, T) + dim_at(wb, T))) ||
 	    !lanes_1d(b, 256, &ls))
 		return false;
-	b->k->template_name = "concat.comp";
+	b->p->template = "concat";
 	sb_printf(&b->sig, "concat rows=%" PRId64 "*T+%" PRId64 " a=%" PRId64 "*T+%" PRId64
 		  " b=%" PRId64 "*T+%" PRId64, rows.coef_T, rows.c, wa.coef_T, wa.c, wb.coef_T, wb.c);
-	def_affine(b, "WA", wa);
-	def_affine(b, "WB", wb);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	bind(b, "B_A");
-	bind(b, "B_B");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
+	def_affine(b, "WA_T", "WA_C", wa);
+	def_affine(b, "WB_T", "WB_C", wb);
+	def_int(b, "USE_TREE", 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, wa.coef_T + wb.coef_T, wa.c + wb.c, ls);
 	set_grid(b, 1, rows.coef_T, rows.c, 1);
@@ -899,8 +752,9 @@ static bool build_concat(kv_build *b)
 }
 
 /* l2_norm (x) -> y, or gated_rms_norm (x, z, w) -> y: one workgroup per row. */
-static bool build_row_norm(kv_build *b, bool gated)
+static bool build_row_norm(kv_build *b)
 {
+	bool gated = b->d->op == IR_OP_GATED_RMS_NORM;
 	int64_t R = b->d->u.norm.rows_per_t, D = b->d->u.norm.D;
 	float eps = b->d->u.norm.eps;
 	uint32_t ls;
@@ -909,21 +763,13 @@ static bool build_row_norm(kv_build *b, bool gated)
 		return false;
 	if (!isfinite(eps) || eps < 0.0f)
 		return fail(b, "eps %g must be finite and non-negative", (double)eps);
-	b->k->template_name = gated ? "gated_rms_norm.comp" : "l2_norm.comp";
+	b->p->template = gated ? "gated_rms_norm" : "l2_norm";
 	sb_printf(&b->sig, "%s R=%" PRId64 " D=%" PRId64 " eps=%.9g", op_name(b->d->op), R, D,
 		  (double)eps);
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
 	def_float(b, "EPS", eps);
-	sb_printf(&b->defs, "#define USE_TREE 1\n");
-	bind(b, "B_X");
-	if (gated) {
-		bind(b, "B_Z");
-		bind(b, "B_NW");
-	}
-	if (!bind_fused(b, true, false))
-		return false;
-	bind(b, "B_Y");
+	def_int(b, "USE_TREE", 1);
 	per_token_grid(b, ls, R, 1);
 	return true;
 }
@@ -938,21 +784,15 @@ static bool build_conv1d(kv_build *b)
 	if (K < 2)
 		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds K-1 rows)",
 			    K);
-	b->k->template_name = "conv1d_causal.comp";
+	b->p->template = "conv1d_causal";
 	sb_printf(&b->sig, "conv1d_causal C=%" PRId64 " K=%" PRId64 " act=%s", C, K,
 		  b->d->u.conv1d.silu ? "silu" : "none");
 	def_uint(b, "C", C);
 	def_uint(b, "K", K);
-	sb_printf(&b->defs, "#define ACT_SILU %d\n#define USE_TREE 0\n", b->d->u.conv1d.silu ? 1 : 0);
+	def_int(b, "ACT_SILU", b->d->u.conv1d.silu ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
 	if (!weight_type(b))
 		return false;
-	bind(b, "B_X");
-	bind(b, "B_S");
-	bind(b, "B_W");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
-	bind(b, "B_NS");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, C, ls);
 	set_grid(b, 1, 1, K - 1, 1);
@@ -1007,11 +847,11 @@ static bool gdr_pick(kv_build *b, int64_t dk, uint32_t *ls, uint32_t *rows)
 		if ((uint64_t)dk * 2u * 4u > KV_SHARED_LIMIT)
 			return fail(b, "key dim %" PRId64 " needs more than %d bytes of shared memory",
 				    dk, KV_SHARED_LIMIT);
-		b->k->template_name = "gated_delta_rule.comp";
+		b->p->template = "gated_delta_rule";
 		return true;
 	}
 	*rows = KV_GDR_ROWS;
-	b->k->template_name = "gated_delta_rule_chunked.comp";
+	b->p->template = "gated_delta_rule_chunked";
 	return gdr_chunked_cols(b, dk, ls);
 }
 
@@ -1040,17 +880,7 @@ static bool build_gdr(kv_build *b)
 	def_uint(b, "DK", dk);
 	def_uint(b, "DV", dv);
 	def_float(b, "SCALE", d->u.gdr.scale);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	bind(b, "B_Q");
-	bind(b, "B_K");
-	bind(b, "B_V");
-	bind(b, "B_G");
-	bind(b, "B_BETA");
-	bind(b, "B_S");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_O");
-	bind(b, "B_SO");
+	def_int(b, "USE_TREE", 0);
 	set_local(b, ls, rows);
 	set_grid(b, 0, 0, dv, ls);
 	set_grid(b, 1, 0, hv, 1);
@@ -1064,8 +894,9 @@ static bool build_gdr(kv_build *b)
 #define KV_TOPK_MAX_K 256
 
 /* topk (x) -> (ids, vals), or moe_route (logits) -> (ids, w): one workgroup per row. */
-static bool build_topk(kv_build *b, bool route)
+static bool build_topk(kv_build *b)
 {
+	bool route = b->d->op == IR_OP_MOE_ROUTE;
 	int64_t N = b->d->u.topk.N, k = b->d->u.topk.k;
 	bool norm = b->d->u.topk.norm;
 	uint32_t ls;
@@ -1077,20 +908,16 @@ static bool build_topk(kv_build *b, bool route)
 			    KV_TOPK_MAX_K);
 	if (norm && !route)
 		return fail(b, "renormalising the selected values applies to moe_route only");
-	b->k->template_name = "topk.comp";
+	b->p->template = "topk";
 	if (route)
 		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
 	else
 		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
 	def_uint(b, "N", N);
 	def_uint(b, "KSEL", k);
-	sb_printf(&b->defs, "#define ROUTE %d\n#define NORM %d\n#define USE_TREE %d\n", route ? 1 : 0,
-		  norm ? 1 : 0, route ? 1 : 0);
-	bind(b, "B_X");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_IDS");
-	bind(b, "B_VALS");
+	def_int(b, "ROUTE", route ? 1 : 0);
+	def_int(b, "NORM", norm ? 1 : 0);
+	def_int(b, "USE_TREE", route ? 1 : 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
 	sb_printf(&b->tile, "ls%u", ls);
@@ -1104,8 +931,9 @@ static bool build_topk(kv_build *b, bool route)
 
 /* moe_gate_up and moe_down: the shared checks, defines and bindings; the
  * dot products run over `len` (H for gate/up, F for down). */
-static bool build_moe_half(kv_build *b, bool gate_up)
+static bool build_moe_half(kv_build *b)
 {
+	bool gate_up = b->d->op == IR_OP_MOE_GATE_UP;
 	int64_t H = b->d->u.moe.H, F = b->d->u.moe.F, E = b->d->u.moe.E, k = b->d->u.moe.k;
 	int64_t len = gate_up ? H : F, rows = gate_up ? k * F : H;
 	uint32_t ls;
@@ -1117,7 +945,7 @@ static bool build_moe_half(kv_build *b, bool gate_up)
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
 	bool vec8 = len % 8 == 0;
-	b->k->template_name = gate_up ? "moe_gate_up.comp" : "moe_down.comp";
+	b->p->template = gate_up ? "moe_gate_up" : "moe_down";
 	sb_printf(&b->sig, "%s H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, gate_up ? "moe_gate_up" : "moe_down",
 		  H, F, E, k);
 	def_uint(b, "H", H);
@@ -1126,23 +954,11 @@ static bool build_moe_half(kv_build *b, bool gate_up)
 	def_uint(b, "KSEL", k);
 	def_uint(b, "NR", MOE_ROWS);
 	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
-	sb_printf(&b->defs, "#define VEC8 %d\n#define USE_TREE 0\n", vec8 ? 1 : 0);
+	def_int(b, "VEC8", vec8 ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
 	if (!weight_type(b))
 		return false;
-	bind(b, "B_X");
-	bind(b, "B_IDS");
-	if (!gate_up)
-		bind(b, "B_WR");
-	bind(b, "B_A");
-	if (gate_up)
-		bind(b, "B_B");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
-	const char *shared = template_text("moe_weights.glsl");
-	if (!shared)
-		return fail(b, "kernel template moe_weights.glsl is missing");
-	sb_printf(&b->gen, "%s", shared);
+	b->p->library = "moe_weights";
 	per_token_grid(b, ls, rows, MOE_ROWS);
 	sb_printf(&b->tile, ",rows%d%s", MOE_ROWS, vec8 ? ",v8" : "");
 	return true;
@@ -1161,17 +977,13 @@ static bool build_reduce_mean(kv_build *b)
 	if (!check_index(b, "outer rows", rows) || !check_index(b, "n", n) || !check_index(b, "inner", inner) ||
 	    !check_index(b, "outer*n*inner", rows * n * inner) || !lanes_1d(b, 256, &ls))
 		return false;
-	b->k->template_name = "reduce_mean.comp";
+	b->p->template = "reduce_mean";
 	sb_printf(&b->sig, "reduce_mean outer=%" PRId64 "*T+%" PRId64 " n=%" PRId64 " inner=%" PRId64,
 		  outer.coef_T, outer.c, n, inner);
-	def_affine(b, "OUTER", outer);
+	def_affine(b, "OUTER_T", "OUTER_C", outer);
 	def_uint(b, "N", n);
 	def_uint(b, "INNER", inner);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	bind(b, "B_X");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
+	def_int(b, "USE_TREE", 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, outer.coef_T * inner, outer.c * inner, ls);
 	sb_printf(&b->tile, "ls%u", ls);
@@ -1189,16 +1001,12 @@ static bool build_signed_sqrt(kv_build *b)
 		return false;
 	if (!isfinite(eps) || eps < 0.0f)
 		return fail(b, "eps %g must be finite and non-negative", (double)eps);
-	b->k->template_name = "signed_sqrt.comp";
+	b->p->template = "signed_sqrt";
 	sb_printf(&b->sig, "signed_sqrt numel=%" PRId64 "*T+%" PRId64 " eps=%.9g", numel.coef_T, numel.c,
 		  (double)eps);
-	def_affine(b, "NUMEL", numel);
+	def_affine(b, "NUMEL_T", "NUMEL_C", numel);
 	def_float(b, "EPS", eps);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
-	bind(b, "B_X");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
+	def_int(b, "USE_TREE", 0);
 	set_local(b, ls, 1);
 	set_grid(b, 0, numel.coef_T, numel.c, ls);
 	sb_printf(&b->tile, "ls%u", ls);
@@ -1217,22 +1025,16 @@ static bool build_conv1d_dilated(kv_build *b)
 	if (K < 2)
 		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds (K-1)*dilation rows)",
 			    K);
-	b->k->template_name = "conv1d_causal.comp";
+	b->p->template = "conv1d_causal";
 	sb_printf(&b->sig, "conv1d_dilated C=%" PRId64 " K=%" PRId64 " dilation=%" PRId64 " act=%s", C, K, dil,
 		  b->d->u.conv_dilated.silu ? "silu" : "none");
 	def_uint(b, "C", C);
 	def_uint(b, "K", K);
 	def_uint(b, "DILATION", dil);
-	sb_printf(&b->defs, "#define ACT_SILU %d\n#define USE_TREE 0\n", b->d->u.conv_dilated.silu ? 1 : 0);
+	def_int(b, "ACT_SILU", b->d->u.conv_dilated.silu ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
 	if (!weight_type(b))
 		return false;
-	bind(b, "B_X");
-	bind(b, "B_S");
-	bind(b, "B_W");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
-	bind(b, "B_NS");
 	set_local(b, ls, 1);
 	set_grid(b, 0, 0, C, ls);
 	set_grid(b, 1, 1, (K - 1) * dil, 1);
@@ -1241,34 +1043,36 @@ static bool build_conv1d_dilated(kv_build *b)
 }
 
 /* The hash multipliers as 32-bit halves and each head's prime and row offset,
- * as GLSL constant tables; false when the tables overrun the embedding. */
+ * as constant tables; false when the tables overrun the embedding. */
 static bool ngram_tables(kv_build *b, int64_t heads)
 {
 	const kv_desc *d = b->d;
-	strbuf *g = &b->defs;
-	sb_printf(g, "const uint NG_MLO[%" PRId64 "] = uint[](", d->u.ngram.ngram);
-	for (int64_t s = 0; s < d->u.ngram.ngram; s++)
-		sb_printf(g, "%s%uu", s ? ", " : "", (uint32_t)d->u.ngram.mult[s]);
-	sb_printf(g, ");\nconst uint NG_MHI[%" PRId64 "] = uint[](", d->u.ngram.ngram);
-	for (int64_t s = 0; s < d->u.ngram.ngram; s++)
-		sb_printf(g, "%s%uu", s ? ", " : "", (uint32_t)(d->u.ngram.mult[s] >> 32));
-	sb_printf(g, ");\nconst uint NG_P[%" PRId64 "] = uint[](", heads);
-	for (int64_t j = 0; j < heads; j++)
-		sb_printf(g, "%s%uu", j ? ", " : "", d->u.ngram.size[j]);
-	sb_printf(g, ");\nconst uint NG_OFF[%" PRId64 "] = uint[](", heads);
-	int64_t off = 0;
-	for (int64_t j = 0; j < heads; j++) {
-		uint32_t p = d->u.ngram.size[j];
-		if (p < 2 || p > INT32_MAX)
-			return fail(b, "head %" PRId64 " table size %u must be in [2, 2^31)", j, p);
-		sb_printf(g, "%s%" PRId64 "u", j ? ", " : "", off);
-		off += p;
+	int64_t n = d->u.ngram.ngram;
+	uint32_t *lo = malloc((size_t)n * 4), *hi = malloc((size_t)n * 4);
+	uint32_t *p = malloc((size_t)heads * 4 + 1), *off = malloc((size_t)heads * 4 + 1);
+	if (!lo || !hi || !p || !off)
+		abort();
+	for (int64_t s = 0; s < n; s++) {
+		lo[s] = (uint32_t)d->u.ngram.mult[s];
+		hi[s] = (uint32_t)(d->u.ngram.mult[s] >> 32);
 	}
-	sb_printf(g, ");\n");
-	if (off > d->u.ngram.rows)
-		return fail(b, "the head tables need %" PRId64 " rows, the embedding has %" PRId64, off,
-			    d->u.ngram.rows);
-	return true;
+	int64_t rows = 0;
+	bool ok = true;
+	for (int64_t j = 0; j < heads && ok; j++) {
+		p[j] = d->u.ngram.size[j];
+		off[j] = (uint32_t)rows;
+		if (p[j] < 2 || p[j] > INT32_MAX)
+			ok = fail(b, "head %" PRId64 " table size %u must be in [2, 2^31)", j, p[j]);
+		rows += p[j];
+	}
+	if (ok && rows > d->u.ngram.rows)
+		ok = fail(b, "the head tables need %" PRId64 " rows, the embedding has %" PRId64, rows, d->u.ngram.rows);
+	/* the plan owns the tables even on failure (kv_plan_free) */
+	def_uint_array(b, "NG_MLO", lo, n);
+	def_uint_array(b, "NG_MHI", hi, n);
+	def_uint_array(b, "NG_P", p, heads);
+	def_uint_array(b, "NG_OFF", off, heads);
+	return ok;
 }
 
 /* FNV-1a over the head table sizes. */
@@ -1296,7 +1100,7 @@ static bool build_ngram_embed(kv_build *b)
 	if (!check_index(b, "rows", rows) || !check_index(b, "dp", dp) || !check_index(b, "rows*dp", rows * dp) ||
 	    !check_index(b, "T*heads*dp", d->t_max * heads * dp) || !lanes_1d(b, 256, &ls))
 		return false;
-	b->k->template_name = "ngram_embed.comp";
+	b->p->template = "ngram_embed";
 	sb_printf(&b->sig, "ngram_embed N=%" PRId64 " hpn=%" PRId64 " eos=%" PRId64 " vocab=%" PRId64
 		  " rows=%" PRId64 " dp=%" PRId64 " m=", N, hpn, eos, vocab, rows, dp);
 	/* the signature keys the kernel cache, so it names every table entry:
@@ -1310,16 +1114,9 @@ static bool build_ngram_embed(kv_build *b)
 	def_uint(b, "DP", dp);
 	def_uint(b, "EOS", eos);
 	def_uint(b, "VOCAB", vocab);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	def_int(b, "USE_TREE", 0);
 	if (!ngram_tables(b, heads) || !weight_type(b))
 		return false;
-	bind(b, "B_W");
-	bind(b, "B_IDS");
-	bind(b, "B_H");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
-	bind(b, "B_NH");
 	per_token_grid(b, ls, heads * dp, ls);
 	return true;
 }
@@ -1345,7 +1142,7 @@ static bool build_qsa_select(kv_build *b)
 	if (((uint64_t)h * D + 2u * (uint64_t)(nb_max + 1)) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
 			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
-	b->k->template_name = "qsa_select.comp";
+	b->p->template = "qsa_select";
 	sb_printf(&b->sig, "qsa_select h=%" PRId64 " D=%" PRId64 " C=%" PRId64 " block=%" PRId64 " top=%" PRId64
 		  " rot=%" PRId64 " base=%.9g eps=%.9g", h, D, C, c, top, rot, (double)d->u.qsa.base,
 		  (double)d->u.qsa.eps);
@@ -1357,58 +1154,46 @@ static bool build_qsa_select(kv_build *b)
 	def_uint(b, "ROT", rot);
 	def_uint(b, "NB_MAX", nb_max + 1);
 	def_float(b, "EPS", d->u.qsa.eps);
-	sb_printf(&b->defs, "#define USE_TREE 0\n");
+	def_int(b, "USE_TREE", 0);
 	rope_table(b, rot, d->u.qsa.base);
-	bind(b, "B_Q");
-	bind(b, "B_K");
-	bind(b, "B_NW");
-	if (!bind_fused(b, false, false))
-		return false;
-	bind(b, "B_Y");
 	per_token_grid(b, ls, 1, 1);
 	return true;
 }
 
-/* ---- assembly --------------------------------------------------------------------------- */
+/* ---- assembly ------------------------------------------------------------------------------ */
 
-static bool build_op(kv_build *b)
+/* One row per op (kv_ops, after the variant spaces): how its variants are
+ * planned. dims checks the descriptor and decides the key, the template,
+ * the constants, the tiles and the grid; the driver then binds in[] (the
+ * op's inputs, docs/ops.md order), the fused ops' operands and out[]. */
+typedef struct {
+	ir_op op;
+	bool (*dims)(kv_build *b);
+	const char *in[7], *out[3];
+	unsigned fuse;
+	bool elementwise; /* a, b and y are bound by position (emit_glsl.c declares them) */
+	int (*space)(const kv_desc *d, kv_tiles *out, int max);
+} kv_op_row;
+
+static const kv_op_row *row_of(ir_op op);
+
+static bool bind_operands(kv_build *b, const kv_op_row *r)
 {
-	switch (b->d->op) {
-	case IR_OP_EMBED: return build_embed(b);
-	case IR_OP_MATMUL: return build_matmul(b);
-	case IR_OP_RMS_NORM: return build_rms_norm(b);
-	case IR_OP_ROPE: return build_rope(b);
-	case IR_OP_ATTENTION: return build_attention(b);
-	case IR_OP_SOFTMAX: return build_softmax(b);
-	case IR_OP_ARGMAX: return build_argmax(b);
-	case IR_OP_SLICE:
-	case IR_OP_REPEAT_HEADS:
-	case IR_OP_STATE_WRITE:
-	case IR_OP_ROWS_AT_POS: return build_copy(b);
-	case IR_OP_CONCAT: return build_concat(b);
-	case IR_OP_L2_NORM: return build_row_norm(b, false);
-	case IR_OP_GATED_RMS_NORM: return build_row_norm(b, true);
-	case IR_OP_CONV1D_CAUSAL: return build_conv1d(b);
-	case IR_OP_GATED_DELTA_RULE: return build_gdr(b);
-	case IR_OP_TOPK: return build_topk(b, false);
-	case IR_OP_MOE_ROUTE: return build_topk(b, true);
-	case IR_OP_MOE_GATE_UP: return build_moe_half(b, true);
-	case IR_OP_MOE_DOWN: return build_moe_half(b, false);
-	case IR_OP_REDUCE_MEAN: return build_reduce_mean(b);
-	case IR_OP_SIGNED_SQRT: return build_signed_sqrt(b);
-	case IR_OP_CONV1D_DILATED: return build_conv1d_dilated(b);
-	case IR_OP_MASKED_ATTENTION: return build_attention(b);
-	case IR_OP_NGRAM_EMBED: return build_ngram_embed(b);
-	case IR_OP_QSA_SELECT: return build_qsa_select(b);
-	default:
-		if (elem_is_unary(b->d->op) || elem_is_binary(b->d->op)) {
-			if (b->d->u.elementwise.main.op != b->d->op)
-				return fail(b, "elementwise main op '%s' differs from the node's op",
-					    op_name(b->d->u.elementwise.main.op));
-			return build_elementwise(b);
-		}
-		return fail(b, "no Vulkan kernel template for this op yet");
+	kv_plan *p = b->p;
+	if (r->elementwise) {
+		p->elementwise = true;
+		p->a_binding = (int)bind(b, NULL);
+		p->b_binding = elem_is_binary(b->d->op) ? (int)bind(b, NULL) : -1;
 	}
+	for (int i = 0; i < 7 && r->in[i]; i++)
+		bind(b, r->in[i]);
+	if (!bind_fused(b, r->fuse))
+		return false;
+	if (r->elementwise)
+		p->y_binding = (int)bind(b, NULL);
+	for (int i = 0; i < 3 && r->out[i]; i++)
+		bind(b, r->out[i]);
+	return true;
 }
 
 static bool check_grid(kv_build *b)
@@ -1427,48 +1212,42 @@ static bool check_grid(kv_build *b)
 	return true;
 }
 
-static char *assemble(kv_build *b, const char *text)
+/* The key and tile of a planned variant, then its GLSL. */
+static bool finish(kv_build *b, kv_plan *plan)
 {
-	strbuf src = {0};
-	sb_printf(&src, "#version 450\n// halo kernel: %s\n%s", b->sig.s, b->defs.s);
-	sb_printf(&src, "%s\n%s\n%s\n%s", template_text("prelude.glsl"), b->gen.s ? b->gen.s : "", text,
-		  b->tail.s ? b->tail.s : "");
-	return sb_take(&src);
+	kv_kernel *out = b->k;
+	def_uint(b, "B_STEP", b->next_binding);
+	sb_printf(&b->sig, " tmax=%" PRId64, b->d->t_max);
+	out->key = strdup(b->sig.s);
+	out->tile = sb_take(&b->tile);
+	if (!out->key)
+		abort();
+	if (out->tile[0])
+		sb_printf(&b->sig, " tile=%s", out->tile);
+	out->signature = sb_take(&b->sig);
+	out->push_size = 4;
+	out->n_bindings = b->next_binding + 1; /* + the step record, B_STEP */
+	out->source = kv_emit_glsl(b->d, plan, out->signature, &out->template_name, b->err, b->errlen);
+	return out->source != NULL;
 }
 
 bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
-	kv_build b = {.d = d, .k = out, .err = err, .errlen = errlen};
+	kv_plan plan = {0};
+	kv_build b = {.d = d, .k = out, .p = &plan, .err = err, .errlen = errlen};
+	const kv_op_row *r = row_of(d->op);
 	bool ok = true;
 	if (d->t_max < 1)
 		ok = fail(&b, "t_max %" PRId64 " must be at least 1", d->t_max);
-	ok = ok && build_op(&b) && check_grid(&b);
-	if (ok)
-		sb_printf(&b.defs, "#define B_STEP %uu\n", b.next_binding);
-	const char *text = ok ? template_text(out->template_name) : NULL;
-	if (ok && (!text || !template_text("prelude.glsl")))
-		ok = fail(&b, "template %s is not embedded", out->template_name);
-	if (ok) {
-		sb_printf(&b.sig, " tmax=%" PRId64, d->t_max);
-		out->key = strdup(b.sig.s);
-		out->tile = sb_take(&b.tile);
-		if (!out->key)
-			abort();
-		if (out->tile[0])
-			sb_printf(&b.sig, " tile=%s", out->tile);
-		out->source = assemble(&b, text);
-		out->signature = sb_take(&b.sig);
-		out->push_size = 4;
-		out->n_bindings = b.next_binding + 1; /* + the step record, B_STEP */
-	}
-	free(b.defs.s);
-	free(b.gen.s);
-	free(b.tail.s);
+	else if (!r)
+		ok = fail(&b, "no kernel template for this op");
+	ok = ok && r->dims(&b) && bind_operands(&b, r) && check_grid(&b) && finish(&b, &plan);
+	kv_plan_free(&plan);
 	free(b.sig.s);
 	free(b.tile.s);
 	if (!ok)
-		memset(out, 0, sizeof *out);
+		kv_kernel_free(out);
 	return ok;
 }
 
@@ -1613,22 +1392,69 @@ static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
+/* Prefill and decode share the matmul op: t_max picks the kernel family. */
+static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	return d->t_max <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
+}
+
+/* ---- the op table ---------------------------------------------------------------------------- */
+
+#define EPI KV_FUSE_EPILOGUE
+#define PRO KV_FUSE_PROLOGUE
+#define ELEMENTWISE(id) {IR_OP_##id, build_elementwise, {NULL}, {NULL}, EPI, true, NULL}
+
+static const kv_op_row kv_ops[] = {
+	{IR_OP_EMBED, build_embed, {"B_W", "B_IDS"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_MATMUL, build_matmul, {"B_X", "B_W"}, {"B_Y"}, EPI | PRO, false, matmul_family_space},
+	{IR_OP_RMS_NORM, build_rms_norm, {"B_X", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
+	{IR_OP_L2_NORM, build_row_norm, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
+	{IR_OP_GATED_RMS_NORM, build_row_norm, {"B_X", "B_Z", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
+	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI, false, NULL},
+	{IR_OP_ATTENTION, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, EPI, false, NULL},
+	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_SOFTMAX, build_softmax, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
+	{IR_OP_ARGMAX, build_argmax, {"B_X"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_SLICE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
+	{IR_OP_REPEAT_HEADS, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
+	{IR_OP_STATE_WRITE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
+	{IR_OP_ROWS_AT_POS, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
+	{IR_OP_CONCAT, build_concat, {"B_A", "B_B"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_CONV1D_CAUSAL, build_conv1d, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS"}, 0, false, NULL},
+	{IR_OP_CONV1D_DILATED, build_conv1d_dilated, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS"}, 0, false, NULL},
+	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO"}, 0, false,
+	 NULL},
+	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
+	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
+	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
+	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
+	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH"}, 0, false, NULL},
+	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
+	ELEMENTWISE(ADD), ELEMENTWISE(SUB), ELEMENTWISE(MUL), ELEMENTWISE(SWIGLU), ELEMENTWISE(SILU),
+	ELEMENTWISE(SIGMOID), ELEMENTWISE(SOFTPLUS), ELEMENTWISE(EXP), ELEMENTWISE(NEG), ELEMENTWISE(SCALE),
+};
+
+#undef EPI
+#undef PRO
+#undef ELEMENTWISE
+
+static const kv_op_row *row_of(ir_op op)
+{
+	for (size_t i = 0; i < sizeof kv_ops / sizeof *kv_ops; i++)
+		if (kv_ops[i].op == op)
+			return &kv_ops[i];
+	return NULL;
+}
+
 int kv_variant_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	if (max < 1)
 		return 0;
-	switch (d->op) {
-	case IR_OP_MATMUL:
-		return d->t_max <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
-	case IR_OP_RMS_NORM:
-	case IR_OP_SOFTMAX:
-	case IR_OP_L2_NORM:
-	case IR_OP_GATED_RMS_NORM:
-	case IR_OP_MOE_GATE_UP:
-	case IR_OP_MOE_DOWN:
-		return lanes_space(d, out, max);
-	default:
-		memset(out, 0, sizeof *out);
-		return 1;
-	}
+	const kv_op_row *r = row_of(d->op);
+	if (r && r->space)
+		return r->space(d, out, max);
+	memset(out, 0, sizeof *out);
+	return 1;
 }

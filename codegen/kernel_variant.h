@@ -1,13 +1,16 @@
-/* Kernel variants: one node's Vulkan kernel, instantiated ahead of time from
- * the kernels/vulkan templates (kernels/vulkan/README.md has the ABI).
+/* Kernel variants: one node's kernel, instantiated ahead of time from the
+ * kernels/vulkan templates (kernels/vulkan/README.md has the ABI).
  *
  * A kv_desc says what the kernel computes: the op, its compile-time dims, the
  * largest token count T of a dispatch, the weight dtype, a fused rms_norm
  * prologue, a chain of up to KV_MAX_EPILOGUE fused elementwise ops, and tile
- * parameters (0 = the default). kernel_variant_build() turns it into a
- * kv_kernel: GLSL source with its #defines, a stable signature naming the
- * variant (the tuning-database key), the workgroup size, the workgroup count
- * as a function of T, the push-constant size and the binding count.
+ * parameters (0 = the default). kernel_variant_build() plans it from the op's
+ * row of one table (template, bindings, fusion allowed, dims checks, tile
+ * space; the plan is target-neutral: codegen/kernel_plan.h) and emits it
+ * (codegen/emit_glsl.h) as a kv_kernel: GLSL source, a stable signature
+ * naming the variant (the tuning-database key), the workgroup size, the
+ * workgroup count as a function of T, the push-constant size and the binding
+ * count.
  *
  * Operand bindings (set 0): the op's inputs in docs/ops.md order, then the
  * prologue's norm weight, then each binary epilogue's extra operand in chain
