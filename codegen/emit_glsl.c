@@ -79,25 +79,48 @@ static void bcast_index(char *buf, size_t len, const kv_elem_op *e)
 		snprintf(buf, len, "i");
 }
 
-/* The expression of e applied to the running value v and the other operand
- * o; the plan only holds elementwise ops kernel_variant.c checked. */
+/* Elementwise ops as kernels/ops.def writes them: name and expression. */
+static const char *const op_names[] = {
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = name,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+static const char *const op_exprs[] = {
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = #expr,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+/* Whether the expression reads s (class SCALED: the op's `value`). */
+#define TAKES_VALUE_SCALED true
+#define TAKES_VALUE_UNARY false
+#define TAKES_VALUE_BINARY false
+#define TAKES_VALUE_GATE false
+#define TAKES_VALUE_OTHER false
+static const bool op_takes_value[] = {
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = TAKES_VALUE_##cls,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+/* `float ew_NAME(float a, float b, float s)` returning the op's ops.def
+ * expression, once per op a kernel uses (seen[] marks the emitted ones). */
+static void emit_op_fn(strbuf *g, ir_op op, bool *seen)
+{
+	if (seen[op])
+		return;
+	seen[op] = true;
+	sb_printf(g, "float ew_%s(float a, float b, float s)\n{\n\treturn %s;\n}\n", op_names[op], op_exprs[op]);
+}
+
+/* The call of e's function on the running value v and the other operand o
+ * ("" for a unary op): the running value is a or b as e->operand says. */
 static void elem_expr(strbuf *g, const kv_elem_op *e, const char *v, const char *o)
 {
-	char buf[48];
-	const char *a = e->operand == 0 ? v : o, *c = e->operand == 0 ? o : v;
-	switch (e->op) {
-	case IR_OP_SILU: sb_printf(g, "silu_f(%s)", v); break;
-	case IR_OP_SIGMOID: sb_printf(g, "sigmoid_f(%s)", v); break;
-	case IR_OP_SOFTPLUS: sb_printf(g, "softplus_f(%s)", v); break;
-	case IR_OP_EXP: sb_printf(g, "exp(%s)", v); break;
-	case IR_OP_NEG: sb_printf(g, "(-%s)", v); break;
-	case IR_OP_SCALE: sb_printf(g, "(%s * %s)", v, glsl_float(buf, sizeof buf, e->value)); break;
-	case IR_OP_ADD: sb_printf(g, "(%s + %s)", a, c); break;
-	case IR_OP_SUB: sb_printf(g, "(%s - %s)", a, c); break;
-	case IR_OP_MUL: sb_printf(g, "(%s * %s)", a, c); break;
-	case IR_OP_SWIGLU: sb_printf(g, "(silu_f(%s) * %s)", a, c); break;
-	default: break;
-	}
+	char buf[48] = "0.0";
+	const char *a = e->operand == 0 ? v : o, *b = e->operand == 0 ? o : v;
+	if (op_takes_value[e->op])
+		glsl_float(buf, sizeof buf, e->value);
+	sb_printf(g, "ew_%s(%s, %s, %s)", op_names[e->op], a, b[0] ? b : "0.0", buf);
 }
 
 /* `float epilogue(float v, uint i)` (i = the output element) over the
@@ -186,6 +209,11 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 		emit_const(&defs, &p->c[i]);
 	if (cols)
 		emit_matvec_paths(&defs, &tail, p, cols->text);
+	bool seen[IR_OP_COUNT] = {false};
+	if (p->elementwise)
+		emit_op_fn(&gen, d->u.elementwise.main.op, seen);
+	for (int j = 0; j < d->n_epi; j++)
+		emit_op_fn(&gen, d->epi[j].op, seen);
 	if (p->elementwise)
 		emit_main_op(&gen, d, p);
 	emit_epilogue(&gen, d, p);

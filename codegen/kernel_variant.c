@@ -17,7 +17,7 @@
 
 /* Op names straight from the op table, so kernel generation needs no IR library. */
 static const char *const op_names[] = {
-#define IR_OP(id, name) [IR_OP_##id] = name,
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = name,
 #include "kernels/ops.def"
 #undef IR_OP
 };
@@ -188,21 +188,33 @@ static bool lanes_1d(kv_build *b, uint32_t dflt, uint32_t *out)
 
 /* ---- fused elementwise chains -------------------------------------------------------- */
 
+/* Each op's class column of kernels/ops.def. */
+typedef enum { KV_OTHER, KV_UNARY, KV_SCALED, KV_BINARY, KV_GATE } kv_class;
+static const kv_class op_classes[] = {
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = KV_##cls,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+static kv_class class_of(ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_classes[op] : KV_OTHER;
+}
+
 static bool elem_is_unary(ir_op op)
 {
-	return op == IR_OP_SILU || op == IR_OP_SIGMOID || op == IR_OP_SOFTPLUS || op == IR_OP_EXP ||
-	       op == IR_OP_NEG || op == IR_OP_SCALE;
+	return class_of(op) == KV_UNARY || class_of(op) == KV_SCALED;
 }
 
 static bool elem_is_binary(ir_op op)
 {
-	return op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_SWIGLU;
+	return class_of(op) == KV_BINARY || class_of(op) == KV_GATE;
 }
 
 static bool check_elem(kv_build *b, const kv_elem_op *e, const char *where)
 {
 	if (elem_is_unary(e->op)) {
-		if (e->op == IR_OP_SCALE && !isfinite(e->value))
+		if (class_of(e->op) == KV_SCALED && !isfinite(e->value))
 			return fail(b, "%s: scale by a non-finite value", where);
 		return true;
 	}
@@ -224,7 +236,7 @@ static void sig_elem(strbuf *s, const kv_elem_op *e)
 {
 	static const char *const bc[] = {"full", "trail", "last"};
 	sb_printf(s, "%s", op_name(e->op));
-	if (e->op == IR_OP_SCALE)
+	if (class_of(e->op) == KV_SCALED)
 		sb_printf(s, "(%.9g)", (double)e->value);
 	if (elem_is_binary(e->op)) {
 		sb_printf(s, "(side=%d,%s", e->operand, bc[e->bcast]);
@@ -1432,13 +1444,24 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
-	ELEMENTWISE(ADD), ELEMENTWISE(SUB), ELEMENTWISE(MUL), ELEMENTWISE(SWIGLU), ELEMENTWISE(SILU),
-	ELEMENTWISE(SIGMOID), ELEMENTWISE(SOFTPLUS), ELEMENTWISE(EXP), ELEMENTWISE(NEG), ELEMENTWISE(SCALE),
+#define ELEMENTWISE_OTHER(id)
+#define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
+#define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),
+#define ELEMENTWISE_BINARY(id) ELEMENTWISE(id),
+#define ELEMENTWISE_GATE(id) ELEMENTWISE(id),
+#define IR_OP(id, name, cls, expr) ELEMENTWISE_##cls(id)
+#include "kernels/ops.def"
+#undef IR_OP
 };
 
 #undef EPI
 #undef PRO
 #undef ELEMENTWISE
+#undef ELEMENTWISE_OTHER
+#undef ELEMENTWISE_UNARY
+#undef ELEMENTWISE_SCALED
+#undef ELEMENTWISE_BINARY
+#undef ELEMENTWISE_GATE
 
 static const kv_op_row *row_of(ir_op op)
 {

@@ -78,7 +78,7 @@ typedef struct {
 /* The closed op set. docs/ops.md documents each one; ir/ops.c holds the
  * attribute schema and shape rule; runtime/ref/ holds its semantics. */
 typedef enum {
-#define IR_OP(id, name) IR_OP_##id,
+#define IR_OP(id, name, cls, expr) IR_OP_##id,
 #include "kernels/ops.def"
 #undef IR_OP
 	IR_OP_COUNT

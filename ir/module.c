@@ -23,7 +23,7 @@ void ir_module_free(ir_module *m)
 }
 
 static const char *const op_names[IR_OP_COUNT] = {
-#define IR_OP(id, name) [IR_OP_##id] = name,
+#define IR_OP(id, name, cls, expr) [IR_OP_##id] = name,
 #include "kernels/ops.def"
 #undef IR_OP
 };

@@ -731,16 +731,21 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, EPI, ATTRS(a_rms)}, infer_rms_norm},
 	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, EPI, ATTRS(a_l2)}, infer_l2_norm},
 	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, EPI, ATTRS(a_gated_rms)}, infer_gated_rms_norm},
-	[IR_OP_ADD] = {{IR_OP_ADD, 2, 2, 1, BIN, 0, NULL}, infer_binary},
-	[IR_OP_SUB] = {{IR_OP_SUB, 2, 2, 1, BIN, 0, NULL}, infer_binary},
-	[IR_OP_MUL] = {{IR_OP_MUL, 2, 2, 1, BIN, 0, NULL}, infer_binary},
-	[IR_OP_SILU] = {{IR_OP_SILU, 1, 1, 1, UN, 0, NULL}, infer_unary},
-	[IR_OP_SIGMOID] = {{IR_OP_SIGMOID, 1, 1, 1, UN, 0, NULL}, infer_unary},
-	[IR_OP_SOFTPLUS] = {{IR_OP_SOFTPLUS, 1, 1, 1, UN, 0, NULL}, infer_unary},
-	[IR_OP_EXP] = {{IR_OP_EXP, 1, 1, 1, UN, 0, NULL}, infer_unary},
-	[IR_OP_NEG] = {{IR_OP_NEG, 1, 1, 1, UN, 0, NULL}, infer_unary},
-	[IR_OP_SCALE] = {{IR_OP_SCALE, 1, 1, 1, UN, ATTRS(a_scale)}, infer_unary},
-	[IR_OP_SWIGLU] = {{IR_OP_SWIGLU, 2, 2, 1, PURE, 0, NULL}, infer_swiglu},
+/* The elementwise ops, by their class in kernels/ops.def: swiglu (GATE)
+ * takes same-shaped operands and is fused by fuse_gates, not as a chain link. */
+#define ELEM_OTHER(id)
+#define ELEM_UNARY(id) [IR_OP_##id] = {{IR_OP_##id, 1, 1, 1, UN, 0, NULL}, infer_unary},
+#define ELEM_SCALED(id) [IR_OP_##id] = {{IR_OP_##id, 1, 1, 1, UN, ATTRS(a_scale)}, infer_unary},
+#define ELEM_BINARY(id) [IR_OP_##id] = {{IR_OP_##id, 2, 2, 1, BIN, 0, NULL}, infer_binary},
+#define ELEM_GATE(id) [IR_OP_##id] = {{IR_OP_##id, 2, 2, 1, PURE, 0, NULL}, infer_swiglu},
+#define IR_OP(id, name, cls, expr) ELEM_##cls(id)
+#include "kernels/ops.def"
+#undef IR_OP
+#undef ELEM_OTHER
+#undef ELEM_UNARY
+#undef ELEM_SCALED
+#undef ELEM_BINARY
+#undef ELEM_GATE
 	[IR_OP_ROPE] = {{IR_OP_ROPE, 1, 1, 1, EPI, ATTRS(a_rope)}, infer_rope},
 	[IR_OP_ATTENTION] = {{IR_OP_ATTENTION, 3, 3, 1, EPI, ATTRS(a_scale_attr)}, infer_attention},
 	[IR_OP_SOFTMAX] = {{IR_OP_SOFTMAX, 1, 1, 1, EPI, 0, NULL}, infer_softmax},

@@ -365,7 +365,7 @@ bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errl
 }
 
 static const char *const op_names[] = {
-#define IR_OP(id, name) name,
+#define IR_OP(id, name, cls, expr) name,
 #include "kernels/ops.def"
 #undef IR_OP
 };

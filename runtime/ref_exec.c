@@ -7,14 +7,14 @@
 #include "runtime/ref/ref_ops.h"
 
 enum {
-#define IR_OP(id, name) OP_##id,
+#define IR_OP(id, name, cls, expr) OP_##id,
 #include "kernels/ops.def"
 #undef IR_OP
 	OP_COUNT
 };
 
 static const char *op_names[] = {
-#define IR_OP(id, name) name,
+#define IR_OP(id, name, cls, expr) name,
 #include "kernels/ops.def"
 #undef IR_OP
 };
@@ -94,54 +94,20 @@ static ref_bcast bcast_of(const exec_ctx *c, int a, int b)
 	return (ref_bcast){REF_BCAST_TRAILING, nb};
 }
 
-static void binary(int op, const float *a, const float *b, float *y, int64_t n, ref_bcast bc)
+/* Each op's elementwise arity, from kernels/ops.def's class column (0: not elementwise). */
+enum { EW_OTHER = 0, EW_UNARY = 1, EW_SCALED = 1, EW_BINARY = 2, EW_GATE = 2 };
+static const int elementwise_arity[] = {
+#define IR_OP(id, name, cls, expr) EW_##cls,
+#include "kernels/ops.def"
+#undef IR_OP
+};
+
+static int arity_of(int op)
 {
-	switch (op) {
-	case OP_ADD:
-		ref_add(a, b, y, n, bc);
-		break;
-	case OP_SUB:
-		ref_sub(a, b, y, n, bc);
-		break;
-	case OP_MUL:
-		ref_mul(a, b, y, n, bc);
-		break;
-	default: /* OP_SWIGLU: same shapes only */
-		ref_swiglu(a, b, y, n);
-		break;
-	}
+	return op >= 0 && op < OP_COUNT ? elementwise_arity[op] : 0;
 }
 
-static bool unary(int op, const float *x, float *y, int64_t n, const halo_attr *attr, int n_attr)
-{
-	switch (op) {
-	case OP_SILU:
-		ref_silu(x, y, n);
-		return true;
-	case OP_SIGMOID:
-		ref_sigmoid(x, y, n);
-		return true;
-	case OP_SOFTPLUS:
-		ref_softplus(x, y, n);
-		return true;
-	case OP_EXP:
-		ref_exp(x, y, n);
-		return true;
-	case OP_NEG:
-		ref_neg(x, y, n);
-		return true;
-	case OP_SCALE:
-		ref_scale(x, y, n, attr_f(attr, n_attr, "value", 1.0f));
-		return true;
-	default:
-		return false;
-	}
-}
-
-static bool is_binary(int op)
-{
-	return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_SWIGLU;
-}
+static const ref_bcast full_bcast = {REF_BCAST_FULL, 0};
 
 static bool exec_rows_op(exec_ctx *c, const float *x, float *y)
 {
@@ -275,12 +241,10 @@ static bool exec_main(exec_ctx *c, const float *x)
 	ref_error e;
 	if (exec_rows_op(c, x, y))
 		return true;
-	if (unary(d->op, x, y, numel(c, 0), d->attr, d->n_attr))
-		return true;
-	if (is_binary(d->op)) {
-		binary(d->op, x, c->p[1], y, numel(c, 0), bcast_of(c, 0, 1));
-		return true;
-	}
+	int arity = arity_of(d->op);
+	if (arity)
+		return ref_elementwise(d->op, x, arity == 2 ? c->p[1] : NULL, y, numel(c, 0),
+				       arity == 2 ? bcast_of(c, 0, 1) : full_bcast, A_F("value", 1.0f));
 	switch (d->op) {
 	case OP_EMBED:
 		if (!ref_embed(c->p[0], c->p[1], y, c->T, c->dim[0][0], c->dim[0][1], &e))
@@ -360,15 +324,17 @@ static bool exec_epilogue(exec_ctx *c, const halo_fused_op *f)
 	int o = d->n_in + d->n_extra;
 	float *y = c->p[o];
 	int64_t n = numel(c, o);
-	if (unary(f->op, y, y, n, f->attr, f->n_attr))
-		return true;
-	if (!is_binary(f->op) || f->n_operand != 1)
+	int arity = arity_of(f->op);
+	float value = attr_f(f->attr, f->n_attr, "value", 1.0f);
+	if (arity == 1)
+		return ref_elementwise(f->op, y, NULL, y, n, full_bcast, value);
+	if (arity != 2 || f->n_operand != 1)
 		return fail(c, "unsupported epilogue op ", (unsigned)f->op < OP_COUNT ? op_names[f->op] : "?");
 	int other = f->operand[0];
 	if (f->side == 0) {
-		binary(f->op, y, c->p[other], y, n, bcast_of(c, o, other));
+		ref_elementwise(f->op, y, c->p[other], y, n, bcast_of(c, o, other), value);
 	} else if (numel(c, other) == n) {
-		binary(f->op, c->p[other], y, y, n, (ref_bcast){REF_BCAST_FULL, n});
+		ref_elementwise(f->op, c->p[other], y, y, n, full_bcast, value);
 	} else {
 		return fail(c, "a right-hand epilogue operand must have the output's shape", NULL);
 	}

@@ -20,6 +20,8 @@ layout(set = 0, binding = B_STEP) readonly buffer Step {
 // A dim affine in T: AFF(X) = X_T * T + X_C.
 #define AFF(n) (n##_T * pc.T + n##_C)
 
+// The functions kernels/ops.def's elementwise expressions call.
+float exp_f(float x) { return exp(x); }
 float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
 float silu_f(float x) { return x * sigmoid_f(x); }
 

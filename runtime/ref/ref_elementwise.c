@@ -16,24 +16,6 @@ int64_t ref_bcast_index(ref_bcast bc, int64_t i)
 	return i;
 }
 
-void ref_add(const float *a, const float *b, float *y, int64_t n, ref_bcast bc)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = a[i] + b[ref_bcast_index(bc, i)];
-}
-
-void ref_sub(const float *a, const float *b, float *y, int64_t n, ref_bcast bc)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = a[i] - b[ref_bcast_index(bc, i)];
-}
-
-void ref_mul(const float *a, const float *b, float *y, int64_t n, ref_bcast bc)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = a[i] * b[ref_bcast_index(bc, i)];
-}
-
 float ref_sigmoid_f(float x)
 {
 	return 1.0f / (1.0f + expf(-x));
@@ -49,44 +31,51 @@ float ref_softplus_f(float x)
 	return x > 20.0f ? x : log1pf(expf(x));
 }
 
-void ref_silu(const float *x, float *y, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = ref_silu_f(x[i]);
-}
+/* The names kernels/ops.def's expressions call. */
+#define silu_f ref_silu_f
+#define sigmoid_f ref_sigmoid_f
+#define softplus_f ref_softplus_f
+#define exp_f expf
 
-void ref_sigmoid(const float *x, float *y, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = ref_sigmoid_f(x[i]);
-}
+/* One loop per elementwise op, from its ops.def expression. */
+enum {
+#define IR_OP(id, name, cls, expr) REF_OP_##id,
+#include "kernels/ops.def"
+#undef IR_OP
+};
 
-void ref_softplus(const float *x, float *y, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = ref_softplus_f(x[i]);
-}
+#define EW_OTHER(id, expr)
+#define EW_UNARY(id, expr)                                 \
+	case REF_OP_##id:                                  \
+		for (int64_t i = 0; i < n; i++) {          \
+			float a = x[i];                    \
+			y[i] = expr;                       \
+		}                                          \
+		return true;
+#define EW_SCALED(id, expr)                                \
+	case REF_OP_##id:                                  \
+		for (int64_t i = 0; i < n; i++) {          \
+			float a = x[i], s = value;         \
+			y[i] = expr;                       \
+		}                                          \
+		return true;
+#define EW_BINARY(id, expr)                                \
+	case REF_OP_##id:                                  \
+		for (int64_t i = 0; i < n; i++) {          \
+			float a = x[i];                    \
+			float b = other[ref_bcast_index(bc, i)]; \
+			y[i] = expr;                       \
+		}                                          \
+		return true;
+#define EW_GATE EW_BINARY
 
-void ref_exp(const float *x, float *y, int64_t n)
+bool ref_elementwise(int op, const float *x, const float *other, float *y, int64_t n, ref_bcast bc, float value)
 {
-	for (int64_t i = 0; i < n; i++)
-		y[i] = expf(x[i]);
-}
-
-void ref_neg(const float *x, float *y, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = -x[i];
-}
-
-void ref_scale(const float *x, float *y, int64_t n, float value)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = x[i] * value;
-}
-
-void ref_swiglu(const float *gate, const float *up, float *y, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		y[i] = ref_silu_f(gate[i]) * up[i];
+	switch (op) {
+#define IR_OP(id, name, cls, expr) EW_##cls(id, expr)
+#include "kernels/ops.def"
+#undef IR_OP
+	default:
+		return false;
+	}
 }

@@ -83,26 +83,16 @@ typedef struct {
 
 int64_t ref_bcast_index(ref_bcast bc, int64_t i);
 
-/* y[i] = a[i] op b[bcast(i)] for i < n (n = numel(a)). y may alias a, or b
- * when b is FULL. */
-void ref_add(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
-void ref_sub(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
-void ref_mul(const float *a, const float *b, float *y, int64_t n, ref_bcast bc);
-
 /* Scalar forms, shared by the ops that apply them inside (norms, conv, moe). */
 float ref_silu_f(float x);
 float ref_sigmoid_f(float x);
 float ref_softplus_f(float x); /* x for x > 20 (PyTorch's threshold) */
 
-/* Unary ops over n elements; y may alias x. */
-void ref_silu(const float *x, float *y, int64_t n);
-void ref_sigmoid(const float *x, float *y, int64_t n);
-void ref_softplus(const float *x, float *y, int64_t n);
-void ref_exp(const float *x, float *y, int64_t n);
-void ref_neg(const float *x, float *y, int64_t n);
-void ref_scale(const float *x, float *y, int64_t n, float value);
-/* y = silu(gate) * up, all n elements; y may alias gate or up. */
-void ref_swiglu(const float *gate, const float *up, float *y, int64_t n);
+/* The elementwise op `op` (its kernels/ops.def number) over n elements:
+ * y[i] = EXPR(a = x[i], b = other[bcast(i)], s = value), EXPR from
+ * kernels/ops.def; other is unused by unary ops. y may alias x, or other
+ * when bc is FULL. False for an op that is not elementwise. */
+bool ref_elementwise(int op, const float *x, const float *other, float *y, int64_t n, ref_bcast bc, float value);
 
 /* ---- positional and attention ---------------------------------------------- */
 

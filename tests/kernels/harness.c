@@ -236,18 +236,7 @@ void ref_apply_elem(const kv_elem_op *e, float *v, const float *extra, int64_t n
 	};
 	ref_bcast bc = {kinds[e->bcast], e->bcast_n};
 	const float *a = e->operand == 0 ? v : extra, *b = e->operand == 0 ? extra : v;
-	switch (e->op) {
-	case IR_OP_SILU: ref_silu(v, v, n); break;
-	case IR_OP_SIGMOID: ref_sigmoid(v, v, n); break;
-	case IR_OP_SOFTPLUS: ref_softplus(v, v, n); break;
-	case IR_OP_EXP: ref_exp(v, v, n); break;
-	case IR_OP_NEG: ref_neg(v, v, n); break;
-	case IR_OP_SCALE: ref_scale(v, v, n, e->value); break;
-	case IR_OP_ADD: ref_add(a, b, v, n, bc); break;
-	case IR_OP_SUB: ref_sub(a, b, v, n, bc); break;
-	case IR_OP_MUL: ref_mul(a, b, v, n, bc); break;
-	case IR_OP_SWIGLU: ref_swiglu(a, b, v, n); break;
-	default:
+	if (!ref_elementwise((int)e->op, a, b, v, n, bc, e->value)) {
 		fprintf(stderr, "FAIL: op %d is not elementwise\n", (int)e->op);
 		exit(1);
 	}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "runtime/ref/half.h"
 #include "runtime/ref/ref_ops.h"
 
@@ -77,10 +78,15 @@ static void test_linear_norm(void)
 static void test_elementwise(void)
 {
 	float a[4] = {1, 2, 3, 4}, b2[2] = {10, 20}, y[4];
-	ref_add(a, b2, y, 4, (ref_bcast){REF_BCAST_TRAILING, 2});
+	ref_elementwise(IR_OP_ADD, a, b2, y, 4, (ref_bcast){REF_BCAST_TRAILING, 2}, 1.0f);
 	expect_near("add trailing", y[2], 13, 0);
-	ref_mul(a, b2, y, 4, (ref_bcast){REF_BCAST_LASTDIM, 2});
+	ref_elementwise(IR_OP_MUL, a, b2, y, 4, (ref_bcast){REF_BCAST_LASTDIM, 2}, 1.0f);
 	expect_near("mul lastdim", y[3], 80, 0);
+	ref_elementwise(IR_OP_SCALE, a, NULL, y, 4, (ref_bcast){REF_BCAST_FULL, 0}, 0.5f);
+	expect_near("scale by its value", y[1], 1.0, 0);
+	ref_elementwise(IR_OP_SWIGLU, a, b2, y, 2, (ref_bcast){REF_BCAST_FULL, 0}, 1.0f);
+	expect_near("swiglu", y[1], 20.0 * 2.0 / (1.0 + exp(-2.0)), 1e-5);
+	expect_near("not elementwise", ref_elementwise(IR_OP_MATMUL, a, b2, y, 4, (ref_bcast){REF_BCAST_FULL, 0}, 1.0f), 0, 0);
 	expect_near("softplus threshold", ref_softplus_f(25.0f), 25.0, 0);
 	expect_near("softplus(0)", ref_softplus_f(0.0f), log(2.0), 1e-7);
 	expect_near("silu(1)", ref_silu_f(1.0f), 1.0 / (1.0 + exp(-1.0)), 1e-7);
