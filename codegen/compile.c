@@ -108,6 +108,16 @@ static void shape_of(const ir_shape *s, halo_buffer_decl *d)
 		d->shape[i] = s->dim[i].c;
 }
 
+/* Declarations in offset order (docs/manifest.md); names (unique in a
+ * module) order the ties: one stored tensor under two names. */
+static int by_offset_then_name(const void *a, const void *b)
+{
+	const halo_buffer_decl *x = a, *y = b;
+	if (x->offset != y->offset)
+		return (x->offset > y->offset) - (x->offset < y->offset);
+	return strcmp(x->name, y->name);
+}
+
 /* The manifest's weight and state tables (names borrowed from the module). */
 static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 {
@@ -129,6 +139,7 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 		for (int k = 0; k < d->rank; k++)
 			d->size *= (uint64_t)d->shape[k];
 	}
+	qsort(c->man.weights, (size_t)c->man.n_weights, sizeof(*c->man.weights), by_offset_then_name);
 	const plan_entry *pe = &c->plan->entries[0];
 	for (int i = 0; i < pe->n_buffers; i++) {
 		const plan_buffer *b = &pe->buffers[i];

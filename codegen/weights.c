@@ -13,6 +13,7 @@ struct cg_weights {
 	uint64_t *offset;
 	uint64_t *size;
 	halo_dtype *dtype;
+	int *alias; /* the earlier weight whose bytes weight i shares, or -1 */
 	uint64_t total;
 	/* The weight whose stored bytes are in `bytes` (the fill callback walks
 	 * the section in order, so one tensor at a time is enough). */
@@ -28,6 +29,30 @@ static uint64_t weight_numel(const ir_weight *w)
 	return n;
 }
 
+static const char *source_name(const cg_weights *w, const ir_weight *d);
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* An earlier weight that reads the same checkpoint tensor, transformed and
+ * stored the same way (the lm_head of tied embeddings, which falls back to
+ * the embedding table): its bytes serve both. Random weights never alias,
+ * since each weight's stream follows its own name. */
+static int alias_of(const cg_weights *w, int i)
+{
+	const ir_weight *d = &w->m->weights[i];
+	const char *name = w->src.read ? source_name(w, d) : NULL;
+	for (int j = 0; name && j < i; j++) {
+		const ir_weight *e = &w->m->weights[j];
+		if (w->alias[j] < 0 && w->dtype[j] == w->dtype[i] && ir_shape_eq(&e->shape, &d->shape) &&
+		    same_str(e->transform, d->transform) && same_str(source_name(w, e), name))
+			return j;
+	}
+	return -1;
+}
+
 cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen)
 {
 	cg_weights *w = calloc(1, sizeof(*w));
@@ -36,8 +61,9 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		w->offset = calloc(n, sizeof(*w->offset));
 		w->size = calloc(n, sizeof(*w->size));
 		w->dtype = calloc(n, sizeof(*w->dtype));
+		w->alias = calloc(n, sizeof(*w->alias));
 	}
-	if (!w || !w->offset || !w->size || !w->dtype) {
+	if (!w || !w->offset || !w->size || !w->dtype || !w->alias) {
 		cg_weights_free(w);
 		snprintf(err, errlen, "out of memory laying out weights");
 		return NULL;
@@ -48,8 +74,13 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
 		w->dtype[i] = d->shape.rank >= 2 ? src->matrix_dtype : d->dtype;
-		w->offset[i] = w->total;
 		w->size[i] = weight_numel(d) * halo_dtype_size(w->dtype[i]);
+		w->alias[i] = alias_of(w, i);
+		if (w->alias[i] >= 0) {
+			w->offset[i] = w->offset[w->alias[i]];
+			continue;
+		}
+		w->offset[i] = w->total;
 		w->total += (w->size[i] + CG_WEIGHT_ALIGN - 1) / CG_WEIGHT_ALIGN * CG_WEIGHT_ALIGN;
 	}
 	return w;
@@ -62,6 +93,7 @@ void cg_weights_free(cg_weights *w)
 	free(w->offset);
 	free(w->size);
 	free(w->dtype);
+	free(w->alias);
 	free(w->bytes);
 	free(w);
 }
@@ -172,6 +204,16 @@ static bool tensor_exists(const cg_weights *w, const ir_weight *d, const char *n
 	return expert_name(name, 0, first, sizeof(first)) && w->src.exists(w->src.ctx, first);
 }
 
+/* The checkpoint name weight d reads: its hf name, or its fallback when the
+ * checkpoint lacks that (NULL when it names none). */
+static const char *source_name(const cg_weights *w, const ir_weight *d)
+{
+	const char *name = d->hf_name;
+	if (d->hf_fallback && (!name || !tensor_exists(w, d, name)))
+		name = d->hf_fallback;
+	return name;
+}
+
 static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern, float *dst, char *err,
 			 size_t errlen)
 {
@@ -201,9 +243,7 @@ static bool read_f32(cg_weights *w, const ir_weight *d, float *dst, uint64_t n, 
 		fill_random(d, w->src.seed, dst, n);
 		return true;
 	}
-	const char *name = d->hf_name;
-	if (d->hf_fallback && (!name || !tensor_exists(w, d, name)))
-		name = d->hf_fallback;
+	const char *name = source_name(w, d);
 	if (!name) {
 		snprintf(err, errlen, "weight '%s' names no checkpoint tensor", d->name);
 		return false;
@@ -253,8 +293,8 @@ int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err
 	memset(out, 0, len); /* alignment padding is zero: same inputs, same bytes */
 	for (int i = 0; i < w->m->n_weights; i++) {
 		uint64_t lo = w->offset[i], hi = lo + w->size[i];
-		if (hi <= offset || lo >= offset + len)
-			continue;
+		if (w->alias[i] >= 0 || hi <= offset || lo >= offset + len)
+			continue; /* an alias's bytes are its original's */
 		if (w->cached != i && !load_weight(w, i, err, errlen))
 			return 1;
 		uint64_t from = lo > offset ? lo : offset, to = hi < offset + len ? hi : offset + len;
