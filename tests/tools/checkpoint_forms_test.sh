@@ -1,0 +1,111 @@
+#!/bin/sh
+# Checkpoints in the forms real ones come in, made from the qwen3 fixture:
+# - sharded (three files and model.safetensors.index.json): the bundle is
+#   byte-identical to the single file's;
+# - BF16 and F16 tensors: byte-identical to a F32 checkpoint holding the same
+#   values (the fixture rounded to bf16 / f16 first), so the conversion is
+#   exact;
+# - tied embeddings (tie_word_embeddings, no lm_head.weight, the way
+#   transformers saves a tied model: the graph's lm_head falls back to the
+#   embedding table) are stored once: the bundle is smaller by exactly the
+#   head's bytes than the same model with the table copied into
+#   lm_head.weight, with bitwise the same logits and tokens on the reference
+#   backend and on Vulkan.
+# usage: checkpoint_forms_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
+set -u
+halo=$1
+root=${HALO_SOURCE_ROOT:-.}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+python3 - "$root/tests/fixtures/qwen3_tiny" "$work" <<'EOF' || { echo "FAIL: could not write the checkpoints" >&2; exit 1; }
+import json, os, struct, sys
+src, work = sys.argv[1], sys.argv[2]
+raw = open(os.path.join(src, "model.safetensors"), "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+data = raw[8 + n:]
+tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+
+def blob(name):
+    a, b = tensors[name]["data_offsets"]
+    return data[a:b]
+
+def encode(name, dtype):
+    """The tensor's f32 values rounded to dtype: (bytes as dtype, the same values as F32 bytes)."""
+    vals = struct.unpack("<%df" % (len(blob(name)) // 4), blob(name))
+    if dtype == "F16":
+        h = struct.pack("<%de" % len(vals), *vals)
+        back = struct.unpack("<%de" % len(vals), h)
+        return h, struct.pack("<%df" % len(vals), *back)
+    words = struct.unpack("<%dI" % len(vals), blob(name))
+    b = [((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF for u in words]  # round to nearest even
+    return struct.pack("<%dH" % len(b), *b), struct.pack("<%dI" % len(b), *[x << 16 for x in b])
+
+def write_file(path, names, override, dtypes):
+    hdr, out = {}, b""
+    for name in names:
+        b = override.get(name) or blob(name)
+        hdr[name] = {"dtype": dtypes.get(name, tensors[name]["dtype"]), "shape": tensors[name]["shape"],
+                     "data_offsets": [len(out), len(out) + len(b)]}
+        out += b
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + out)
+
+def write(folder, names, override, dtypes={}, tie=True, shards=1):
+    os.makedirs(folder)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    if tie:
+        cfg["tie_word_embeddings"] = True
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+    if shards == 1:
+        write_file(os.path.join(folder, "model.safetensors"), names, override, dtypes)
+        return
+    weight_map = {}
+    for i in range(shards):
+        part = names[i::shards]
+        fname = "model-%05d-of-%05d.safetensors" % (i + 1, shards)
+        write_file(os.path.join(folder, fname), part, override, dtypes)
+        weight_map.update({n: fname for n in part})
+    json.dump({"metadata": {}, "weight_map": weight_map}, open(os.path.join(folder, "model.safetensors.index.json"), "w"))
+
+names = sorted(tensors)
+write(os.path.join(work, "tied"), [k for k in names if k != "lm_head.weight"], {})
+write(os.path.join(work, "copied"), names, {"lm_head.weight": blob("model.embed_tokens.weight")})
+write(os.path.join(work, "single"), names, {}, tie=False)
+write(os.path.join(work, "sharded"), names, {}, tie=False, shards=3)
+for dt in ("BF16", "F16"):
+    enc = {n: encode(n, dt) for n in names}
+    write(os.path.join(work, dt + "_as_f32"), names, {n: e[1] for n, e in enc.items()}, tie=False)
+    write(os.path.join(work, dt), names, {n: e[0] for n, e in enc.items()}, {n: dt for n in names}, tie=False)
+EOF
+
+for c in tied copied single sharded BF16 BF16_as_f32 F16 F16_as_f32; do
+	"$halo" compile --hf "$work/$c" -o "$work/$c.halo" >/dev/null 2>"$work/err" ||
+		{ echo "FAIL: compile $c: $(cat "$work/err")" >&2; exit 1; }
+done
+cmp -s "$work/single.halo" "$work/sharded.halo" || fail "the sharded checkpoint's bundle differs from the single file's"
+for dt in BF16 F16; do
+	cmp -s "$work/$dt.halo" "$work/${dt}_as_f32.halo" ||
+		fail "the $dt checkpoint's bundle differs from the one of its values stored as F32"
+done
+cmp -s "$work/single.halo" "$work/F16.halo" && fail "rounding to f16 changed nothing: the test checks nothing"
+head_bytes=$((256 * 64 * 4)) # vocab x hidden, f32 (a multiple of the 256-byte alignment)
+[ $(($(stat -c %s "$work/copied.halo") - $(stat -c %s "$work/tied.halo"))) -eq "$head_bytes" ] ||
+	fail "the tied bundle is $(stat -c %s "$work/tied.halo") bytes, the copied one $(stat -c %s "$work/copied.halo"): not one head apart"
+for be in ref vulkan; do
+	for c in tied copied; do
+		"$halo" run "$work/$c.halo" --backend "$be" --tokens 1,7,42,3,99,5 --n-predict 8 \
+			--logits-out "$work/$c.$be.logits" >"$work/$c.$be.tokens" 2>"$work/err" ||
+			fail "run $c on $be: $(cat "$work/err")"
+	done
+	[ -s "$work/tied.$be.logits" ] && cmp -s "$work/tied.$be.logits" "$work/copied.$be.logits" ||
+		fail "$be: the tied bundle's logits differ from the copied one's"
+	cmp -s "$work/tied.$be.tokens" "$work/copied.$be.tokens" || fail "$be: the tokens differ"
+done
+
+[ "$fails" -eq 0 ] && echo "checkpoint forms: ok"
+[ "$fails" -eq 0 ]
