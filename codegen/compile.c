@@ -65,7 +65,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 			return false;
 	}
 	ir_error ierr = {0};
-	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL};
+	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx};
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
@@ -195,12 +195,23 @@ static bool write_bundle(compile_state *c, const char *path, char *err, size_t e
 	return ok;
 }
 
-bool cg_compile(const cg_compile_options *o, char *err, size_t errlen)
+static void fill_stats(const compile_state *c, cg_compile_stats *s)
+{
+	*s = (cg_compile_stats){.n_ctx = c->man.n_ctx, .state_bytes = c->man.state_bytes,
+				.weight_bytes = cg_weights_size(c->weights)};
+	for (int i = 0; i < c->man.n_states; i++)
+		if (halo_state_kind_positional(c->man.states[i].kind))
+			s->cache_bytes += c->man.states[i].size;
+}
+
+bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err, size_t errlen)
 {
 	compile_state c = {0};
 	bool ok = read_and_plan(&c, o, err, errlen) && open_weights(&c, o, err, errlen) &&
 		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen) &&
 		  write_bundle(&c, o->out_path, err, errlen);
+	if (ok && stats)
+		fill_stats(&c, stats);
 	compile_free(&c);
 	return ok;
 }

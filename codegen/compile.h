@@ -26,10 +26,22 @@ typedef struct {
 	 * checkpoint released without them (draft_sidecar.h). */
 	bool no_mtp;
 	const char *mtp_dir;
+	/* > 0: the context length the caches are sized for (halo compile --ctx),
+	 * at most the config's max_position_embeddings; 0: the model file's
+	 * n_ctx default. */
+	int64_t n_ctx;
 } cg_compile_options;
 
+/* What a compilation produced, for the CLI's summary. */
+typedef struct {
+	int64_t n_ctx;          /* the context length the caches hold */
+	uint64_t state_bytes;   /* one session's state: caches and recurrent states */
+	uint64_t cache_bytes;   /* of which positional caches (KV, indexer keys, hidden rows) */
+	uint64_t weight_bytes;  /* the weights section */
+} cg_compile_stats;
+
 /* Returns false with a message naming the file and what was wrong; nothing
- * is left at out_path on failure. */
-bool cg_compile(const cg_compile_options *o, char *err, size_t errlen);
+ * is left at out_path on failure. stats (may be NULL) is filled on success. */
+bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err, size_t errlen);
 
 #endif

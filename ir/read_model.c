@@ -146,7 +146,10 @@ static bool read_top(rd_ctx *rd, const yaml_node_t *root)
 ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
 			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err)
 {
-	rd_ctx rd = {.err = err, .no_draft = opts && opts->no_draft, .force_draft = opts && opts->force_draft};
+	rd_ctx rd = {.err = err,
+		     .no_draft = opts && opts->no_draft,
+		     .force_draft = opts && opts->force_draft,
+		     .n_ctx = opts ? opts->n_ctx : 0};
 	rd.cfg = ir_config_parse(config_name, config_json, config_len, err);
 	if (!rd.cfg)
 		return NULL;

@@ -13,6 +13,11 @@ typedef struct {
 	 * sidecar declares the head the target's config does not). The model
 	 * file must have one. */
 	bool force_draft;
+	/* > 0: the context length (halo compile --ctx) in place of the model
+	 * file's `n_ctx` param, which every cache shape uses. The model file
+	 * must declare `n_ctx`, and the config's max_position_embeddings, where
+	 * it has one, bounds it. */
+	int64_t n_ctx;
 } ir_read_options;
 
 /* Reads both files. Returns a module the caller frees with ir_module_free(),

@@ -80,6 +80,24 @@ static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *sp
 	return p->is_float ? rd_float(rd, dflt, what, &p->f) : rd_int(rd, dflt, what, &p->i);
 }
 
+/* The context length the caller asked for replaces param n_ctx, within the
+ * positions the model was trained for. */
+static bool override_ctx(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
+{
+	ir_cfg_kind kind;
+	int64_t max = 0;
+	double f;
+	if (p->is_float)
+		return rd_fail(rd, key, "param 'n_ctx' must be an int to take a context length");
+	if (!ir_config_number(rd->cfg, "max_position_embeddings", &kind, &max, &f, rd->err))
+		return false;
+	if (kind == IR_CFG_INT && rd->n_ctx > max)
+		return rd_fail(rd, key, "a context of %lld tokens is more than max_position_embeddings = %lld in %s",
+			       (long long)rd->n_ctx, (long long)max, ir_config_name(rd->cfg));
+	p->i = rd->n_ctx;
+	return true;
+}
+
 bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 {
 	if (!rd_want_map(rd, map, "params"))
@@ -95,7 +113,11 @@ bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 		p->loc = rd_loc(rd, key);
 		if (!read_param(rd, key, rd_map_val(rd, map, i), p))
 			return false;
+		if (rd->n_ctx > 0 && strcmp(p->name, "n_ctx") == 0 && !override_ctx(rd, key, p))
+			return false;
 		m->n_params = i + 1;
 	}
+	if (rd->n_ctx > 0 && !ir_module_param(m, "n_ctx"))
+		return rd_fail(rd, map, "a context length was asked for, but the model file declares no param 'n_ctx'");
 	return true;
 }

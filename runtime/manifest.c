@@ -429,7 +429,7 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
  * recurrent (the state after the last token), which a checkpoint copies:
  * copying a cache needlessly costs time, missing a recurrent state gives
  * wrong tokens. */
-static bool positional_kind(const char *kind)
+bool halo_state_kind_positional(const char *kind)
 {
 	return strcmp(kind, "kv") == 0 || strcmp(kind, "indexer") == 0 || strcmp(kind, "hidden") == 0;
 }
@@ -460,7 +460,7 @@ static bool plan_recurrent(mctx *c, halo_manifest *m)
 		if (d->size == 0)
 			continue;
 		uint64_t end = d->offset + d->size; /* parse_decl checked it against state_bytes */
-		if (positional_kind(d->kind)) {
+		if (halo_state_kind_positional(d->kind)) {
 			run = NULL;
 		} else if (!run) {
 			run = &m->recurrent[m->n_recurrent++];

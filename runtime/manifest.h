@@ -181,4 +181,8 @@ int64_t halo_affine_eval(halo_affine a, int64_t T);
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T);
 uint32_t halo_grid_eval(halo_grid_dim g, int64_t T);
 
+/* Whether a state kind is positional (kv, indexer, hidden: row p belongs to
+ * position p and rolls back with the position) rather than recurrent. */
+bool halo_state_kind_positional(const char *kind);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cli_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
@@ -49,4 +50,11 @@ bool cli_parse_f32(const char *s, float *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+double cli_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -19,5 +19,7 @@ bool cli_take_value(const char *cmd, int argc, char **argv, int *i, const char *
 bool cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a whole finite float. */
 bool cli_parse_f32(const char *s, float *out);
+/* Seconds on the monotonic clock, for the commands' timings. */
+double cli_now_s(void);
 
 #endif

@@ -11,7 +11,7 @@ static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
 	      "                    [--random-weights SEED] [--targets ref|ref,vulkan]\n"
-	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] -o OUT.halo\n"
+	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
 	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
@@ -34,12 +34,16 @@ static void compile_usage(FILE *out)
 	      "  --mtp-from DIR         take the draft head from a drafter sidecar (config.json and\n"
 	      "                         safetensors with the mtp.* tensors); refused when its config\n"
 	      "                         does not fit the target's\n"
+	      "  --ctx N                the context length the caches hold, in tokens (default: the\n"
+	      "                         model file's n_ctx, 2048; at most the config's\n"
+	      "                         max_position_embeddings). Cache memory grows linearly with\n"
+	      "                         it: the summary line prints the state it takes\n"
 	      "  -h, --help             this text\n",
 	      out);
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from;
+	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from, *ctx;
 	bool help, mtp, no_mtp;
 } compile_args;
 
@@ -60,6 +64,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--ctx", &a->ctx, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
 			continue;
@@ -89,6 +94,8 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		o->matrix_dtype = HALO_F16;
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
+	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
+		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->seed) {
 		int64_t seed;
 		if (!cli_parse_i64(a->seed, 0, INT64_MAX, &seed))
@@ -123,10 +130,17 @@ int cmd_compile(int argc, char **argv)
 		}
 		o.model_path = model;
 	}
-	if (!cg_compile(&o, err, sizeof(err))) {
+	cg_compile_stats st;
+	double t0 = cli_now_s();
+	if (!cg_compile(&o, &st, err, sizeof(err))) {
 		fprintf(stderr, "halo compile: %s\n", err);
 		return 1;
 	}
-	fprintf(stderr, "halo compile: wrote %s (model %s)\n", o.out_path, o.model_path);
+	const double mib = 1024.0 * 1024.0;
+	fprintf(stderr,
+		"halo compile: wrote %s (model %s) in %.1f s: weights %.1f MiB; context %lld tokens, state %.1f MiB "
+		"per session (caches %.1f MiB)\n",
+		o.out_path, o.model_path, cli_now_s() - t0, (double)st.weight_bytes / mib, (long long)st.n_ctx,
+		(double)st.state_bytes / mib, (double)st.cache_bytes / mib);
 	return 0;
 }

@@ -183,13 +183,6 @@ static int check_args(const run_args *a, run_config *c)
 	return check_spec_args(a, c);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Writes n*vocab floats via a temp file renamed at the end. */
 static bool write_logits(const char *path, const float *logits, size_t count, char *err, size_t errlen)
 {
@@ -275,12 +268,12 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 {
 	int64_t vocab = halo_model_vocab(r->model);
 	float *row = r->logits + (size_t)(n_prompt - 1) * (size_t)vocab;
-	double t0 = now_s();
+	double t0 = cli_now_s();
 	/* All rows only when asked for: a bundle may return just the last one. */
 	if (!halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row, err,
 				  errlen))
 		return false;
-	double t1 = now_s();
+	double t1 = cli_now_s();
 	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)(n_prompt * vocab), err, errlen))
 		return false;
 	/* Decode only: the prompt's own timing is in the stats line. */
@@ -288,7 +281,7 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 		return false;
 	if (c->spec_mtp ? !speculate(r, c, n_prompt, row, err, errlen) : !decode(r, c, row, err, errlen))
 		return false;
-	double t2 = now_s();
+	double t2 = cli_now_s();
 	fprintf(stderr, "halo run: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld in %.3f s (%.2f t/s)\n",
 		(long long)n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), (long long)c->n_predict, t2 - t1,
 		(double)c->n_predict / (t2 - t1));

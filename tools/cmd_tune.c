@@ -171,13 +171,6 @@ typedef struct {
 	double *samples; /* [reps][n_tc] */
 } tuner;
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static bool entry_selected(const tune_args *a, const char *name)
 {
 	for (int i = 0; i < a->n_entry; i++)
@@ -391,18 +384,18 @@ static int rounds_of(const tuner *t)
 static bool measure(tuner *t, char *err, size_t errlen)
 {
 	int rounds = rounds_of(t);
-	double start = now_s(), last = 0;
+	double start = cli_now_s(), last = 0;
 	for (int r = 0; r < rounds; r++) {
-		double elapsed = now_s() - start;
+		double elapsed = cli_now_s() - start;
 		if (r > 0 && t->cfg->budget_s > 0 && elapsed + last > t->cfg->budget_s) {
 			fprintf(stderr, "halo tune: budget of %.1f s reached after %d of %d rounds (%.1f s)\n",
 				t->cfg->budget_s, r, rounds, elapsed);
 			break;
 		}
-		double t0 = now_s();
+		double t0 = cli_now_s();
 		if (!measure_round(t, r, err, errlen))
 			return false;
-		last = now_s() - t0;
+		last = cli_now_s() - t0;
 		progress(t, r, rounds);
 	}
 	return true;

@@ -43,7 +43,7 @@ void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path,
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
 				.matrix_dtype = f16 ? HALO_F16 : HALO_F32};
-	if (!cg_compile(&o, err, sizeof(err))) {
+	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile %s: %s\n", model_rel, err);
 		exit(1);
 	}

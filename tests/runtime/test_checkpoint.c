@@ -33,7 +33,7 @@ static void compile_hybrid(const char *dir, const char *bundle)
 	snprintf(model, sizeof(model), "%s", mc_source_path("tests/models/hybrid_tiny.yaml"));
 	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = bundle, .matrix_dtype = HALO_F32,
 				.random_weights = true, .seed = 11};
-	if (!cg_compile(&o, err, sizeof(err))) {
+	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		exit(1);
 	}

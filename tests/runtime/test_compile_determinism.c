@@ -17,7 +17,7 @@ static void compile_to(const char *out, bool f16, bool random, uint64_t seed)
 	snprintf(hf, sizeof(hf), "%s", mc_source_path("tests/fixtures/qwen3_tiny"));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out,
 				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .random_weights = random, .seed = seed};
-	if (!cg_compile(&o, err, sizeof(err))) {
+	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		exit(1);
 	}

@@ -138,7 +138,7 @@ static void check_no_mtp(halo_model *with, const char *model, const char *dir, c
 	snprintf(hpath, sizeof(hpath), "%s", mc_source_path(dir));
 	cg_compile_options o = {.model_path = mpath, .hf_dir = hpath, .out_path = bundle, .matrix_dtype = HALO_F32,
 				.no_mtp = true, .ref_only = backend == HALO_BACKEND_REF};
-	MC_CHECK(cg_compile(&o, err, sizeof(err)), "--no-mtp compile: %s", err);
+	MC_CHECK(cg_compile(&o, NULL, err, sizeof(err)), "--no-mtp compile: %s", err);
 	halo_model *without = mc_open(bundle, backend);
 	halo_entry_info e;
 	MC_CHECK(!halo_model_entry(without, HALO_MTP_STEP_ENTRY, &e) &&

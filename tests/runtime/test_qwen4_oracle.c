@@ -32,7 +32,7 @@ static void compile_ref(const char *bundle)
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(FIXTURE));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = bundle, .matrix_dtype = HALO_F32,
 				.random_weights = true, .seed = 7, .ref_only = true};
-	if (!cg_compile(&o, err, sizeof(err))) {
+	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile models/qwen4_exp.yaml: %s\n", err);
 		exit(1);
 	}
