@@ -6,7 +6,9 @@
 
 enum { MAX_LAYERS = 4096 };
 
-static const char *const layer_keys[] = {"count", "pattern", "types_from", "map", "overrides", "then", NULL};
+static const char *const layer_keys[] = {"count",     "pattern", "types_from", "types_by_interval",
+					 "map",       "overrides", "then",     NULL};
+static const char *const interval_keys[] = {"config", "default", "type", "other", NULL};
 static const char *const bools[] = {"false", "true", NULL};
 static const char *const override_keys[] = {"from", "one_indexed", "block", "replaces", "index_attr", NULL};
 
@@ -39,7 +41,42 @@ static bool from_pattern(rd_ctx *rd, const yaml_node_t *pattern)
 	return true;
 }
 
-static bool from_config(rd_ctx *rd, const yaml_node_t *types_from, const yaml_node_t *map)
+/* transformers' rule for a config without the type list: layer i has
+ * `type` when (i+1) is a multiple of the interval (the config key, else
+ * `default`), `other` otherwise. */
+static bool types_by_interval(rd_ctx *rd, const yaml_node_t *spec, const char ***types, int *n)
+{
+	const char *what = "layers.types_by_interval";
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, interval_keys, what))
+		return false;
+	yaml_node_t *cfg = rd_need(rd, spec, "config", what), *dflt = rd_need(rd, spec, "default", what);
+	yaml_node_t *type = rd_need(rd, spec, "type", what), *other = rd_need(rd, spec, "other", what);
+	const char *key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL;
+	const char *t = type ? rd_scalar(rd, type, "a layer type") : NULL;
+	const char *o = other ? rd_scalar(rd, other, "a layer type") : NULL;
+	int64_t interval;
+	double f;
+	ir_cfg_kind kind;
+	if (!key || !t || !o || !dflt || !rd_int(rd, dflt, "layers.types_by_interval.default", &interval) ||
+	    !ir_config_number(rd->cfg, key, &kind, &interval, &f, rd->err))
+		return false;
+	if (kind == IR_CFG_FLOAT)
+		return rd_fail(rd, cfg, "%s: config key '%s' in %s is %g, expected an int", what, key,
+			       ir_config_name(rd->cfg), f);
+	if (kind == IR_CFG_ABSENT && !rd_int(rd, dflt, "layers.types_by_interval.default", &interval))
+		return false;
+	if (interval < 1)
+		return rd_fail(rd, kind == IR_CFG_ABSENT ? dflt : cfg, "%s: the interval is %lld, expected at least 1", what,
+			       (long long)interval);
+	*n = rd->m->n_layers;
+	*types = ir_arena_alloc(&rd->m->arena, (size_t)*n * sizeof(**types));
+	for (int i = 0; i < *n; i++)
+		(*types)[i] = (i + 1) % interval == 0 ? t : o;
+	return true;
+}
+
+static bool from_config(rd_ctx *rd, const yaml_node_t *types_from, const yaml_node_t *by_interval,
+			const yaml_node_t *map)
 {
 	const char *key = rd_scalar(rd, types_from, "layers.types_from");
 	if (!key)
@@ -51,6 +88,8 @@ static bool from_config(rd_ctx *rd, const yaml_node_t *types_from, const yaml_no
 	const char **types;
 	int n;
 	if (!ir_config_strings(rd->cfg, key, &types, &n, rd->err))
+		return false;
+	if (n < 0 && by_interval && !types_by_interval(rd, by_interval, &types, &n))
 		return false;
 	if (n < 0)
 		return rd_fail(rd, types_from, "layers.types_from: config key '%s' is missing from %s", key,
@@ -206,11 +245,14 @@ bool rd_layers(rd_ctx *rd, const yaml_node_t *map)
 	m->layer_block = ir_arena_alloc(&m->arena, (size_t)n * sizeof(int));
 	yaml_node_t *pattern = rd_get(rd, map, "pattern"), *types = rd_get(rd, map, "types_from");
 	yaml_node_t *lmap = rd_get(rd, map, "map"), *then = rd_get(rd, map, "then");
+	yaml_node_t *by_interval = rd_get(rd, map, "types_by_interval");
 	if (!pattern == !types)
 		return rd_fail(rd, map, "layers: expected exactly one of 'pattern' or 'types_from'");
 	if (pattern && lmap)
 		return rd_fail(rd, lmap, "layers.map is used with types_from only");
-	if (!(pattern ? from_pattern(rd, pattern) : from_config(rd, types, lmap)))
+	if (pattern && by_interval)
+		return rd_fail(rd, by_interval, "layers.types_by_interval is used with types_from only");
+	if (!(pattern ? from_pattern(rd, pattern) : from_config(rd, types, by_interval, lmap)))
 		return false;
 	yaml_node_t *overrides = rd_get(rd, map, "overrides");
 	if (overrides && !from_overrides(rd, overrides))
