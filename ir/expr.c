@@ -151,6 +151,48 @@ static bool func_ceil_div(parser *ps, const char *at, ir_expr_val *out)
 	return true;
 }
 
+/* prime_sum(base, skip, count): the sum of `count` consecutive primes >= base
+ * after the first `skip` of them. transformers sizes qwen4_exp's n-gram
+ * tables this way (head k of the PLE layers has the (k+1)-th prime >= the
+ * vocabulary base), and no config key holds the result. Trial division on
+ * 6k +- 1 candidates: bases below 2^31 and at most 4096 primes keep it
+ * well under a second. */
+#define PRIME_SUM_MAX_BASE ((int64_t)1 << 31)
+#define PRIME_SUM_MAX_PRIMES 4096
+
+static bool is_prime(int64_t n)
+{
+	if (n < 2)
+		return false;
+	if (n % 2 == 0 || n % 3 == 0)
+		return n == 2 || n == 3;
+	for (int64_t d = 5; d * d <= n; d += 6)
+		if (n % d == 0 || n % (d + 2) == 0)
+			return false;
+	return true;
+}
+
+static bool func_prime_sum(parser *ps, const char *at, ir_expr_val *out)
+{
+	ir_expr_val a[3];
+	if (!call_args(ps, "prime_sum", a, 3))
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (!need_const_int(ps, at, &a[i], "prime_sum"))
+			return false;
+	int64_t base = a[0].d.c, skip = a[1].d.c, count = a[2].d.c;
+	if (base < 2 || base >= PRIME_SUM_MAX_BASE || skip < 0 || count < 0 || skip + count > PRIME_SUM_MAX_PRIMES)
+		return fail_at(ps, at, "prime_sum needs 2 <= base < 2^31 and 0 <= skip, count with skip + count <= %d, "
+			       "got %lld, %lld, %lld", PRIME_SUM_MAX_PRIMES, (long long)base, (long long)skip,
+			       (long long)count);
+	int64_t sum = 0;
+	for (int64_t n = base, seen = 0; seen < skip + count; n++)
+		if (is_prime(n) && seen++ >= skip)
+			sum += n;
+	*out = int_val(sum);
+	return true;
+}
+
 /* int() truncates toward zero and floor() rounds down, as Python's int() and
  * math.floor() do on the config's floats (HF computes
  * int(head_dim * partial_rotary_factor)); both are exact on ints. */
@@ -189,6 +231,8 @@ static bool name(parser *ps, ir_expr_val *out)
 		return func_minmax(ps, start, buf[1] == 'a', out);
 	if (strcmp(buf, "ceil_div") == 0)
 		return func_ceil_div(ps, start, out);
+	if (strcmp(buf, "prime_sum") == 0)
+		return func_prime_sum(ps, start, out);
 	if (strcmp(buf, "int") == 0 || strcmp(buf, "floor") == 0)
 		return func_to_int(ps, start, buf[0] == 'f', out);
 	if (strcmp(buf, "T") == 0 && ps->env->allow_T) {

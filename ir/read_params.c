@@ -8,7 +8,7 @@
 
 static const char *const param_keys[] = {"config", "default", "type", NULL};
 static const char *const param_types[] = {"int", "float", NULL};
-static const char *const reserved[] = {"T", "sqrt", "min", "max", "ceil_div", "int", "floor", NULL};
+static const char *const reserved[] = {"T", "sqrt", "min", "max", "ceil_div", "prime_sum", "int", "floor", NULL};
 
 static bool check_name(rd_ctx *rd, const yaml_node_t *key, const char *name)
 {

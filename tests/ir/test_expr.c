@@ -46,6 +46,13 @@ static const ok_case oks[] = {
 	{"floor(7 / 2.0) + 1", false, false, 0, 0, 4},
 	{"int(n) * floor(H)", false, false, 0, 0, 256},
 	{"int(2 * T + 1)", true, false, 0, 2, 1},
+	/* models.md 2.4(c): the tiny fixture's 4 heads [67, 71, 73, 79], the
+	 * published 16 heads 20000003 ... 20000171 */
+	{"prime_sum(H, 0, n)", false, false, 0, 0, 290},
+	{"prime_sum(H, 2, 2)", false, false, 0, 0, 152},
+	{"prime_sum(20000000, 0, 16)", false, false, 0, 0, 320001446},
+	{"prime_sum(2, 0, 5)", false, false, 0, 0, 28},
+	{"prime_sum(H, n, 0)", false, false, 0, 0, 0},
 };
 
 typedef struct {
@@ -75,6 +82,10 @@ static const err_case errs[] = {
 	{"H + int 2", false, "e.yaml:3:13: expected '(' after int"},
 	{"2 * int(foo)", false, "e.yaml:3:13: unknown name 'foo'"},
 	{"int(T)", false, "e.yaml:3:9: unknown name 'T' (T is allowed in shapes only)"},
+	{"prime_sum(1, 0, 4)", false, "e.yaml:3:5: prime_sum needs 2 <= base < 2^31"},
+	{"prime_sum(H, 4000, 97)", false, "e.yaml:3:5: prime_sum needs 2 <= base < 2^31 and 0 <= skip, count with skip + count <= 4096, got 64, 4000, 97"},
+	{"prime_sum(H, 0, 1.5)", false, "e.yaml:3:5: prime_sum"},
+	{"prime_sum(H, 0)", false, "e.yaml:3:19: prime_sum takes 3 argument(s): expected ','"},
 	{"((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))",
 	 false, "expression nested too deeply"},
 };

@@ -568,27 +568,10 @@ def family_qwen4_exp_tiny(out_root, first_seed=1234):
     write_fixture(out_dir, model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
                   {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(GDN_EOS_AT), "hidden_wide_layers": n_hidden},
                   strict=False)
-    add_ple_table_rows(model, out_dir)
     try:
         add_qwen4_mtp(model, prompt, int(ref[1][0]), seed + 3, out_dir)
     except Exception:  # noqa: BLE001 - the target fixture stands without its draft head
         log("qwen4_exp_tiny: no MTP head:\n" + traceback.format_exc())
-
-
-def add_ple_table_rows(model, out_dir):
-    """models/qwen4_exp.yaml needs the padded n-gram table height (a sum of
-    primes, not an expression of config keys): written into config.json as
-    `ple_table_rows` after HF's own checks, which never read it back."""
-    tables = {m.ngram_embedding.num_embeddings for n, m in model.named_modules() if n.endswith("ple_embedding")}
-    if len(tables) != 1:
-        raise SystemExit(f"expected one PLE table height, found {sorted(tables)}")
-    path = os.path.join(out_dir, "config.json")
-    with open(path) as f:
-        cfg = json.load(f)
-    cfg["ple_table_rows"] = tables.pop()
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
 
 
 # ---- Qwen4-Exp MTP draft head ------------------------------------------------
