@@ -195,6 +195,40 @@ static bool write_bundle(compile_state *c, const char *path, char *err, size_t e
 	return ok;
 }
 
+/* The checkpoint tensors no weight reads, counted by their first two name
+ * components (model.visual, mtp.layers). */
+static void count_unused(const compile_state *c, cg_compile_stats *s)
+{
+	enum { MAX_GROUPS = 16 };
+	char group[MAX_GROUPS][64];
+	int count[MAX_GROUPS] = {0}, n_groups = 0;
+	const halo_safetensors *sts[] = {c->st, c->drafter_st};
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; sts[k] && i < halo_st_count(sts[k]); i++) {
+			const char *name = halo_st_at(sts[k], i)->name;
+			if (cg_weights_reads(c->weights, name))
+				continue;
+			s->unused_tensors++;
+			char g[64];
+			size_t len = strcspn(name, ".");
+			if (name[len])
+				len += 1 + strcspn(name + len + 1, ".");
+			snprintf(g, sizeof g, "%.*s", (int)len, name);
+			int j = 0;
+			while (j < n_groups && strcmp(group[j], g) != 0)
+				j++;
+			if (j == n_groups && n_groups < MAX_GROUPS)
+				snprintf(group[n_groups++], sizeof group[0], "%s", g);
+			if (j < n_groups)
+				count[j]++;
+		}
+	size_t at = 0;
+	for (int j = 0; j < n_groups && at < sizeof s->unused; j++) {
+		int w = snprintf(s->unused + at, sizeof s->unused - at, "%s%s.* %d", j ? ", " : "", group[j], count[j]);
+		at += w > 0 ? (size_t)w : 0;
+	}
+}
+
 static void fill_stats(const compile_state *c, cg_compile_stats *s)
 {
 	*s = (cg_compile_stats){.n_ctx = c->man.n_ctx, .state_bytes = c->man.state_bytes,
@@ -202,6 +236,7 @@ static void fill_stats(const compile_state *c, cg_compile_stats *s)
 	for (int i = 0; i < c->man.n_states; i++)
 		if (halo_state_kind_positional(c->man.states[i].kind))
 			s->cache_bytes += c->man.states[i].size;
+	count_unused(c, s);
 }
 
 bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err, size_t errlen)

@@ -38,6 +38,11 @@ typedef struct {
 	uint64_t state_bytes;   /* one session's state: caches and recurrent states */
 	uint64_t cache_bytes;   /* of which positional caches (KV, indexer keys, hidden rows) */
 	uint64_t weight_bytes;  /* the weights section */
+	/* Checkpoint tensors the graph does not read (a vision tower's, an MTP
+	 * head left out), and a summary by their first two name components,
+	 * e.g. "model.visual.* 21, mtp.layers.* 40" (truncated to fit). */
+	int unused_tensors;
+	char unused[256];
 } cg_compile_stats;
 
 /* Returns false with a message naming the file and what was wrong; nothing

@@ -1,5 +1,6 @@
 #include "codegen/weights.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct cg_weights {
 	uint64_t *size;
 	halo_dtype *dtype;
 	int *alias; /* the earlier weight whose bytes weight i shares, or -1 */
+	char **name; /* the checkpoint name weight i reads (malloc'd; NULL: random weights) */
 	uint64_t total;
 	/* The weight whose stored bytes are in `bytes` (the fill callback walks
 	 * the section in order, so one tensor at a time is enough). */
@@ -29,7 +31,7 @@ static uint64_t weight_numel(const ir_weight *w)
 	return n;
 }
 
-static const char *source_name(const cg_weights *w, const ir_weight *d);
+static char *source_name(const cg_weights *w, const ir_weight *d);
 
 static bool same_str(const char *a, const char *b)
 {
@@ -43,11 +45,10 @@ static bool same_str(const char *a, const char *b)
 static int alias_of(const cg_weights *w, int i)
 {
 	const ir_weight *d = &w->m->weights[i];
-	const char *name = w->src.read ? source_name(w, d) : NULL;
-	for (int j = 0; name && j < i; j++) {
+	for (int j = 0; w->name[i] && j < i; j++) {
 		const ir_weight *e = &w->m->weights[j];
 		if (w->alias[j] < 0 && w->dtype[j] == w->dtype[i] && ir_shape_eq(&e->shape, &d->shape) &&
-		    same_str(e->transform, d->transform) && same_str(source_name(w, e), name))
+		    same_str(e->transform, d->transform) && same_str(w->name[j], w->name[i]))
 			return j;
 	}
 	return -1;
@@ -62,8 +63,9 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		w->size = calloc(n, sizeof(*w->size));
 		w->dtype = calloc(n, sizeof(*w->dtype));
 		w->alias = calloc(n, sizeof(*w->alias));
+		w->name = calloc(n, sizeof(*w->name));
 	}
-	if (!w || !w->offset || !w->size || !w->dtype || !w->alias) {
+	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->name) {
 		cg_weights_free(w);
 		snprintf(err, errlen, "out of memory laying out weights");
 		return NULL;
@@ -75,6 +77,11 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		const ir_weight *d = &m->weights[i];
 		w->dtype[i] = d->shape.rank >= 2 ? src->matrix_dtype : d->dtype;
 		w->size[i] = weight_numel(d) * halo_dtype_size(w->dtype[i]);
+		if (src->read && (d->hf_name || d->hf_fallback) && !(w->name[i] = source_name(w, d))) {
+			cg_weights_free(w);
+			snprintf(err, errlen, "out of memory resolving checkpoint names");
+			return NULL;
+		}
 		w->alias[i] = alias_of(w, i);
 		if (w->alias[i] >= 0) {
 			w->offset[i] = w->offset[w->alias[i]];
@@ -94,6 +101,9 @@ void cg_weights_free(cg_weights *w)
 	free(w->size);
 	free(w->dtype);
 	free(w->alias);
+	for (int i = 0; w->name && i < w->m->n_weights; i++)
+		free(w->name[i]);
+	free(w->name);
 	free(w->bytes);
 	free(w);
 }
@@ -204,14 +214,39 @@ static bool tensor_exists(const cg_weights *w, const ir_weight *d, const char *n
 	return expert_name(name, 0, first, sizeof(first)) && w->src.exists(w->src.ctx, first);
 }
 
-/* The checkpoint name weight d reads: its hf name, or its fallback when the
- * checkpoint lacks that (NULL when it names none). */
-static const char *source_name(const cg_weights *w, const ir_weight *d)
+/* `name` with each hf_prefixes rewrite (docs/ir.md) the checkpoint holds
+ * tried after it: a malloc'd copy of the first found, or NULL. */
+static char *find_name(const cg_weights *w, const ir_weight *d, const char *name)
 {
-	const char *name = d->hf_name;
-	if (d->hf_fallback && (!name || !tensor_exists(w, d, name)))
-		name = d->hf_fallback;
-	return name;
+	if (tensor_exists(w, d, name))
+		return strdup(name);
+	const ir_module *m = w->m;
+	for (int i = 0; i < m->n_hf_prefixes; i++) {
+		size_t n = strlen(m->hf_prefix_from[i]);
+		if (strncmp(name, m->hf_prefix_from[i], n) != 0)
+			continue;
+		char buf[MAX_TENSOR_NAME];
+		if (snprintf(buf, sizeof buf, "%s%s", m->hf_prefix_to[i], name + n) < (int)sizeof buf &&
+		    tensor_exists(w, d, buf))
+			return strdup(buf);
+	}
+	return NULL;
+}
+
+/* The checkpoint name weight d reads (malloc'd): its hf name, else its
+ * fallback (tied embeddings), each as written or rewritten by hf_prefixes;
+ * when the checkpoint has none of them, the name a reader's error should
+ * show (the fallback's if there is one, else hf). NULL only when out of
+ * memory. */
+static char *source_name(const cg_weights *w, const ir_weight *d)
+{
+	const char *names[] = {d->hf_name, d->hf_fallback};
+	for (int k = 0; k < 2; k++) {
+		char *found = names[k] ? find_name(w, d, names[k]) : NULL;
+		if (found)
+			return found;
+	}
+	return strdup(d->hf_fallback ? d->hf_fallback : d->hf_name);
 }
 
 static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern, float *dst, char *err,
@@ -237,13 +272,14 @@ static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern,
 	return true;
 }
 
-static bool read_f32(cg_weights *w, const ir_weight *d, float *dst, uint64_t n, char *err, size_t errlen)
+static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, size_t errlen)
 {
+	const ir_weight *d = &w->m->weights[id];
 	if (!w->src.read) {
 		fill_random(d, w->src.seed, dst, n);
 		return true;
 	}
-	const char *name = source_name(w, d);
+	const char *name = w->name[id];
 	if (!name) {
 		snprintf(err, errlen, "weight '%s' names no checkpoint tensor", d->name);
 		return false;
@@ -266,7 +302,7 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 	bool ok = f && bytes;
 	if (!ok)
 		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
-	ok = ok && read_f32(w, d, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
+	ok = ok && read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
 		half_from_f32_array(f, (uint16_t *)bytes, n);
 	else if (ok && w->dtype[id] == HALO_F32)
@@ -284,6 +320,46 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 	w->bytes = bytes;
 	w->cached = id;
 	return true;
+}
+
+/* name matches pattern with "{e}" standing for a non-empty run of digits. */
+static bool matches_expert(const char *pattern, const char *name)
+{
+	const char *slot = strstr(pattern, "{e}");
+	if (!slot)
+		return strcmp(pattern, name) == 0;
+	size_t head = (size_t)(slot - pattern);
+	if (strncmp(pattern, name, head) != 0)
+		return false;
+	const char *p = name + head;
+	if (!isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	return matches_expert(slot + 3, p);
+}
+
+bool cg_weights_reads(const cg_weights *w, const char *name)
+{
+	size_t n = strlen(name), sfx = strlen("_scale_inv");
+	bool scale = n > sfx && strcmp(name + n - sfx, "_scale_inv") == 0;
+	for (int i = 0; i < w->m->n_weights; i++) {
+		const char *r = w->name[i];
+		if (!r)
+			continue;
+		if (matches_expert(r, name))
+			return true;
+		if (scale) {
+			char base[MAX_TENSOR_NAME];
+			if (n - sfx < sizeof base) {
+				memcpy(base, name, n - sfx);
+				base[n - sfx] = 0;
+				if (matches_expert(r, base))
+					return true;
+			}
+		}
+	}
+	return false;
 }
 
 int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen)

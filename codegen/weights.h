@@ -44,6 +44,10 @@ halo_dtype cg_weights_dtype(const cg_weights *w, int id);
 /* Stored dtype of each module weight, indexed by weight id. */
 const halo_dtype *cg_weights_dtypes(const cg_weights *w);
 uint64_t cg_weights_size(const cg_weights *w);
+/* Whether checkpoint tensor `name` is one the weights read: a resolved name,
+ * an expert of a stacked one ("{e}" standing for a decimal index), or the
+ * block-scale companion (name + "_scale_inv") of either. */
+bool cg_weights_reads(const cg_weights *w, const char *name);
 
 /* A halo_bundle_fill_fn (codegen/bundle_write.h) producing the section. */
 int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen);

@@ -325,7 +325,19 @@ void ir_dump_yaml(const ir_module *m, FILE *out)
 		fputs(i ? ", " : "", out);
 		put_str(out, m->hf_types[i]);
 	}
-	fprintf(out, "]\nexpanded: %s\n", m->expanded ? "true" : "false");
+	fputs("]\n", out);
+	if (m->n_hf_prefixes) {
+		fputs("hf_prefixes: [", out);
+		for (int i = 0; i < m->n_hf_prefixes; i++) {
+			fputs(i ? ", {from: " : "{from: ", out);
+			put_str(out, m->hf_prefix_from[i]);
+			fputs(", to: ", out);
+			put_str(out, m->hf_prefix_to[i]);
+			fputc('}', out);
+		}
+		fputs("]\n", out);
+	}
+	fprintf(out, "expanded: %s\n", m->expanded ? "true" : "false");
 	put_params(out, m);
 	put_decls(out, "", m->weights, m->n_weights, m->states, m->n_states);
 	put_layers(out, m);

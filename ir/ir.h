@@ -212,6 +212,11 @@ typedef struct {
 	const char *model;      /* model name from the file */
 	int n_hf_types;
 	const char **hf_types;  /* config.json model_type values this file serves */
+	/* hf_prefixes: a checkpoint name starting with from[i] that the
+	 * checkpoint lacks is also looked up with that prefix replaced by to[i]
+	 * (the vision-language wrapper's model.language_model.), in order. */
+	int n_hf_prefixes;
+	const char **hf_prefix_from, **hf_prefix_to;
 	int n_params;
 	ir_param *params;
 	int n_weights, cap_weights;

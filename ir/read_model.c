@@ -8,8 +8,9 @@
 
 #include "ir/read_parts.h"
 
-static const char *const top_keys[] = {"model", "hf_model_types", "params", "weights", "state", "blocks",
-				       "layers", "graphs", "entries", "draft", NULL};
+static const char *const top_keys[] = {"model",  "hf_model_types", "hf_prefixes", "params",  "weights", "state",
+				       "blocks", "layers",         "graphs",      "entries", "draft",   NULL};
+static const char *const prefix_keys[] = {"from", "to", NULL};
 static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", NULL};
 static const char *const logits_modes[] = {"all", "last", NULL};
 static const char *const position_modes[] = {"session", "caller", NULL};
@@ -25,6 +26,30 @@ static bool read_hf_types(rd_ctx *rd, const yaml_node_t *seq)
 		if (!(m->hf_types[i] = rd_str(rd, rd_seq_item(rd, seq, i), "a model_type")))
 			return false;
 	m->n_hf_types = n;
+	return true;
+}
+
+static bool read_hf_prefixes(rd_ctx *rd, const yaml_node_t *seq)
+{
+	if (!rd_want_seq(rd, seq, "hf_prefixes"))
+		return false;
+	ir_module *m = rd->m;
+	int n = rd_seq_len(seq);
+	m->hf_prefix_from = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(char *));
+	m->hf_prefix_to = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(char *));
+	for (int i = 0; i < n; i++) {
+		const yaml_node_t *item = rd_seq_item(rd, seq, i);
+		yaml_node_t *from, *to;
+		if (!rd_want_map(rd, item, "an hf_prefixes entry") || !rd_check_keys(rd, item, prefix_keys, "an hf_prefixes entry") ||
+		    !(from = rd_need(rd, item, "from", "an hf_prefixes entry")) ||
+		    !(to = rd_need(rd, item, "to", "an hf_prefixes entry")) ||
+		    !(m->hf_prefix_from[i] = rd_str(rd, from, "a name prefix")) ||
+		    !(m->hf_prefix_to[i] = rd_str(rd, to, "a name prefix")))
+			return false;
+		if (!m->hf_prefix_from[i][0])
+			return rd_fail(rd, from, "hf_prefixes: an empty 'from' prefix would rewrite every name");
+	}
+	m->n_hf_prefixes = n;
 	return true;
 }
 
@@ -124,8 +149,9 @@ static bool read_top(rd_ctx *rd, const yaml_node_t *root)
 	yaml_node_t *params = types ? rd_need(rd, root, "params", what) : NULL;
 	yaml_node_t *graphs = params ? rd_need(rd, root, "graphs", what) : NULL;
 	yaml_node_t *entries = graphs ? rd_need(rd, root, "entries", what) : NULL;
+	yaml_node_t *prefixes = rd_get(rd, root, "hf_prefixes");
 	if (!entries || !(rd->m->model = rd_str(rd, model, "the model name")) || !read_hf_types(rd, types) ||
-	    !rd_params(rd, params) || !read_decls(rd, root))
+	    (prefixes && !read_hf_prefixes(rd, prefixes)) || !rd_params(rd, params) || !read_decls(rd, root))
 		return false;
 	yaml_node_t *draft = rd_get(rd, root, "draft");
 	bool with_draft;

@@ -142,5 +142,8 @@ int cmd_compile(int argc, char **argv)
 		"per session (caches %.1f MiB)\n",
 		o.out_path, o.model_path, cli_now_s() - t0, (double)st.weight_bytes / mib, (long long)st.n_ctx,
 		(double)st.state_bytes / mib, (double)st.cache_bytes / mib);
+	if (st.unused_tensors)
+		fprintf(stderr, "halo compile: note: %d checkpoint tensor%s not used by the graph: %s\n", st.unused_tensors,
+			st.unused_tensors == 1 ? "" : "s", st.unused);
 	return 0;
 }

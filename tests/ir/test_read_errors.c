@@ -42,7 +42,18 @@ typedef struct {
 	const char *expect;
 } err_case;
 
+/* HEAD with an hf_prefixes line 3 (params from line 4). */
+#define PREFIXES(list) "model: m\nhf_model_types: [m]\nhf_prefixes: " list "\nparams:\n  H: {config: hidden}\n"
+
 static const err_case cases[] = {
+	{"hf_prefixes not a list", PREFIXES("{from: a., to: b.}") W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:3:14: expected a list for hf_prefixes, got a mapping"},
+	{"hf_prefixes entry without to", PREFIXES("[{from: a.}]") W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:3:15: an hf_prefixes entry: missing required key 'to'"},
+	{"hf_prefixes with an unknown key", PREFIXES("[{from: a., to: b., as: c.}]") W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:3:34: unknown key 'as' in an hf_prefixes entry (expected one of: from, to)"},
+	{"hf_prefixes from an empty prefix", PREFIXES("[{from: '', to: b.}]") W G MATMUL OUT_Y ENTRY,
+	 "t.yaml:3:22: hf_prefixes: an empty 'from' prefix would rewrite every name"},
 	{"override of an unknown block", OVERRIDES("{from: one, block: zz}"),
 	 "t.yaml:18:65: layers.overrides.block: unknown block 'zz'"},
 	{"override id out of range", OVERRIDES("{from: far, one_indexed: true, block: c}"),
