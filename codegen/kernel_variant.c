@@ -320,6 +320,17 @@ static bool build_embed(kv_build *b)
  * split (bench/results-h200-matvec.txt). */
 #define MATVEC_BUSY_LANES (1 << 18)
 
+/* A matmul's rows per token and its most rows in one dispatch. */
+static int64_t mm_rpt(const kv_desc *d)
+{
+	return d->u.matmul.rows_per_t > 1 ? d->u.matmul.rows_per_t : 1;
+}
+
+static int64_t mm_rows_max(const kv_desc *d)
+{
+	return mm_rpt(d) * d->t_max;
+}
+
 static int64_t matvec_chunks(const kv_desc *d)
 {
 	int64_t K = d->u.matmul.K;
@@ -330,7 +341,7 @@ static int64_t matvec_chunks(const kv_desc *d)
  * `grow` (matvec.comp), at most 8. */
 static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
 {
-	uint32_t f = !t.grow ? 1 : d->t_max >= 3 ? 4 : d->t_max >= 2 ? 2 : 1;
+	uint32_t f = !t.grow ? 1 : mm_rows_max(d) >= 3 ? 4 : mm_rows_max(d) >= 2 ? 2 : 1;
 	return t.cols * f < 8 ? t.cols * f : (t.cols > 8 ? t.cols : 8);
 }
 
@@ -338,7 +349,8 @@ static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
 static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 {
 	uint32_t nc_max = matvec_nc_max(d, t);
-	uint64_t nval = (uint64_t)nc_max * (uint64_t)d->t_max + (d->pro.on ? (uint64_t)d->t_max : 0);
+	uint64_t rows = (uint64_t)mm_rows_max(d);
+	uint64_t nval = (uint64_t)nc_max * rows + (d->pro.on ? rows : 0);
 	uint64_t slots = t.tree ? t.local : t.local / 4;
 	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
 		return "local and split must be powers of two with 4 <= split <= local <= 1024";
@@ -414,7 +426,7 @@ static bool matvec_tiles(kv_build *b)
 	def_uint(b, "NC_MAX", matvec_nc_max(b->d, t));
 	def_uint(b, "SPLIT", t.split);
 	def_uint(b, "UNROLL", t.unroll);
-	def_uint(b, "T_MAX", b->d->t_max);
+	def_uint(b, "T_MAX", mm_rows_max(b->d));
 	/* Rows of K % 8 == 0 start 16-byte aligned in every dtype: each lane
 	 * then loads 8 weights at a time (one 16-byte load for f16). */
 	bool vec8 = b->d->u.matmul.K % 8 == 0;
@@ -486,7 +498,7 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	def_int(b, "USE_TREE", 0);
 	set_local(b, lanes, 1);
 	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
-	set_grid(b, 1, 1, 0, bm);
+	set_grid(b, 1, mm_rpt(b->d), 0, bm);
 	sb_printf(&b->tile, "cm,bm%u,bn%u,bk%u,wm%u,wn%u%s", bm, bn, bk, wm, wn, vec8 ? ",v8" : "");
 	return true;
 }
@@ -513,7 +525,7 @@ static bool matmul_tiles(kv_build *b)
 	def_uint(b, "BK", bk);
 	set_local(b, lx, ly);
 	set_grid(b, 0, 0, b->d->u.matmul.N, bn);
-	set_grid(b, 1, 1, 0, bm);
+	set_grid(b, 1, mm_rpt(b->d), 0, bm);
 	def_int(b, "USE_TREE", 0);
 	sb_printf(&b->tile, "bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
 	return true;
@@ -521,14 +533,20 @@ static bool matmul_tiles(kv_build *b)
 
 static bool build_matmul(kv_build *b)
 {
-	int64_t K = b->d->u.matmul.K, N = b->d->u.matmul.N;
+	int64_t K = b->d->u.matmul.K, N = b->d->u.matmul.N, rows = mm_rows_max(b->d);
+	if (b->d->u.matmul.rows_per_t < 0)
+		return fail(b, "rows per token %" PRId64 " must be positive", b->d->u.matmul.rows_per_t);
 	if (!check_index(b, "K", K) || !check_index(b, "N", N) || !check_index(b, "N*K", N * K) ||
-	    !check_index(b, "T*K", b->d->t_max * K) || !check_index(b, "T*N", b->d->t_max * N))
+	    !check_index(b, "rows*K", rows * K) || !check_index(b, "rows*N", rows * N))
 		return false;
-	bool vec = b->d->t_max <= KV_MATVEC_MAX_T;
+	bool vec = rows <= KV_MATVEC_MAX_T;
 	sb_printf(&b->sig, "%s K=%" PRId64 " N=%" PRId64, vec ? "matvec" : "matmul", K, N);
+	/* one row per token is the common case: its keys name no row count */
+	if (mm_rpt(b->d) > 1)
+		sb_printf(&b->sig, " rows=%" PRId64 "*T", mm_rpt(b->d));
 	def_uint(b, "K", K);
 	def_uint(b, "N", N);
+	def_uint(b, "RPT", mm_rpt(b->d));
 	if (!weight_type(b))
 		return false;
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
@@ -1358,7 +1376,7 @@ static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	int n = 0;
 	if (d->wtype == HALO_F16) {
-		int64_t big = ((d->u.matmul.N + 127) / 128) * ((d->t_max + 127) / 128);
+		int64_t big = ((d->u.matmul.N + 127) / 128) * ((mm_rows_max(d) + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
 		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};
 		for (int i = 0; i < 2 && n + 1 < max; i++)
@@ -1404,10 +1422,10 @@ static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
-/* Prefill and decode share the matmul op: t_max picks the kernel family. */
+/* Prefill and decode share the matmul op: the most rows of a dispatch pick the kernel family. */
 static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
 {
-	return d->t_max <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
+	return mm_rows_max(d) <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
 }
 
 /* ---- the op table ---------------------------------------------------------------------------- */

@@ -28,7 +28,7 @@
 #include "kernels/device_features.h"
 
 #define KV_MAX_EPILOGUE 4
-/* The decode matrix-vector kernel serves dispatches of at most this many tokens. */
+/* The decode matrix-vector kernel serves dispatches of at most this many rows. */
 #define KV_MATVEC_MAX_T 8
 /* ngram_embed: the most orders and heads the op allows (ngram <= 16, heads_per_ngram <= 64). */
 #define KV_NGRAM_MAX 16
@@ -89,7 +89,10 @@ typedef struct {
 	halo_dtype wtype;  /* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16 */
 	union {
 		struct { int64_t V, H; } embed;                     /* (table, ids) -> y */
-		struct { int64_t K, N; } matmul;                    /* (x, w) -> y */
+		/* (x[a*T,K], w[N,K]) -> y[a*T,N]: rows_per_t a rows per token (0 or
+		 * 1: one; hyper-connection streams are several); matvec when a*t_max
+		 * <= KV_MATVEC_MAX_T */
+		struct { int64_t K, N, rows_per_t; } matmul;
 		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
 		struct { int64_t hq, hk, D, dv, C; float scale; } attention; /* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]) */

@@ -235,16 +235,16 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.H = cdim(x, 1);
 		return true;
 	case IR_OP_MATMUL:
-		/* the matmul and matvec kernels run pc.T rows */
-		if (x->dim[0].coef_T != 1 || x->dim[0].c != 0) {
-			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take "
-				 "exactly T (one row per token)", d->node, (long long)x->dim[0].coef_T,
-				 (long long)x->dim[0].c);
+		/* the matmul and matvec kernels run a whole number of rows per token */
+		if (x->dim[0].coef_T < 1 || x->dim[0].c != 0) {
+			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take a*T "
+				 "(a >= 1 rows per token)", d->node, (long long)x->dim[0].coef_T, (long long)x->dim[0].c);
 			return false;
 		}
 		k->wtype = d->operand[1].dtype;
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
+		k->u.matmul.rows_per_t = x->dim[0].coef_T;
 		return true; /* tiles: kv_variant_space, the heuristic first */
 	case IR_OP_RMS_NORM:
 		k->u.rms_norm.rows_per_t = rows_per_token(x);

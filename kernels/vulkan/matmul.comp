@@ -3,7 +3,7 @@
 // A workgroup computes a BM x BN tile of y through shared-memory tiles of
 // BK; each of its LS_X x LS_Y lanes owns TM x TN outputs (TM = BM / LS_Y,
 // TN = BN / LS_X). Every output sums k in increasing order, independent of T.
-// Grid: x = ceil(N / BN), y = ceil(T / BM).
+// Rows t index the ROWS = RPT * T rows of x. Grid: x = ceil(N / BN), y = ceil(ROWS / BM).
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
@@ -26,7 +26,7 @@ void row_scales(uint lid, uint t0)
 {
 	if (lid < BM) {
 		float s = 0.0;
-		if (t0 + lid < pc.T)
+		if (t0 + lid < ROWS)
 			for (uint k = 0u; k < K; k++)
 				s += x[(t0 + lid) * K + k] * x[(t0 + lid) * K + k];
 		rs[lid] = 1.0 / sqrt(s / float(K) + PRO_EPS);
@@ -43,7 +43,7 @@ void load_tiles(uint lid, uint t0, uint n0, uint k0)
 {
 	for (uint i = lid; i < BM * BK; i += LANES) {
 		uint r = i / BK, kk = i % BK;
-		xs[r][kk] = (t0 + r < pc.T && k0 + kk < K) ? xin(t0 + r, k0 + kk, r) : 0.0;
+		xs[r][kk] = (t0 + r < ROWS && k0 + kk < K) ? xin(t0 + r, k0 + kk, r) : 0.0;
 	}
 	for (uint i = lid; i < BN * BK; i += LANES) {
 		uint r = i / BK, kk = i % BK;
@@ -75,7 +75,7 @@ void main()
 	for (uint i = 0u; i < TM; i++)
 		for (uint j = 0u; j < TN; j++) {
 			uint t = t0 + ty * TM + i, n = n0 + tx * TN + j;
-			if (t < pc.T && n < N)
+			if (t < ROWS && n < N)
 				y[t * N + n] = epilogue(acc[i][j], t * N + n);
 		}
 }

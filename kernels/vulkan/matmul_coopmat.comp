@@ -30,7 +30,7 @@
 // of the epilogue: after the last step each subgroup stores one accumulator
 // at a time to its 256 floats of scratch, then each lane applies
 // epilogue(v, i) to 8 of its elements and writes those inside [0,T) x [0,N).
-// Grid: x = ceil(N / BN), y = ceil(T / BM). VEC8 (K % 8 == 0): 16-byte loads
+// Grid: x = ceil(N / BN), y = ceil(ROWS / BM) (ROWS = RPT * T). VEC8 (K % 8 == 0): 16-byte loads
 // of x, w and the norm weight; otherwise element loads with bounds checks.
 
 #extension GL_NV_cooperative_matrix : require
@@ -103,14 +103,14 @@ void row_scales(uint s, uint lane, uint t0)
 #if VEC8
 		for (uint c = lane; c < K / 4u; c += SG)
 			[[unroll]] for (uint i = 0u; i < RB; i++)
-				if (t + i < pc.T) {
+				if (t + i < ROWS) {
 					vec4 v = x4[(t + i) * (K / 4u) + c];
 					sum[i] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
 				}
 #else
 		for (uint k = lane; k < K; k += SG)
 			[[unroll]] for (uint i = 0u; i < RB; i++)
-				if (t + i < pc.T)
+				if (t + i < ROWS)
 					sum[i] += x[(t + i) * K + k] * x[(t + i) * K + k];
 #endif
 		[[unroll]] for (uint h = 0u; h < RB; h += 8u) {
@@ -143,7 +143,7 @@ void fetch(uint t0, uint n0, uint k0)
 		nr[2u * c + 1u] = vec4(0.0);
 #endif
 #if VEC8
-		if (t < pc.T && k < K) {
+		if (t < ROWS && k < K) {
 			xr[2u * c] = x4[(t * K + k) / 4u];
 			xr[2u * c + 1u] = x4[(t * K + k) / 4u + 1u];
 #if PRO_RMS
@@ -153,7 +153,7 @@ void fetch(uint t0, uint n0, uint k0)
 		}
 #else
 		[[unroll]] for (uint e = 0u; e < 8u; e++)
-			if (t < pc.T && k + e < K) {
+			if (t < ROWS && k + e < K) {
 				xr[2u * c + e / 4u][e % 4u] = x[t * K + k + e];
 #if PRO_RMS
 				nr[2u * c + e / 4u][e % 4u] = nw[k + e];
@@ -249,7 +249,7 @@ void main()
 			[[unroll]] for (uint e = 0u; e < 8u; e++) {
 				uint idx = e * SG + lane;
 				uint t = t0 + rw + i * 16u + idx / 16u, n = n0 + cw + j * 16u + idx % 16u;
-				if (t < pc.T && n < N)
+				if (t < ROWS && n < N)
 					y[t * N + n] = epilogue(uintBitsToFloat(stages[scr + idx / 4u][idx % 4u]), t * N + n);
 			}
 			subgroupBarrier();

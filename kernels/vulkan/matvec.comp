@@ -1,4 +1,4 @@
-// matvec, for steps of T <= T_MAX <= 8 tokens: y[t,n] = sum_k x'[t,k] w[n,k]
+// matvec, for steps of ROWS = RPT * T <= T_MAX <= 8 rows of x (RPT rows per token): y[t,n] = sum_k x'[t,k] w[n,k]
 // (x' = x, or rms_norm(x) with the fused prologue), then the epilogue.
 //
 // Decode is bound by weight bytes, so each weight is read once for all T
@@ -101,8 +101,8 @@ MATVEC_PROTOTYPES
 void main()
 {
 	uint lane = lane_id(), g = lane / SPLIT, l = lane % SPLIT;
-	// pc.T is the same for every lane: one path per dispatch.
-	uint nc = min(NC_MAX, NC * (pc.T <= 1u ? 1u : pc.T <= 2u ? 2u : 4u));
+	// ROWS is the same for every lane: one path per dispatch.
+	uint nc = min(NC_MAX, NC * (ROWS <= 1u ? 1u : ROWS <= 2u ? 2u : 4u));
 	if (gl_WorkGroupID.x * GROUPS * nc >= N)
 		return;
 	uint grp = gl_WorkGroupID.x * GROUPS + g;

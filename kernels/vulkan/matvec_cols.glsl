@@ -9,7 +9,7 @@
 void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 {
 	for (uint t = 0u; t < T_MAX; t++) {
-		if (t >= pc.T)
+		if (t >= ROWS)
 			break;
 #if VEC8
 		vec4 xa = x4[t * (K / 4u) + 2u * j], xb = x4[t * (K / 4u) + 2u * j + 1u];
@@ -113,7 +113,7 @@ void run_@NC@(uint lane, uint g, uint l, uint grp)
 		return;
 	for (uint r = 0u; r < NDOT_@NC@; r++) {
 		uint c = r / T_MAX, t = r % T_MAX, n = n0 + c;
-		if (t >= pc.T || n >= N || (!leader_only && r % SPLIT != l))
+		if (t >= ROWS || n >= N || (!leader_only && r % SPLIT != l))
 			continue;
 		float v = acc[r];
 #if PRO_RMS

@@ -20,6 +20,12 @@ layout(set = 0, binding = B_STEP) readonly buffer Step {
 // A dim affine in T: AFF(X) = X_T * T + X_C.
 #define AFF(n) (n##_T * pc.T + n##_C)
 
+// The rows of x a matmul step covers: RPT rows per token (several for the
+// hyper-connection streams of one token, codegen/kernel_variant.c).
+#ifdef RPT
+#define ROWS (RPT * pc.T)
+#endif
+
 // The functions kernels/ops.def's elementwise expressions call.
 float exp_f(float x) { return exp(x); }
 float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }

@@ -1,6 +1,7 @@
-/* matvec (T <= 8) and tiled matmul (T > 8) against ref_matmul: f32 and f16
- * weights, fused rms_norm prologue, fused epilogue chains, and batch
- * invariance of the decode kernel.
+/* matvec (T <= 8 rows) and tiled matmul (more) against ref_matmul: f32 and
+ * f16 weights, fused rms_norm prologue, fused epilogue chains, several rows
+ * per token (the hyper-connection streams' a*T rows), and batch invariance
+ * of the decode kernel.
  *
  * Tolerance: max |got - want| / max(|want|, 1) <= 2e-5. The kernels sum K <= 4096
  * products of magnitude <= 1 in f32 (the reference in f64); with |want| of
@@ -22,7 +23,14 @@ typedef struct {
 	bool pro;
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE];
+	int64_t rpt; /* rows per token, 0 = 1 */
 } mm_case;
+
+/* The rows of a case's step: T tokens of rpt rows each. */
+static int64_t rows_of(const mm_case *c)
+{
+	return c->T * (c->rpt ? c->rpt : 1);
+}
 
 static size_t epi_numel(const kv_elem_op *e, int64_t T, int64_t N)
 {
@@ -35,14 +43,15 @@ static size_t epi_numel(const kv_elem_op *e, int64_t T, int64_t N)
 static void reference(const mm_case *c, const float *x, const float *w, const float *nw,
 		      float **extra, float *y)
 {
-	float *xin = alloc_floats((size_t)(c->T * c->K));
+	int64_t R = rows_of(c);
+	float *xin = alloc_floats((size_t)(R * c->K));
 	if (c->pro)
-		ref_rms_norm(x, nw, xin, c->T, c->K, 0, 1e-6f, 1);
+		ref_rms_norm(x, nw, xin, R, c->K, 0, 1e-6f, 1);
 	else
-		memcpy(xin, x, (size_t)(c->T * c->K) * sizeof *x);
-	ref_matmul(xin, w, y, c->T, c->K, c->N);
+		memcpy(xin, x, (size_t)(R * c->K) * sizeof *x);
+	ref_matmul(xin, w, y, R, c->K, c->N);
 	for (int j = 0; j < c->n_epi; j++)
-		ref_apply_elem(&c->epi[j], y, extra[j], c->T * c->N);
+		ref_apply_elem(&c->epi[j], y, extra[j], R * c->N);
 	free(xin);
 }
 
@@ -61,7 +70,8 @@ static bool run_variant(harness *h, const mm_case *c, const kv_desc *d, uint32_t
 		hk_free(h, &k);
 		return true;
 	}
-	size_t nx = (size_t)(c->T * c->K), nw = (size_t)(c->N * c->K), ny = (size_t)(c->T * c->N);
+	int64_t R = rows_of(c);
+	size_t nx = (size_t)(R * c->K), nw = (size_t)(c->N * c->K), ny = (size_t)(R * c->N);
 	float *x = alloc_floats(nx), *w = alloc_floats(nw), *nwt = alloc_floats((size_t)c->K);
 	float *y = alloc_floats(ny), *want = alloc_floats(ny);
 	uint16_t *w16 = calloc(nw + 1, sizeof *w16);
@@ -81,7 +91,7 @@ static bool run_variant(harness *h, const mm_case *c, const kv_desc *d, uint32_t
 		if (c->epi[j].op != IR_OP_ADD && c->epi[j].op != IR_OP_SUB && c->epi[j].op != IR_OP_MUL &&
 		    c->epi[j].op != IR_OP_SWIGLU)
 			continue;
-		size_t ne = epi_numel(&c->epi[j], c->T, c->N);
+		size_t ne = epi_numel(&c->epi[j], R, c->N);
 		extra[j] = alloc_floats(ne);
 		fill_random(extra[j], ne, 1.0f, seed);
 		ops[n++] = (hop){extra[j], ne * 4, false};
@@ -109,6 +119,7 @@ static bool run_case(harness *h, const mm_case *c, bool all, uint32_t *seed)
 		     .pro = {c->pro, 1e-6f, 1}, .n_epi = c->n_epi};
 	d.u.matmul.K = c->K;
 	d.u.matmul.N = c->N;
+	d.u.matmul.rows_per_t = c->rpt;
 	memcpy(d.epi, c->epi, sizeof d.epi);
 	kv_tiles t[16];
 	int n = all ? kv_variant_space(&d, t, 16) : 1;
@@ -179,22 +190,26 @@ int main(void)
 	const kv_elem_op mul_row = {.op = IR_OP_MUL, .operand = 0, .bcast = KV_BCAST_LASTDIM, .bcast_n = 0};
 	const kv_elem_op swiglu_up = {.op = IR_OP_SWIGLU, .operand = 1, .bcast = KV_BCAST_FULL};
 	mm_case cases[] = {
-		{64, 96, 1, 8, HALO_F32, false, 0, {{0}}},
-		{64, 96, 3, 8, HALO_F32, false, 0, {{0}}},
-		{64, 96, 8, 8, HALO_F32, false, 0, {{0}}},
-		{7, 1, 2, 4, HALO_F32, false, 0, {{0}}},
-		{129, 7, 5, 8, HALO_F32, false, 0, {{0}}},
-		{130, 33, 4, 8, HALO_F16, false, 0, {{0}}},
-		{129, 65, 3, 8, HALO_F32, true, 2, {add_res, silu}},
-		{64, 48, 2, 8, HALO_F16, true, 3, {swiglu_up, scale, sub_rev}},
-		{4096, 40, 3, 8, HALO_F16, true, 2, {add_res, silu}},
-		{1000, 300, 8, 8, HALO_F32, true, 0, {{0}}},
-		{2560, 777, 1, 8, HALO_F16, false, 1, {mul_row}},
-		{64, 96, 37, 64, HALO_F32, false, 0, {{0}}},
-		{129, 7, 9, 16, HALO_F32, false, 0, {{0}}},
-		{7, 129, 40, 64, HALO_F16, false, 0, {{0}}},
-		{300, 70, 33, 64, HALO_F32, true, 2, {add_res, silu}},
-		{96, 40, 19, 32, HALO_F16, true, 2, {mul_row, swiglu_up}},
+		{64, 96, 1, 8, HALO_F32, false, 0, {{0}}, 0},
+		{64, 96, 3, 8, HALO_F32, false, 0, {{0}}, 0},
+		{64, 96, 8, 8, HALO_F32, false, 0, {{0}}, 0},
+		{7, 1, 2, 4, HALO_F32, false, 0, {{0}}, 0},
+		{129, 7, 5, 8, HALO_F32, false, 0, {{0}}, 0},
+		{130, 33, 4, 8, HALO_F16, false, 0, {{0}}, 0},
+		{129, 65, 3, 8, HALO_F32, true, 2, {add_res, silu}, 0},
+		{64, 48, 2, 8, HALO_F16, true, 3, {swiglu_up, scale, sub_rev}, 0},
+		{4096, 40, 3, 8, HALO_F16, true, 2, {add_res, silu}, 0},
+		{1000, 300, 8, 8, HALO_F32, true, 0, {{0}}, 0},
+		{2560, 777, 1, 8, HALO_F16, false, 1, {mul_row}, 0},
+		{64, 96, 37, 64, HALO_F32, false, 0, {{0}}, 0},
+		{129, 7, 9, 16, HALO_F32, false, 0, {{0}}, 0},
+		{7, 129, 40, 64, HALO_F16, false, 0, {{0}}, 0},
+		{300, 70, 33, 64, HALO_F32, true, 2, {add_res, silu}, 0},
+		{96, 40, 19, 32, HALO_F16, true, 2, {mul_row, swiglu_up}, 0},
+		/* several rows per token: matvec (4 x 2 rows), tiled (3 x 8) */
+		{64, 96, 2, 2, HALO_F32, false, 0, {{0}}, 4},
+		{130, 33, 1, 2, HALO_F16, true, 1, {add_res}, 4},
+		{129, 7, 7, 8, HALO_F32, true, 2, {add_res, silu}, 3},
 	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -204,7 +219,7 @@ int main(void)
 				c->epi[j].bcast_n = c->N;
 		/* Every variant where the space matters (long K, ragged K, fused
 		 * chains, prefill); lavapipe compiles each in about a second. */
-		bool all = c->t_max > KV_MATVEC_MAX_T || c->K >= 1000 || c->n_epi >= 2;
+		bool all = c->t_max > KV_MATVEC_MAX_T || c->K >= 1000 || c->n_epi >= 2 || c->rpt > 1;
 		ok &= run_case(h, c, all, &seed);
 	}
 	/* Batch invariance: the heuristic on a ragged scalar shape, and every
