@@ -98,6 +98,8 @@ static bool open_weights(compile_state *c, const cg_compile_options *o, char *er
 		}
 	}
 	c->weights = cg_weights_new(c->m, &src, err, errlen);
+	if (c->weights && o->progress)
+		cg_weights_set_progress(c->weights, o->progress, o->progress_ctx);
 	return c->weights != NULL;
 }
 

@@ -30,6 +30,9 @@ typedef struct {
 	 * at most the config's max_position_embeddings; 0: the model file's
 	 * n_ctx default. */
 	int64_t n_ctx;
+	/* Called as the weights are converted and written (may be NULL). */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 } cg_compile_options;
 
 /* What a compilation produced, for the CLI's summary. */

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codegen/parallel.h"
+
 /* Real headers are a few MB at most; this bounds what a bad length can make us parse. */
 #define MAX_HEADER_BYTES (100u << 20)
 
@@ -600,13 +602,41 @@ static void produce(const source *src, uint64_t start, size_t n, float *dst)
 	}
 }
 
+/* Conversion in parallel over ranges of the tensor (codegen/parallel.h). */
+enum { ST_GRAIN = 1 << 16 };
+
+typedef struct {
+	const source *src;
+	float *f32;
+	uint16_t *f16;
+} produce_job;
+
+static void produce_f32(void *ctx, size_t lo, size_t hi)
+{
+	const produce_job *j = ctx;
+	produce(j->src, lo, hi - lo, j->f32 + lo);
+}
+
+static void produce_f16(void *ctx, size_t lo, size_t hi)
+{
+	const produce_job *j = ctx;
+	float chunk[4096];
+	for (size_t done = lo; done < hi;) {
+		size_t len = hi - done < 4096 ? hi - done : 4096;
+		produce(j->src, done, len, chunk);
+		for (size_t i = 0; i < len; i++)
+			j->f16[done + i] = f32_to_half(chunk[i]);
+		done += len;
+	}
+}
+
 int halo_st_read_f32(const halo_safetensors *st, const char *name, float *out, size_t n, char *err,
                      size_t errlen)
 {
 	source src;
 	int rc = open_source(st, name, n, &src, err, errlen);
 	if (rc == 0)
-		produce(&src, 0, n, out);
+		cg_parallel_for(n, ST_GRAIN, produce_f32, &(produce_job){.src = &src, .f32 = out});
 	free(src.scale);
 	return rc;
 }
@@ -616,14 +646,8 @@ int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out
 {
 	source src;
 	int rc = open_source(st, name, n, &src, err, errlen);
-	float chunk[4096];
-	for (size_t done = 0; rc == 0 && done < n;) {
-		size_t len = n - done < 4096 ? n - done : 4096;
-		produce(&src, done, len, chunk);
-		for (size_t i = 0; i < len; i++)
-			out[done + i] = f32_to_half(chunk[i]);
-		done += len;
-	}
+	if (rc == 0)
+		cg_parallel_for(n, ST_GRAIN, produce_f16, &(produce_job){.src = &src, .f16 = out});
 	free(src.scale);
 	return rc;
 }

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "codegen/glsl_compile.h"
+#include "codegen/parallel.h"
 #include "codegen/kernel_variant.h"
 #include "kernels/device_features.h"
 #include "runtime/ref/ref_ops.h"
@@ -641,8 +641,7 @@ static void *compile_worker(void *arg)
 
 static int compile_threads(int n_kernels)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = cores < 1 ? 1 : cores > SK_MAX_THREADS ? SK_MAX_THREADS : (int)cores;
+	int n = cg_cores() < SK_MAX_THREADS ? cg_cores() : SK_MAX_THREADS;
 	return n < n_kernels ? n : n_kernels;
 }
 

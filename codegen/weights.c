@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/parallel.h"
 #include "runtime/ref/half.h"
 
 struct cg_weights {
@@ -21,6 +22,8 @@ struct cg_weights {
 	 * the section in order, so one tensor at a time is enough). */
 	int cached;
 	uint8_t *bytes;
+	cg_progress_fn progress;
+	void *progress_ctx;
 };
 
 static uint64_t weight_numel(const ir_weight *w)
@@ -138,32 +141,57 @@ static uint64_t name_hash(const char *s, uint64_t seed)
 	return h;
 }
 
-static uint64_t next_u64(uint64_t *x)
+/* Output k of the splitmix64 stream that starts at state: counter-based, so
+ * any range of a tensor can be generated on its own. */
+static uint64_t splitmix_at(uint64_t state, uint64_t k)
 {
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	uint64_t z = state + (k + 1) * 0x9e3779b97f4a7c15ull;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
 
+typedef struct {
+	uint64_t state;
+	float a, center;
+	float *dst;
+	uint64_t n;
+} random_job;
+
+/* Elements [lo, hi) (lo even): output k gives elements 2k and 2k+1, 24 bits each. */
+static void random_range(void *ctx, size_t lo, size_t hi)
+{
+	const random_job *j = ctx;
+	for (uint64_t i = lo; i < hi; i += 2) {
+		uint64_t bits = splitmix_at(j->state, i / 2);
+		j->dst[i] = j->center + ((float)(bits >> 40) * 0x1.0p-23f - 1.0f) * j->a;
+		if (i + 1 < hi)
+			j->dst[i + 1] = j->center + ((float)(bits & 0xffffff) * 0x1.0p-23f - 1.0f) * j->a;
+	}
+}
+
 /* Uniform in [-a, a) with a = 1/sqrt(fan_in) for matrices, so activations
  * keep unit scale through random layers; vectors (norm weights, biases,
  * decay params) get 1 ± 0.1 so norms neither vanish nor explode. Float math
- * with 24 random bits per value: benchmarks generate billions of them. */
+ * with 24 random bits per value: benchmarks generate billions of them, on
+ * every core (the ranges are even, so each output's two draws stay in one). */
 static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t n)
 {
-	uint64_t state = name_hash(d->name, seed);
 	int64_t fan_in = d->shape.rank >= 2 ? d->shape.dim[d->shape.rank - 1].c : 0;
-	float a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f;
-	float center = fan_in ? 0.0f : 1.0f;
-	uint64_t i = 0, bits = 0;
-	for (; i + 1 < n; i += 2) { /* two 24-bit draws per 64-bit output */
-		bits = next_u64(&state);
-		dst[i] = center + ((float)(bits >> 40) * 0x1.0p-23f - 1.0f) * a;
-		dst[i + 1] = center + ((float)(bits & 0xffffff) * 0x1.0p-23f - 1.0f) * a;
-	}
-	if (i < n)
-		dst[i] = center + ((float)(next_u64(&state) >> 40) * 0x1.0p-23f - 1.0f) * a;
+	random_job j = {.state = name_hash(d->name, seed), .a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f,
+			.center = fan_in ? 0.0f : 1.0f, .dst = dst, .n = n};
+	cg_parallel_for(n, 1 << 16, random_range, &j);
+}
+
+typedef struct {
+	const float *src;
+	uint16_t *dst;
+} half_job;
+
+static void half_range(void *ctx, size_t lo, size_t hi)
+{
+	const half_job *j = ctx;
+	half_from_f32_array(j->src + lo, j->dst + lo, hi - lo);
 }
 
 /* A "stack" weight's dim 0 indexes checkpoint tensors, one per value of
@@ -304,7 +332,7 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
 	ok = ok && read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
-		half_from_f32_array(f, (uint16_t *)bytes, n);
+		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)
 		memcpy(bytes, f, n * sizeof(float));
 	else if (ok) {
@@ -362,6 +390,12 @@ bool cg_weights_reads(const cg_weights *w, const char *name)
 	return false;
 }
 
+void cg_weights_set_progress(cg_weights *w, cg_progress_fn fn, void *ctx)
+{
+	w->progress = fn;
+	w->progress_ctx = ctx;
+}
+
 int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen)
 {
 	cg_weights *w = ctx;
@@ -376,5 +410,7 @@ int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err
 		uint64_t from = lo > offset ? lo : offset, to = hi < offset + len ? hi : offset + len;
 		memcpy(out + (from - offset), w->bytes + (from - lo), to - from);
 	}
+	if (w->progress)
+		w->progress(w->progress_ctx, offset + len, w->total);
 	return 0;
 }

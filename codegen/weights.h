@@ -49,6 +49,10 @@ uint64_t cg_weights_size(const cg_weights *w);
  * block-scale companion (name + "_scale_inv") of either. */
 bool cg_weights_reads(const cg_weights *w, const char *name);
 
+/* Called as the section is produced: bytes done so far of total. */
+typedef void (*cg_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+void cg_weights_set_progress(cg_weights *w, cg_progress_fn fn, void *ctx);
+
 /* A halo_bundle_fill_fn (codegen/bundle_write.h) producing the section. */
 int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
 /* halo compile: model YAML + HF checkpoint -> bundle. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/compile.h"
 #include "tools/cli_args.h"
@@ -107,6 +108,30 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	return 0;
 }
 
+/* The weights' conversion on stderr: rewritten in place about once a second
+ * on a terminal, a line every 10 s otherwise (logs). */
+typedef struct {
+	double start, last;
+	bool tty, shown;
+} progress_line;
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	progress_line *p = ctx;
+	double now = cli_now_s();
+	bool end = done >= total;
+	if (!end && now - p->last < (p->tty ? 1.0 : 10.0))
+		return;
+	if (end && !p->shown)
+		return; /* a compile that took under a second needs no progress line */
+	double gb = 1e9, rate = now > p->start ? (double)done / (now - p->start) / 1e6 : 0;
+	fprintf(stderr, "%shalo compile: weights %.2f / %.2f GB (%.0f%%), %.0f MB/s%s", p->tty ? "\r" : "",
+		(double)done / gb, (double)total / gb, total ? 100.0 * (double)done / (double)total : 100.0, rate,
+		p->tty && !end ? "" : "\n");
+	p->last = now;
+	p->shown = true;
+}
+
 int cmd_compile(int argc, char **argv)
 {
 	compile_args a = {0};
@@ -132,6 +157,9 @@ int cmd_compile(int argc, char **argv)
 	}
 	cg_compile_stats st;
 	double t0 = cli_now_s();
+	progress_line progress = {.start = t0, .last = t0, .tty = isatty(STDERR_FILENO)};
+	o.progress = show_progress;
+	o.progress_ctx = &progress;
 	if (!cg_compile(&o, &st, err, sizeof(err))) {
 		fprintf(stderr, "halo compile: %s\n", err);
 		return 1;
