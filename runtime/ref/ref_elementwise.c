@@ -45,20 +45,16 @@ enum {
 };
 
 #define EW_OTHER(id, expr)
+/* Unary ops, SCALED ones (s = their `value`) among them. */
 #define EW_UNARY(id, expr)                                 \
 	case REF_OP_##id:                                  \
 		for (int64_t i = 0; i < n; i++) {          \
-			float a = x[i];                    \
-			y[i] = expr;                       \
-		}                                          \
-		return true;
-#define EW_SCALED(id, expr)                                \
-	case REF_OP_##id:                                  \
-		for (int64_t i = 0; i < n; i++) {          \
 			float a = x[i], s = value;         \
+			(void)s;                           \
 			y[i] = expr;                       \
 		}                                          \
 		return true;
+#define EW_SCALED EW_UNARY
 #define EW_BINARY(id, expr)                                \
 	case REF_OP_##id:                                  \
 		for (int64_t i = 0; i < n; i++) {          \

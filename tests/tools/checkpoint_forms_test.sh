@@ -16,13 +16,8 @@
 #   lm_head.weight, with bitwise the same logits and tokens on the reference
 #   backend and on Vulkan.
 # usage: checkpoint_forms_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+test_name="checkpoint forms"
+. "$(dirname "$0")/test_lib.sh"
 
 python3 - "$root/tests/fixtures/qwen3_tiny" "$work" <<'EOF' || { echo "FAIL: could not write the checkpoints" >&2; exit 1; }
 import bisect, json, os, struct, sys
@@ -155,5 +150,4 @@ for be in ref vulkan; do
 	cmp -s "$work/tied.$be.tokens" "$work/copied.$be.tokens" || fail "$be: the tokens differ"
 done
 
-[ "$fails" -eq 0 ] && echo "checkpoint forms: ok"
-[ "$fails" -eq 0 ]
+finish

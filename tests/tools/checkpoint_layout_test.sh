@@ -7,13 +7,8 @@
 # model.language_model.*). The compile log notes the tower's tensors as not
 # used by the graph instead of failing.
 # usage: checkpoint_layout_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+test_name="checkpoint layout"
+. "$(dirname "$0")/test_lib.sh"
 
 # relayout SRC_FIXTURE DST_DIR FROM TO [DROP]: tensor names starting with FROM
 # start with TO instead; names starting with DROP are left out.
@@ -54,5 +49,4 @@ grep -q "note:" "$work/q35_text.log" && fail "the text-only layout left tensors 
 cmp -s "$work/q35.halo" "$work/q35_text.halo" || fail "Qwen3.5-MoE: the text-only layout gave another bundle"
 cmp -s "$work/q38.halo" "$work/q38_vl.halo" || fail "Qwen3.8 Flash: the model.language_model layout gave another bundle"
 
-[ "$fails" -eq 0 ] && echo "checkpoint layout: ok"
-[ "$fails" -eq 0 ]
+finish

@@ -4,28 +4,9 @@
 # behind on failure, refused bundles, the output contract (ids on one stdout
 # line, --logits-out size), and same seed -> same output.
 # usage: cli_run_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
+test_name="cli run"
+. "$(dirname "$0")/test_lib.sh"
 fix=$root/tests/fixtures/qwen3_tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-out=$work/out err=$work/err
-fails=0
-wrap= # a command prefix for the next expect calls
-
-expect() { # CODE PATTERN ARGS...
-	code=$1 pattern=$2
-	shift 2
-	$wrap "$halo" "$@" >"$out" 2>"$err"
-	rc=$?
-	if [ "$rc" -ne "$code" ] || ! cat "$out" "$err" | grep -q -- "$pattern"; then
-		echo "FAIL: halo $* -> exit $rc (want $code), output lacks '$pattern':" >&2
-		head -5 "$out" "$err" >&2
-		fails=$((fails + 1))
-	fi
-}
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 tokens=$(od -An -v -t d4 "$fix/prompt_tokens.i32" | tr -s ' \n' ',' | sed 's/^,//;s/,$//')
 bundle=$work/q.halo
@@ -103,5 +84,4 @@ cp "$bundle" "$work/magic.halo"
 printf 'XALOBNDL' | dd of="$work/magic.halo" bs=1 seek=0 conv=notrunc 2>/dev/null
 expect 1 "magic" run "$work/magic.halo" --backend ref --tokens 1
 
-[ "$fails" -eq 0 ] && echo "cli run: ok"
-[ "$fails" -eq 0 ]
+finish

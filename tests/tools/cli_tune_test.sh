@@ -10,30 +10,13 @@
 # tune leaves it as it was); a broken default DB ($XDG_CACHE_HOME) only
 # warns; the default DB is read by run and written by tune.
 # usage: cli_tune_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
+test_name="cli tune"
+. "$(dirname "$0")/test_lib.sh"
 fix=$root/tests/fixtures/qwen3_tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-out=$work/out err=$work/err
-fails=0
 # Never the user's own default DB.
 XDG_CACHE_HOME=$work/cache
 export XDG_CACHE_HOME
 
-expect() { # CODE PATTERN ARGS...
-	code=$1 pattern=$2
-	shift 2
-	"$halo" "$@" >"$out" 2>"$err"
-	rc=$?
-	if [ "$rc" -ne "$code" ] || ! cat "$out" "$err" | grep -q -- "$pattern"; then
-		echo "FAIL: halo $* -> exit $rc (want $code), output lacks '$pattern':" >&2
-		head -5 "$out" "$err" >&2
-		fails=$((fails + 1))
-	fi
-}
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # A strict JSON check where python3 exists; halo run --tuning below parses
 # every DB with the runtime's own reader either way.
 valid_json() {
@@ -126,5 +109,4 @@ expect 0 "wrote" tune "$bundle" --entry decode --reps 5 --budget 0.001
 	fail "tune without --db did not write $XDG_CACHE_HOME/halo/tuning.json"
 ls "$work" "$XDG_CACHE_HOME/halo" | grep -q '\.tmp\.' && fail "a temporary DB file was left behind"
 
-[ "$fails" -eq 0 ] && echo "cli tune: ok"
-[ "$fails" -eq 0 ]
+finish

@@ -3,13 +3,8 @@
 # on; the bundle must not depend on how many: one core (taskset) against all
 # of them, for a checkpoint converted to f16 and for seeded random weights.
 # usage: compile_threads_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+test_name="compile threads"
+. "$(dirname "$0")/test_lib.sh"
 command -v taskset >/dev/null || { echo "FAIL: taskset (util-linux) is missing" >&2; exit 1; }
 
 i=0
@@ -23,5 +18,4 @@ for args in "--hf $root/tests/fixtures/qwen3_next_tiny --dtype f16" \
 	cmp -s "$work/one$i.halo" "$work/all$i.halo" || fail "one core and all cores gave different bundles for: $args"
 done
 
-[ "$fails" -eq 0 ] && echo "compile threads: ok"
-[ "$fails" -eq 0 ]
+finish

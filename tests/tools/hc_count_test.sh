@@ -6,13 +6,8 @@
 # tokens, and speculative decoding with the MTP head reproduces them.
 # transformers is not run here (no device): the HF oracle tests cover 4.
 # usage: hc_count_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+test_name="hc_count"
+. "$(dirname "$0")/test_lib.sh"
 prompt=1,5,9,13,2,7,30,4
 
 for hc in 3 5; do
@@ -38,5 +33,4 @@ PY
 		fail "hc_count $hc: MTP speculative decoding generated $(cat "$work/spec"), plain $(cat "$work/vulkan")"
 done
 
-[ "$fails" -eq 0 ] && echo "hc_count: ok"
-[ "$fails" -eq 0 ]
+finish

@@ -6,13 +6,8 @@
 # interval 4 applies (only the last of 3 or 4 layers could be attention, so
 # the bundle of random weights differs); an interval of 0 is refused naming the model file.
 # usage: layer_types_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
-set -u
-halo=$1
-root=${HALO_SOURCE_ROOT:-.}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+test_name="layer types"
+. "$(dirname "$0")/test_lib.sh"
 
 # fixture -> the interval its layer_types follow
 for spec in qwen3_next_tiny:2 qwen3_5_moe_tiny:2 qwen4_exp_tiny:3; do
@@ -54,5 +49,4 @@ PY
 	fi
 done
 
-[ "$fails" -eq 0 ] && echo "layer types: ok"
-[ "$fails" -eq 0 ]
+finish
