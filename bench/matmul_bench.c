@@ -36,7 +36,7 @@ typedef struct {
 	int iters;
 } bench;
 
-static void die(const char *what, const char *msg)
+__attribute__((noreturn)) static void die(const char *what, const char *msg)
 {
 	bench_die("matmul_bench", what, msg);
 }

@@ -37,7 +37,7 @@ typedef struct {
 	double ceiling; /* GB/s */
 } bench;
 
-static void die(const char *what, const char *msg)
+__attribute__((noreturn)) static void die(const char *what, const char *msg)
 {
 	bench_die("matvec_bench", what, msg);
 }

@@ -28,7 +28,7 @@ static const char *const read_src =
 	"\tdst[gl_GlobalInvocationID.x] = s.x ^ s.y ^ s.z ^ s.w;\n"
 	"}\n";
 
-static void die(const char *what, const char *msg)
+__attribute__((noreturn)) static void die(const char *what, const char *msg)
 {
 	bench_die("read ceiling", what, msg);
 }
