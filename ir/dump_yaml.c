@@ -259,7 +259,11 @@ static void put_func(FILE *out, const ir_module *m, const ir_func *f)
 	fprintf(out, "\n    kind: %s\n", f->is_block ? "block" : "graph");
 	put_decls(out, "    ", f->weights, f->n_weights, f->states, f->n_states);
 	fputs("    inputs: ", out);
-	put_value_list(out, f, f->inputs, f->n_inputs, true);
+	put_value_list(out, f, f->inputs, f->n_inputs - f->n_reads, true);
+	if (f->n_reads) {
+		fputs("\n    reads: ", out);
+		put_value_list(out, f, f->inputs + f->n_inputs - f->n_reads, f->n_reads, true);
+	}
 	fputs("\n    body:\n", out);
 	for (int i = 0; i < f->n_nodes; i++)
 		if (!f->nodes[i].dead)

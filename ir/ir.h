@@ -169,6 +169,10 @@ typedef struct {
 	ir_node *nodes;
 	int n_inputs;
 	int *inputs;        /* value ids */
+	/* Blocks: the last n_reads inputs are the block's `reads`, values of the
+	 * calling graph taken by name at every call rather than passed along the
+	 * layer chain (docs/ir.md). */
+	int n_reads;
 	int n_outputs;
 	int *outputs;       /* value ids */
 	const char **output_names;

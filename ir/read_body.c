@@ -362,6 +362,28 @@ static bool read_op(body_ctx *bc, const yaml_node_t *map)
 	return read_attrs(bc, map, nid);
 }
 
+/* The operands of a call of blk: the n passed ones, then the values of the
+ * calling function named like the block's reads. NULL with the error set
+ * when the caller has no such value. */
+static int *with_reads(body_ctx *bc, const yaml_node_t *at, const ir_func *blk, const int *in, int n)
+{
+	ir_func *f = F(bc);
+	int *all = ir_arena_alloc(&bc->rd->m->arena, (size_t)(n + blk->n_reads + 1) * sizeof(int));
+	for (int i = 0; i < n; i++)
+		all[i] = in[i];
+	for (int r = 0; r < blk->n_reads; r++) {
+		const char *name = blk->values[blk->inputs[n + r]].name;
+		int v = ir_func_value(f, name);
+		if (v < 0) {
+			rd_fail(bc->rd, at, "block '%s' reads '%s', which %s '%s' does not define before this op", blk->name,
+				name, f->is_block ? "block" : "graph", f->name);
+			return NULL;
+		}
+		all[n + r] = v;
+	}
+	return all;
+}
+
 /* A call of block b named nname at map's location, as layer `layer`, on
  * operands in[0..n_in); returns its node id. */
 static int add_call(body_ctx *bc, const yaml_node_t *map, const char *nname, int b, int *in, int n_in, int64_t layer)
@@ -390,7 +412,7 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 		return rd_fail(rd, map, "op layers is for graphs, not inside block '%s'", F(bc)->name);
 	if (m->n_layers == 0)
 		return rd_fail(rd, map, "op layers needs a top-level 'layers' mapping");
-	int k = m->funcs[m->layer_block[0]].n_inputs;
+	int k = m->funcs[m->layer_block[0]].n_inputs - m->funcs[m->layer_block[0]].n_reads;
 	yaml_node_t *ins = rd_need(rd, map, "in", "op layers"), *out = ins ? rd_need(rd, map, "out", "op layers") : NULL;
 	const yaml_node_t *names[MAX_OUTS];
 	int n_out, n_in;
@@ -415,7 +437,10 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 			bool last = i == m->n_layers - 1 && (slot == 1 || m->layer_then < 0);
 			if (!rd_name_free(rd, F(bc), map, nname))
 				return false;
-			int nid = add_call(bc, map, nname, b, cur, k, i);
+			int *in = with_reads(bc, map, blk, cur, k);
+			if (!in)
+				return false;
+			int nid = add_call(bc, map, nname, b, in, blk->n_inputs, i);
 			ir_func *f = F(bc);
 			int *outs = ir_arena_alloc(&m->arena, (size_t)k * sizeof(int));
 			for (int j = 0; j < k; j++) {
@@ -476,8 +501,12 @@ static bool read_block_op(body_ctx *bc, const yaml_node_t *map)
 	int *in = read_ins(bc, ins, &n_in);
 	if (n_in < 0)
 		return false;
-	if (n_in != blk->n_inputs)
-		return rd_fail(rd, ins, "op block: block '%s' takes %d value(s), got %d", bname, blk->n_inputs, n_in);
+	if (n_in != blk->n_inputs - blk->n_reads)
+		return rd_fail(rd, ins, "op block: block '%s' takes %d value(s), got %d", bname, blk->n_inputs - blk->n_reads,
+			       n_in);
+	if (!(in = with_reads(bc, ins, blk, in, n_in)))
+		return false;
+	n_in = blk->n_inputs;
 	const char *nname = ir_arena_printf(&m->arena, "layers.%lld.%s", (long long)layer, bname);
 	if (!rd_name_free(rd, F(bc), map, nname) || !names_free(bc, names, n_out))
 		return false;

@@ -7,7 +7,7 @@
 
 enum { MAX_IO = 8 };
 
-static const char *const block_keys[] = {"weights", "state", "inputs", "body", "outputs", NULL};
+static const char *const block_keys[] = {"weights", "state", "inputs", "reads", "body", "outputs", NULL};
 static const char *const graph_keys[] = {"inputs", "body", "outputs", NULL};
 static const char *const input_keys[] = {"shape", "dtype", NULL};
 
@@ -19,21 +19,24 @@ static bool add_input(rd_ctx *rd, ir_func *f, const yaml_node_t *n, const char *
 	return true;
 }
 
-static bool block_inputs(rd_ctx *rd, ir_func *f, const yaml_node_t *ins)
+/* inputs, then reads (values of the caller taken by name): both become the
+ * block's inputs, the reads last. */
+static bool block_inputs(rd_ctx *rd, ir_func *f, const yaml_node_t *ins, const yaml_node_t *reads)
 {
-	if (!rd_want_seq(rd, ins, "block inputs"))
+	if (!rd_want_seq(rd, ins, "block inputs") || (reads && !rd_want_seq(rd, reads, "block reads")))
 		return false;
-	int n = rd_seq_len(ins);
-	if (n < 1 || n > MAX_IO)
-		return rd_fail(rd, ins, "block '%s': expected 1 to %d inputs, got %d", f->name, MAX_IO, n);
-	f->inputs = ir_arena_alloc(&rd->m->arena, (size_t)n * sizeof(int));
-	for (int i = 0; i < n; i++) {
-		yaml_node_t *item = rd_seq_item(rd, ins, i);
-		const char *name = rd_scalar(rd, item, "an input name");
+	int n = rd_seq_len(ins), nr = reads ? rd_seq_len(reads) : 0;
+	if (n < 1 || n + nr > MAX_IO)
+		return rd_fail(rd, ins, "block '%s': expected 1 to %d inputs and reads, got %d", f->name, MAX_IO, n + nr);
+	f->inputs = ir_arena_alloc(&rd->m->arena, (size_t)(n + nr) * sizeof(int));
+	for (int i = 0; i < n + nr; i++) {
+		yaml_node_t *item = rd_seq_item(rd, i < n ? ins : reads, i < n ? i : i - n);
+		const char *name = rd_scalar(rd, item, i < n ? "an input name" : "a name the block reads");
 		if (!name || !add_input(rd, f, item, name, i))
 			return false;
 		f->n_inputs = i + 1;
 	}
+	f->n_reads = nr;
 	return true;
 }
 
@@ -100,7 +103,8 @@ static bool read_shell(rd_ctx *rd, const yaml_node_t *map, int i, bool is_block,
 	yaml_node_t *w = is_block ? rd_get(rd, spec, "weights") : NULL, *s = is_block ? rd_get(rd, spec, "state") : NULL;
 	if ((w && !rd_weights(rd, w, &f->weights, &f->n_weights)) || (s && !rd_states(rd, s, &f->states, &f->n_states)))
 		return false;
-	return (is_block ? block_inputs(rd, f, ins) : graph_inputs(rd, f, ins)) && want_outputs(rd, f, outs);
+	return (is_block ? block_inputs(rd, f, ins, rd_get(rd, spec, "reads")) : graph_inputs(rd, f, ins)) &&
+	       want_outputs(rd, f, outs);
 }
 
 static bool read_bodies(rd_ctx *rd, const yaml_node_t *map, int first)

@@ -213,7 +213,7 @@ static bool check_chain(rd_ctx *rd, const yaml_node_t *map)
 {
 	const ir_module *m = rd->m;
 	const ir_func *first = &m->funcs[m->layer_block[0]];
-	int k = first->n_inputs;
+	int k = first->n_inputs - first->n_reads;
 	for (int i = 0; i <= m->n_layers; i++) {
 		int id = i < m->n_layers ? m->layer_block[i] : m->layer_then;
 		if (id < 0)
@@ -222,10 +222,10 @@ static bool check_chain(rd_ctx *rd, const yaml_node_t *map)
 		if (i < m->n_layers && id == m->layer_then)
 			return rd_fail(rd, map, "layers.then: block '%s' is also the block of layer %d; a block runs once per layer",
 				       b->name, i);
-		if (b->n_inputs != k || b->n_outputs != k)
+		if (b->n_inputs - b->n_reads != k || b->n_outputs != k)
 			return rd_fail(rd, map, "layers: block '%s' takes %d input(s) and returns %d output(s), but layers "
-				       "chain: every layer block must take and return %d (as block '%s' takes)",
-				       b->name, b->n_inputs, b->n_outputs, k, first->name);
+				       "chain: every layer block must take and return %d (as block '%s' takes; reads aside)",
+				       b->name, b->n_inputs - b->n_reads, b->n_outputs, k, first->name);
 	}
 	return true;
 }

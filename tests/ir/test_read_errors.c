@@ -45,7 +45,16 @@ typedef struct {
 /* HEAD with an hf_prefixes line 3 (params from line 4). */
 #define PREFIXES(list) "model: m\nhf_model_types: [m]\nhf_prefixes: " list "\nparams:\n  H: {config: hidden}\n"
 
+/* A block b that reads `r` (line 10), the layer stack on it (line 14), the
+ * graph's op layers on line 20. */
+#define READS(r) \
+	HEAD W "blocks:\n  b:\n    inputs: [x]\n    reads: [" r "]\n    body:\n      - {op: matmul, out: y, in: [x, w]}\n" \
+	       "    outputs: [y]\nlayers: {count: 2, pattern: [b]}\n" LAYERED_G ENTRY
+
 static const err_case cases[] = {
+	{"block reads a name the graph lacks", READS("nope"),
+	 "t.yaml:20:9: block 'b' reads 'nope', which graph 'g' does not define before this op"},
+	{"block reads one of its own inputs", READS("x"), "t.yaml:10:13: 'x' is defined twice (it is an input of 'b')"},
 	{"hf_prefixes not a list", PREFIXES("{from: a., to: b.}") W G MATMUL OUT_Y ENTRY,
 	 "t.yaml:3:14: expected a list for hf_prefixes, got a mapping"},
 	{"hf_prefixes entry without to", PREFIXES("[{from: a.}]") W G MATMUL OUT_Y ENTRY,

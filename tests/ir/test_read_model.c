@@ -19,14 +19,21 @@ static const char *src(const char *rel, char *buf, size_t len)
 	return buf;
 }
 
+/* tests/models/<name>.yaml read with hybrid_tiny's config. */
+static ir_module *read_model_named(const char *name)
+{
+	char rel[128], y[1200 + 128], c[1200];
+	ir_error err = {0};
+	snprintf(rel, sizeof rel, "tests/models/%s.yaml", name);
+	ir_module *m = ir_read_model(src(rel, y, sizeof(y)), src("tests/models/hybrid_tiny.config.json", c, sizeof(c)),
+				     &err);
+	CHECK(m, "%s does not read: %s", name, err.msg);
+	return m;
+}
+
 static ir_module *read_tiny(void)
 {
-	char y[1200], c[1200];
-	ir_error err = {0};
-	ir_module *m = ir_read_model(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)),
-				     src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &err);
-	CHECK(m, "hybrid_tiny does not read: %s", err.msg);
-	return m;
+	return read_model_named("hybrid_tiny");
 }
 
 /* Dumps into a malloc'd string (the caller frees it). */
@@ -180,10 +187,12 @@ static void test_dump_parses(const char *text, size_t len)
 	yaml_parser_delete(&p);
 }
 
-static void test_golden(const char *text, size_t len)
+/* The read dump of model `name` against tests/ir/golden/<name>.read.yaml. */
+static void test_golden(const char *name, const char *text, size_t len)
 {
-	char path[1200];
-	src("tests/ir/golden/hybrid_tiny.read.yaml", path, sizeof(path));
+	char rel[128], path[1200 + 128];
+	snprintf(rel, sizeof rel, "tests/ir/golden/%s.read.yaml", name);
+	src(rel, path, sizeof(path));
 	const char *regen = getenv("HALO_IR_REGEN");
 	if (regen && *regen == '1') {
 		FILE *f = fopen(path, "wb");
@@ -221,7 +230,17 @@ int main(void)
 	test_structure(a);
 	test_types_from(a);
 	test_dump_parses(ya, la);
-	test_golden(ya, la);
+	test_golden("hybrid_tiny", ya, la);
+	/* blocks.<b>.reads: the dump shows them apart from the inputs */
+	ir_module *rm = read_model_named("reads_tiny");
+	if (rm) {
+		size_t lr;
+		char *yr = dump(rm, false, &lr);
+		CHECK(strstr(yr, "    reads: [tokens]") != NULL, "the reads_tiny dump shows no reads");
+		test_golden("reads_tiny", yr, lr);
+		free(yr);
+		ir_module_free(rm);
+	}
 	test_infer(a);
 	free(ya);
 	free(ya2);

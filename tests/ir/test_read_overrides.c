@@ -1,6 +1,7 @@
 /* layers.overrides on models/qwen4_exp.yaml: ple_layer_ids places the PLE
  * block (one-indexed) over the layer_types pattern, and on expansion each
- * PLE layer's ngram_embed gets its position in the list as layer_index. */
+ * PLE layer's ngram_embed gets its position in the list as layer_index and
+ * hashes the forward graph's own token ids (the block's `reads`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,17 @@ static int64_t layer_index_of(const ir_module *m, int layer)
 	return -1;
 }
 
+/* Whether every ngram_embed of forward reads the graph's input `tokens`. */
+static bool ngram_reads_graph_tokens(const ir_module *m)
+{
+	const ir_func *f = &m->funcs[ir_module_func(m, "forward")];
+	int tokens = ir_func_value(f, "tokens");
+	for (int i = 0; i < f->n_nodes; i++)
+		if (f->nodes[i].op == IR_OP_NGRAM_EMBED && (tokens < 0 || f->nodes[i].in[1] != tokens))
+			return false;
+	return true;
+}
+
 static void check_ids(const char *root, const char *ids, const int *want_entry)
 {
 	char y[1200], c[1200];
@@ -86,6 +98,7 @@ static void check_ids(const char *root, const char *ids, const int *want_entry)
 	if (m && !pass_expand_blocks(m, &err))
 		CHECK(false, "expand: %s", err.msg);
 	int ple = ir_module_func(m, "gdn_ple");
+	CHECK(!m || ngram_reads_graph_tokens(m), "ids %s: an ngram_embed does not read forward's tokens", ids);
 	for (int i = 0; m && i < m->n_layers; i++) {
 		CHECK((m->layer_block[i] == ple) == (want_entry[i] >= 0), "ids %s: layer %d block", ids, i);
 		CHECK(layer_index_of(m, i) == want_entry[i], "ids %s: layer %d layer_index %lld, want %d", ids, i,
