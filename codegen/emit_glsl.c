@@ -187,23 +187,25 @@ static void emit_matvec_paths(strbuf *defs, strbuf *tail, const kv_plan *p, cons
 	free(dispatch.s);
 }
 
-static bool missing(char *err, size_t errlen, const char *what)
-{
-	snprintf(err, errlen, "GLSL template %s is not embedded", what);
-	return false;
-}
-
 char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, const char **file, char *err,
 		   size_t errlen)
 {
 	const kernel_source *tmpl = source_of(p->template, ".comp"), *prelude = source_file("prelude.glsl");
 	const kernel_source *cols = p->cols ? source_file("matvec_cols.glsl") : NULL;
 	const kernel_source *lib = p->library ? source_of(p->library, ".glsl") : NULL;
-	if (!tmpl || !prelude || (p->cols && !cols) || (p->library && !lib)) {
-		missing(err, errlen, !tmpl ? p->template : !prelude ? "prelude.glsl" : p->cols && !cols ? "matvec_cols.glsl"
-											   : p->library);
-		return NULL;
-	}
+	const struct {
+		bool wanted;
+		const kernel_source *found;
+		const char *name;
+	} files[] = {{true, tmpl, p->template},
+		     {true, prelude, "prelude.glsl"},
+		     {p->cols != 0, cols, "matvec_cols.glsl"},
+		     {p->library != NULL, lib, p->library}};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		if (files[i].wanted && !files[i].found) {
+			snprintf(err, errlen, "GLSL template file for '%s' is not embedded", files[i].name);
+			return NULL;
+		}
 	strbuf defs = {0}, gen = {0}, tail = {0}, src = {0};
 	for (int i = 0; i < p->n_c; i++)
 		emit_const(&defs, &p->c[i]);
