@@ -1314,15 +1314,16 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 }
 
 /* Decode matvec: the heuristic; then narrower K splits with as many more
- * loads in flight per lane (the same bytes in flight per column, but the
- * lanes of one subgroup cover more columns and so share more of x's loads:
- * at split 8 a subgroup's x loads touch a quarter of the cache lines they
- * touch at split 32, which matters more the more rows T has); its
- * neighbours one step along split and unroll; the shared-memory-tree form
- * that needs no subgroup operations (the one every device runs); then the
- * axes the H200 sweep found slower everywhere (more columns per group, wider
- * workgroups, columns that grow with T), which the compiler's first 8
- * candidates leave out. */
+ * loads in flight per lane (the lanes of one subgroup cover more columns and
+ * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
+ * 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt run 3); its
+ * neighbours one step along split and unroll; two columns per group (each x
+ * load serves both: slower at T = 1, 13.3 -> 15.1 us at 4096 x 4096, but
+ * 41.4 -> 32.5 us at T = 8, which speculative verification runs); the
+ * shared-memory-tree form that needs no subgroup operations (the one every
+ * device runs); then what the sweeps found slower everywhere (fewer loads in
+ * flight, wider workgroups, columns that grow with T), past the compiler's
+ * first 8 candidates. */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
@@ -1335,9 +1336,9 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
-		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
-		tree,
 		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
+		tree,
+		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 		fixed,
 	};
