@@ -6,11 +6,13 @@
  * (t_max <= TUNE_DECODE_T) at T = t_min and T = t_max, larger ones at t_max.
  * Candidates are timed in rounds: in round i every choice runs its i-th
  * candidate (its last once it has no more), each repetition runs every
- * workload once as a profiled step, and each dispatch's GPU time is added to
- * its choice. Profiled steps of a model opened for tuning put a barrier
- * before every dispatch, so a dispatch is timed alone and one round measures
- * every choice at once. A candidate's time is the median over the
- * repetitions. A choice's winner is its fastest candidate when that beats
+ * workload once as a profiled step, and each dispatch's GPU time, divided by
+ * the step's token count, is added to its choice: the time per token of every
+ * shape counts alike, so the T = 1 steps of plain decode are not outweighed
+ * by a verification step's eight tokens. Profiled steps of a model opened for
+ * tuning put a barrier before every dispatch, so a dispatch is timed alone
+ * and one round measures every choice at once. A candidate's time is the
+ * median over the repetitions. A choice's winner is its fastest candidate when that beats
  * the heuristic (the first candidate the device runs) by TUNE_MARGIN, else
  * the heuristic, so a tuned bundle is never slower than the heuristic by the
  * measurement. One choice serves every T of its dispatches: decode and
@@ -321,12 +323,19 @@ static bool measure_round(tuner *t, int r, char *err, size_t errlen)
 		if (!run_all(t, err, errlen))
 			return false;
 	for (int k = 0; k < t->cfg->reps; k++) {
-		halo_session_profile_clear(t->session);
-		if (!run_all(t, err, errlen))
-			return false;
-		halo_session_choice_ns(t->session, t->choice_ns);
+		double *row = &t->samples[(size_t)k * (size_t)t->n_tc];
 		for (int i = 0; i < t->n_tc; i++)
-			t->samples[(size_t)k * (size_t)t->n_tc + (size_t)i] = t->choice_ns[t->tc[i].choice];
+			row[i] = 0;
+		/* per token of each step shape: a T = 8 verification step weighs
+		 * as much per token as a T = 1 decode step, not eight times more */
+		for (int w = 0; w < t->n_wl; w++) {
+			halo_session_profile_clear(t->session);
+			if (!run_workload(t, &t->wl[w], err, errlen))
+				return false;
+			halo_session_choice_ns(t->session, t->choice_ns);
+			for (int i = 0; i < t->n_tc; i++)
+				row[i] += t->choice_ns[t->tc[i].choice] / (double)t->wl[w].T;
+		}
 	}
 	for (int i = 0; i < t->n_tc; i++)
 		if (r < t->tc[i].n)
