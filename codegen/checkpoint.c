@@ -7,6 +7,12 @@ static bool ckpt_exists(void *ctx, const char *name)
 	return halo_st_find(ctx, name) != NULL;
 }
 
+static int64_t ckpt_rows(void *ctx, const char *name)
+{
+	const halo_st_tensor *t = halo_st_find(ctx, name);
+	return t && t->rank >= 1 ? t->shape[0] : -1;
+}
+
 static void shape_str(const int64_t *shape, int rank, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "[");
@@ -42,5 +48,6 @@ void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
 {
 	src->read = ckpt_read;
 	src->exists = ckpt_exists;
+	src->rows = ckpt_rows;
 	src->ctx = st;
 }

@@ -10,9 +10,11 @@
 #include "codegen/emit_manifest.h"
 #include "codegen/lower.h"
 #include "codegen/select_kernels.h"
+#include "codegen/kernel_variant.h"
 #include "codegen/weights.h"
 #include "ir/read_model.h"
 #include "passes/pipeline.h"
+#include "runtime/ref/ref_ops.h"
 
 /* Everything one compilation owns, released by compile_free(). */
 typedef struct {
@@ -180,6 +182,37 @@ static bool lower_entries(compile_state *c, bool vulkan, char *err, size_t errle
 	return !vulkan || cg_select_kernels(&c->man, &c->spirv, &c->spirv_size, err, errlen);
 }
 
+static int64_t dispatch_attr(const halo_dispatch *d, const char *name)
+{
+	for (int i = 0; i < d->n_attr; i++)
+		if (strcmp(d->attr[i].name, name) == 0)
+			return d->attr[i].i;
+	return 0;
+}
+
+/* Each n-gram table must really hold the rows its layer's hash reaches
+ * (ref_ngram_tables: the layer's head primes summed), not only padding. */
+static void bound_ngram_tables(compile_state *c)
+{
+	for (int e = 0; e < c->man.n_entries; e++)
+		for (int j = 0; j < c->man.entries[e].n_dispatch; j++) {
+			const halo_dispatch *d = &c->man.entries[e].dispatch[j];
+			if (d->op != IR_OP_NGRAM_EMBED || d->operand[0].space != HALO_SPACE_WEIGHT)
+				continue;
+			ref_ngram_params p = {.ngram = dispatch_attr(d, "ngram"),
+					      .heads_per_ngram = dispatch_attr(d, "heads_per_ngram"),
+					      .layer_index = dispatch_attr(d, "layer_index"),
+					      .table_base = dispatch_attr(d, "table_base")};
+			int64_t heads = (p.ngram - 1) * p.heads_per_ngram;
+			if (p.ngram < 2 || p.ngram > KV_NGRAM_MAX || heads < 1 || heads > KV_NGRAM_MAX_HEADS ||
+			    p.table_base < 2)
+				continue; /* kernel selection reports it */
+			int64_t size[KV_NGRAM_MAX_HEADS], offset[KV_NGRAM_MAX_HEADS];
+			ref_ngram_tables(&p, size, offset);
+			cg_weights_need_rows(c->weights, d->operand[0].offset, offset[heads - 1] + size[heads - 1]);
+		}
+}
+
 static bool write_bundle(compile_state *c, const char *path, char *err, size_t errlen)
 {
 	c->json = cg_emit_manifest(&c->man);
@@ -245,8 +278,10 @@ bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err,
 {
 	compile_state c = {0};
 	bool ok = read_and_plan(&c, o, err, errlen) && open_weights(&c, o, err, errlen) &&
-		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen) &&
-		  write_bundle(&c, o->out_path, err, errlen);
+		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen);
+	if (ok)
+		bound_ngram_tables(&c);
+	ok = ok && write_bundle(&c, o->out_path, err, errlen);
 	if (ok && stats)
 		fill_stats(&c, stats);
 	compile_free(&c);

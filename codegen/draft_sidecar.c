@@ -92,6 +92,13 @@ static bool split_exists(void *ctx, const char *name)
 	return one.exists(one.ctx, name);
 }
 
+static int64_t split_rows(void *ctx, const char *name)
+{
+	cg_weight_source one;
+	cg_checkpoint_source(route(ctx, name), &one);
+	return one.rows(one.ctx, name);
+}
+
 static bool split_read(void *ctx, const char *name, const int64_t *shape, int rank, float *dst, char *err,
 		       size_t errlen)
 {
@@ -104,5 +111,6 @@ void cg_split_checkpoint_source(cg_split_checkpoint *split, cg_weight_source *sr
 {
 	src->read = split_read;
 	src->exists = split_exists;
+	src->rows = split_rows;
 	src->ctx = split;
 }

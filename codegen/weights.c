@@ -17,6 +17,7 @@ struct cg_weights {
 	halo_dtype *dtype;
 	int *alias; /* the earlier weight whose bytes weight i shares, or -1 */
 	char **name; /* the checkpoint name weight i reads (malloc'd; NULL: random weights) */
+	int64_t *need_rows; /* stack_pad weights: the real rows their readers reach (0: no bound) */
 	uint64_t total;
 	/* The weight whose stored bytes are in `bytes` (the fill callback walks
 	 * the section in order, so one tensor at a time is enough). */
@@ -67,8 +68,9 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		w->dtype = calloc(n, sizeof(*w->dtype));
 		w->alias = calloc(n, sizeof(*w->alias));
 		w->name = calloc(n, sizeof(*w->name));
+		w->need_rows = calloc(n, sizeof(*w->need_rows));
 	}
-	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->name) {
+	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->name || !w->need_rows) {
 		cg_weights_free(w);
 		snprintf(err, errlen, "out of memory laying out weights");
 		return NULL;
@@ -107,6 +109,7 @@ void cg_weights_free(cg_weights *w)
 	for (int i = 0; w->name && i < w->m->n_weights; i++)
 		free(w->name[i]);
 	free(w->name);
+	free(w->need_rows);
 	free(w->bytes);
 	free(w);
 }
@@ -195,10 +198,18 @@ static void half_range(void *ctx, size_t lo, size_t hi)
 }
 
 /* A "stack" weight's dim 0 indexes checkpoint tensors, one per value of
- * "{e}" in its name (per-expert MoE tensors stacked into one [E, ...]). */
+ * "{e}" in its name (per-expert MoE tensors stacked into one [E, ...]);
+ * "stack_pad" concatenates the pieces' rows whatever their heights and
+ * zero-fills the rest of the declared size (an n-gram table sized for the
+ * tallest of the layers' tables). */
+static bool is_stack_pad(const ir_weight *d)
+{
+	return d->transform && strcmp(d->transform, "stack_pad") == 0;
+}
+
 static bool is_stack(const ir_weight *d)
 {
-	return d->transform && strcmp(d->transform, "stack") == 0;
+	return d->transform && (strcmp(d->transform, "stack") == 0 || is_stack_pad(d));
 }
 
 /* Value transforms, applied to the f32 tensor once it is read. */
@@ -277,9 +288,9 @@ static char *source_name(const cg_weights *w, const ir_weight *d)
 	return strdup(d->hf_fallback ? d->hf_fallback : d->hf_name);
 }
 
-static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern, float *dst, char *err,
-			 size_t errlen)
+static bool read_stacked(cg_weights *w, int id, const char *pattern, float *dst, char *err, size_t errlen)
 {
+	const ir_weight *d = &w->m->weights[id];
 	int64_t inner_shape[IR_MAX_RANK];
 	uint64_t inner = 1;
 	for (int i = 1; i < d->shape.rank; i++) {
@@ -287,16 +298,35 @@ static bool read_stacked(cg_weights *w, const ir_weight *d, const char *pattern,
 		inner *= (uint64_t)d->shape.dim[i].c;
 	}
 	char name[MAX_TENSOR_NAME];
+	/* stack_pad: rows of inner_shape[1:] each, up to the whole weight's */
+	uint64_t row = inner / (uint64_t)inner_shape[0], rows_max = (uint64_t)d->shape.dim[0].c * (uint64_t)inner_shape[0];
+	uint64_t at = 0; /* elements written */
 	for (int64_t e = 0; e < d->shape.dim[0].c; e++) {
 		if (!expert_name(pattern, e, name, sizeof(name))) {
 			snprintf(err, errlen, "weight '%s': the name '%s' of expert %lld is too long", d->name, pattern,
 				 (long long)e);
 			return false;
 		}
-		if (!w->src.read(w->src.ctx, name, inner_shape, d->shape.rank - 1, dst + (uint64_t)e * inner, err,
-				 errlen))
+		if (is_stack_pad(d)) {
+			int64_t rows = w->src.rows ? w->src.rows(w->src.ctx, name) : -1;
+			if (rows < 0 || at / row + (uint64_t)rows > rows_max) {
+				snprintf(err, errlen, "weight '%s': piece '%s' %s", d->name, name,
+					 rows < 0 ? "is missing" : "takes the table past its declared rows");
+				return false;
+			}
+			inner_shape[0] = rows;
+		}
+		uint64_t n = is_stack_pad(d) ? (uint64_t)inner_shape[0] * row : inner;
+		if (!w->src.read(w->src.ctx, name, inner_shape, d->shape.rank - 1, dst + at, err, errlen))
 			return false;
+		at += n;
 	}
+	if (is_stack_pad(d) && (int64_t)(at / row) < w->need_rows[id]) {
+		snprintf(err, errlen, "weight '%s': its pieces ('%s') hold %llu rows, its readers reach row %lld", d->name,
+			 pattern, (unsigned long long)(at / row), (long long)w->need_rows[id] - 1);
+		return false;
+	}
+	memset(dst + at, 0, (rows_max * row - at) * sizeof(float));
 	return true;
 }
 
@@ -313,7 +343,7 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 		return false;
 	}
 	if (is_stack(d))
-		return read_stacked(w, d, name, dst, err, errlen);
+		return read_stacked(w, id, name, dst, err, errlen);
 	int64_t shape[IR_MAX_RANK];
 	for (int i = 0; i < d->shape.rank; i++)
 		shape[i] = d->shape.dim[i].c;
@@ -388,6 +418,13 @@ bool cg_weights_reads(const cg_weights *w, const char *name)
 		}
 	}
 	return false;
+}
+
+void cg_weights_need_rows(cg_weights *w, uint64_t offset, int64_t rows)
+{
+	for (int i = 0; i < w->m->n_weights; i++)
+		if (w->offset[i] == offset && w->alias[i] < 0 && rows > w->need_rows[i])
+			w->need_rows[i] = rows;
 }
 
 void cg_weights_set_progress(cg_weights *w, cg_progress_fn fn, void *ctx)

@@ -23,10 +23,14 @@ typedef bool (*cg_tensor_reader)(void *ctx, const char *name, const int64_t *sha
 				 char *err, size_t errlen);
 /* True when the checkpoint holds `name` (decides between hf and fallback). */
 typedef bool (*cg_tensor_exists)(void *ctx, const char *name);
+/* Dim 0 of checkpoint tensor `name` (its rows), -1 when it is missing or a
+ * scalar: a stack_pad weight reads each piece at its own height. */
+typedef int64_t (*cg_tensor_rows)(void *ctx, const char *name);
 
 typedef struct {
 	cg_tensor_reader read;  /* NULL: seeded random weights */
 	cg_tensor_exists exists;
+	cg_tensor_rows rows;
 	void *ctx;
 	uint64_t seed;          /* random weights only */
 	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
@@ -48,6 +52,11 @@ uint64_t cg_weights_size(const cg_weights *w);
  * an expert of a stacked one ("{e}" standing for a decimal index), or the
  * block-scale companion (name + "_scale_inv") of either. */
 bool cg_weights_reads(const cg_weights *w, const char *name);
+
+/* The weight at `offset` must hold at least `rows` real rows (the rows an
+ * n-gram table's hash reaches): a stack_pad weight whose pieces hold fewer
+ * fails its conversion, naming it, instead of reading zeros. */
+void cg_weights_need_rows(cg_weights *w, uint64_t offset, int64_t rows);
 
 /* Called as the section is produced: bytes done so far of total. */
 typedef void (*cg_progress_fn)(void *ctx, uint64_t done, uint64_t total);

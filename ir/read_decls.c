@@ -6,7 +6,7 @@
 
 static const char *const weight_keys[] = {"shape", "hf", "fallback", "dtype", "transform", NULL};
 static const char *const state_keys[] = {"shape", "kind", "dtype", NULL};
-static const char *const transforms[] = {"none", "offset1", "transpose", "stack", NULL};
+static const char *const transforms[] = {"none", "offset1", "transpose", "stack", "stack_pad", NULL};
 static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram", "hidden", NULL};
 
 /* "stack" builds dim 0 from one checkpoint tensor per value of {e} in the
@@ -14,7 +14,7 @@ static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram
  * no other weight's. */
 static bool check_stack(rd_ctx *rd, const yaml_node_t *hf, const yaml_node_t *fb, const ir_weight *w)
 {
-	bool stack = strcmp(w->transform, "stack") == 0;
+	bool stack = strcmp(w->transform, "stack") == 0 || strcmp(w->transform, "stack_pad") == 0;
 	if (stack && w->shape.rank < 2)
 		return rd_fail(rd, hf, "weight '%s': transform 'stack' needs a rank >= 2 shape (dim 0 is the {e} index)",
 			       w->name);

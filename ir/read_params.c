@@ -4,9 +4,10 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const param_keys[] = {"config", "default", "type", NULL};
+static const char *const param_keys[] = {"config", "length_of", "default", "type", NULL};
 static const char *const param_types[] = {"int", "float", NULL};
 static const char *const reserved[] = {"T", "sqrt", "min", "max", "ceil_div", "prime_sum", "int", "floor", NULL};
 
@@ -48,6 +49,22 @@ static bool bind_config(rd_ctx *rd, const yaml_node_t *keynode, const char *key,
 	return true;
 }
 
+/* length_of: the item count of a config list of integers (*found false when
+ * the key is absent). */
+static bool bind_length(rd_ctx *rd, const yaml_node_t *node, const char *key, ir_param *p, bool *found)
+{
+	int64_t *items;
+	int n;
+	if (p->is_float)
+		return rd_fail(rd, node, "param '%s': length_of gives an int", p->name);
+	if (!ir_config_ints(rd->cfg, key, &items, &n, rd->err))
+		return false;
+	free(items);
+	*found = n >= 0;
+	p->i = n;
+	return true;
+}
+
 static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *spec, ir_param *p)
 {
 	if (!check_name(rd, key, p->name) || !rd_want_map(rd, spec, "a param spec") ||
@@ -61,11 +78,16 @@ static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *sp
 			return false;
 		p->is_float = strcmp(t, "float") == 0;
 	}
+	yaml_node_t *len = rd_get(rd, spec, "length_of");
+	if (cfg && len)
+		return rd_fail(rd, len, "param '%s': 'config' and 'length_of' exclude each other", p->name);
+	if (len)
+		cfg = len;
 	const char *cfg_key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL;
 	if (cfg && !cfg_key)
 		return false;
 	bool found = false;
-	if (cfg_key && !bind_config(rd, cfg, cfg_key, p, &found))
+	if (cfg_key && !(len ? bind_length(rd, len, cfg_key, p, &found) : bind_config(rd, cfg, cfg_key, p, &found)))
 		return false;
 	if (found)
 		return true;
