@@ -184,10 +184,8 @@ static bool lower_entries(compile_state *c, bool vulkan, char *err, size_t errle
 
 static int64_t dispatch_attr(const halo_dispatch *d, const char *name)
 {
-	for (int i = 0; i < d->n_attr; i++)
-		if (strcmp(d->attr[i].name, name) == 0)
-			return d->attr[i].i;
-	return 0;
+	const halo_attr *a = halo_attr_find(d->attr, d->n_attr, name);
+	return a ? a->i : 0;
 }
 
 /* Each n-gram table must really hold the rows its layer's hash reaches

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codegen/strbuf.h"
+#include "kernels/op_table.h"
 #include "kernels/vulkan/kernel_sources.h"
 
 /* The embedded file `name` (static storage), or NULL. */
@@ -79,25 +80,9 @@ static void bcast_index(char *buf, size_t len, const kv_elem_op *e)
 		snprintf(buf, len, "i");
 }
 
-/* Elementwise ops as kernels/ops.def writes them: name and expression. */
-static const char *const op_names[] = {
-#define IR_OP(id, name, cls, expr) [IR_OP_##id] = name,
-#include "kernels/ops.def"
-#undef IR_OP
-};
+/* Each elementwise op's expression as kernels/ops.def writes it. */
 static const char *const op_exprs[] = {
 #define IR_OP(id, name, cls, expr) [IR_OP_##id] = #expr,
-#include "kernels/ops.def"
-#undef IR_OP
-};
-/* Whether the expression reads s (class SCALED: the op's `value`). */
-#define TAKES_VALUE_SCALED true
-#define TAKES_VALUE_UNARY false
-#define TAKES_VALUE_BINARY false
-#define TAKES_VALUE_GATE false
-#define TAKES_VALUE_OTHER false
-static const bool op_takes_value[] = {
-#define IR_OP(id, name, cls, expr) [IR_OP_##id] = TAKES_VALUE_##cls,
 #include "kernels/ops.def"
 #undef IR_OP
 };
@@ -109,7 +94,7 @@ static void emit_op_fn(strbuf *g, ir_op op, bool *seen)
 	if (seen[op])
 		return;
 	seen[op] = true;
-	sb_printf(g, "float ew_%s(float a, float b, float s)\n{\n\treturn %s;\n}\n", op_names[op], op_exprs[op]);
+	sb_printf(g, "float ew_%s(float a, float b, float s)\n{\n\treturn %s;\n}\n", halo_op_name((int)op), op_exprs[op]);
 }
 
 /* The call of e's function on the running value v and the other operand o
@@ -118,9 +103,9 @@ static void elem_expr(strbuf *g, const kv_elem_op *e, const char *v, const char 
 {
 	char buf[48] = "0.0";
 	const char *a = e->operand == 0 ? v : o, *b = e->operand == 0 ? o : v;
-	if (op_takes_value[e->op])
+	if (halo_op_class_of((int)e->op) == HALO_OP_SCALED) /* the one class whose expression reads s */
 		glsl_float(buf, sizeof buf, e->value);
-	sb_printf(g, "ew_%s(%s, %s, %s)", op_names[e->op], a, b[0] ? b : "0.0", buf);
+	sb_printf(g, "ew_%s(%s, %s, %s)", halo_op_name((int)e->op), a, b[0] ? b : "0.0", buf);
 }
 
 /* `float epilogue(float v, uint i)` (i = the output element) over the

@@ -14,17 +14,11 @@
 #include "codegen/emit_glsl.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/strbuf.h"
-
-/* Op names straight from the op table, so kernel generation needs no IR library. */
-static const char *const op_names[] = {
-#define IR_OP(id, name, cls, expr) [IR_OP_##id] = name,
-#include "kernels/ops.def"
-#undef IR_OP
-};
+#include "kernels/op_table.h"
 
 static const char *op_name(ir_op op)
 {
-	return (unsigned)op < IR_OP_COUNT ? op_names[op] : "?";
+	return halo_op_name((int)op);
 }
 
 /* Shared memory every target offers: lavapipe's 32 KiB (the H200 has more). */
@@ -188,33 +182,20 @@ static bool lanes_1d(kv_build *b, uint32_t dflt, uint32_t *out)
 
 /* ---- fused elementwise chains -------------------------------------------------------- */
 
-/* Each op's class column of kernels/ops.def. */
-typedef enum { KV_OTHER, KV_UNARY, KV_SCALED, KV_BINARY, KV_GATE } kv_class;
-static const kv_class op_classes[] = {
-#define IR_OP(id, name, cls, expr) [IR_OP_##id] = KV_##cls,
-#include "kernels/ops.def"
-#undef IR_OP
-};
-
-static kv_class class_of(ir_op op)
-{
-	return (unsigned)op < IR_OP_COUNT ? op_classes[op] : KV_OTHER;
-}
-
 static bool elem_is_unary(ir_op op)
 {
-	return class_of(op) == KV_UNARY || class_of(op) == KV_SCALED;
+	return halo_op_class_of((int)op) == HALO_OP_UNARY || halo_op_class_of((int)op) == HALO_OP_SCALED;
 }
 
 static bool elem_is_binary(ir_op op)
 {
-	return class_of(op) == KV_BINARY || class_of(op) == KV_GATE;
+	return halo_op_class_of((int)op) == HALO_OP_BINARY || halo_op_class_of((int)op) == HALO_OP_GATE;
 }
 
 static bool check_elem(kv_build *b, const kv_elem_op *e, const char *where)
 {
 	if (elem_is_unary(e->op)) {
-		if (class_of(e->op) == KV_SCALED && !isfinite(e->value))
+		if (halo_op_class_of((int)e->op) == HALO_OP_SCALED && !isfinite(e->value))
 			return fail(b, "%s: scale by a non-finite value", where);
 		return true;
 	}
@@ -236,7 +217,7 @@ static void sig_elem(strbuf *s, const kv_elem_op *e)
 {
 	static const char *const bc[] = {"full", "trail", "last"};
 	sb_printf(s, "%s", op_name(e->op));
-	if (class_of(e->op) == KV_SCALED)
+	if (halo_op_class_of((int)e->op) == HALO_OP_SCALED)
 		sb_printf(s, "(%.9g)", (double)e->value);
 	if (elem_is_binary(e->op)) {
 		sb_printf(s, "(side=%d,%s", e->operand, bc[e->bcast]);

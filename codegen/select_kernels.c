@@ -54,23 +54,15 @@ static int64_t rows_per_token(const halo_tensor_ref *t)
 	return r;
 }
 
-static const halo_attr *attr(const halo_attr *a, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(a[i].name, name) == 0)
-			return &a[i];
-	return NULL;
-}
-
 static double attr_f(const halo_attr *a, int n, const char *name, double dflt)
 {
-	const halo_attr *x = attr(a, n, name);
+	const halo_attr *x = halo_attr_find(a, n, name);
 	return x ? x->f : dflt;
 }
 
 static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
 {
-	const halo_attr *x = attr(a, n, name);
+	const halo_attr *x = halo_attr_find(a, n, name);
 	return x ? x->i : dflt;
 }
 
@@ -144,7 +136,7 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 	const halo_tensor_ref *x = &d->operand[0];
 	ir_dim all;
 	if (d->op == IR_OP_STATE_WRITE) {
-		bool at = attr(d->attr, d->n_attr, "at") != NULL;
+		bool at = halo_attr_find(d->attr, d->n_attr, "at") != NULL;
 		if (!numel_affine(x, &all))
 			goto bad;
 		int64_t width = at ? all.coef_T : all.c;
@@ -283,7 +275,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		return true;
 	case IR_OP_CONV1D_CAUSAL: {
 		const halo_tensor_ref *w = &d->operand[2];
-		const halo_attr *act = attr(d->attr, d->n_attr, "act");
+		const halo_attr *act = halo_attr_find(d->attr, d->n_attr, "act");
 		k->wtype = w->dtype;
 		k->u.conv1d.C = cdim(w, 0);
 		k->u.conv1d.K = cdim(w, 1);
@@ -350,7 +342,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		return true;
 	case IR_OP_CONV1D_DILATED: {
 		const halo_tensor_ref *w = &d->operand[2];
-		const halo_attr *act = attr(d->attr, d->n_attr, "act");
+		const halo_attr *act = halo_attr_find(d->attr, d->n_attr, "act");
 		k->wtype = w->dtype;
 		k->u.conv_dilated.C = cdim(w, 0);
 		k->u.conv_dilated.K = cdim(w, 1);

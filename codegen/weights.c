@@ -158,7 +158,6 @@ typedef struct {
 	uint64_t state;
 	float a, center;
 	float *dst;
-	uint64_t n;
 } random_job;
 
 /* Elements [lo, hi) (lo even): output k gives elements 2k and 2k+1, 24 bits each. */
@@ -182,7 +181,7 @@ static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t 
 {
 	int64_t fan_in = d->shape.rank >= 2 ? d->shape.dim[d->shape.rank - 1].c : 0;
 	random_job j = {.state = name_hash(d->name, seed), .a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f,
-			.center = fan_in ? 0.0f : 1.0f, .dst = dst, .n = n};
+			.center = fan_in ? 0.0f : 1.0f, .dst = dst};
 	cg_parallel_for(n, 1 << 16, random_range, &j);
 }
 

@@ -429,6 +429,14 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
  * recurrent (the state after the last token), which a checkpoint copies:
  * copying a cache needlessly costs time, missing a recurrent state gives
  * wrong tokens. */
+const halo_attr *halo_attr_find(const halo_attr *a, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(a[i].name, name) == 0)
+			return &a[i];
+	return NULL;
+}
+
 bool halo_state_kind_positional(const char *kind)
 {
 	return strcmp(kind, "kv") == 0 || strcmp(kind, "indexer") == 0 || strcmp(kind, "hidden") == 0;

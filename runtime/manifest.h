@@ -48,6 +48,9 @@ typedef struct {
 	bool is_str;
 } halo_attr;
 
+/* The attribute named `name` among a[0..n), or NULL. */
+const halo_attr *halo_attr_find(const halo_attr *a, int n, const char *name);
+
 typedef struct {
 	int op;          /* kernels/ops.def id */
 	bool prologue;   /* else epilogue */

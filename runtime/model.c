@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/op_table.h"
 #include "runtime/backend.h"
 #include "runtime/bundle.h"
 #include "runtime/halo.h"
@@ -364,11 +365,6 @@ bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errl
 	return ok;
 }
 
-static const char *const op_names[] = {
-#define IR_OP(id, name, cls, expr) name,
-#include "kernels/ops.def"
-#undef IR_OP
-};
 
 typedef struct {
 	const char *name;
@@ -400,7 +396,7 @@ static prof_row prof_key(const halo_model *m, const halo_dispatch *d)
 	int k = running_kernel(m, d, &src);
 	if (k >= 0)
 		return (prof_row){m->manifest->kernels[k].signature, halo_pick_source_name(src), 0, 0};
-	const char *op = (size_t)d->op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[d->op] : "?";
+	const char *op = halo_op_name(d->op);
 	return (prof_row){op, NULL, 0, 0};
 }
 

@@ -4,20 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/op_table.h"
 #include "runtime/ref/ref_ops.h"
 
 enum {
 #define IR_OP(id, name, cls, expr) OP_##id,
 #include "kernels/ops.def"
 #undef IR_OP
-	OP_COUNT
 };
 
-static const char *op_names[] = {
-#define IR_OP(id, name, cls, expr) name,
-#include "kernels/ops.def"
-#undef IR_OP
-};
 
 /* Everything one op needs: operand addresses, evaluated dims, attributes. */
 typedef struct {
@@ -29,29 +24,21 @@ typedef struct {
 	size_t errlen;
 } exec_ctx;
 
-static const halo_attr *find_attr(const halo_attr *a, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(a[i].name, name) == 0)
-			return &a[i];
-	return NULL;
-}
-
 static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
 {
-	const halo_attr *x = find_attr(a, n, name);
+	const halo_attr *x = halo_attr_find(a, n, name);
 	return x ? x->i : dflt;
 }
 
 static float attr_f(const halo_attr *a, int n, const char *name, float dflt)
 {
-	const halo_attr *x = find_attr(a, n, name);
+	const halo_attr *x = halo_attr_find(a, n, name);
 	return x ? (float)x->f : dflt;
 }
 
 static bool attr_is(const halo_attr *a, int n, const char *name, const char *value)
 {
-	const halo_attr *x = find_attr(a, n, name);
+	const halo_attr *x = halo_attr_find(a, n, name);
 	return x && x->is_str && strcmp(x->s, value) == 0;
 }
 
@@ -74,7 +61,7 @@ static int64_t last_dim(const exec_ctx *c, int i)
 static bool fail(exec_ctx *c, const char *fmt, const char *detail)
 {
 	snprintf(c->err, c->errlen, "ref backend: dispatch '%s' (%s): %s%s", c->d->node,
-		 (unsigned)c->d->op < OP_COUNT ? op_names[c->d->op] : "?", fmt, detail ? detail : "");
+		 halo_op_name(c->d->op), fmt, detail ? detail : "");
 	return false;
 }
 
@@ -94,17 +81,12 @@ static ref_bcast bcast_of(const exec_ctx *c, int a, int b)
 	return (ref_bcast){REF_BCAST_TRAILING, nb};
 }
 
-/* Each op's elementwise arity, from kernels/ops.def's class column (0: not elementwise). */
-enum { EW_OTHER = 0, EW_UNARY = 1, EW_SCALED = 1, EW_BINARY = 2, EW_GATE = 2 };
-static const int elementwise_arity[] = {
-#define IR_OP(id, name, cls, expr) EW_##cls,
-#include "kernels/ops.def"
-#undef IR_OP
-};
-
+/* An op's elementwise arity from its class in kernels/ops.def (0: not elementwise). */
 static int arity_of(int op)
 {
-	return op >= 0 && op < OP_COUNT ? elementwise_arity[op] : 0;
+	static const int arity[] = {[HALO_OP_OTHER] = 0, [HALO_OP_UNARY] = 1, [HALO_OP_SCALED] = 1,
+				    [HALO_OP_BINARY] = 2, [HALO_OP_GATE] = 2};
+	return arity[halo_op_class_of(op)];
 }
 
 static const ref_bcast full_bcast = {REF_BCAST_FULL, 0};
@@ -329,7 +311,7 @@ static bool exec_epilogue(exec_ctx *c, const halo_fused_op *f)
 	if (arity == 1)
 		return ref_elementwise(f->op, y, NULL, y, n, full_bcast, value);
 	if (arity != 2 || f->n_operand != 1)
-		return fail(c, "unsupported epilogue op ", (unsigned)f->op < OP_COUNT ? op_names[f->op] : "?");
+		return fail(c, "unsupported epilogue op ", halo_op_name(f->op));
 	int other = f->operand[0];
 	if (f->side == 0) {
 		ref_elementwise(f->op, y, c->p[other], y, n, bcast_of(c, o, other), value);
