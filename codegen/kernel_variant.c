@@ -180,6 +180,13 @@ static bool lanes_1d(kv_build *b, uint32_t dflt, uint32_t *out)
 	return true;
 }
 
+/* With steps, the states after each token fit 32-bit indices: t_max rows of
+ * `state` elements. */
+static bool check_steps(kv_build *b, int64_t state)
+{
+	return !b->d->steps || check_index(b, "T*state (steps)", b->d->t_max * state);
+}
+
 /* ---- fused elementwise chains -------------------------------------------------------- */
 
 static bool elem_is_unary(ir_op op)
@@ -790,7 +797,8 @@ static bool build_conv1d(kv_build *b)
 	int64_t C = b->d->u.conv1d.C, K = b->d->u.conv1d.K;
 	uint32_t ls;
 	if (!check_index(b, "C", C) || !check_index(b, "K", K) || !check_index(b, "C*K", C * K) ||
-	    !check_index(b, "(T+K-1)*C", (b->d->t_max + K - 1) * C) || !lanes_1d(b, 256, &ls))
+	    !check_index(b, "(T+K-1)*C", (b->d->t_max + K - 1) * C) || !check_steps(b, (K - 1) * C) ||
+	    !lanes_1d(b, 256, &ls))
 		return false;
 	if (K < 2)
 		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds K-1 rows)",
@@ -848,10 +856,13 @@ static bool gdr_chunked_cols(kv_build *b, int64_t dk, uint32_t *out)
 
 /* Decode (t_max <= KV_MATVEC_MAX_T) runs the recurrent kernel, which is batch
  * invariant; prefill runs the chunked one, whose sums are grouped by chunk.
+ * Steps take the recurrent kernel at any t_max: a verify step's states after
+ * each token must be bitwise the ones decode would carry (the recurrent
+ * kernel's), and the chunked kernel never holds them.
  * Sets *ls and *rows (lanes per column) and the template name. */
 static bool gdr_pick(kv_build *b, int64_t dk, uint32_t *ls, uint32_t *rows)
 {
-	if (b->d->t_max <= KV_MATVEC_MAX_T) {
+	if (b->d->t_max <= KV_MATVEC_MAX_T || b->d->steps) {
 		*rows = 1;
 		if (!lanes_1d(b, 64, ls))
 			return false;
@@ -874,7 +885,7 @@ static bool build_gdr(kv_build *b)
 	if (!check_index(b, "hk", hk) || !check_index(b, "hv", hv) || !check_index(b, "dk", dk) ||
 	    !check_index(b, "dv", dv) || !check_index(b, "hv*dk*dv", hv * dk * dv) ||
 	    !check_index(b, "T*hk*dk", d->t_max * hk * dk) ||
-	    !check_index(b, "T*hv*dv", d->t_max * hv * dv))
+	    !check_index(b, "T*hv*dv", d->t_max * hv * dv) || !check_steps(b, hv * dk * dv))
 		return false;
 	if (hv % hk)
 		return fail(b, "%" PRId64 " value heads are not a multiple of %" PRId64 " key heads", hv,
@@ -1031,7 +1042,7 @@ static bool build_conv1d_dilated(kv_build *b)
 	uint32_t ls;
 	if (!check_index(b, "C", C) || !check_index(b, "K", K) || !check_index(b, "dilation", dil) ||
 	    !check_index(b, "C*K", C * K) || !check_index(b, "(T+(K-1)*dilation)*C", (b->d->t_max + (K - 1) * dil) * C) ||
-	    !lanes_1d(b, 256, &ls))
+	    !check_steps(b, (K - 1) * dil * C) || !lanes_1d(b, 256, &ls))
 		return false;
 	if (K < 2)
 		return fail(b, "kernel size K = %" PRId64 " must be at least 2 (the state holds (K-1)*dilation rows)",
@@ -1109,7 +1120,8 @@ static bool build_ngram_embed(kv_build *b)
 		return fail(b, "vocab %" PRId64 " must be in [1, 2^31) and eos %" PRId64 " in [0, vocab)", vocab,
 			    eos);
 	if (!check_index(b, "rows", rows) || !check_index(b, "dp", dp) || !check_index(b, "rows*dp", rows * dp) ||
-	    !check_index(b, "T*heads*dp", d->t_max * heads * dp) || !lanes_1d(b, 256, &ls))
+	    !check_index(b, "T*heads*dp", d->t_max * heads * dp) || !check_steps(b, N - 1) ||
+	    !lanes_1d(b, 256, &ls))
 		return false;
 	b->p->template = "ngram_embed";
 	sb_printf(&b->sig, "ngram_embed N=%" PRId64 " hpn=%" PRId64 " eos=%" PRId64 " vocab=%" PRId64
@@ -1176,7 +1188,9 @@ static bool build_qsa_select(kv_build *b)
 /* One row per op (kv_ops, after the variant spaces): how its variants are
  * planned. dims checks the descriptor and decides the key, the template,
  * the constants, the tiles and the grid; the driver then binds in[] (the
- * op's inputs, docs/ops.md order), the fused ops' operands and out[]. */
+ * op's inputs, docs/ops.md order), the fused ops' operands and out[].
+ * out[2] is an IR_OPF_STEPS op's optional result, its states after each
+ * token: bound (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
 	ir_op op;
 	bool (*dims)(kv_build *b);
@@ -1202,8 +1216,12 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		return false;
 	if (r->elementwise)
 		p->y_binding = (int)bind(b, NULL);
-	for (int i = 0; i < 3 && r->out[i]; i++)
+	for (int i = 0; i < (b->d->steps ? 3 : 2) && r->out[i]; i++)
 		bind(b, r->out[i]);
+	if (b->d->steps) {
+		def_int(b, "STEPS", 1);
+		sb_printf(&b->sig, " steps");
+	}
 	return true;
 }
 
@@ -1253,6 +1271,8 @@ bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t er
 		ok = fail(&b, "t_max %" PRId64 " must be at least 1", d->t_max);
 	else if (!r)
 		ok = fail(&b, "no kernel template for this op");
+	else if (d->steps && !r->out[2])
+		ok = fail(&b, "no states after each token (steps) for this op");
 	ok = ok && r->dims(&b) && bind_operands(&b, r) && check_grid(&b) && finish(&b, &plan);
 	kv_plan_free(&plan);
 	free(b.sig.s);
@@ -1432,17 +1452,17 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_STATE_WRITE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
 	{IR_OP_ROWS_AT_POS, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},
 	{IR_OP_CONCAT, build_concat, {"B_A", "B_B"}, {"B_Y"}, 0, false, NULL},
-	{IR_OP_CONV1D_CAUSAL, build_conv1d, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS"}, 0, false, NULL},
-	{IR_OP_CONV1D_DILATED, build_conv1d_dilated, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS"}, 0, false, NULL},
-	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO"}, 0, false,
-	 NULL},
+	{IR_OP_CONV1D_CAUSAL, build_conv1d, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS", "B_ST"}, 0, false, NULL},
+	{IR_OP_CONV1D_DILATED, build_conv1d_dilated, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS", "B_ST"}, 0, false, NULL},
+	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO", "B_ST"}, 0,
+	 false, NULL},
 	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
 	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
-	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH"}, 0, false, NULL},
+	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),

@@ -14,7 +14,8 @@
  *
  * Operand bindings (set 0): the op's inputs in docs/ops.md order, then the
  * prologue's norm weight, then each binary epilogue's extra operand in chain
- * order, then the outputs. state_write binds (v, state).
+ * order, then the outputs (with `steps`, the states after each token last).
+ * state_write binds (v, state).
  */
 #ifndef HALO_KERNEL_VARIANT_H
 #define HALO_KERNEL_VARIANT_H
@@ -117,8 +118,8 @@ typedef struct {
 		 * dtype wtype; new_state must not alias state (rows are copied in parallel) */
 		struct { int64_t C, K; bool silu; } conv1d;
 		/* (q, k [T,hk,dk], v [T,hv,dv], g, beta [T,hv], S [hv,dk,dv]) -> (o [T,hv,dv],
-		 * S' [hv,dk,dv]); S' must not alias S. Recurrent kernel for t_max <= KV_MATVEC_MAX_T,
-		 * chunked (64 tokens) above. */
+		 * S' [hv,dk,dv]); S' must not alias S. Recurrent kernel for t_max <= KV_MATVEC_MAX_T
+		 * or with steps, chunked (64 tokens) otherwise. */
 		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
 		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]) ->
 		 * (ids[T,k] i32, w[T,k]), N = E experts, norm = the norm_topk attr */
@@ -148,6 +149,10 @@ typedef struct {
 		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
 	} u;
+	/* conv1d_causal, conv1d_dilated, gated_delta_rule, ngram_embed: a third
+	 * output, the op's state after each token, [T, ...state shape] f32
+	 * (IR_OPF_STEPS; row t is the new state had the step ended after token t) */
+	bool steps;
 	kv_prologue pro;   /* matmul only */
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE]; /* matmul, rms_norm, l2_norm, gated_rms_norm, rope,

@@ -9,6 +9,7 @@
 #include "codegen/glsl_compile.h"
 #include "codegen/parallel.h"
 #include "codegen/kernel_variant.h"
+#include "ir/ops.h"
 #include "kernels/device_features.h"
 #include "runtime/ref/ref_ops.h"
 
@@ -136,11 +137,13 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 	const halo_tensor_ref *x = &d->operand[0];
 	ir_dim all;
 	if (d->op == IR_OP_STATE_WRITE) {
-		bool at = halo_attr_find(d->attr, d->n_attr, "at") != NULL;
+		/* at: rows of axis 0 (T of them), from the position or from row 0 */
+		const halo_attr *at = halo_attr_find(d->attr, d->n_attr, "at");
 		if (!numel_affine(x, &all))
 			goto bad;
 		int64_t width = at ? all.coef_T : all.c;
-		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1, at);
+		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1,
+			 at && at->is_str && !strcmp(at->s, "pos"));
 		return true;
 	}
 	if (d->op == IR_OP_ROWS_AT_POS) {
@@ -211,6 +214,14 @@ static bool ngram_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t err
 	return true;
 }
 
+/* A recurrent op lowered with its optional last result (IR_OPF_STEPS), the
+ * state after each token: the kernel writes it to its last output. */
+static bool has_steps(const halo_dispatch *d)
+{
+	const ir_op_info *info = ir_op_get((ir_op)d->op);
+	return info && (info->flags & IR_OPF_STEPS) && d->n_out == info->n_out + 1;
+}
+
 /* The kernel descriptor of one dispatch. */
 static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
 {
@@ -219,6 +230,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	k->op = (ir_op)d->op;
 	k->t_max = t_max;
 	k->wtype = HALO_F32;
+	k->steps = has_steps(d);
 	fused_into_desc(d, k);
 	switch (d->op) {
 	case IR_OP_EMBED:

@@ -16,7 +16,8 @@
 
 #define BIG INT64_MAX
 
-static const char *const at_choices[] = {"pos", NULL};
+/* at: pos writes rows [pos, pos+T) of axis 0, start rows [0, T) */
+static const char *const at_choices[] = {"pos", "start", NULL};
 static const char *const act_choices[] = {"none", "silu", NULL};
 
 static const ir_attr_schema a_call[] = {REQ_INT("layer", 0, BIG),
@@ -716,6 +717,7 @@ typedef struct {
 #define BIN IR_OPF_BINARY | IR_OPF_PURE | IR_OPF_EPILOGUE
 #define PURE IR_OPF_PURE
 #define EPI IR_OPF_PURE | IR_OPF_EPILOGUE
+#define STEPS IR_OPF_STEPS
 
 static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_WEIGHT] = {{IR_OP_WEIGHT, 0, 0, 1, PURE, 0, NULL}, infer_source},
@@ -749,8 +751,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_ROPE] = {{IR_OP_ROPE, 1, 1, 1, EPI, ATTRS(a_rope)}, infer_rope},
 	[IR_OP_ATTENTION] = {{IR_OP_ATTENTION, 3, 3, 1, EPI, ATTRS(a_scale_attr)}, infer_attention},
 	[IR_OP_SOFTMAX] = {{IR_OP_SOFTMAX, 1, 1, 1, EPI, 0, NULL}, infer_softmax},
-	[IR_OP_CONV1D_CAUSAL] = {{IR_OP_CONV1D_CAUSAL, 3, 3, 2, PURE, ATTRS(a_conv)}, infer_conv1d},
-	[IR_OP_GATED_DELTA_RULE] = {{IR_OP_GATED_DELTA_RULE, 6, 6, 2, PURE, ATTRS(a_scale_attr)}, infer_gdr},
+	[IR_OP_CONV1D_CAUSAL] = {{IR_OP_CONV1D_CAUSAL, 3, 3, 2, PURE | STEPS, ATTRS(a_conv)}, infer_conv1d},
+	[IR_OP_GATED_DELTA_RULE] = {{IR_OP_GATED_DELTA_RULE, 6, 6, 2, PURE | STEPS, ATTRS(a_scale_attr)}, infer_gdr},
 	[IR_OP_TOPK] = {{IR_OP_TOPK, 1, 1, 2, PURE, ATTRS(a_topk)}, infer_topk},
 	[IR_OP_MOE_ROUTE] = {{IR_OP_MOE_ROUTE, 1, 1, 2, PURE, ATTRS(a_moe_route)}, infer_moe_route},
 	[IR_OP_MOE_EXPERTS] = {{IR_OP_MOE_EXPERTS, 6, 6, 1, PURE, 0, NULL}, infer_moe_experts},
@@ -758,8 +760,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_REDUCE_MEAN] = {{IR_OP_REDUCE_MEAN, 1, 1, 1, PURE, ATTRS(a_reduce)}, infer_reduce_mean},
 	/* not marked unary: no kernel generator knows it, so it must not be fused */
 	[IR_OP_SIGNED_SQRT] = {{IR_OP_SIGNED_SQRT, 1, 1, 1, PURE, ATTRS(a_signed_sqrt)}, infer_unary},
-	[IR_OP_NGRAM_EMBED] = {{IR_OP_NGRAM_EMBED, 3, 3, 2, PURE, ATTRS(a_ngram)}, infer_ngram_embed},
-	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE, ATTRS(a_conv_dilated)}, infer_conv1d},
+	[IR_OP_NGRAM_EMBED] = {{IR_OP_NGRAM_EMBED, 3, 3, 2, PURE | STEPS, ATTRS(a_ngram)}, infer_ngram_embed},
+	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE | STEPS, ATTRS(a_conv_dilated)}, infer_conv1d},
 	[IR_OP_QSA_SELECT] = {{IR_OP_QSA_SELECT, 3, 3, 1, PURE, ATTRS(a_qsa_select)}, infer_qsa_select},
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
@@ -801,6 +803,13 @@ bool ir_op_is_binary(ir_op op)
 bool ir_op_is_elementwise(ir_op op)
 {
 	return op_flags(op) & (IR_OPF_UNARY | IR_OPF_BINARY);
+}
+
+bool ir_op_result_count_ok(ir_op op, int n)
+{
+	const ir_op_info *info = ir_op_get(op);
+	return info && (info->n_out == IR_OP_VARIADIC || n == info->n_out ||
+			((info->flags & IR_OPF_STEPS) && n == info->n_out + 1));
 }
 
 bool ir_op_is_sink(ir_op op)
@@ -847,8 +856,11 @@ bool ir_op_check_attr(ir_op op, const ir_attr *a, ir_loc loc, ir_error *err)
 		for (int i = 0; s->choices[i]; i++)
 			if (strcmp(s->choices[i], a->s) == 0)
 				return true;
-		ir_error_set(err, loc, "%s attribute '%s' must be one of %s%s, got '%s'", ir_op_name(op), a->name,
-			     s->choices[0], s->choices[1] ? " / ..." : "", a->s);
+		char list[160] = "";
+		for (int i = 0, at = 0; s->choices[i] && at < (int)sizeof list; i++)
+			at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", i ? ", " : "", s->choices[i]);
+		ir_error_set(err, loc, "%s attribute '%s' must be one of %s, got '%s'", ir_op_name(op), a->name, list,
+			     a->s);
 		return false;
 	}
 	return true;
@@ -889,6 +901,24 @@ static bool check_required_attrs(const ir_node *n, const ir_op_info *info, ir_er
 	return true;
 }
 
+/* The optional result of an IR_OPF_STEPS op: result `state` with T in front. */
+static bool infer_steps(const ir_node *n, int state, ir_shape *os, halo_dtype *ot, ir_error *err)
+{
+	const ir_shape *s = &os[state];
+	if (s->rank >= IR_MAX_RANK) {
+		ir_error_set(err, n->loc, "%s '%s': its state has rank %d, so its state after each token would "
+			     "exceed rank %d", ir_op_name(n->op), n->name, s->rank, IR_MAX_RANK);
+		return false;
+	}
+	ir_shape *o = &os[n->n_out - 1];
+	o->rank = s->rank + 1;
+	o->dim[0] = (ir_dim){1, 0};
+	for (int i = 0; i < s->rank; i++)
+		o->dim[i + 1] = s->dim[i];
+	ot[n->n_out - 1] = ot[state];
+	return true;
+}
+
 bool ir_op_infer(const ir_module *m, const ir_func *f, const ir_node *n, ir_shape *out_shapes,
 		 halo_dtype *out_dtypes, ir_error *err)
 {
@@ -900,5 +930,9 @@ bool ir_op_infer(const ir_module *m, const ir_func *f, const ir_node *n, ir_shap
 	if (!check_operands(f, n, info, err) || !check_required_attrs(n, info, err))
 		return false;
 	infer_ctx c = {m, f, n, out_shapes, out_dtypes, err};
-	return ops[n->op].rule(&c);
+	if (!ops[n->op].rule(&c))
+		return false;
+	if ((info->flags & IR_OPF_STEPS) && n->n_out == info->n_out + 1)
+		return infer_steps(n, info->n_out - 1, out_shapes, out_dtypes, err);
+	return true;
 }

@@ -29,6 +29,11 @@ enum {
 	IR_OPF_SINK = 1u << 2,   /* has an effect and no result (state_write) */
 	IR_OPF_PURE = 1u << 3,   /* result depends on operands only; may be removed or moved */
 	IR_OPF_EPILOGUE = 1u << 4, /* its kernels run a fused elementwise chain on the result */
+	/* A recurrent op whose last declared result is the state after the
+	 * step's last token: it takes one more, optional result, the state after
+	 * each token ([T, ...state shape]), which a verify entry's state slots
+	 * keep (passes/state_slots.c). */
+	IR_OPF_STEPS = 1u << 5,
 };
 
 #define IR_OP_VARIADIC (-1) /* result count: the called block's output count */
@@ -46,6 +51,10 @@ typedef struct {
 const ir_op_info *ir_op_get(ir_op op);
 /* The schema of attribute name of op, or NULL if op has no such attribute. */
 const ir_attr_schema *ir_op_attr_schema(ir_op op, const char *name);
+
+/* True when a node of op may have n results: the table's count, or one more
+ * for an IR_OPF_STEPS op (its state after each token). */
+bool ir_op_result_count_ok(ir_op op, int n);
 
 bool ir_op_is_elementwise(ir_op op); /* unary or binary elementwise */
 bool ir_op_is_unary(ir_op op);

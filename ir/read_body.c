@@ -330,8 +330,10 @@ static bool read_op(body_ctx *bc, const yaml_node_t *map)
 	if (out && (n_out = out_names(bc, out, names, MAX_OUTS)) < 0)
 		return false;
 	int want = ir_op_get(op)->n_out;
-	if (!sink && n_out != want)
-		return rd_fail(rd, out, "op %s has %d result(s), got %d name(s) in out", opname, want, n_out);
+	if (!sink && !ir_op_result_count_ok(op, n_out))
+		return rd_fail(rd, out, "op %s has %d result(s)%s, got %d name(s) in out", opname, want,
+			       ir_op_get(op)->flags & IR_OPF_STEPS ? " (one more: its state after each token)" : "",
+			       n_out);
 	if (sink) {
 		names[0] = nm;
 		if (!rd_scalar(rd, nm, "an op name"))

@@ -56,7 +56,7 @@ static bool check_arity(const ir_func *f, const ir_node *n, ir_error *err)
 		return false;
 	}
 	bool in_ok = n->n_in >= info->min_in && (info->max_in < 0 || n->n_in <= info->max_in);
-	bool out_ok = info->n_out == IR_OP_VARIADIC || n->n_out == info->n_out;
+	bool out_ok = ir_op_result_count_ok(n->op, n->n_out);
 	if (!in_ok || !out_ok) {
 		ir_error_set(err, n->loc, "verify: %s node '%s' of '%s' has %d operands and %d results",
 			     ir_op_name(n->op), n->name, f->name, n->n_in, n->n_out);

@@ -133,10 +133,12 @@ static bool exec_state_write(exec_ctx *c, const float *v)
 {
 	const halo_dispatch *d = c->d;
 	int out = d->n_in + d->n_extra;
-	if (attr_is(d->attr, d->n_attr, "at", "pos")) {
+	const halo_attr *at = halo_attr_find(d->attr, d->n_attr, "at");
+	if (at) { /* rows [pos, pos + T) or, at start, [0, T) */
 		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1);
 		ref_error e;
-		if (!ref_state_write_at(v, c->p[out], c->T, C, row, c->pos, &e))
+		if (!ref_state_write_at(v, c->p[out], c->T, C, row, attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0,
+					&e))
 			return ref_failed(c, &e);
 		return true;
 	}
@@ -158,13 +160,20 @@ static bool exec_reduce_mean(exec_ctx *c, const float *x, float *y)
 	return true;
 }
 
-static bool exec_ngram_embed(exec_ctx *c, float *y, float *new_hist)
+/* A recurrent op's optional third result: its state after each token. */
+static float *steps_out(const exec_ctx *c)
+{
+	const halo_dispatch *d = c->d;
+	return d->n_out == 3 ? c->p[d->n_in + d->n_extra + 2] : NULL;
+}
+
+static bool exec_ngram_embed(exec_ctx *c, float *y, float *new_hist, float *steps)
 {
 	ref_ngram_params p = {.ngram = A_I("ngram", 2), .heads_per_ngram = A_I("heads_per_ngram", 1),
 			      .eos = A_I("eos", 0), .vocab = A_I("vocab", 1), .seed = A_I("seed", 0),
 			      .layer_index = A_I("layer_index", 0), .table_base = A_I("table_base", 2)};
 	ref_error e;
-	if (!ref_ngram_embed(&p, c->p[0], c->p[1], c->p[2], y, new_hist, c->dim[1][0], c->dim[0][0], c->dim[0][1], &e))
+	if (!ref_ngram_embed(&p, c->p[0], c->p[1], c->p[2], y, new_hist, steps, c->dim[1][0], c->dim[0][0], c->dim[0][1], &e))
 		return ref_failed(c, &e);
 	return true;
 }
@@ -196,10 +205,10 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 		ref_signed_sqrt(x, y, numel(c, 0), A_F("eps", 1e-6f));
 		return true;
 	case OP_NGRAM_EMBED:
-		return exec_ngram_embed(c, y, c->p[o + 1]);
+		return exec_ngram_embed(c, y, c->p[o + 1], steps_out(c));
 	case OP_CONV1D_DILATED:
-		ref_conv1d_dilated(x, c->p[1], c->p[2], y, c->p[o + 1], c->dim[0][0], c->dim[0][1], c->dim[2][1],
-				   A_I("dilation", 1), attr_is(d->attr, d->n_attr, "act", "silu"));
+		ref_conv1d_dilated(x, c->p[1], c->p[2], y, c->p[o + 1], steps_out(c), c->dim[0][0], c->dim[0][1],
+				   c->dim[2][1], A_I("dilation", 1), attr_is(d->attr, d->n_attr, "act", "silu"));
 		return true;
 	case OP_QSA_SELECT:
 		return exec_qsa_select(c, x, y);
@@ -267,12 +276,12 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_STATE_WRITE:
 		return exec_state_write(c, x);
 	case OP_CONV1D_CAUSAL:
-		ref_conv1d_causal(x, c->p[1], c->p[2], y, c->p[o + 1], c->dim[0][0], c->dim[0][1], c->dim[2][1],
-				  attr_is(d->attr, d->n_attr, "act", "silu"));
+		ref_conv1d_causal(x, c->p[1], c->p[2], y, c->p[o + 1], steps_out(c), c->dim[0][0], c->dim[0][1],
+				  c->dim[2][1], attr_is(d->attr, d->n_attr, "act", "silu"));
 		return true;
 	case OP_GATED_DELTA_RULE:
-		ref_gated_delta_rule(x, c->p[1], c->p[2], c->p[3], c->p[4], c->p[5], y, c->p[o + 1], c->dim[0][0],
-				     c->dim[0][1], c->dim[2][1], c->dim[0][2], c->dim[2][2], A_F("scale", 1.0f));
+		ref_gated_delta_rule(x, c->p[1], c->p[2], c->p[3], c->p[4], c->p[5], y, c->p[o + 1], steps_out(c),
+				     c->dim[0][0], c->dim[0][1], c->dim[2][1], c->dim[0][2], c->dim[2][2], A_F("scale", 1.0f));
 		return true;
 	case OP_TOPK:
 		ref_topk(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1));

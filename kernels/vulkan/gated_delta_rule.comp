@@ -8,7 +8,9 @@
 // in order inside one lane: no reductions across lanes, no atomics, and the
 // state passes between tokens as the same f32 values whether the tokens share
 // a dispatch or not (T tokens in one dispatch = T one-token dispatches,
-// bitwise). S' is written once at the end, so it must not alias S.
+// bitwise). S' is written once at the end, so it must not alias S. With
+// STEPS the lane also writes its column after each token t into steps
+// [T,HV,DK,DV]: the same registers, so slot T-1 is S' bitwise.
 // Grid: x = ceil(DV / LS_X), y = HV.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float qg[]; };
@@ -19,6 +21,9 @@ layout(set = 0, binding = B_BETA) readonly buffer Bb { float bg[]; };
 layout(set = 0, binding = B_S) readonly buffer Sb { float s_in[]; };
 layout(set = 0, binding = B_O) writeonly buffer Ob { float og[]; };
 layout(set = 0, binding = B_SO) writeonly buffer SOb { float s_out[]; };
+#ifdef STEPS
+layout(set = 0, binding = B_ST) writeonly buffer STb { float steps[]; };
+#endif
 
 // The token's key and scaled query, shared by the workgroup's columns.
 shared float ks[DK];
@@ -57,6 +62,11 @@ void main()
 		}
 		if (live)
 			og[th * DV + c] = acc;
+#ifdef STEPS
+		if (live)
+			for (uint i = 0u; i < DK; i++)
+				steps[(th * DK + i) * DV + c] = s[i];
+#endif
 	}
 	if (live)
 		for (uint i = 0u; i < DK; i++)

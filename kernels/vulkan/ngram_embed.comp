@@ -8,7 +8,9 @@
 // ctx * m are the product. An id outside [0, VOCAB) reads as EOS (the
 // reference rejects it). Lane e of row t owns output element e (head e / DP,
 // channel e % DP); workgroup row 0 also writes hist', which must not alias
-// hist. Grid: x = ceil(HEADS * DP / LS_X), y = T.
+// hist. With STEPS, lane e < N-1 of row t writes slot t of steps [T, N-1],
+// the history after token t (rows t+1 .. t+N-1 of seq, as id + 1).
+// Grid: x = ceil(HEADS * DP / LS_X), y = T.
 // Tables (#defined before): NG_MLO[NGRAM], NG_MHI[NGRAM], NG_P[HEADS],
 // NG_OFF[HEADS].
 
@@ -16,6 +18,9 @@ layout(set = 0, binding = B_IDS) readonly buffer Ids { int ids[]; };
 layout(set = 0, binding = B_H) readonly buffer Hist { float hist[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = B_NH) writeonly buffer NHist { float nh[]; };
+#ifdef STEPS
+layout(set = 0, binding = B_ST) writeonly buffer Steps { float steps[]; };
+#endif
 
 #define HN (NGRAM - 1u)
 
@@ -65,6 +70,10 @@ void main()
 	uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
 	if (t == 0u && e < HN)
 		nh[e] = float(seq_at(pc.T + e) + 1u);
+#ifdef STEPS
+	if (e < HN)
+		steps[t * HN + e] = float(seq_at(t + 1u + e) + 1u);
+#endif
 	if (e >= HEADS * DP)
 		return;
 	uint j = e / DP, n = j / HPN + 2u, i = t + HN;

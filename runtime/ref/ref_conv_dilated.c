@@ -9,7 +9,7 @@ static float seq_at(const float *state, const float *x, int64_t r, int64_t c, in
 }
 
 void ref_conv1d_dilated(const float *x, const float *state, const float *w, float *y, float *new_state,
-			int64_t T, int64_t C, int64_t K, int64_t dilation, bool act_silu)
+			float *steps, int64_t T, int64_t C, int64_t K, int64_t dilation, bool act_silu)
 {
 	int64_t hist = (K - 1) * dilation;
 	for (int64_t t = 0; t < T; t++)
@@ -19,6 +19,11 @@ void ref_conv1d_dilated(const float *x, const float *state, const float *w, floa
 				acc += (double)w[c * K + j] * (double)seq_at(state, x, t + j * dilation, c, C, hist);
 			y[t * C + c] = act_silu ? ref_silu_f((float)acc) : (float)acc;
 		}
+	/* before new_state: it may alias state */
+	for (int64_t t = 0; steps && t < T; t++)
+		for (int64_t r = 0; r < hist; r++)
+			for (int64_t c = 0; c < C; c++)
+				steps[(t * hist + r) * C + c] = seq_at(state, x, t + 1 + r, c, C, hist);
 	/* row T+r >= r of s is read before row r of an aliased state is written */
 	for (int64_t r = 0; r < hist; r++)
 		for (int64_t c = 0; c < C; c++)

@@ -117,7 +117,7 @@ static bool build_seq(const ref_ngram_params *p, const int32_t *ids, const float
 }
 
 bool ref_ngram_embed(const ref_ngram_params *p, const float *table, const int32_t *ids, const float *hist,
-		     float *y, float *new_hist, int64_t T, int64_t rows, int64_t dp, ref_error *err)
+		     float *y, float *new_hist, float *steps, int64_t T, int64_t rows, int64_t dp, ref_error *err)
 {
 	if (!check_params(p, err))
 		return false;
@@ -131,6 +131,9 @@ bool ref_ngram_embed(const ref_ngram_params *p, const float *table, const int32_
 		for (int64_t j = 0; j < heads; j++)
 			for (int64_t k = 0; k < dp; k++)
 				y[(t * heads + j) * dp + k] = table[row_ids[t * heads + j] * dp + k];
+	for (int64_t t = 0; ok && steps && t < T; t++)
+		for (int64_t i = 0; i < h; i++)
+			steps[t * h + i] = (float)(seq[t + 1 + i] + 1);
 	for (int64_t i = 0; ok && i < h; i++)
 		new_hist[i] = (float)(seq[T + i] + 1);
 	free(seq);

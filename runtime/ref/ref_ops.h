@@ -114,18 +114,23 @@ void ref_softmax(const float *x, float *y, int64_t rows, int64_t D);
 
 /* ---- recurrent ------------------------------------------------------------------ */
 
+/* The recurrent ops below take a nullable `steps`: when given, it receives
+ * the state after each token, [T, ...state shape], row T-1 equal to the
+ * final state (the per-token state slots of a verify entry, docs/ir.md). */
+
 /* x [T,C], state [K-1,C], w [C,K] -> y [T,C], new_state [K-1,C] over s = [state; x]:
  * y[t,c] = act(sum_j w[c,j] * s[t+j,c]); act = silu when act_silu.
- * new_state may alias state. */
+ * new_state may alias state; steps [T,K-1,C]: row t = rows t+1 .. t+K-1 of s. */
 void ref_conv1d_causal(const float *x, const float *state, const float *w, float *y,
-		       float *new_state, int64_t T, int64_t C, int64_t K, bool act_silu);
+		       float *new_state, float *steps, int64_t T, int64_t C, int64_t K, bool act_silu);
 
 /* Gated delta rule, per value head h (key head h/(hv/hk)), t in order:
  * S <- S*exp(g); kv = S^T k; delta = (v - kv)*beta; S <- S + k (x) delta;
  * o = S^T (q*scale). q,k [T,hk,dk], v [T,hv,dv], g,beta [T,hv], S [hv,dk,dv]
- * -> o [T,hv,dv], S_out [hv,dk,dv] (the final S; may alias S). */
+ * -> o [T,hv,dv], S_out [hv,dk,dv] (the final S; may alias S), steps
+ * [T,hv,dk,dv] (S after each token). */
 void ref_gated_delta_rule(const float *q, const float *k, const float *v, const float *g,
-			  const float *beta, const float *S, float *o, float *S_out, int64_t T,
+			  const float *beta, const float *S, float *o, float *S_out, float *steps, int64_t T,
 			  int64_t hk, int64_t hv, int64_t dk, int64_t dv, float scale);
 
 /* ---- routing and selection ---------------------------------------------------- */
@@ -164,9 +169,10 @@ void ref_signed_sqrt(const float *x, float *y, int64_t n, float eps);
 
 /* x [T,C], state [(K-1)*dilation, C], w [C,K] -> y [T,C], new_state like state,
  * over s = [state; x]: y[t,c] = act(sum_j w[c,j] * s[t + j*dilation, c]);
- * new_state = the last (K-1)*dilation rows of s (may alias state). */
+ * new_state = the last (K-1)*dilation rows of s (may alias state); steps
+ * [T, (K-1)*dilation, C]: row t = rows t+1 .. t+(K-1)*dilation of s. */
 void ref_conv1d_dilated(const float *x, const float *state, const float *w, float *y, float *new_state,
-			int64_t T, int64_t C, int64_t K, int64_t dilation, bool act_silu);
+			float *steps, int64_t T, int64_t C, int64_t K, int64_t dilation, bool act_silu);
 
 /* The hashed n-gram embedding's configuration (ngram_embed attributes). */
 typedef struct {
@@ -185,14 +191,15 @@ void ref_ngram_multipliers(const ref_ngram_params *p, int64_t *m);
 /* Per-head table sizes (primes) and row offsets, heads = (N-1)*heads_per_ngram entries each. */
 void ref_ngram_tables(const ref_ngram_params *p, int64_t *size, int64_t *offset);
 
-/* table [rows, dp], ids [T], hist [N-1] -> y [T, heads*dp], new_hist [N-1].
+/* table [rows, dp], ids [T], hist [N-1] -> y [T, heads*dp], new_hist [N-1],
+ * steps [T, N-1] (nullable: the history after each token).
  * hist holds the previous N-1 token ids, oldest first, as id + 1; 0 means
  * "before the sequence" and counts as EOS, so a zeroed state is a fresh
  * sequence. Head j of token t is table row (mix_n mod size_j) + offset_j with
  * mix_n = XOR_{s<n} ctx_s * m_s, ctx_s the token s back unless an EOS lies in
  * between (then EOS). False for an id outside [0,vocab) or a table too small. */
 bool ref_ngram_embed(const ref_ngram_params *p, const float *table, const int32_t *ids, const float *hist,
-		     float *y, float *new_hist, int64_t T, int64_t rows, int64_t dp, ref_error *err);
+		     float *y, float *new_hist, float *steps, int64_t T, int64_t rows, int64_t dp, ref_error *err);
 
 /* qsa_select attributes. */
 typedef struct {

@@ -103,7 +103,7 @@ static const err_case cases[] = {
 	 "t.yaml:14:63: rms_norm attribute 'offset' must be in [0, 1], got 2"},
 	{"attribute bad choice", HEAD W "state:\n  s: {shape: [4, H], kind: kv}\n" G MATMUL
 	 "      - {op: state_write, name: st, state: s, in: [y], at: row}\n" OUT_Y ENTRY,
-	 "t.yaml:15:60: state_write attribute 'at' must be one of pos, got 'row'"},
+	 "t.yaml:15:60: state_write attribute 'at' must be one of pos, start, got 'row'"},
 	{"undefined value", HEAD W G "      - {op: matmul, out: y, in: [x, nope]}\n" OUT_Y ENTRY,
 	 "t.yaml:12:38: undefined value 'nope' (not an input, an earlier output or a weight)"},
 	{"name defined twice", HEAD W G MATMUL "      - {op: matmul, out: y, in: [x, w]}\n" OUT_Y ENTRY,
@@ -171,7 +171,7 @@ static const err_case cases[] = {
 	{"missing required top-level key", HEAD W G MATMUL OUT_Y, "t.yaml:1:1: the model: missing required key 'entries'"},
 	{"wrong number of out names", HEAD W "  cw: {shape: [H, 4], hf: cw}\nstate:\n  s: {shape: [3, H], kind: conv}\n" G
 	 MATMUL "      - {op: state_read, out: so, state: s}\n      - {op: conv1d_causal, out: c, in: [y, so, cw]}\n" OUT_Y ENTRY,
-	 "t.yaml:17:34: op conv1d_causal has 2 result(s), got 1 name(s) in out"},
+	 "t.yaml:17:34: op conv1d_causal has 2 result(s) (one more: its state after each token), got 1 name(s) in out"},
 	{"state_write without a name", HEAD W "state:\n  s: {shape: [4, H], kind: kv}\n" G MATMUL
 	 "      - {op: state_write, state: s, in: [y]}\n" OUT_Y ENTRY, "t.yaml:15:9: state_write: missing required key 'name'"},
 	{"T in a weight shape", HEAD "weights:\n  w: {shape: [T, H], hf: w}\n" G MATMUL OUT_Y ENTRY,

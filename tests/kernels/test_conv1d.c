@@ -1,13 +1,15 @@
 /* conv1d_causal against the reference (f32 and f16 weights, act none and
  * silu, odd channel counts, T = 1 and prefill lengths) and batch invariance:
  * T tokens in one dispatch equal T one-token dispatches that carry the state,
- * bitwise.
+ * bitwise. The kernel with steps (the state after each token, a verify
+ * step's state slots): steps as the reference's, and y and new_state
+ * bitwise the plain kernel's.
  *
  * Tolerance: y within max |got - want| / max(|want|, 1e-2) <= 1e-5. Each
  * output is an f32 sum of K <= 4 products taken in order (f64 in the
  * reference) and silu's exp adds a few ulps; terms of either sign can cancel,
  * so outputs below 1e-2 (inputs are of order 1) are judged absolutely.
- * new_state is a copy of rows of [state; x] and must match bitwise. */
+ * new_state and steps are copies of rows of [state; x] and must match bitwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,28 +23,30 @@ typedef struct {
 	halo_dtype wt;
 } conv_shape;
 
-static bool build(harness *h, const conv_shape *s, hkernel *k)
+static bool build(harness *h, const conv_shape *s, bool steps, hkernel *k)
 {
-	kv_desc d = {.op = IR_OP_CONV1D_CAUSAL, .t_max = 16, .wtype = s->wt};
+	kv_desc d = {.op = IR_OP_CONV1D_CAUSAL, .t_max = 16, .wtype = s->wt, .steps = steps};
 	d.u.conv1d.C = s->C;
 	d.u.conv1d.K = s->K;
 	d.u.conv1d.silu = s->silu;
 	return hk_build(h, &d, k);
 }
 
-/* w holds f32 weights; w16 their f16 bits, bound when the shape says f16. */
+/* w holds f32 weights; w16 their f16 bits, bound when the shape says f16.
+ * steps (the kernel's third output) is bound when not NULL. */
 static bool run(harness *h, hkernel *k, const conv_shape *s, float *x, float *state, float *w,
-		uint16_t *w16, float *y, float *new_state, int64_t T)
+		uint16_t *w16, float *y, float *new_state, float *steps, int64_t T)
 {
 	size_t nw = (size_t)(s->C * s->K), ns = (size_t)((s->K - 1) * s->C);
-	hop ops[5] = {
+	hop ops[6] = {
 		{x, (size_t)(T * s->C) * 4, false},
 		{state, ns * 4, false},
 		s->wt == HALO_F16 ? (hop){w16, nw * 2, false} : (hop){w, nw * 4, false},
 		{y, (size_t)(T * s->C) * 4, true},
 		{new_state, ns * 4, true},
+		{steps, (size_t)T * ns * 4, true},
 	};
-	return hk_run(h, k, ops, 5, (uint32_t)T, 0);
+	return hk_run(h, k, ops, steps ? 6 : 5, (uint32_t)T, 0);
 }
 
 typedef struct {
@@ -76,12 +80,12 @@ static void data_free(conv_data *a)
 static bool conv_case(harness *h, conv_shape s, int64_t T, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(h, &s, &k))
+	if (!build(h, &s, false, &k))
 		return false;
 	conv_data a = data_new(&s, T, seed);
-	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, T);
+	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, NULL, T);
 	if (ok) {
-		ref_conv1d_causal(a.x, a.state, a.w, a.want_y, a.want_ns, T, s.C, s.K, s.silu);
+		ref_conv1d_causal(a.x, a.state, a.w, a.want_y, a.want_ns, NULL, T, s.C, s.K, s.silu);
 		char what[512];
 		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
 		ok = check_close(what, a.y, a.want_y, (size_t)(T * s.C), 1e-5, 1e-2);
@@ -96,15 +100,15 @@ static bool conv_case(harness *h, conv_shape s, int64_t T, uint32_t *seed)
 static bool invariance(harness *h, conv_shape s, int64_t m, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(h, &s, &k))
+	if (!build(h, &s, false, &k))
 		return false;
 	conv_data a = data_new(&s, m, seed);
 	size_t ns = (size_t)((s.K - 1) * s.C);
 	float *st = alloc_floats(ns), *st_next = alloc_floats(ns);
-	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, m);
+	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, NULL, m);
 	memcpy(st, a.state, ns * 4);
 	for (int64_t t = 0; ok && t < m; t++) {
-		ok = run(h, &k, &s, a.x + t * s.C, st, a.w, a.w16, a.want_y + t * s.C, st_next, 1);
+		ok = run(h, &k, &s, a.x + t * s.C, st, a.w, a.w16, a.want_y + t * s.C, st_next, NULL, 1);
 		memcpy(st, st_next, ns * 4);
 	}
 	char what[512];
@@ -114,6 +118,41 @@ static bool invariance(harness *h, conv_shape s, int64_t m, uint32_t *seed)
 	ok = ok && check_bitwise("  final state", a.ns, st, ns);
 	free(st), free(st_next);
 	data_free(&a);
+	hk_free(h, &k);
+	return ok;
+}
+
+/* The kernel with steps: steps bitwise the reference's (row t the state
+ * after token t, row T-1 new_state), y and new_state bitwise the plain
+ * kernel's on the same inputs. */
+static bool steps_case(harness *h, conv_shape s, int64_t T, uint32_t *seed)
+{
+	hkernel k, plain;
+	if (!build(h, &s, true, &k))
+		return false;
+	if (!build(h, &s, false, &plain)) {
+		hk_free(h, &k);
+		return false;
+	}
+	conv_data a = data_new(&s, T, seed);
+	size_t ns = (size_t)((s.K - 1) * s.C), ny = (size_t)(T * s.C);
+	float *steps = alloc_floats((size_t)T * ns), *want = alloc_floats((size_t)T * ns);
+	bool ok = run(h, &k, &s, a.x, a.state, a.w, a.w16, a.y, a.ns, steps, T) &&
+		  run(h, &plain, &s, a.x, a.state, a.w, a.w16, a.want_y, a.want_ns, NULL, T);
+	char what[512];
+	snprintf(what, sizeof what, "%s T=%lld y vs the plain kernel", k.k.signature, (long long)T);
+	ok = ok && check_bitwise(what, a.y, a.want_y, ny);
+	ok = ok && check_bitwise("  new_state vs the plain kernel", a.ns, a.want_ns, ns);
+	if (ok) {
+		ref_conv1d_causal(a.x, a.state, a.w, a.want_y, a.want_ns, want, T, s.C, s.K, s.silu);
+		snprintf(what, sizeof what, "%s T=%lld steps", k.k.signature, (long long)T);
+		ok = check_bitwise(what, steps, want, (size_t)T * ns);
+		ok &= check_bitwise("  new_state vs the reference", a.ns, a.want_ns, ns);
+		ok &= check_close("  y vs the reference", a.y, a.want_y, ny, 1e-5, 1e-2);
+	}
+	free(steps), free(want);
+	data_free(&a);
+	hk_free(h, &plain);
 	hk_free(h, &k);
 	return ok;
 }
@@ -128,6 +167,10 @@ int main(void)
 	ok &= conv_case(h, (conv_shape){300, 4, false, HALO_F16}, 2, &seed); /* T < K-1 */
 	ok &= conv_case(h, (conv_shape){33, 2, true, HALO_F16}, 9, &seed);
 	ok &= invariance(h, (conv_shape){37, 4, true, HALO_F32}, 6, &seed);
+	ok &= steps_case(h, (conv_shape){64, 4, true, HALO_F32}, 1, &seed);   /* one token: steps = new_state */
+	ok &= steps_case(h, (conv_shape){37, 4, true, HALO_F16}, 8, &seed);   /* a verify step */
+	ok &= steps_case(h, (conv_shape){300, 4, false, HALO_F32}, 2, &seed); /* T < K-1: slots reach into state */
+	ok &= steps_case(h, (conv_shape){7, 2, true, HALO_F32}, 16, &seed);   /* t_max */
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

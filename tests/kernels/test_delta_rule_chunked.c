@@ -119,7 +119,7 @@ static bool run(harness *h, hkernel *k, const gdr_shape *s, const gdr_data *a, i
 
 static void reference(const gdr_shape *s, gdr_data *a, int64_t T)
 {
-	ref_gated_delta_rule(a->q, a->k, a->v, a->g, a->beta, a->S, a->want_o, a->want_S, T, s->hk,
+	ref_gated_delta_rule(a->q, a->k, a->v, a->g, a->beta, a->S, a->want_o, a->want_S, NULL, T, s->hk,
 			     s->hv, s->dk, s->dv, 1.0f / sqrtf((float)s->dk));
 }
 

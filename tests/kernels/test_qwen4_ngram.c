@@ -5,7 +5,9 @@
  * word of the hash matters) and primes near 2^20. The kernel's 64-bit hash
  * runs on 32-bit pairs; the outputs are gathered table rows and the history a
  * copy, so both must match bitwise. Batch invariance: T tokens in one
- * dispatch equal T one-token dispatches that carry the history, bitwise. */
+ * dispatch equal T one-token dispatches that carry the history, bitwise.
+ * The kernel with steps (the history after each token, a verify step's
+ * state slots): y, hist' and steps bitwise the reference's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +34,9 @@ static int64_t rows_of(const ng_shape *s)
 	return off[h - 1] + size[h - 1] + 3;
 }
 
-static bool build(harness *h, const ng_shape *s, hkernel *k)
+static bool build(harness *h, const ng_shape *s, bool steps, hkernel *k)
 {
-	kv_desc d = {.op = IR_OP_NGRAM_EMBED, .t_max = 16, .wtype = s->wt};
+	kv_desc d = {.op = IR_OP_NGRAM_EMBED, .t_max = 16, .wtype = s->wt, .steps = steps};
 	int64_t m[KV_NGRAM_MAX], size[KV_NGRAM_MAX_HEADS], off[KV_NGRAM_MAX_HEADS];
 	ref_ngram_multipliers(&s->p, m);
 	ref_ngram_tables(&s->p, size, off);
@@ -57,18 +59,20 @@ typedef struct {
 	int32_t *ids;
 } ng_data;
 
+/* Binds steps (the kernel's third output) when not NULL. */
 static bool run(harness *h, hkernel *k, const ng_shape *s, const ng_data *a, int32_t *ids, float *hist,
-		float *y, float *nh, int64_t T)
+		float *y, float *nh, float *steps, int64_t T)
 {
 	size_t nt = (size_t)(rows_of(s) * s->dp), hn = (size_t)(s->p.ngram - 1);
-	hop ops[5] = {
+	hop ops[6] = {
 		s->wt == HALO_F16 ? (hop){a->t16, nt * 2, false} : (hop){a->table, nt * 4, false},
 		{ids, (size_t)T * 4, false},
 		{hist, hn * 4, false},
 		{y, (size_t)(T * heads_of(s) * s->dp) * 4, true},
 		{nh, hn * 4, true},
+		{steps, (size_t)T * hn * 4, true},
 	};
-	return hk_run(h, k, ops, 5, (uint32_t)T, 0);
+	return hk_run(h, k, ops, steps ? 6 : 5, (uint32_t)T, 0);
 }
 
 static uint32_t next_u32(uint32_t *seed)
@@ -104,15 +108,19 @@ static void data_free(ng_data *a)
 	free(a->t16), free(a->ids);
 }
 
-static bool ng_case(harness *h, ng_shape s, int64_t T, uint32_t *seed)
+/* With steps, the kernel's steps [T, N-1] are checked too. */
+static bool ng_case(harness *h, ng_shape s, int64_t T, bool with_steps, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(h, &s, &k))
+	if (!build(h, &s, with_steps, &k))
 		return false;
 	ng_data a = data_new(&s, T, seed);
-	bool ok = run(h, &k, &s, &a, a.ids, a.hist, a.y, a.nh, T);
+	size_t hn = (size_t)(s.p.ngram - 1);
+	float *steps = with_steps ? alloc_floats((size_t)T * hn) : NULL;
+	float *want = with_steps ? alloc_floats((size_t)T * hn) : NULL;
+	bool ok = run(h, &k, &s, &a, a.ids, a.hist, a.y, a.nh, steps, T);
 	ref_error err;
-	if (ok && !ref_ngram_embed(&s.p, a.table, a.ids, a.hist, a.want_y, a.want_nh, T, rows_of(&s), s.dp, &err)) {
+	if (ok && !ref_ngram_embed(&s.p, a.table, a.ids, a.hist, a.want_y, a.want_nh, want, T, rows_of(&s), s.dp, &err)) {
 		fprintf(stderr, "FAIL: %s\n", err.msg);
 		ok = false;
 	}
@@ -121,8 +129,11 @@ static bool ng_case(harness *h, ng_shape s, int64_t T, uint32_t *seed)
 		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
 		ok = check_bitwise(what, a.y, a.want_y, (size_t)(T * heads_of(&s) * s.dp));
 		snprintf(what, sizeof what, "%s T=%lld hist'", k.k.signature, (long long)T);
-		ok &= check_bitwise(what, a.nh, a.want_nh, (size_t)(s.p.ngram - 1));
+		ok &= check_bitwise(what, a.nh, a.want_nh, hn);
+		snprintf(what, sizeof what, "%s T=%lld steps", k.k.signature, (long long)T);
+		ok &= !with_steps || check_bitwise(what, steps, want, (size_t)T * hn);
 	}
+	free(steps), free(want);
 	data_free(&a);
 	hk_free(h, &k);
 	return ok;
@@ -131,15 +142,15 @@ static bool ng_case(harness *h, ng_shape s, int64_t T, uint32_t *seed)
 static bool invariance(harness *h, ng_shape s, int64_t m, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(h, &s, &k))
+	if (!build(h, &s, false, &k))
 		return false;
 	ng_data a = data_new(&s, m, seed);
 	size_t hn = (size_t)(s.p.ngram - 1), ry = (size_t)(heads_of(&s) * s.dp);
 	float *hist = alloc_floats(hn), *next = alloc_floats(hn);
-	bool ok = run(h, &k, &s, &a, a.ids, a.hist, a.y, a.nh, m);
+	bool ok = run(h, &k, &s, &a, a.ids, a.hist, a.y, a.nh, NULL, m);
 	memcpy(hist, a.hist, hn * 4);
 	for (int64_t t = 0; ok && t < m; t++) {
-		ok = run(h, &k, &s, &a, a.ids + t, hist, a.want_y + (size_t)t * ry, next, 1);
+		ok = run(h, &k, &s, &a, a.ids + t, hist, a.want_y + (size_t)t * ry, next, NULL, 1);
 		memcpy(hist, next, hn * 4);
 	}
 	char what[1024];
@@ -159,12 +170,17 @@ int main(void)
 	bool ok = true;
 	/* ngram, hpn, eos, vocab, seed, layer_index, table_base */
 	ng_shape tiny = {{3, 8, 2, 1000, 1234, 0, 50}, 5, HALO_F32};
-	ok &= ng_case(h, tiny, 1, &seed);
-	ok &= ng_case(h, tiny, 13, &seed);
-	ok &= ng_case(h, (ng_shape){{4, 3, 0, 5, 77, 2, 31}, 8, HALO_F16}, 9, &seed);   /* multipliers ~2^61 */
-	ok &= ng_case(h, (ng_shape){{2, 1, 6, 7, 9, 1, 101}, 3, HALO_F16}, 2, &seed);   /* bigrams, T < N */
-	ok &= ng_case(h, (ng_shape){{3, 1, 1, 50000, 5, 0, 1 << 20}, 2, HALO_F32}, 7, &seed); /* primes ~2^20 */
+	ok &= ng_case(h, tiny, 1, false, &seed);
+	ok &= ng_case(h, tiny, 13, false, &seed);
+	ok &= ng_case(h, (ng_shape){{4, 3, 0, 5, 77, 2, 31}, 8, HALO_F16}, 9, false, &seed);   /* multipliers ~2^61 */
+	ok &= ng_case(h, (ng_shape){{2, 1, 6, 7, 9, 1, 101}, 3, HALO_F16}, 2, false, &seed);   /* bigrams, T < N */
+	ok &= ng_case(h, (ng_shape){{3, 1, 1, 50000, 5, 0, 1 << 20}, 2, HALO_F32}, 7, false, &seed); /* primes ~2^20 */
 	ok &= invariance(h, (ng_shape){{4, 2, 2, 300, 42, 1, 40}, 3, HALO_F32}, 11, &seed);
+	/* with steps: one token, a verify step, T < N-1 (the slots reach into hist), bigrams at t_max */
+	ok &= ng_case(h, tiny, 1, true, &seed);
+	ok &= ng_case(h, (ng_shape){{4, 3, 0, 5, 77, 2, 31}, 8, HALO_F16}, 8, true, &seed);
+	ok &= ng_case(h, (ng_shape){{5, 1, 6, 7, 9, 1, 101}, 3, HALO_F32}, 2, true, &seed);
+	ok &= ng_case(h, (ng_shape){{2, 1, 1, 50000, 5, 0, 1 << 20}, 2, HALO_F32}, 16, true, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -117,20 +117,20 @@ static void test_positional(void)
 static void test_recurrent(void)
 {
 	float state[1] = {2}, x[2] = {3, 5}, w[2] = {10, 100}, y[2], ns[1];
-	ref_conv1d_causal(x, state, w, y, ns, 2, 1, 2, false);
+	ref_conv1d_causal(x, state, w, y, ns, NULL, 2, 1, 2, false);
 	expect_near("conv y0", y[0], 10 * 2 + 100 * 3, 0);
 	expect_near("conv y1", y[1], 10 * 3 + 100 * 5, 0);
 	expect_near("conv new state", ns[0], 5, 0);
-	ref_conv1d_causal(x, state, w, y, state, 2, 1, 2, true);
+	ref_conv1d_causal(x, state, w, y, state, NULL, 2, 1, 2, true);
 	expect_near("conv silu, state in place", y[0], ref_silu_f(320), 0);
 	expect_near("conv state in place", state[0], 5, 0);
 	/* dk = dv = 1: S = 0.5, g = 0, k = 1, v = 2, beta = 0.5 -> delta 0.75, S 1.25 */
 	float q[1] = {2}, k[1] = {1}, v[1] = {2}, g[1] = {0}, beta[1] = {0.5f}, S[1] = {0.5f}, o[1], S2[1];
-	ref_gated_delta_rule(q, k, v, g, beta, S, o, S2, 1, 1, 1, 1, 1, 0.5f);
+	ref_gated_delta_rule(q, k, v, g, beta, S, o, S2, NULL, 1, 1, 1, 1, 1, 0.5f);
 	expect_near("gdr state", S2[0], 1.25, 0);
 	expect_near("gdr output", o[0], 1.25, 0);
 	float g2[1] = {(float)log(0.5)};
-	ref_gated_delta_rule(q, k, v, g2, beta, S, o, S2, 1, 1, 1, 1, 1, 0.5f);
+	ref_gated_delta_rule(q, k, v, g2, beta, S, o, S2, NULL, 1, 1, 1, 1, 1, 0.5f);
 	expect_near("gdr decay first", S2[0], 0.25 + (2 - 0.25) * 0.5, 1e-7);
 }
 

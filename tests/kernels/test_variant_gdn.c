@@ -1,6 +1,8 @@
 /* Instantiation of the GDN-hybrid kernels without a device: workgroup counts
- * follow T as each template's grid says, signatures name what differs, and
- * invalid descriptors are refused with a message saying what is wrong. The
+ * follow T as each template's grid says, signatures name what differs, the
+ * recurrent ops' steps output (one more binding, the plain kernel's grid,
+ * the recurrent gated_delta_rule at any t_max), and invalid descriptors are
+ * refused with a message saying what is wrong. The
  * Vulkan tests (test_gdn_norm, test_conv1d, test_delta_rule, test_routing,
  * test_moe) compile and run every template. */
 #include <stdio.h>
@@ -129,6 +131,64 @@ static void test_signatures(void)
 	kv_kernel_free(&kb);
 }
 
+/* d with and without steps: the steps kernel binds one more buffer, has its
+ * own signature and the same template and grid. */
+static void expect_steps(kv_desc d)
+{
+	kv_kernel plain, steps;
+	char err[512];
+	d.steps = false;
+	if (!kernel_variant_build(&d, &plain, err, sizeof err)) {
+		printf("FAIL %s\n", err);
+		failures++;
+		return;
+	}
+	d.steps = true;
+	if (!kernel_variant_build(&d, &steps, err, sizeof err)) {
+		printf("FAIL %s\n", err);
+		failures++;
+		kv_kernel_free(&plain);
+		return;
+	}
+	expect("steps binds one more buffer", steps.n_bindings == plain.n_bindings + 1);
+	expect("steps changes the signature", strcmp(steps.signature, plain.signature) != 0);
+	expect("steps keeps the template", strcmp(steps.template_name, plain.template_name) == 0);
+	for (int a = 0; a < 3; a++)
+		expect("steps keeps the grid", kv_groups_eval(&steps, a, 1) == kv_groups_eval(&plain, a, 1) &&
+						       kv_groups_eval(&steps, a, 37) == kv_groups_eval(&plain, a, 37));
+	printf("ok   %s\n", steps.signature);
+	kv_kernel_free(&plain);
+	kv_kernel_free(&steps);
+}
+
+static void test_steps(void)
+{
+	expect_steps(conv_desc(4));
+	kv_desc dc = {.op = IR_OP_CONV1D_DILATED, .t_max = 16, .wtype = HALO_F32};
+	dc.u.conv_dilated.C = 33;
+	dc.u.conv_dilated.K = 4;
+	dc.u.conv_dilated.dilation = 3;
+	expect_steps(dc);
+	expect_steps(gdr_desc(2, 4));
+	kv_desc ng = {.op = IR_OP_NGRAM_EMBED, .t_max = 16, .wtype = HALO_F32};
+	ng.u.ngram.ngram = 3;
+	ng.u.ngram.hpn = 2;
+	ng.u.ngram.eos = 1;
+	ng.u.ngram.vocab = 100;
+	ng.u.ngram.rows = 64;
+	ng.u.ngram.dp = 4;
+	for (int j = 0; j < 4; j++)
+		ng.u.ngram.size[j] = 13;
+	for (int j = 0; j < 3; j++)
+		ng.u.ngram.mult[j] = 2 * (uint64_t)j + 1;
+	expect_steps(ng);
+	/* a verify step longer than decode's kernels: still the recurrent kernel */
+	kv_desc g = gdr_desc(2, 4);
+	g.t_max = 64;
+	g.steps = true;
+	expect_grid(&g, "gated_delta_rule.comp", (uint32_t[]){3, 4, 1}, (uint32_t[]){3, 4, 1});
+}
+
 static void test_refusals(void)
 {
 	kv_desc g = gdr_desc(3, 4);
@@ -166,12 +226,20 @@ static void test_refusals(void)
 	n.u.norm.D = 8;
 	n.u.norm.eps = -1.0f;
 	expect_error("negative eps", &n, "non-negative");
+	t = topk_desc(IR_OP_TOPK, 64, 8);
+	t.steps = true;
+	expect_error("steps on an op without state", &t, "no states after each token");
+	g = gdr_desc(2, 4);
+	g.t_max = 600000; /* 600000 tokens of 4*16*130 state elements */
+	g.steps = true;
+	expect_error("steps past 32-bit indices", &g, "T*state (steps)");
 }
 
 int main(void)
 {
 	test_grids();
 	test_signatures();
+	test_steps();
 	test_refusals();
 	if (failures)
 		printf("FAIL: %d failure(s)\n", failures);

@@ -64,7 +64,7 @@ static void test_conv1d_dilated(void)
 	/* C = 1, K = 2, dilation 3: y[t] = w0*s[t] + w1*s[t+3], s = [0,0,0; x] */
 	const float x[5] = {1, 2, 3, 4, 5}, w[2] = {10, 1}, zero[3] = {0};
 	float y[5], st[3];
-	ref_conv1d_dilated(x, zero, w, y, st, 5, 1, 2, 3, false);
+	ref_conv1d_dilated(x, zero, w, y, st, NULL, 5, 1, 2, 3, false);
 	const float want[5] = {1, 2, 3, 14, 25};
 	for (int t = 0; t < 5; t++)
 		expect_near("conv1d_dilated hand", y[t], want[t], 0);
@@ -74,13 +74,13 @@ static void test_conv1d_dilated(void)
 	enum { T = 7, C = 3, K = 4, D = 3 };
 	float xs[T * C], ws[C * K], s0[(K - 1) * D * C], a[T * C], b[T * C], sa[(K - 1) * D * C], sb[(K - 1) * D * C];
 	fill(xs, T * C, 1), fill(ws, C * K, 2), fill(s0, (K - 1) * D * C, 3);
-	ref_conv1d_dilated(xs, s0, ws, a, sa, T, C, K, 1, true);
-	ref_conv1d_causal(xs, s0, ws, b, sb, T, C, K, true);
+	ref_conv1d_dilated(xs, s0, ws, a, sa, NULL, T, C, K, 1, true);
+	ref_conv1d_causal(xs, s0, ws, b, sb, NULL, T, C, K, true);
 	expect_true("dilation 1 = conv1d_causal", memcmp(a, b, sizeof a) == 0 && memcmp(sa, sb, (K - 1) * C * 4) == 0);
-	ref_conv1d_dilated(xs, s0, ws, a, sa, T, C, K, D, true);
+	ref_conv1d_dilated(xs, s0, ws, a, sa, NULL, T, C, K, D, true);
 	memcpy(sb, s0, sizeof sb);
-	ref_conv1d_dilated(xs, sb, ws, b, sb, 2, C, K, D, true);
-	ref_conv1d_dilated(xs + 2 * C, sb, ws, b + 2 * C, sb, T - 2, C, K, D, true);
+	ref_conv1d_dilated(xs, sb, ws, b, sb, NULL, 2, C, K, D, true);
+	ref_conv1d_dilated(xs + 2 * C, sb, ws, b + 2 * C, sb, NULL, T - 2, C, K, D, true);
 	expect_true("conv1d_dilated: 2 + 5 tokens = 7", memcmp(a, b, sizeof a) == 0 && memcmp(sa, sb, sizeof sa) == 0);
 }
 
@@ -116,7 +116,7 @@ static void ngram_rows(const int32_t *ids, float *hist, int64_t T, float *rows)
 	for (int r = 0; r < 384; r++)
 		table[r] = (float)r;
 	ref_error e;
-	expect_true("ngram_embed runs", ref_ngram_embed(&tiny_ple, table, ids, hist, rows, hist, T, 384, 1, &e));
+	expect_true("ngram_embed runs", ref_ngram_embed(&tiny_ple, table, ids, hist, rows, hist, NULL, T, 384, 1, &e));
 }
 
 static void test_ngram_embed(void)
@@ -151,9 +151,9 @@ static void test_ngram_embed(void)
 	const int32_t bad[1] = {256};
 	float out[4], hz[2] = {0, 0}, table[384] = {0};
 	expect_true("id outside the vocabulary is refused",
-		    !ref_ngram_embed(&tiny_ple, table, bad, hz, out, hz, 1, 384, 1, &e) && strstr(e.msg, "vocabulary"));
+		    !ref_ngram_embed(&tiny_ple, table, bad, hz, out, hz, NULL, 1, 384, 1, &e) && strstr(e.msg, "vocabulary"));
 	expect_true("too small a table is refused",
-		    !ref_ngram_embed(&tiny_ple, table, ids, hz, out, hz, 1, 200, 1, &e) && strstr(e.msg, "rows"));
+		    !ref_ngram_embed(&tiny_ple, table, ids, hz, out, hz, NULL, 1, 200, 1, &e) && strstr(e.msg, "rows"));
 }
 
 /* Keys: block 0 = (1,0) twice, block 1 = (0,1) twice, then (1,1). After the
