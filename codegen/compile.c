@@ -67,7 +67,8 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 			return false;
 	}
 	ir_error ierr = {0};
-	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx};
+	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx,
+			      .draft_max = o->draft_max};
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
@@ -153,6 +154,7 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 		halo_buffer_decl *d = &c->man.states[c->man.n_states++];
 		d->name = (char *)s->name;
 		d->kind = (char *)s->kind;
+		d->slots_of = strcmp(s->kind, "slots") == 0 ? (char *)m->states[s->slots_of].name : NULL;
 		d->dtype = s->dtype;
 		shape_of(&s->shape, d);
 		d->offset = (uint64_t)b->offset;
@@ -269,6 +271,8 @@ static void fill_stats(const compile_state *c, cg_compile_stats *s)
 	for (int i = 0; i < c->man.n_states; i++)
 		if (halo_state_kind_positional(c->man.states[i].kind))
 			s->cache_bytes += c->man.states[i].size;
+		else if (c->man.states[i].slots_of)
+			s->slot_bytes += c->man.states[i].size;
 	count_unused(c, s);
 }
 

@@ -30,6 +30,9 @@ typedef struct {
 	 * at most the config's max_position_embeddings; 0: the model file's
 	 * n_ctx default. */
 	int64_t n_ctx;
+	/* > 0: the most drafts a speculative round verifies (halo compile
+	 * --draft-max, 1..IR_DRAFT_MAX_LIMIT); 0: the model file's draft_max. */
+	int64_t draft_max;
 	/* Called as the weights are converted and written (may be NULL). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
@@ -40,6 +43,7 @@ typedef struct {
 	int64_t n_ctx;          /* the context length the caches hold */
 	uint64_t state_bytes;   /* one session's state: caches and recurrent states */
 	uint64_t cache_bytes;   /* of which positional caches (KV, indexer keys, hidden rows) */
+	uint64_t slot_bytes;    /* of which per-token state slots (a verify entry's, --draft-max) */
 	uint64_t weight_bytes;  /* the weights section */
 	/* Checkpoint tensors the graph does not read (a vision tower's, an MTP
 	 * head left out), and a summary by their first two name components,

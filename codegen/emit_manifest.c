@@ -102,6 +102,8 @@ static json_object *entry_json(const halo_entry *e)
 	put(o, "t_max", i64(e->t_max));
 	put(o, "logits_all", json_object_new_boolean(e->logits_all));
 	put(o, "position", json_object_new_string(e->caller_position ? "caller" : "session"));
+	if (e->state_slots)
+		put(o, "state_slots", json_object_new_boolean(true));
 	put(o, "act_bytes", i64((int64_t)e->act_bytes));
 	put(o, "input", io_json(&e->input));
 	put(o, "output", io_json(&e->output));
@@ -118,6 +120,8 @@ static json_object *decl_json(const halo_buffer_decl *d)
 	put(o, "name", json_object_new_string(d->name));
 	if (d->kind)
 		put(o, "kind", json_object_new_string(d->kind));
+	if (d->slots_of)
+		put(o, "slots_of", json_object_new_string(d->slots_of));
 	put(o, "dtype", json_object_new_string(halo_dtype_name(d->dtype)));
 	json_object *shape = json_object_new_array();
 	for (int i = 0; i < d->rank; i++)

@@ -158,6 +158,7 @@ bool cg_lower_entry(const ir_module *m, const plan_entry *pe, const cg_weight_la
 	out->t_max = ie->t_max;
 	out->logits_all = ie->logits && strcmp(ie->logits, "all") == 0;
 	out->caller_position = ie->position && strcmp(ie->position, "caller") == 0;
+	out->state_slots = ie->state_slots;
 	out->act_bytes = (uint64_t)pe->act_bytes;
 	out->dispatch = calloc((size_t)pe->n_dispatch + 1, sizeof(*out->dispatch));
 	if (!out->name || !out->dispatch)

@@ -316,6 +316,12 @@ static void put_entries(FILE *out, const ir_module *m)
 		put_str(out, m->funcs[e->func].name);
 		fprintf(out, ", tokens: [%" PRId64 ", %" PRId64 "], logits: ", e->t_min, e->t_max);
 		put_str(out, e->logits);
+		if (e->position && strcmp(e->position, "session") != 0) {
+			fputs(", position: ", out);
+			put_str(out, e->position);
+		}
+		if (e->state_slots)
+			fputs(", recurrent: slots", out);
 		fputs("}\n", out);
 	}
 }

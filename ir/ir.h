@@ -155,6 +155,9 @@ typedef struct {
 	 * are rewritten before anything reads them. Recurrent kinds ("conv",
 	 * "ssm", "ngram": the state after the last token) need a checkpoint. */
 	const char *kind;
+	/* Kind "slots" (made by passes/state_slots.c, never declared): the
+	 * per-token slots [t_max, ...] of recurrent state slots_of. */
+	int slots_of;
 	int layer;
 	ir_loc loc;
 } ir_state;
@@ -194,6 +197,12 @@ typedef struct {
 	 * gives and leaves the session's alone (a draft head, which trails the
 	 * target and rewrites its own positional caches). */
 	const char *position;
+	/* `recurrent: slots`: every write of a recurrent state (conv, ssm,
+	 * ngram) also keeps the state after each token of the step, in that
+	 * state's per-token slots (passes/state_slots.c), so a speculative
+	 * round that accepts n of its tokens makes slot n-1 the state instead of
+	 * replaying them. Default `last`: only the state after the last token. */
+	bool state_slots;
 	ir_loc loc;
 } ir_entry;
 
@@ -284,6 +293,11 @@ void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a);
 /* Removes nodes marked dead and values nobody produces or uses, renumbering
  * ids in a stable way (relative order kept). */
 void ir_func_compact(ir_module *m, ir_func *f);
+/* Appends a copy of graph function src named name to m->funcs and returns
+ * its id. Everything a pass may change in place (nodes, values, their id
+ * arrays, attributes, fused ops) is copied; names and strings are shared.
+ * Pointers into m->funcs do not survive the call. */
+int ir_func_clone(ir_module *m, int src, const char *name);
 
 /* ---- shapes ------------------------------------------------------------------- */
 

@@ -184,3 +184,46 @@ void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a)
 				(size_t)(n->n_attr + 1) * sizeof(ir_attr));
 	n->attr[n->n_attr++] = *a;
 }
+
+static void *dup_array(ir_module *m, const void *src, int n, size_t elem)
+{
+	if (n <= 0)
+		return NULL;
+	void *p = ir_arena_alloc(&m->arena, (size_t)n * elem);
+	memcpy(p, src, (size_t)n * elem);
+	return p;
+}
+
+static void dup_node_arrays(ir_module *m, ir_node *n)
+{
+	n->in = dup_array(m, n->in, n->n_in, sizeof(int));
+	n->out = dup_array(m, n->out, n->n_out, sizeof(int));
+	n->attr = dup_array(m, n->attr, n->n_attr, sizeof(ir_attr));
+	n->after = dup_array(m, n->after, n->n_after, sizeof(int));
+	n->fused = dup_array(m, n->fused, n->n_fused, sizeof(ir_fused));
+	for (int k = 0; k < n->n_fused; k++) {
+		ir_fused *fu = &n->fused[k];
+		fu->attr = dup_array(m, fu->attr, fu->n_attr, sizeof(ir_attr));
+		fu->extra = dup_array(m, fu->extra, fu->n_extra, sizeof(int));
+	}
+}
+
+int ir_func_clone(ir_module *m, int src, const char *name)
+{
+	m->funcs = ir_arena_grow(&m->arena, m->funcs, (size_t)m->n_funcs * sizeof(ir_func),
+				 (size_t)(m->n_funcs + 1) * sizeof(ir_func));
+	const ir_func *s = &m->funcs[src];
+	ir_func *f = &m->funcs[m->n_funcs];
+	*f = *s;
+	f->name = ir_arena_strdup(&m->arena, name);
+	f->values = dup_array(m, s->values, s->n_values, sizeof(ir_value));
+	f->cap_values = s->n_values;
+	f->nodes = dup_array(m, s->nodes, s->n_nodes, sizeof(ir_node));
+	f->cap_nodes = s->n_nodes;
+	for (int i = 0; i < f->n_nodes; i++)
+		dup_node_arrays(m, &f->nodes[i]);
+	f->inputs = dup_array(m, s->inputs, s->n_inputs, sizeof(int));
+	f->outputs = dup_array(m, s->outputs, s->n_outputs, sizeof(int));
+	f->output_names = dup_array(m, s->output_names, s->n_outputs, sizeof(char *));
+	return m->n_funcs++;
+}

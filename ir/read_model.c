@@ -11,9 +11,10 @@
 static const char *const top_keys[] = {"model",  "hf_model_types", "hf_prefixes", "params",  "weights", "state",
 				       "blocks", "layers",         "graphs",      "entries", "draft",   NULL};
 static const char *const prefix_keys[] = {"from", "to", NULL};
-static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", NULL};
+static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", "recurrent", NULL};
 static const char *const logits_modes[] = {"all", "last", NULL};
 static const char *const position_modes[] = {"session", "caller", NULL};
+static const char *const recurrent_modes[] = {"last", "slots", NULL};
 
 static bool read_hf_types(rd_ctx *rd, const yaml_node_t *seq)
 {
@@ -81,7 +82,15 @@ static bool read_entry(rd_ctx *rd, const yaml_node_t *spec, ir_entry *e)
 	e->logits = lg ? rd_choice(rd, lg, "logits", logits_modes) : "all";
 	yaml_node_t *pos = rd_get(rd, spec, "position");
 	e->position = pos ? rd_choice(rd, pos, "position", position_modes) : "session";
-	return e->logits != NULL && e->position != NULL;
+	yaml_node_t *rec = rd_get(rd, spec, "recurrent");
+	const char *mode = rec ? rd_choice(rd, rec, "recurrent", recurrent_modes) : "last";
+	if (!e->logits || !e->position || !mode)
+		return false;
+	e->state_slots = strcmp(mode, "slots") == 0;
+	if (e->state_slots && strcmp(e->position, "session") != 0)
+		return rd_fail(rd, rec, "%s: recurrent: slots is for an entry at the session's position (a "
+			       "verify step), not position: caller", what);
+	return true;
 }
 
 /* Appends the entries of map (the target's, then the draft head's). */
@@ -175,7 +184,8 @@ ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t ya
 	rd_ctx rd = {.err = err,
 		     .no_draft = opts && opts->no_draft,
 		     .force_draft = opts && opts->force_draft,
-		     .n_ctx = opts ? opts->n_ctx : 0};
+		     .n_ctx = opts ? opts->n_ctx : 0,
+		     .draft_max = opts ? opts->draft_max : 0};
 	rd.cfg = ir_config_parse(config_name, config_json, config_len, err);
 	if (!rd.cfg)
 		return NULL;

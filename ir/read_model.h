@@ -18,7 +18,16 @@ typedef struct {
 	 * must declare `n_ctx`, and the config's max_position_embeddings, where
 	 * it has one, bounds it. */
 	int64_t n_ctx;
+	/* > 0: the most drafts one speculative round verifies (halo compile
+	 * --draft-max) in place of the model file's `draft_max` param, which
+	 * sizes the verify entry and its state slots; 1..IR_DRAFT_MAX_LIMIT. */
+	int64_t draft_max;
 } ir_read_options;
+
+/* At most 8 tokens per verify step: the decode kernels' batch-invariant
+ * matvec family serves T <= 8 (KV_MATVEC_MAX_T), and decode takes the same
+ * token range as verify. */
+#define IR_DRAFT_MAX_LIMIT 7
 
 /* Reads both files. Returns a module the caller frees with ir_module_free(),
  * or NULL with err filled ("file:line:col: what was expected"); nothing is

@@ -120,11 +120,32 @@ static bool override_ctx(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
 	return true;
 }
 
+/* The draft count the caller asked for replaces param draft_max. */
+static bool override_draft_max(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
+{
+	if (p->is_float)
+		return rd_fail(rd, key, "param 'draft_max' must be an int to take a draft count");
+	p->i = rd->draft_max;
+	return true;
+}
+
+/* A param the caller's options replace: its name, the value asked for (0:
+ * none) and how to apply it. */
+typedef struct {
+	const char *name, *what;
+	int64_t value;
+	bool (*apply)(rd_ctx *rd, const yaml_node_t *key, ir_param *p);
+} param_override;
+
 bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 {
 	if (!rd_want_map(rd, map, "params"))
 		return false;
 	ir_module *m = rd->m;
+	const param_override overrides[] = {
+		{"n_ctx", "a context length", rd->n_ctx, override_ctx},
+		{"draft_max", "a draft count", rd->draft_max, override_draft_max},
+	};
 	int n = rd_map_len(map);
 	m->params = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(ir_param));
 	/* m->n_params grows one at a time so a default sees earlier params only */
@@ -135,11 +156,15 @@ bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 		p->loc = rd_loc(rd, key);
 		if (!read_param(rd, key, rd_map_val(rd, map, i), p))
 			return false;
-		if (rd->n_ctx > 0 && strcmp(p->name, "n_ctx") == 0 && !override_ctx(rd, key, p))
-			return false;
+		for (size_t k = 0; k < sizeof overrides / sizeof *overrides; k++)
+			if (overrides[k].value > 0 && strcmp(p->name, overrides[k].name) == 0 &&
+			    !overrides[k].apply(rd, key, p))
+				return false;
 		m->n_params = i + 1;
 	}
-	if (rd->n_ctx > 0 && !ir_module_param(m, "n_ctx"))
-		return rd_fail(rd, map, "a context length was asked for, but the model file declares no param 'n_ctx'");
+	for (size_t k = 0; k < sizeof overrides / sizeof *overrides; k++)
+		if (overrides[k].value > 0 && !ir_module_param(m, overrides[k].name))
+			return rd_fail(rd, map, "%s was asked for, but the model file declares no param '%s'",
+				       overrides[k].what, overrides[k].name);
 	return true;
 }

@@ -18,6 +18,7 @@ typedef struct {
 	bool *module_weight_used; /* per m->weights entry, malloc'd */
 	bool no_draft, force_draft; /* ir_read_options */
 	int64_t n_ctx;              /* ir_read_options; 0: the model file's */
+	int64_t draft_max;          /* ir_read_options; 0: the model file's */
 } rd_ctx;
 
 /* Loads one YAML document from yaml[0..len) into rd->doc and checks the

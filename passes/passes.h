@@ -27,6 +27,13 @@ bool pass_infer_shapes(ir_module *m, ir_error *err);
  * layer = i. Sets m->expanded. */
 bool pass_expand_blocks(ir_module *m, ir_error *err);
 
+/* For each entry with `recurrent: slots`: every recurrent state write of its
+ * graph (a copy, when a plain entry shares it) also keeps the state after
+ * each token in the state's per-token slots (a new module state of kind
+ * "slots"); the producing op gains its steps result. Fails, naming the
+ * write, when the state does not come straight from a recurrent op. */
+bool pass_state_slots(ir_module *m, ir_error *err);
+
 /* Removes nodes whose results nobody uses; state_write sinks and what they
  * need stay. */
 bool pass_dce(ir_module *m, ir_error *err);

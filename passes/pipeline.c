@@ -15,6 +15,7 @@
 MODULE_PASS(verify)
 MODULE_PASS(infer_shapes)
 MODULE_PASS(expand_blocks)
+MODULE_PASS(state_slots)
 MODULE_PASS(dce)
 MODULE_PASS(fuse_norm_matmul)
 MODULE_PASS(fuse_gates)
@@ -29,6 +30,7 @@ static const pipeline_pass passes[] = {
 	{"verify", "check the IR read from the model file", run_verify, false},
 	{"infer_shapes", "shapes and dtypes; blocks from their first call site", run_infer_shapes, false},
 	{"expand_blocks", "inline every layer; per-layer weights and states", run_expand_blocks, false},
+	{"state_slots", "per-token slots of the recurrent states for recurrent: slots entries", run_state_slots, false},
 	{"dce", "drop unused nodes (state_write sinks stay)", run_dce, false},
 	{"fuse_norm_matmul", "rms_norm into the prologue of matmul readers with small weights", run_fuse_norm_matmul,
 	 false},

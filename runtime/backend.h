@@ -62,6 +62,10 @@ typedef struct {
 	halo_backend_checkpoint *(*checkpoint_create)(halo_backend_session *s, char *err, size_t errlen);
 	void (*checkpoint_destroy)(halo_backend_checkpoint *c);
 	bool (*checkpoint_copy)(halo_backend_checkpoint *c, bool save, char *err, size_t errlen);
+	/* Makes every recurrent state that has per-token slots
+	 * (manifest->slots) its slot `slot` (0 <= slot < the slots' count):
+	 * one device-to-device copy per state, done when this returns. */
+	bool (*keep_slot)(halo_backend_session *s, int64_t slot, char *err, size_t errlen);
 	/* Kernel choices; NULL in a backend that runs no bundle kernels (ref).
 	 * picked: the candidate position choice c runs and where it came from.
 	 * set_picks: new positions (as halo_backend_load.picks) on a backend

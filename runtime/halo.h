@@ -50,6 +50,7 @@ typedef struct {
 	int64_t t_min, t_max;
 	bool logits_all;
 	bool caller_position;
+	bool state_slots; /* keeps per-token recurrent state slots: halo_session_keep after it */
 } halo_entry_info;
 bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out);
 
@@ -76,6 +77,14 @@ bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens
  * position (halo_session_step, halo_session_prefill). */
 bool halo_session_step_at(halo_session *s, const char *entry, int64_t pos, const int32_t *tokens, int64_t n,
 			  float *logits, char *err, size_t errlen);
+
+/* Keeps the first n (1 <= n <= T) tokens of the last step, which must be a
+ * halo_session_step of an entry with `recurrent: slots` (a verify step of T
+ * tokens) with nothing run since: the position goes back by T - n, and every
+ * recurrent state becomes the state after the step's n-th token, copied on
+ * the device from that state's per-token slot (no replay). Positional caches
+ * roll back with the position. n == T changes only the bookkeeping. */
+bool halo_session_keep(halo_session *s, int64_t n, char *err, size_t errlen);
 
 /* Feeds a prompt of any length through `prefill` in chunks of its largest
  * token count; logits_all (nullable, caller owned, [n, vocab]) receives every

@@ -353,6 +353,14 @@ static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_en
 		return false;
 	e->logits_all = json_object_get_boolean(la);
 	e->act_bytes = (uint64_t)act;
+	json_object *ss;
+	if (json_object_object_get_ex(o, "state_slots", &ss)) {
+		if (!json_object_is_type(ss, json_type_boolean))
+			return fail(c, path, "'state_slots' must be a boolean");
+		e->state_slots = json_object_get_boolean(ss);
+	}
+	if (e->state_slots && !m->n_slots && m->n_recurrent)
+		return fail(c, path, "keeps per-token state slots, but no state has any");
 	size_t n;
 	json_object *ds = get_array(c, o, path, "dispatches", 1 << 20, &n);
 	if (!ds)
@@ -408,6 +416,12 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 		return false;
 	if (is_state && !(d->kind = get_str(c, o, path, "kind")))
 		return false;
+	json_object *of;
+	bool has_of = json_object_object_get_ex(o, "slots_of", &of);
+	if (is_state && strcmp(d->kind, "slots") == 0 && !(d->slots_of = get_str(c, o, path, "slots_of")))
+		return false;
+	if (has_of && !d->slots_of)
+		return fail(c, path, "'%s': 'slots_of' belongs to a state of kind 'slots' only", d->name);
 	d->offset = (uint64_t)off;
 	d->size = (uint64_t)size;
 	if (!range_fits(d->offset, d->size, limit))
@@ -442,6 +456,11 @@ bool halo_state_kind_positional(const char *kind)
 	return strcmp(kind, "kv") == 0 || strcmp(kind, "indexer") == 0 || strcmp(kind, "hidden") == 0;
 }
 
+bool halo_state_kind_recurrent(const char *kind)
+{
+	return !halo_state_kind_positional(kind) && strcmp(kind, "slots") != 0;
+}
+
 static int by_offset(const void *a, const void *b)
 {
 	const halo_buffer_decl *x = *(const halo_buffer_decl *const *)a, *y = *(const halo_buffer_decl *const *)b;
@@ -468,7 +487,7 @@ static bool plan_recurrent(mctx *c, halo_manifest *m)
 		if (d->size == 0)
 			continue;
 		uint64_t end = d->offset + d->size; /* parse_decl checked it against state_bytes */
-		if (halo_state_kind_positional(d->kind)) {
+		if (!halo_state_kind_recurrent(d->kind)) {
 			run = NULL;
 		} else if (!run) {
 			run = &m->recurrent[m->n_recurrent++];
@@ -481,6 +500,43 @@ static bool plan_recurrent(mctx *c, halo_manifest *m)
 	for (int i = 0; i < m->n_recurrent; i++) {
 		m->recurrent[i].packed = m->recurrent_bytes;
 		m->recurrent_bytes += m->recurrent[i].size;
+	}
+	return true;
+}
+
+/* Each state of kind "slots" against the recurrent state it names: the same
+ * dtype and trailing dims, one slot per leading row. */
+static bool check_slots(mctx *c, const halo_buffer_decl *d, const halo_buffer_decl *of)
+{
+	bool ok = of && halo_state_kind_recurrent(of->kind) && of->dtype == d->dtype && d->rank == of->rank + 1 &&
+		  d->shape[0] >= 1;
+	for (int k = 0; ok && k < of->rank; k++)
+		ok = d->shape[k + 1] == of->shape[k];
+	if (!ok)
+		return fail(c, "states[]", "'%s' (kind slots) must be [n, ...shape] of the recurrent state '%s' it "
+			    "names in slots_of, with its dtype", d->name, d->slots_of);
+	if (d->size < (uint64_t)d->shape[0] * of->size)
+		return fail(c, "states[]", "'%s' holds %llu bytes, fewer than %lld slots of '%s' (%llu bytes each)",
+			    d->name, (unsigned long long)d->size, (long long)d->shape[0], of->name,
+			    (unsigned long long)of->size);
+	return true;
+}
+
+static bool plan_slots(mctx *c, halo_manifest *m)
+{
+	m->slots = calloc((size_t)m->n_states + 1, sizeof(*m->slots));
+	if (!m->slots)
+		return fail(c, "states", "out of memory");
+	for (int i = 0; i < m->n_states; i++) {
+		const halo_buffer_decl *d = &m->states[i], *of = NULL;
+		if (!d->slots_of)
+			continue;
+		for (int j = 0; j < m->n_states && !of; j++)
+			if (strcmp(m->states[j].name, d->slots_of) == 0)
+				of = &m->states[j];
+		if (!check_slots(c, d, of))
+			return false;
+		m->slots[m->n_slots++] = (halo_state_slots){of->offset, d->offset, of->size, d->shape[0]};
 	}
 	return true;
 }
@@ -694,7 +750,7 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
 	PARSE_LIST("states", 1 << 16, n_states, states,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
-	if (!plan_recurrent(&c, m))
+	if (!plan_recurrent(&c, m) || !plan_slots(&c, m))
 		goto out;
 	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels,
 		   parse_kernel(&c, json_object_array_get_idx(a_, i), i, &m->kernels[i]));
@@ -717,6 +773,7 @@ static void free_decls(halo_buffer_decl *d, int n)
 	for (int i = 0; d && i < n; i++) {
 		free(d[i].name);
 		free(d[i].kind);
+		free(d[i].slots_of);
 	}
 	free(d);
 }
@@ -729,6 +786,7 @@ void manifest_free(halo_manifest *m)
 	free_decls(m->weights, m->n_weights);
 	free_decls(m->states, m->n_states);
 	free(m->recurrent);
+	free(m->slots);
 	manifest_free_kernels(m);
 	for (int i = 0; m->entries && i < m->n_entries; i++) {
 		halo_entry *e = &m->entries[i];

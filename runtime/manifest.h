@@ -89,6 +89,9 @@ typedef struct {
 	 * the session's alone (a draft head); "session" runs at the session's
 	 * position and advances it. */
 	bool caller_position;
+	/* `recurrent: slots`: a step also fills every state's per-token slots
+	 * (halo_manifest.slots), which halo_session_keep picks from. */
+	bool state_slots;
 	uint64_t act_bytes;   /* activation arena for t_max */
 	halo_io input, output; /* token ids in, logits out */
 	int n_dispatch;
@@ -132,8 +135,17 @@ typedef struct {
 	int rank;
 	int64_t shape[HALO_MAX_RANK];
 	uint64_t offset, size; /* bytes into the weights section / state arena */
-	char *kind;            /* states only: kv, conv, ssm, ... */
+	char *kind;            /* states only: kv, conv, ssm, ..., slots */
+	char *slots_of;        /* kind "slots": the recurrent state whose per-token slots these are */
 } halo_buffer_decl;
+
+/* The per-token slots of one recurrent state: slot i (the state after token
+ * i of the last `recurrent: slots` step) is size bytes at slots + i * size
+ * of the state arena; the state itself is at state. */
+typedef struct {
+	uint64_t state, slots, size;
+	int64_t n; /* slots */
+} halo_state_slots;
 
 /* Bytes [offset, offset + size) of the state arena that a checkpoint copies,
  * stored at `packed` in the checkpoint. */
@@ -158,6 +170,9 @@ typedef struct {
 	int n_recurrent;
 	halo_state_range *recurrent;
 	uint64_t recurrent_bytes;
+	/* Derived from the states of kind "slots", in state order. */
+	int n_slots;
+	halo_state_slots *slots;
 	int n_kernels;
 	halo_kernel *kernels;
 	int n_choices;
@@ -167,7 +182,7 @@ typedef struct {
 } halo_manifest;
 
 /* The manifest format this reader reads (docs/manifest.md). */
-#define HALO_MANIFEST_FORMAT 2
+#define HALO_MANIFEST_FORMAT 3
 
 /* Parses the manifest JSON (json, len bytes) and checks it against the sizes
  * of the bundle's weights and spirv sections. On failure returns NULL and
@@ -187,5 +202,8 @@ uint32_t halo_grid_eval(halo_grid_dim g, int64_t T);
 /* Whether a state kind is positional (kv, indexer, hidden: row p belongs to
  * position p and rolls back with the position) rather than recurrent. */
 bool halo_state_kind_positional(const char *kind);
+/* Whether a state kind is recurrent (the state after the last token, which a
+ * checkpoint copies): neither positional nor the per-token "slots". */
+bool halo_state_kind_recurrent(const char *kind);
 
 #endif

@@ -21,6 +21,9 @@ struct halo_session {
 	halo_model *model;
 	halo_backend_session *bs;
 	int64_t pos;
+	/* T of the last step when its entry kept per-token state slots and
+	 * nothing ran since: what halo_session_keep may choose from; else 0. */
+	int64_t slots_T;
 	float *rows; /* [t_max, vocab] output of one step */
 	int64_t rows_cap;
 	double **prof_ns; /* while profiling: [entry][dispatch] accumulated time */
@@ -105,7 +108,7 @@ bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *ou
 {
 	const halo_entry *e = manifest_entry(m->manifest, name);
 	if (e)
-		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position};
+		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position, e->state_slots};
 	return e != NULL;
 }
 
@@ -155,6 +158,7 @@ int64_t halo_session_pos(const halo_session *s)
 bool halo_session_reset(halo_session *s, char *err, size_t errlen)
 {
 	s->pos = 0;
+	s->slots_T = 0;
 	return s->model->ops->state_clear(s->bs, err, errlen);
 }
 
@@ -202,6 +206,7 @@ static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const i
 {
 	const halo_manifest *man = s->model->manifest;
 	int ei = (int)(e - man->entries);
+	s->slots_T = 0;
 	if (!s->model->ops->run(s->bs, e, n, pos, tokens, s->rows, s->prof_ns ? s->prof_ns[ei] : NULL, err, errlen))
 		return false;
 	if (s->prof_ns)
@@ -229,6 +234,26 @@ bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens,
 	if (!run_entry(s, e, s->pos, tokens, n, logits, err, errlen))
 		return false;
 	s->pos += n;
+	s->slots_T = e->state_slots ? n : 0;
+	return true;
+}
+
+bool halo_session_keep(halo_session *s, int64_t n, char *err, size_t errlen)
+{
+	if (s->slots_T == 0) {
+		snprintf(err, errlen, "keep: the last step did not keep per-token state slots (only a step of an "
+			 "entry with recurrent: slots does, and only until the next step)");
+		return false;
+	}
+	if (n < 1 || n > s->slots_T) {
+		snprintf(err, errlen, "keep: %lld of the last step's %lld tokens; want 1..%lld", (long long)n,
+			 (long long)s->slots_T, (long long)s->slots_T);
+		return false;
+	}
+	if (n < s->slots_T && s->model->manifest->n_slots && !s->model->ops->keep_slot(s->bs, n - 1, err, errlen))
+		return false;
+	s->pos -= s->slots_T - n;
+	s->slots_T = 0;
 	return true;
 }
 
@@ -336,6 +361,7 @@ bool halo_session_restore(halo_session *s, const halo_checkpoint *c, char *err, 
 	if (!s->model->ops->checkpoint_copy(c->bc, false, err, errlen))
 		return false;
 	s->pos = c->pos;
+	s->slots_T = 0;
 	return true;
 }
 

@@ -9,7 +9,8 @@ struct halo_mtp_drafter {
 	halo_sampling sampling;
 	halo_rng rng;       /* the drafter's own stream: drafting never shifts the verifier's */
 	int64_t vocab;
-	int64_t extend_max; /* tokens per draft_extend call */
+	int64_t extend_max;  /* tokens per draft_extend call */
+	int64_t catchup_max; /* tokens per draft_catchup call; 0: the bundle has none */
 	int64_t done;       /* head positions [0, done) hold target-conditioned entries */
 	float *logits;      /* [vocab] the last head row */
 	float *q;           /* [HALO_SPEC_K_MAX, vocab] draft distributions (sampling only) */
@@ -69,6 +70,9 @@ halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const 
 	d->sampling = *sampling;
 	d->vocab = (int64_t)v;
 	d->extend_max = extend_entry.t_max;
+	halo_entry_info catchup;
+	if (halo_model_entry(m, HALO_MTP_CATCHUP_ENTRY, &catchup) && catchup.caller_position)
+		d->catchup_max = catchup.t_max;
 	drafter_rng_seed(&d->rng, seed);
 	return d;
 }
@@ -94,9 +98,11 @@ static bool extend(halo_mtp_drafter *d, const int32_t *ctx, int64_t until, char 
 		return false;
 	}
 	while (d->done < until) {
-		int64_t n = until - d->done < d->extend_max ? until - d->done : d->extend_max;
-		if (!halo_session_step_at(d->s, HALO_MTP_EXTEND_ENTRY, d->done, ctx + d->done + 1, n, d->logits, err,
-					  errlen))
+		int64_t left = until - d->done;
+		bool long_run = left > d->extend_max && d->catchup_max > d->extend_max;
+		int64_t most = long_run ? d->catchup_max : d->extend_max, n = left < most ? left : most;
+		if (!halo_session_step_at(d->s, long_run ? HALO_MTP_CATCHUP_ENTRY : HALO_MTP_EXTEND_ENTRY, d->done,
+					  ctx + d->done + 1, n, d->logits, err, errlen))
 			return false;
 		d->done += n;
 	}

@@ -1,6 +1,8 @@
 /* The MTP drafter: a halo_drafter (runtime/spec.h) that runs a bundle's
  * draft head, the `draft_extend` and `draft` entry points of the model's
- * draft: section of its model file, on the target's own session.
+ * draft: section of its model file (and `draft_catchup`, when the bundle
+ * has it, for extensions longer than draft_extend takes: the prompt), on the
+ * target's own session.
  *
  * The head trails the target by one position: head position p pairs the
  * target's hidden state at p with token p+1 and predicts token p+2. Each
@@ -26,6 +28,8 @@ typedef struct halo_mtp_drafter halo_mtp_drafter;
 /* Names of the entry points the drafter needs (halo_spec_check_model). */
 #define HALO_MTP_EXTEND_ENTRY "draft_extend"
 #define HALO_MTP_STEP_ENTRY "draft"
+/* Optional: the extension entry for more tokens than draft_extend takes. */
+#define HALO_MTP_CATCHUP_ENTRY "draft_catchup"
 
 /* Refuses, naming what is missing, a bundle without both entries, or whose
  * entries do not run at a caller-given position, or whose chained step

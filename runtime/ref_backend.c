@@ -216,6 +216,16 @@ static bool ref_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err
 	return true;
 }
 
+static bool ref_keep_slot(halo_backend_session *s, int64_t slot, char *err, size_t errlen)
+{
+	const halo_manifest *m = s->b->manifest;
+	for (int i = 0; i < m->n_slots; i++) {
+		const halo_state_slots *k = &m->slots[i];
+		memcpy(s->state + k->state, s->state + k->slots + (uint64_t)slot * k->size, k->size);
+	}
+	return true;
+}
+
 static int ref_validation_messages(const halo_backend *b)
 {
 	return 0;
@@ -233,4 +243,5 @@ const halo_backend_ops halo_ref_backend = {
 	.checkpoint_create = ref_checkpoint_create,
 	.checkpoint_destroy = ref_checkpoint_destroy,
 	.checkpoint_copy = ref_checkpoint_copy,
+	.keep_slot = ref_keep_slot,
 };

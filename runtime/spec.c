@@ -7,18 +7,27 @@
 
 bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen)
 {
-	halo_entry_info dec;
+	halo_entry_info ver, dec, drf;
 	if (k < 1 || k > HALO_SPEC_K_MAX)
 		snprintf(err, errlen, "%d drafts per round: want 1..%d", k, HALO_SPEC_K_MAX);
-	else if (!halo_model_entry(m, "decode", &dec))
-		snprintf(err, errlen, "no 'decode' entry point to verify drafts with");
-	else if (!dec.logits_all)
-		snprintf(err, errlen, "its 'decode' entry returns only the last row's logits; verifying drafts "
+	else if (!halo_model_entry(m, "verify", &ver))
+		snprintf(err, errlen, "no 'verify' entry point to check drafts with (recompile: the model file "
+			 "declares one with recurrent: slots)");
+	else if (!ver.state_slots)
+		snprintf(err, errlen, "its 'verify' entry keeps no per-token state slots (recurrent: slots)");
+	else if (!ver.logits_all)
+		snprintf(err, errlen, "its 'verify' entry returns only the last row's logits; verifying drafts "
 			 "needs every row (logits: all)");
-	else if (dec.t_max < (int64_t)k + 1)
-		snprintf(err, errlen, "its 'decode' entry takes at most %lld tokens; %d drafts need %d",
-			 (long long)dec.t_max, k, k + 1);
-	else if (draft_entry && !halo_model_entry(m, draft_entry, &dec))
+	else if (ver.t_max < (int64_t)k + 1)
+		snprintf(err, errlen, "its 'verify' entry takes at most %lld tokens; %d drafts need %d (halo compile "
+			 "--draft-max)", (long long)ver.t_max, k, k + 1);
+	else if (!halo_model_entry(m, "decode", &dec))
+		snprintf(err, errlen, "no 'decode' entry point for the rounds without drafts");
+	else if (dec.t_min != ver.t_min || dec.t_max != ver.t_max)
+		snprintf(err, errlen, "its 'decode' and 'verify' entries take different token ranges ([%lld, %lld] "
+			 "and [%lld, %lld]), so they may run different kernels and speculation would not be exact",
+			 (long long)dec.t_min, (long long)dec.t_max, (long long)ver.t_min, (long long)ver.t_max);
+	else if (draft_entry && !halo_model_entry(m, draft_entry, &drf))
 		snprintf(err, errlen, "no '%s' entry point: the drafter needs the model's draft head compiled "
 			 "into the bundle", draft_entry);
 	else
@@ -45,13 +54,13 @@ typedef struct {
 	float *rows;   /* [k + 1, vocab] verify logits */
 	halo_verify_work work;
 	halo_rng rng;  /* the verifier's stream */
-	halo_checkpoint *ckpt;
+	double p;      /* adaptive: moving average of the per-draft acceptance */
+	int plain_run; /* adaptive: plain rounds since the last drafting one */
 	halo_spec_stats *st;
 } spec_run;
 
 static void spec_run_free(spec_run *r)
 {
-	halo_checkpoint_free(r->ckpt);
 	free(r->ctx);
 	free(r->rows);
 	free(r->work.p);
@@ -76,21 +85,47 @@ static bool spec_run_init(spec_run *r, const int32_t *prompt, int64_t n_prompt, 
 	}
 	memcpy(r->ctx, prompt, (size_t)n_prompt * sizeof(*prompt));
 	r->n = n_prompt;
+	r->p = 1.0; /* optimistic: the first rounds draft the most */
 	halo_verifier_rng_seed(&r->rng, r->o->seed);
-	r->ckpt = halo_checkpoint_create(r->s, err, errlen);
-	return r->ckpt != NULL;
+	return true;
+}
+
+/* Acceptance below which drafting loses to plain decoding, the weight of the
+ * newest verdict in the moving average, and the chance that every draft of a
+ * round is accepted that the adaptive k keeps. */
+#define SPEC_P_MIN 0.3
+#define SPEC_P_WEIGHT 0.25
+#define SPEC_ALL_ACCEPTED 0.35
+
+/* The drafts this round asks for: the options' k, or the adaptive choice. */
+static int wanted_k(spec_run *r)
+{
+	int k = r->o->k;
+	if (!r->o->adaptive)
+		return k;
+	if (r->p < SPEC_P_MIN) {
+		if (++r->plain_run <= HALO_SPEC_PROBE_EVERY)
+			return 0;
+		r->plain_run = 0;
+		return 1;
+	}
+	r->plain_run = 0;
+	int fit = 1;
+	for (double all = r->p; fit < k && all * r->p >= SPEC_ALL_ACCEPTED; fit++)
+		all *= r->p;
+	return fit;
 }
 
 /* The most drafts this round may verify: its k + 1 emitted tokens stay within
  * n_predict, and the k + 1 tokens it feeds within the context. */
-static int round_k(const spec_run *r, int64_t emitted, int64_t n_predict)
+static int round_k(const spec_run *r, int k, int64_t emitted, int64_t n_predict)
 {
-	int64_t k = r->o->k;
-	if (k > n_predict - emitted - 1)
-		k = n_predict - emitted - 1;
-	if (k > r->n_ctx - halo_session_pos(r->s) - 1)
-		k = r->n_ctx - halo_session_pos(r->s) - 1;
-	return k < 0 ? 0 : (int)k;
+	int64_t most = k;
+	if (most > n_predict - emitted - 1)
+		most = n_predict - emitted - 1;
+	if (most > r->n_ctx - halo_session_pos(r->s) - 1)
+		most = r->n_ctx - halo_session_pos(r->s) - 1;
+	return most < 0 ? 0 : (int)most;
 }
 
 static int propose(spec_run *r, int k, halo_draft *drafts, char *err, size_t errlen)
@@ -114,56 +149,52 @@ static int propose(spec_run *r, int k, halo_draft *drafts, char *err, size_t err
 	return m;
 }
 
-/* Feeds [t, drafts] and decides; a checkpoint is saved first when there is
- * anything to roll back. */
+/* Feeds [t, drafts] (through `decode` when there are no drafts) and decides. */
 static bool verify(spec_run *r, int32_t t, const halo_draft *drafts, int m, halo_verdict *v, char *err,
 		   size_t errlen)
 {
 	double t0 = now_s();
-	if (m > 0 && !halo_session_save(r->s, r->ckpt, err, errlen))
-		return false;
-	double t1 = now_s();
-	r->st->rollback_s += t1 - t0;
 	int32_t batch[HALO_SPEC_K_MAX + 1];
 	batch[0] = t;
 	for (int i = 0; i < m; i++)
 		batch[i + 1] = drafts[i].token;
-	if (!halo_session_step(r->s, "decode", batch, m + 1, r->rows, err, errlen))
+	if (!halo_session_step(r->s, m > 0 ? "verify" : "decode", batch, m + 1, r->rows, err, errlen))
 		return false;
 	if (r->o->sampling.temperature > 0)
 		*v = halo_verify_sampled(&r->o->sampling, r->rows, r->vocab, drafts, m, &r->rng, &r->work);
 	else
 		*v = halo_verify_greedy(r->rows, r->vocab, drafts, m);
-	r->st->verify_s += now_s() - t1;
+	r->st->verify_s += now_s() - t0;
 	return true;
 }
 
-/* Back to the state after t and the accepted drafts: restore, then replay
- * them in one step. The replay's logits are not looked at: acceptance was
- * decided by the verify step, and deciding it again could disagree. */
-static bool roll_back(spec_run *r, int32_t t, const halo_draft *drafts, int accepted, char *err, size_t errlen)
+/* Keeps t and the accepted drafts: the state after them is the verify step's
+ * slot `accepted` (no copy when every draft was accepted). */
+static bool keep(spec_run *r, int m, int accepted, char *err, size_t errlen)
 {
 	double t0 = now_s();
-	int32_t batch[HALO_SPEC_K_MAX + 1];
-	batch[0] = t;
-	for (int i = 0; i < accepted; i++)
-		batch[i + 1] = drafts[i].token;
-	bool ok = halo_session_restore(r->s, r->ckpt, err, errlen) &&
-		  halo_session_step(r->s, "decode", batch, accepted + 1, r->rows, err, errlen);
-	r->st->rollback_s += now_s() - t0;
-	r->st->rollbacks++;
+	bool ok = halo_session_keep(r->s, accepted + 1, err, errlen);
+	r->st->accept_s += now_s() - t0;
+	r->st->rejected_rounds += accepted < m;
 	return ok;
 }
 
-static void count(halo_spec_stats *st, int m, const halo_verdict *v)
+/* The verdicts seen: acceptance per draft position, and the moving average
+ * of the drafts judged (every accepted one and the first rejected; later
+ * ones were never judged). */
+static void count(spec_run *r, int m, const halo_verdict *v)
 {
+	halo_spec_stats *st = r->st;
 	st->rounds++;
+	st->plain_rounds += m == 0;
 	st->drafted += m;
 	st->accepted += v->accepted;
 	for (int i = 0; i < m; i++) {
 		st->drafted_at[i]++;
 		st->accepted_at[i] += i < v->accepted;
 	}
+	for (int i = 0; i < m && i <= v->accepted; i++)
+		r->p += SPEC_P_WEIGHT * ((i < v->accepted ? 1.0 : 0.0) - r->p);
 }
 
 /* One round from t = ctx[n - 1]: emits the accepted drafts and the target's
@@ -176,11 +207,11 @@ static bool round_once(spec_run *r, int k, char *err, size_t errlen)
 	halo_verdict v;
 	if (m < 0 || !verify(r, t, drafts, m, &v, err, errlen))
 		return false;
-	if (v.accepted < m && !roll_back(r, t, drafts, v.accepted, err, errlen))
+	if (m > 0 && !keep(r, m, v.accepted, err, errlen))
 		return false;
 	if (m > 0 && r->d->accepted && !r->d->accepted(r->d->self, v.accepted, err, errlen))
 		return false;
-	count(r->st, m, &v);
+	count(r, m, &v);
 	for (int i = 0; i < v.accepted; i++)
 		r->ctx[r->n++] = drafts[i].token;
 	r->ctx[r->n++] = v.next;
@@ -207,7 +238,7 @@ bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, c
 		r.ctx[r.n++] = halo_sample(&o->sampling, last_logits, r.vocab, &sampler, r.work.p, r.work.scratch);
 	}
 	while (ok && r.n - n_prompt < n_predict)
-		ok = round_once(&r, round_k(&r, r.n - n_prompt, n_predict), err, errlen);
+		ok = round_once(&r, round_k(&r, wanted_k(&r), r.n - n_prompt, n_predict), err, errlen);
 	st->emitted = r.n > n_prompt ? r.n - n_prompt : 0;
 	if (st->emitted > 0)
 		memcpy(out, r.ctx + n_prompt, (size_t)st->emitted * sizeof(*out));
@@ -218,14 +249,16 @@ bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, c
 void halo_spec_stats_print(const halo_spec_stats *st, int k, FILE *out)
 {
 	double rounds = st->rounds ? (double)st->rounds : 1;
-	fprintf(out, "spec: %lld rounds, K = %d: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per round, "
-		"%lld rollbacks\n", (long long)st->rounds, k, (long long)st->accepted, (long long)st->drafted,
+	fprintf(out, "spec: %lld rounds, K <= %d: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per round; "
+		"%lld rounds rejected a draft, %lld drafted nothing\n", (long long)st->rounds, k,
+		(long long)st->accepted, (long long)st->drafted,
 		st->drafted ? 100.0 * (double)st->accepted / (double)st->drafted : 0.0,
-		(double)(st->emitted - 1) / rounds, (long long)st->rollbacks);
+		(double)(st->emitted - 1) / rounds, (long long)st->rejected_rounds, (long long)st->plain_rounds);
 	fprintf(out, "spec: acceptance by draft position:");
 	for (int i = 0; i < k && i < HALO_SPEC_K_MAX; i++)
-		fprintf(out, " %d: %.1f%%", i + 1,
-			st->drafted_at[i] ? 100.0 * (double)st->accepted_at[i] / (double)st->drafted_at[i] : 0.0);
-	fprintf(out, "\nspec: time: draft %.3f s, verify %.3f s, rollback %.3f s\n", st->draft_s, st->verify_s,
-		st->rollback_s);
+		fprintf(out, " %d: %.1f%% of %lld", i + 1,
+			st->drafted_at[i] ? 100.0 * (double)st->accepted_at[i] / (double)st->drafted_at[i] : 0.0,
+			(long long)st->drafted_at[i]);
+	fprintf(out, "\nspec: time: draft %.3f s, verify %.3f s, accept %.3f s\n", st->draft_s, st->verify_s,
+		st->accept_s);
 }

@@ -1,20 +1,29 @@
 /* Speculative decoding over a halo_session: a drafter proposes K tokens, the
- * target checks them all in one `decode` step, and the session is rolled
- * back to the accepted prefix through a device checkpoint of its whole
- * recurrent state (positional caches roll back by position).
+ * target checks them all in one `verify` step, and the session keeps the
+ * accepted prefix from the step's per-token state slots.
  *
  * One round, with t the last emitted token (not yet fed to the target):
  *   1. the drafter proposes d_0..d_{k-1} (k clamped so that the round can
  *      neither pass n_predict nor n_ctx);
- *   2. save a checkpoint, run `decode` over [t, d_0..d_{k-1}]: k + 1 rows;
+ *   2. run `verify` (an entry with `recurrent: slots`) over [t, d_0..d_{k-1}]:
+ *      k + 1 rows, and every recurrent state is kept after each of them;
  *   3. runtime/spec_verify decides a accepted drafts and the next token;
- *   4. when a < k: restore the checkpoint and replay [t, d_0..d_{a-1}] in
- *      one `decode` whose logits are discarded. Acceptance is decided once,
- *      in step 3: a replay is never verified again, so no round can reject
- *      its own replay and loop without emitting.
- * With batch-invariant kernels (decode over m tokens == m single steps,
- * bitwise) greedy speculation emits exactly the tokens of plain greedy
- * decoding, whatever the drafter proposes. */
+ *   4. halo_session_keep(a + 1): the recurrent states become their slot a
+ *      (one device copy, none when a = k) and the position goes back to
+ *      after d_{a-1}; positional caches roll back with it. Nothing replays.
+ * A round of k = 0 is a plain `decode` step. With batch-invariant kernels
+ * (`verify` and `decode` take the same token range, so they run the same
+ * kernels, and a step over m tokens equals m single steps bitwise) greedy
+ * speculation emits exactly the tokens of plain greedy decoding, whatever
+ * the drafter proposes and whatever k each round uses.
+ *
+ * Adaptive k: the per-draft acceptance rate p (a moving average over the
+ * drafts each round judged) picks the round's k, the most drafts whose
+ * chance of all being accepted, p^k, stays at or above 1/3, up to the
+ * options' k; below p = 0.3 rounds are plain decode steps with a one-draft
+ * probe every HALO_SPEC_PROBE_EVERY rounds. p depends only on the verdicts,
+ * so the choice of k, and with it the sampler's random stream, repeats
+ * exactly for a given seed. */
 #ifndef HALO_RUNTIME_SPEC_H
 #define HALO_RUNTIME_SPEC_H
 
@@ -45,26 +54,34 @@ typedef struct {
 	bool (*accepted)(void *self, int accepted, char *err, size_t errlen);
 } halo_drafter;
 
+/* Plain rounds between one-draft probes while acceptance is too low to draft. */
+#define HALO_SPEC_PROBE_EVERY 32
+
 typedef struct {
-	int k;                  /* drafts per round, 1..HALO_SPEC_K_MAX */
+	int k;                  /* drafts per round (the most, when adaptive), 1..HALO_SPEC_K_MAX */
+	bool adaptive;          /* pick each round's k from the acceptance so far (above) */
 	halo_sampling sampling; /* temperature <= 0: greedy acceptance */
 	uint64_t seed;          /* the user's seed: the first token uses the sampler's stream
 				   (as plain decoding does), rounds the verifier's (halo_verifier_rng_seed) */
 } halo_spec_options;
 
 typedef struct {
-	int64_t rounds, emitted, drafted, accepted, rollbacks;
+	int64_t rounds, emitted, drafted, accepted;
+	int64_t rejected_rounds; /* rounds that kept fewer tokens than they verified */
+	int64_t plain_rounds;    /* rounds of k = 0: a plain decode step */
 	int64_t drafted_at[HALO_SPEC_K_MAX], accepted_at[HALO_SPEC_K_MAX]; /* per draft position */
-	double draft_s;    /* in the drafter */
-	double verify_s;   /* the verify decode and the acceptance decision */
-	double rollback_s; /* checkpoint saves, restores and replays */
+	double draft_s;  /* in the drafter */
+	double verify_s; /* the verify (or plain decode) step and the acceptance decision */
+	double accept_s; /* halo_session_keep: the slot copies after a rejection */
 } halo_spec_stats;
 
 /* Refuses, before anything runs, a model that cannot speculate with k
- * drafts: its `decode` entry must return every row's logits and take k + 1
- * tokens; when the drafter runs an entry of its own (draft_entry, e.g.
- * "draft" for the MTP head; NULL for none) the bundle must have it. The
- * message says what is missing. */
+ * drafts: its `verify` entry must keep per-token state slots, return every
+ * row's logits, take k + 1 tokens and the same token range as `decode`
+ * (same range, same kernels: what makes speculation exact); when the
+ * drafter runs an entry of its own (draft_entry, e.g. "draft" for the MTP
+ * head; NULL for none) the bundle must have it. The message says what is
+ * missing. */
 bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen);
 
 /* Generates n_predict tokens into out (caller owned) after session s of
@@ -79,7 +96,8 @@ bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, c
 			int32_t *out, halo_spec_stats *st, char *err, size_t errlen);
 
 /* Prints the statistics (acceptance overall and per draft position, tokens
- * per round after the first token, time split) as lines starting "spec:". */
+ * per round after the first token, plain and rejecting rounds, time split
+ * draft / verify / accept) as lines starting "spec:". */
 void halo_spec_stats_print(const halo_spec_stats *st, int k, FILE *out);
 
 #endif

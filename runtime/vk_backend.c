@@ -79,6 +79,10 @@ struct halo_backend_session {
 	VkDescriptorSet **sets; /* [entry][dispatch] */
 	int n_rec;
 	recording *rec;
+	/* keep[i]: the copies that make slot i the state (vk_keep_slot),
+	 * recorded at first use; n_keep = the slots' count. */
+	int64_t n_keep;
+	vk_cmd *keep;
 };
 
 static bool vk_to_err(const vk_error *e, char *err, size_t errlen)
@@ -428,6 +432,9 @@ static void vk_session_destroy(halo_backend_session *s)
 	for (int i = 0; i < s->n_rec; i++)
 		recording_destroy(ctx, &s->rec[i]);
 	free(s->rec);
+	for (int64_t i = 0; i < s->n_keep; i++)
+		vk_cmd_destroy(ctx, &s->keep[i]);
+	free(s->keep);
 	for (int i = 0; s->sets && i < s->b->manifest->n_entries; i++)
 		free(s->sets[i]);
 	free(s->sets);
@@ -485,6 +492,14 @@ static halo_backend_session *vk_session_create(halo_backend *b, char *err, size_
 	}
 	if (!create_sets(s, err, errlen))
 		goto fail;
+	for (int i = 0; i < b->manifest->n_slots; i++)
+		if (b->manifest->slots[i].n > s->n_keep)
+			s->n_keep = b->manifest->slots[i].n;
+	if (s->n_keep && !(s->keep = calloc((size_t)s->n_keep, sizeof(*s->keep)))) {
+		s->n_keep = 0;
+		snprintf(err, errlen, "vulkan backend: out of memory");
+		goto fail;
+	}
 	return s;
 fail:
 	vk_session_destroy(s);
@@ -671,6 +686,32 @@ static bool vk_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err,
 	return vk_cmd_submit_wait(c->s->b->ctx, save ? &c->save : &c->restore, &e) || vk_to_err(&e, err, errlen);
 }
 
+static bool record_keep(halo_backend_session *s, int64_t slot, vk_cmd *cmd, vk_error *e)
+{
+	vk_ctx *ctx = s->b->ctx;
+	const halo_manifest *m = s->b->manifest;
+	if (!vk_cmd_create(ctx, cmd, e) || !vk_cmd_begin(ctx, cmd, e))
+		return false;
+	vk_cmd_barrier_all(cmd);
+	for (int i = 0; i < m->n_slots; i++) {
+		const halo_state_slots *k = &m->slots[i];
+		vk_cmd_copy(cmd, &s->state, k->slots + (uint64_t)slot * k->size, &s->state, k->state, k->size);
+	}
+	vk_cmd_barrier_all(cmd);
+	return vk_cmd_end(cmd, e);
+}
+
+static bool vk_keep_slot(halo_backend_session *s, int64_t slot, char *err, size_t errlen)
+{
+	vk_error e;
+	vk_cmd *cmd = &s->keep[slot];
+	if (!cmd->cb && !record_keep(s, slot, cmd, &e)) {
+		vk_cmd_destroy(s->b->ctx, cmd);
+		return vk_to_err(&e, err, errlen);
+	}
+	return vk_cmd_submit_wait(s->b->ctx, cmd, &e) || vk_to_err(&e, err, errlen);
+}
+
 static int vk_validation_messages(const halo_backend *b)
 {
 	return (int)b->ctx->validation_messages;
@@ -688,6 +729,7 @@ const halo_backend_ops halo_vulkan_backend = {
 	.checkpoint_create = vk_checkpoint_create,
 	.checkpoint_destroy = vk_checkpoint_destroy,
 	.checkpoint_copy = vk_checkpoint_copy,
+	.keep_slot = vk_keep_slot,
 	.picked = vk_picked,
 	.set_picks = vk_set_picks,
 	.device = vk_device,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "ir/read_model.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
 #include "tools/model_select.h"
@@ -39,12 +40,16 @@ static void compile_usage(FILE *out)
 	      "                         model file's n_ctx, 2048; at most the config's\n"
 	      "                         max_position_embeddings). Cache memory grows linearly with\n"
 	      "                         it: the summary line prints the state it takes\n"
+	      "  --draft-max K          the most drafts one speculative round verifies, 1..7\n"
+	      "                         (default: the model file's draft_max, 4): sizes the verify\n"
+	      "                         entry and its per-token recurrent state slots (K + 1 copies\n"
+	      "                         of each recurrent state, in the summary line)\n"
 	      "  -h, --help             this text\n",
 	      out);
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from, *ctx;
+	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
 	bool help, mtp, no_mtp;
 } compile_args;
 
@@ -66,6 +71,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--ctx", &a->ctx, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--draft-max", &a->draft_max, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
 			continue;
@@ -97,6 +103,9 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
+	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))
+		return cli_usage_error("compile", "--draft-max wants 1..7 drafts per round (verification steps of at "
+				       "most 8 tokens), not '%s'", a->draft_max);
 	if (a->seed) {
 		int64_t seed;
 		if (!cli_parse_i64(a->seed, 0, INT64_MAX, &seed))
@@ -167,9 +176,9 @@ int cmd_compile(int argc, char **argv)
 	const double mib = 1024.0 * 1024.0;
 	fprintf(stderr,
 		"halo compile: wrote %s (model %s) in %.1f s: weights %.1f MiB; context %lld tokens, state %.1f MiB "
-		"per session (caches %.1f MiB)\n",
+		"per session (caches %.1f MiB, per-token state slots %.1f MiB)\n",
 		o.out_path, o.model_path, cli_now_s() - t0, (double)st.weight_bytes / mib, (long long)st.n_ctx,
-		(double)st.state_bytes / mib, (double)st.cache_bytes / mib);
+		(double)st.state_bytes / mib, (double)st.cache_bytes / mib, (double)st.slot_bytes / mib);
 	if (st.unused_tensors)
 		fprintf(stderr, "halo compile: note: %d checkpoint tensor%s not used by the graph: %s\n", st.unused_tensors,
 			st.unused_tensors == 1 ? "" : "s", st.unused);

@@ -18,7 +18,7 @@ static void run_usage(FILE *out)
 	fputs("usage: halo run BUNDLE.halo --tokens ID,ID,... [--n-predict N] [--backend ref|vulkan]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
 	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
-	      "                [--draft-n K] [--tuning FILE | --no-tuning]\n"
+	      "                [--draft-n K] [--draft-fixed] [--tuning FILE | --no-tuning]\n"
 	      "\n"
 	      "Runs the prompt through the bundle's prefill entry, then generates N tokens with\n"
 	      "its decode entry. Prints the generated ids on stdout, statistics on stderr.\n"
@@ -39,7 +39,12 @@ static void run_usage(FILE *out)
 	      "                       ten costliest kernels on stderr\n"
 	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
 	      "                       model's MTP head; the bundle needs its draft entry points)\n"
-	      "  --draft-n K          drafts per round with --spec mtp, 1..4 (default 2)\n"
+	      "  --draft-n K          the most drafts per round with --spec mtp, 1..7 and at most\n"
+	      "                       what the bundle verifies (halo compile --draft-max; default\n"
+	      "                       3). Each round drafts as many as the acceptance so far pays\n"
+	      "                       for, none (plain decode, probing now and then) when drafts\n"
+	      "                       are rarely right; the tokens never depend on it\n"
+	      "  --draft-fixed        draft exactly K every round (benchmarks)\n"
 	      "  --tuning FILE        the tuning DB (halo tune) Vulkan picks kernel tiles from\n"
 	      "                       (default: $XDG_CACHE_HOME/halo/tuning.json when it exists;\n"
 	      "                       a broken default is ignored with a warning, a broken FILE\n"
@@ -52,7 +57,7 @@ static void run_usage(FILE *out)
 typedef struct {
 	const char *bundle, *tokens, *n_predict, *backend, *device, *temp, *top_k, *top_p, *seed, *logits_out;
 	const char *spec, *draft_n, *tuning;
-	bool validate, profile, no_tuning, help;
+	bool validate, profile, no_tuning, draft_fixed, help;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -68,6 +73,8 @@ static int parse_args(int argc, char **argv, run_args *a)
 			a->profile = true;
 		else if (strcmp(s, "--no-tuning") == 0)
 			a->no_tuning = true;
+		else if (strcmp(s, "--draft-fixed") == 0)
+			a->draft_fixed = true;
 		else if (cli_take_value("run", argc, argv, &i, "--tokens", &a->tokens, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--n-predict", &a->n_predict, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--backend", &a->backend, &rc) ||
@@ -117,12 +124,12 @@ static int32_t *parse_tokens(const char *s, int64_t *n)
 	return ids;
 }
 
-/* The CLI's bound on drafts per round: what the models' decode entries take. */
-#define RUN_DRAFT_N_MAX 4
+/* The CLI's bound on drafts per round: what halo compile --draft-max allows. */
+#define RUN_DRAFT_N_MAX 7
 
 typedef struct {
 	int64_t n_predict, device, top_k;
-	bool spec_mtp;
+	bool spec_mtp, draft_fixed;
 	int draft_n;
 	uint64_t seed;
 	halo_sampling sampling;
@@ -133,13 +140,14 @@ static int check_spec_args(const run_args *a, run_config *c)
 {
 	int64_t v;
 	c->spec_mtp = a->spec && strcmp(a->spec, "mtp") == 0;
-	c->draft_n = 2;
+	c->draft_n = 3;
+	c->draft_fixed = a->draft_fixed;
 	if (a->spec && !c->spec_mtp && strcmp(a->spec, "none") != 0)
 		return cli_usage_error("run", "--spec is none or mtp, not '%s'", a->spec);
-	if (a->draft_n && !c->spec_mtp)
-		return cli_usage_error("run", "%s", "--draft-n needs --spec mtp");
+	if ((a->draft_n || a->draft_fixed) && !c->spec_mtp)
+		return cli_usage_error("run", "%s", "--draft-n and --draft-fixed need --spec mtp");
 	if (a->draft_n && !cli_parse_i64(a->draft_n, 1, RUN_DRAFT_N_MAX, &v))
-		return cli_usage_error("run", "--draft-n wants 1..4 drafts per round, got '%s'", a->draft_n);
+		return cli_usage_error("run", "--draft-n wants 1..7 drafts per round, got '%s'", a->draft_n);
 	if (a->draft_n)
 		c->draft_n = (int)v;
 	return 0;
@@ -236,7 +244,7 @@ static bool decode(run_state *r, const run_config *c, float *row, char *err, siz
 	return true;
 }
 
-/* --spec mtp: rounds of draft_n MTP drafts verified by one `decode`. */
+/* --spec mtp: rounds of up to draft_n MTP drafts verified by one `verify` step. */
 static bool speculate(run_state *r, const run_config *c, int64_t n_prompt, const float *row, char *err,
 		      size_t errlen)
 {
@@ -250,7 +258,7 @@ static bool speculate(run_state *r, const run_config *c, int64_t n_prompt, const
 		return false;
 	}
 	halo_drafter d = halo_mtp_drafter_iface(md);
-	halo_spec_options o = {.k = c->draft_n, .sampling = c->sampling, .seed = c->seed};
+	halo_spec_options o = {.k = c->draft_n, .adaptive = !c->draft_fixed, .sampling = c->sampling, .seed = c->seed};
 	halo_spec_stats st;
 	bool ok = halo_spec_generate(r->model, r->session, &d, &o, r->tokens, n_prompt, row, c->n_predict, out, &st,
 				     err, errlen);

@@ -99,7 +99,9 @@ static void test_structure(const ir_module *m)
 	CHECK(nid >= 0 && gdn->nodes[nid].ref_local && strcmp(ir_node_state(m, gdn, &gdn->nodes[nid])->name, "conv") == 0,
 	      "state_write resolves to the block's state");
 	CHECK(ir_module_param(m, "conv_ch")->i == 128 && ir_module_param(m, "rope_base")->is_float, "params");
-	CHECK(m->n_entries == 2 && m->entries[0].t_max == 64 && strcmp(m->entries[0].logits, "last") == 0, "entries");
+	CHECK(m->n_entries == 3 && m->entries[0].t_max == 64 && strcmp(m->entries[0].logits, "last") == 0 &&
+		      !m->entries[1].state_slots && m->entries[2].state_slots && m->entries[2].t_max == 5,
+	      "entries: prefill, decode, verify (draft_max 4, recurrent: slots)");
 }
 
 /* Replaces the first occurrence of from in text (malloc'd result). */

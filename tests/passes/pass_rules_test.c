@@ -11,7 +11,12 @@
  *  - schedule names a node on a cycle instead of looping or dropping nodes,
  *    and the verifier rejects an out-of-range edge;
  *  - order_effects refuses a graph output that aliases a state overwritten
- *    later in the step. */
+ *    later in the step;
+ *  - state_slots gives the verify entry (recurrent: slots) a copy of the
+ *    graph it shares with decode, in which every recurrent state write has
+ *    a twin writing the producer's per-token states into the state's slots
+ *    ([t_max, ...state], kind slots), and leaves decode's graph alone; it
+ *    refuses a recurrent state written from anything but a recurrent op. */
 #include <string.h>
 
 #include "ir/ops.h"
@@ -202,6 +207,79 @@ static void output_aliasing_state(void)
 	ir_module_free(m);
 }
 
+static int entry_func(const ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->n_entries; i++)
+		if (strcmp(m->entries[i].name, name) == 0)
+			return m->entries[i].func;
+	return -1;
+}
+
+/* A slot sink of f writing state s's slots from a steps result, as the pass makes them. */
+static bool slot_sink_ok(const ir_module *m, const ir_func *f, const ir_node *n, int64_t t_max)
+{
+	const ir_state *slots = &m->states[n->ref];
+	const ir_state *of = &m->states[slots->slots_of];
+	const ir_value *v = &f->values[n->in[0]];
+	const ir_node *p = &f->nodes[v->producer];
+	return strcmp(slots->kind, "slots") == 0 && slots->shape.rank == of->shape.rank + 1 &&
+	       slots->shape.dim[0].c == t_max && p->n_out == 3 && v->producer_out == 2 &&
+	       v->shape.dim[0].coef_T == 1 && strcmp(ir_node_attr_str(n, "at", ""), "start") == 0;
+}
+
+static void state_slots_graph(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "state_slots", NULL);
+	if (!m)
+		return;
+	int dec = entry_func(m, "decode"), ver = entry_func(m, "verify");
+	CHECK(dec >= 0 && ver >= 0 && dec != ver && strcmp(m->funcs[ver].name, "forward.slots") == 0,
+	      "verify runs graph %d, decode %d: want its own copy forward.slots", ver, dec);
+	if (dec < 0 || ver < 0 || dec == ver)
+		goto out;
+	const ir_func *fd = &m->funcs[dec], *fv = &m->funcs[ver];
+	int recurrent = 0, slots = 0, plain_slots = 0;
+	for (int i = 0; i < fv->n_nodes; i++) {
+		const ir_node *n = &fv->nodes[i];
+		if (n->op != IR_OP_STATE_WRITE)
+			continue;
+		const char *kind = m->states[n->ref].kind;
+		recurrent += !strcmp(kind, "conv") || !strcmp(kind, "ssm");
+		if (!strcmp(kind, "slots")) {
+			slots++;
+			CHECK(slot_sink_ok(m, fv, n, 5), "slot sink %s is not what the pass makes", n->name);
+		}
+	}
+	for (int i = 0; i < fd->n_nodes; i++)
+		plain_slots += fd->nodes[i].op == IR_OP_STATE_WRITE && !strcmp(m->states[fd->nodes[i].ref].kind, "slots");
+	CHECK(recurrent == 2 && slots == 2 && plain_slots == 0,
+	      "verify: %d recurrent writes and %d slot writes (want 2 and 2); decode: %d slot writes (want 0)",
+	      recurrent, slots, plain_slots);
+	int ss = ir_module_state(m, "layers.0.gdn.ssm.slots");
+	CHECK(ss >= 0 && m->states[ss].slots_of == ir_module_state(m, "layers.0.gdn.ssm"), "ssm slots missing");
+out:
+	ir_module_free(m);
+}
+
+static void state_slots_refusal(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "expand_blocks", NULL);
+	if (!m)
+		return;
+	int fv = entry_func(m, "verify");
+	ir_func *f = &m->funcs[fv];
+	int w = ir_func_node(f, "layers.0.gdn.ssm_store");
+	/* the old state written back: not a recurrent op's state result */
+	if (w >= 0)
+		f->nodes[w].in[0] = ir_func_value(f, "layers.0.gdn.ssm_old");
+	ir_error err = {0};
+	CHECK(w >= 0 && !pass_state_slots(m, &err), "a state written from a state_read was accepted");
+	CHECK(strstr(err.msg, "entry 'verify'") && strstr(err.msg, "layers.0.gdn.ssm_store") &&
+	      strstr(err.msg, "cannot give its state after each token") && strstr(err.msg, "hybrid_tiny.yaml:"),
+	      "unclear message: %s", err.msg);
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -212,5 +290,7 @@ int main(void)
 	epilogue_hosts();
 	cycle_and_bad_edge();
 	output_aliasing_state();
+	state_slots_graph();
+	state_slots_refusal();
 	return test_finish("pass_rules_test");
 }

@@ -1,4 +1,4 @@
-/* Kernel choices in the manifest (format 2, docs/manifest.md): a small
+/* Kernel choices in the manifest (format 3, docs/manifest.md): a small
  * manifest with a two-candidate choice and a one-candidate one parses with
  * every kernel's key, tile, needs and grid and every dispatch's choice; each
  * row of the table below breaks one rule and must be refused with a message
@@ -21,7 +21,7 @@
 	",\"local\":[64,1,1],\"groups\":[[0,9,4],[1,0,1],[0,1,1]]}"
 
 static const char base[] =
-	"{\"format\":2,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
+	"{\"format\":3,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
 	"\"weights\":[],\"states\":[],\"kernels\":["
 	KERNEL("k A tile=t0", "k A", "t0", "\"subgroup_shuffle\"", "3", "4") ","
 	KERNEL("k A tile=t1", "k A", "t1", "", "3", "4") ","
@@ -84,8 +84,8 @@ typedef struct {
 } refusal;
 
 static const refusal refusals[] = {
-	{"format 1", "\"format\":2", "\"format\":1", "'format' is 1"},
-	{"format 3", "\"format\":2", "\"format\":3", "'format' is 3; this reader reads format 2"},
+	{"format 1", "\"format\":3", "\"format\":1", "'format' is 1"},
+	{"format 2", "\"format\":3", "\"format\":2", "'format' is 2; this reader reads format 3"},
 	{"a dispatch naming a kernel", "\"choice\":0,", "\"kernel\":0,\"choice\":0,", "'kernel' is manifest format 1"},
 	{"a dispatch with a grid", "\"choice\":0,", "\"groups\":[],\"choice\":0,", "'groups' is manifest format 1"},
 	{"no choice", "\"choice\":0,", "", "missing key 'choice'"},

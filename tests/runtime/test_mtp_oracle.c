@@ -10,9 +10,11 @@
  * - head position p (the target's hidden state at p, token p+1; token 88 is
  *   the first greedy token) one at a time through draft_extend: every row
  *   against mtp_draft_logits.f32;
- * - the same positions as one 64-token and one 24-token extension: the last
- *   rows are the bits of the one-at-a-time ones (the draft entries are batch
- *   invariant like the target's);
+ * - the same positions in draft_extend's largest chunks (draft_max + 1
+ *   tokens): the last rows are the bits of the one-at-a-time ones (the
+ *   entry is batch invariant like the target's); and through draft_catchup
+ *   (the prompt's chunks of 64 and 24 tokens), whose prefill-sized kernels
+ *   sum in another order: within the tolerance;
  * - three chained drafts through `draft` (the head's own output as hidden
  *   state): argmax tokens equal mtp_chain_tokens.i32, logits within
  *   tolerance of mtp_chain_logits.f32;
@@ -102,14 +104,25 @@ static void check_rows_and_chunks(halo_model *m, const fixture *fx)
 			 "extend at %zu: %s", p, err);
 	MC_CHECK(mc_rows_close("MTP draft logits", rows, fx->draft_logits, n, V, TOL), "MTP draft logits");
 	/* the head has no recurrent state: re-extending in chunks needs no reset */
-	for (size_t at = 0; at < n; at += 64) {
-		size_t len = n - at < 64 ? n - at : 64;
-		MC_CHECK(halo_session_step_at(s, HALO_MTP_EXTEND_ENTRY, (int64_t)at, toks + at, (int64_t)len, chunk, err,
-					      sizeof(err)),
-			 "extend [%zu, %zu): %s", at, at + len, err);
-		MC_CHECK(mc_bitwise("chunked extension, last row", chunk, rows + (at + len - 1) * V, V),
-			 "a %zu-token extension differs from single positions", len);
-	}
+	halo_entry_info ext, cat;
+	MC_CHECK(halo_model_entry(m, HALO_MTP_EXTEND_ENTRY, &ext) && halo_model_entry(m, HALO_MTP_CATCHUP_ENTRY, &cat),
+		 "no %s or %s entry", HALO_MTP_EXTEND_ENTRY, HALO_MTP_CATCHUP_ENTRY);
+	const struct {
+		const char *entry;
+		size_t most;
+		bool bitwise;
+	} runs[] = {{HALO_MTP_EXTEND_ENTRY, (size_t)ext.t_max, true}, {HALO_MTP_CATCHUP_ENTRY, (size_t)cat.t_max, false}};
+	for (int r = 0; r < 2; r++)
+		for (size_t at = 0; at < n; at += runs[r].most) {
+			size_t len = n - at < runs[r].most ? n - at : runs[r].most;
+			const float *want = rows + (at + len - 1) * V;
+			MC_CHECK(halo_session_step_at(s, runs[r].entry, (int64_t)at, toks + at, (int64_t)len, chunk, err,
+						      sizeof(err)),
+				 "%s [%zu, %zu): %s", runs[r].entry, at, at + len, err);
+			MC_CHECK(runs[r].bitwise ? mc_bitwise("chunked extension, last row", chunk, want, V)
+						 : mc_rows_close("catch-up extension, last row", chunk, want, 1, V, TOL),
+				 "a %zu-token %s differs from single positions", len, runs[r].entry);
+		}
 	/* chained drafts continue from the head's row n - 1 */
 	int32_t tok = halo_argmax(rows + (n - 1) * V, (int64_t)V);
 	for (int j = 0; j < CHAIN; j++) {

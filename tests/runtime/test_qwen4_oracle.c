@@ -66,22 +66,24 @@ static void check_prefill_vs_steps(halo_model *m, const int32_t *prompt, size_t 
 	free(b);
 }
 
-/* One decode call over mt tokens against mt single steps from the same state. */
+/* One verify step over mt tokens against mt single decode steps from the same state. */
 static void check_batch_invariance(halo_model *m, const int32_t *prompt, size_t V)
 {
 	enum { PRE = 37 };
 	char err[2048];
-	for (int mt = 2; mt <= 8; mt += 3) {
+	halo_entry_info verify;
+	MC_CHECK(halo_model_entry(m, "verify", &verify), "no verify entry");
+	for (int mt = 2; mt <= verify.t_max; mt += 3) {
 		float *batch = malloc(sizeof(float) * (size_t)mt * V), *single = malloc(sizeof(float) * (size_t)mt * V);
 		halo_session *a = mc_session(m), *b = mc_session(m);
 		MC_CHECK(halo_session_prefill(a, prompt, PRE, NULL, NULL, err, sizeof(err)), "%s", err);
 		MC_CHECK(halo_session_prefill(b, prompt, PRE, NULL, NULL, err, sizeof(err)), "%s", err);
-		MC_CHECK(halo_session_step(a, "decode", prompt + PRE, mt, batch, err, sizeof(err)), "%s", err);
+		MC_CHECK(halo_session_step(a, "verify", prompt + PRE, mt, batch, err, sizeof(err)), "%s", err);
 		for (int i = 0; i < mt; i++)
 			MC_CHECK(halo_session_step(b, "decode", prompt + PRE + i, 1, single + (size_t)i * V, err, sizeof(err)),
 				 "%s", err);
 		char what[64];
-		snprintf(what, sizeof(what), "decode T=%d vs %d single steps", mt, mt);
+		snprintf(what, sizeof(what), "verify T=%d vs %d single decode steps", mt, mt);
 		MC_CHECK(mc_bitwise(what, batch, single, (size_t)mt * V), "%s: not bitwise equal", what);
 		halo_session_free(a);
 		halo_session_free(b);

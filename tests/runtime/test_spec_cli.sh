@@ -1,6 +1,7 @@
 #!/bin/sh
 # `halo run --spec` as users call it: flag errors exit 2; --spec mtp on a
-# bundle without the MTP head's 'draft' entry is refused before anything runs
+# bundle without the MTP head's 'draft' entry, or with more drafts than its
+# verify entry takes (halo compile --draft-max), is refused before anything runs
 # (exit 1, naming the bundle and the missing entry, nothing on stdout);
 # --spec none is plain decoding. With the Qwen3-Next fixture's MTP head,
 # --spec mtp prints plain greedy decoding's tokens and the spec: stats; the
@@ -31,9 +32,12 @@ expect() { # CODE PATTERN ARGS...
 "$halo" compile --hf "$root/tests/fixtures/qwen3_tiny" --targets ref -o "$bundle" >/dev/null 2>"$err" ||
 	{ echo "FAIL: compile: $(cat "$err")" >&2; exit 1; }
 expect 2 "--spec is none or mtp, not 'eagle'" run "$bundle" --backend ref --tokens 1,2 --spec eagle
-expect 2 "--draft-n needs --spec mtp" run "$bundle" --backend ref --tokens 1,2 --draft-n 2
-expect 2 "--draft-n wants 1..4" run "$bundle" --backend ref --tokens 1,2 --spec mtp --draft-n 5
-expect 2 "--draft-n wants 1..4" run "$bundle" --backend ref --tokens 1,2 --spec mtp --draft-n 0
+expect 2 "--draft-n and --draft-fixed need --spec mtp" run "$bundle" --backend ref --tokens 1,2 --draft-n 2
+expect 2 "--draft-n and --draft-fixed need --spec mtp" run "$bundle" --backend ref --tokens 1,2 --draft-fixed
+expect 2 "--draft-n wants 1..7" run "$bundle" --backend ref --tokens 1,2 --spec mtp --draft-n 8
+expect 2 "--draft-n wants 1..7" run "$bundle" --backend ref --tokens 1,2 --spec mtp --draft-n 0
+expect 2 "--draft-max wants 1..7" compile --hf "$root/tests/fixtures/qwen3_tiny" -o "$work/x.halo" --draft-max 8
+expect 2 "--draft-max wants 1..7" compile --hf "$root/tests/fixtures/qwen3_tiny" -o "$work/x.halo" --draft-max 0
 expect 1 "--spec mtp refused: $bundle: no 'draft' entry point" run "$bundle" --backend ref --tokens 1,2 --spec mtp
 [ -s "$out" ] && { echo "FAIL: a refused --spec mtp run printed tokens: $(cat "$out")" >&2; fails=$((fails + 1)); }
 expect 1 "none.halo: cannot open" run "$work/none.halo" --backend ref --tokens 1,2 --spec mtp
@@ -46,9 +50,22 @@ next=$root/tests/fixtures/qwen3_next_tiny nb=$work/next.halo
 "$halo" compile --hf "$next" --targets ref -o "$nb" >/dev/null 2>"$err" ||
 	{ echo "FAIL: compile qwen3_next: $(cat "$err")" >&2; exit 1; }
 plain=$("$halo" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 2>/dev/null)
-expect 0 "spec: .* rounds, K = 3" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 --spec mtp --draft-n 3
-[ -n "$plain" ] && [ "$plain" = "$(cat "$out")" ] ||
-	{ echo "FAIL: --spec mtp gave '$(cat "$out")', plain decoding '$plain'" >&2; fails=$((fails + 1)); }
+same_as_plain() { # WHAT
+	[ -n "$plain" ] && [ "$plain" = "$(cat "$out")" ] ||
+		{ echo "FAIL: $1 gave '$(cat "$out")', plain decoding '$plain'" >&2; fails=$((fails + 1)); }
+}
+expect 0 "spec: .* rounds, K <= 3" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 --spec mtp --draft-n 3
+same_as_plain "--spec mtp --draft-n 3"
+expect 0 "spec: time: draft .* verify .* accept" run "$nb" --backend ref --tokens 5,6,7,8 --n-predict 24 \
+	--spec mtp --draft-n 4 --draft-fixed
+same_as_plain "--spec mtp --draft-n 4 --draft-fixed"
+# the default --draft-max 4 verifies 5 tokens; more drafts need a bundle compiled for them
+expect 1 "its 'verify' entry takes at most 5 tokens; 5 drafts need 6" \
+	run "$nb" --backend ref --tokens 1,2 --spec mtp --draft-n 5
+expect 0 "per-token state slots" compile --hf "$next" --targets ref --draft-max 6 -o "$work/k6.halo"
+expect 0 "spec: .* rounds, K <= 6" run "$work/k6.halo" --backend ref --tokens 5,6,7,8 --n-predict 24 \
+	--spec mtp --draft-n 6 --draft-fixed
+same_as_plain "--spec mtp --draft-n 6 on a --draft-max 6 bundle"
 expect 0 "wrote" compile --hf "$next" --targets ref --no-mtp -o "$work/nomtp.halo"
 expect 1 "--spec mtp refused: $work/nomtp.halo: no 'draft' entry point" \
 	run "$work/nomtp.halo" --backend ref --tokens 1,2 --spec mtp

@@ -18,6 +18,10 @@
  * (the head's state rolled back by position alone). Its natural acceptance
  * against plain greedy is printed.
  *
+ * Adaptive k (halo_spec_options.adaptive, K the most): with the forcing
+ * drafter, and with a drafter that is never right, which must turn drafting
+ * down to plain decode steps and one-draft probes; tokens and state as above.
+ *
  * sampled: temperature 0.8, top-k 40, drafts drawn from a q: the MTP head's
  * sampling distribution when the bundle has one, else a q of the test's own.
  * The same seed gives the same tokens, another seed other tokens, and the
@@ -39,6 +43,7 @@ typedef struct {
 	int expect;                      /* forced acceptance length of the round in flight */
 	long hist[HALO_SPEC_K_MAX + 1];  /* rounds by acceptance length */
 	bool sampled;
+	bool never_right;                /* every draft wrong (expect 0) */
 	halo_rng rng;
 	float *q;                        /* [HALO_SPEC_K_MAX, vocab] */
 	halo_drafter inner;              /* the MTP drafter, run before perturbing; propose NULL: none */
@@ -86,7 +91,7 @@ static int forcing_propose(void *self, const int32_t *ctx, int64_t n, int k, hal
 			f->natural += out[i].token == f->ref[e + i];
 		f->proposed += m;
 	}
-	int reject = (int)(f->round++ % (f->k + 1));
+	int reject = f->never_right ? 0 : (int)(f->round++ % (f->k + 1));
 	for (int i = 0; i < m; i++)
 		out[i] = (halo_draft){i == reject ? (f->ref[e + i] + 1) % (int32_t)f->vocab : f->ref[e + i], NULL};
 	f->expect = reject < m ? reject : m;
@@ -204,6 +209,65 @@ static void check_drafter_state(target *t, halo_drafter *used, const int32_t *go
 	free(ctx);
 }
 
+/* Speculates with drafter f, adaptive up to k when asked, and checks tokens
+ * and final state against plain greedy decoding (want, want_last). */
+static bool greedy_run(target *t, forcing_drafter *f, bool adaptive, const int32_t *want, const float *want_last,
+		       int32_t *got, int64_t n, halo_spec_stats *st)
+{
+	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
+	halo_spec_options o = {.k = f->k, .adaptive = adaptive, .sampling = greedy, .seed = 0};
+	char err[2048];
+	halo_mtp_drafter *md = t->has_mtp ? halo_mtp_drafter_create(t->m, t->s, &greedy, 0, err, sizeof(err)) : NULL;
+	MC_CHECK(!t->has_mtp || md, "%s", err);
+	if (md)
+		f->inner = halo_mtp_drafter_iface(md);
+	halo_drafter d = {f, forcing_propose, forcing_accepted};
+	prefill(t);
+	bool ok = halo_spec_generate(t->m, t->s, &d, &o, t->prompt, t->n_prompt, t->last, n, got, st, err, sizeof(err));
+	MC_CHECK(ok, "K = %d: %s", o.k, err);
+	MC_CHECK(!ok || st->emitted == n, "K = %d: emitted %lld of %lld", o.k, (long long)st->emitted, (long long)n);
+	if (ok)
+		halo_spec_stats_print(st, o.k, stdout);
+	if (ok && md) {
+		printf("K = %d: the MTP head's own drafts matched plain greedy %ld of %ld times\n", f->k, f->natural,
+		       f->proposed);
+		check_drafter_state(t, &f->inner, got, n, f->k);
+	}
+	halo_mtp_drafter_free(md);
+	if (!ok)
+		return false;
+	for (int64_t i = 0; i < n; i++)
+		if (got[i] != want[i]) {
+			MC_CHECK(0, "K = %d%s: token %lld is %d, plain greedy gives %d", f->k, adaptive ? " adaptive" : "",
+				 (long long)i, got[i], want[i]);
+			return false;
+		}
+	float *last = final_logits(t, got[n - 1]);
+	bool same = mc_bitwise("state after speculation", last, want_last, (size_t)t->vocab);
+	MC_CHECK(same, "K = %d%s: the state after speculating differs from plain decoding's", f->k,
+		 adaptive ? " adaptive" : "");
+	free(last);
+	return same;
+}
+
+/* Adaptive k up to k_max: the forcing drafter, then one never right, which
+ * must leave most rounds plain: the first rounds' drafts while the moving
+ * average falls (at most 4 rounds of k_max drafts), then one-draft probes. */
+static void check_adaptive(target *t, int k_max, const int32_t *want, const float *want_last, int32_t *got, int64_t n)
+{
+	halo_spec_stats st;
+	forcing_drafter f = {.ref = want, .n_ref = n, .n_prompt = t->n_prompt, .vocab = t->vocab, .k = k_max};
+	greedy_run(t, &f, true, want, want_last, got, n, &st);
+	forcing_drafter never = {.ref = want, .n_ref = n, .n_prompt = t->n_prompt, .vocab = t->vocab, .k = k_max,
+				 .never_right = true};
+	if (!greedy_run(t, &never, true, want, want_last, got, n, &st))
+		return;
+	int64_t most = 4 * k_max + n / HALO_SPEC_PROBE_EVERY + 1;
+	MC_CHECK(st.accepted == 0 && st.drafted <= most && st.plain_rounds > 0,
+		 "K <= %d, never right: %lld drafts (want <= %lld), %lld accepted, %lld plain rounds", k_max,
+		 (long long)st.drafted, (long long)most, (long long)st.accepted, (long long)st.plain_rounds);
+}
+
 static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 {
 	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
@@ -213,39 +277,18 @@ static void check_greedy(target *t, const int *ks, int n_ks, int64_t n)
 	/* A continuation stuck on one token would not notice a wrong state. */
 	MC_CHECK(count_distinct(want, n, t->vocab) >= 8, "plain greedy uses only %d distinct tokens",
 		 count_distinct(want, n, t->vocab));
+	int k_max = 1;
 	for (int ki = 0; ki < n_ks; ki++) {
 		forcing_drafter f = {.ref = want, .n_ref = n, .n_prompt = t->n_prompt, .vocab = t->vocab,
 				     .k = ks[ki]};
-		halo_spec_options o = {.k = f.k, .sampling = greedy, .seed = 0};
-		char err[2048];
-		halo_mtp_drafter *md = t->has_mtp ? halo_mtp_drafter_create(t->m, t->s, &greedy, 0, err, sizeof(err))
-						  : NULL;
-		MC_CHECK(!t->has_mtp || md, "%s", err);
-		if (md)
-			f.inner = halo_mtp_drafter_iface(md);
-		halo_drafter d = {&f, forcing_propose, forcing_accepted};
-		bool ok = speculate(t, &d, &o, got, n);
-		if (ok && md) {
-			printf("K = %d: the MTP head's own drafts matched plain greedy %ld of %ld times\n", f.k, f.natural,
-			       f.proposed);
-			check_drafter_state(t, &f.inner, got, n, f.k);
-		}
-		halo_mtp_drafter_free(md);
-		if (!ok)
+		halo_spec_stats st;
+		if (!greedy_run(t, &f, false, want, want_last, got, n, &st))
 			continue;
-		for (int64_t i = 0; i < n; i++)
-			if (got[i] != want[i]) {
-				MC_CHECK(0, "K = %d: token %lld is %d, plain greedy gives %d", f.k, (long long)i, got[i],
-					 want[i]);
-				break;
-			}
 		for (int a = 0; a <= f.k; a++)
 			MC_CHECK(f.hist[a] > 0, "K = %d: no round accepted exactly %d drafts", f.k, a);
-		float *last = final_logits(t, got[n - 1]);
-		MC_CHECK(mc_bitwise("state after speculation", last, want_last, (size_t)t->vocab),
-			 "K = %d: the state after speculating differs from plain decoding's", f.k);
-		free(last);
+		k_max = f.k > k_max ? f.k : k_max;
 	}
+	check_adaptive(t, k_max, want, want_last, got, n);
 	free(want_last);
 	free(want);
 	free(got);

@@ -13,10 +13,10 @@ cfg=$root/tests/models/qwen4_exp_published.config.json
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format schedule > "$out"
-for entry in prefill decode draft_extend draft; do
+for entry in prefill decode verify draft_extend draft_catchup draft; do
 	grep -q "^# entry $entry:" "$out" || { echo "FAIL: no schedule for entry $entry" >&2; exit 1; }
 done
 grep -q "state_write mtp_hidden_export" "$out" || { echo "FAIL: the target does not export its hidden rows" >&2; exit 1; }
 "$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format memory --entry decode > "$out"
-grep "^weight_bytes:\|^state_bytes:\|^activation_live_peak_bytes:" "$out"
+grep "^weight_bytes:\|^state_bytes:\|^state_slot_bytes:\|^activation_live_peak_bytes:" "$out"
 echo "published plan: ok"
