@@ -1,18 +1,21 @@
-/* Speculative decoding cost on one bundle with a draft head (issue 5's
- * benchmark): plain greedy decode, then for each K rounds of MTP drafting
- * whose drafts are replaced by the target's own greedy tokens (recorded by
- * the plain run), so every draft is accepted: the ceiling of speculation.
- * The head still runs in full (its cost is real); only its tokens are
- * overridden.
+/* Speculative decoding cost on one bundle with a draft head (issues 5 and
+ * 10): plain greedy decode, then for each K three runs of MTP drafting
+ * whose drafts are replaced by tokens chosen from the target's own greedy
+ * continuation (recorded by the plain run). The head still runs in full (its
+ * cost is real); only its tokens are overridden.
+ *   accept-all:  every draft right, fixed K: the ceiling of speculation;
+ *   reject-last: the last draft of each round wrong, fixed K: what a
+ *                rejection costs (the slot copy of halo_session_keep);
+ *   never-right: every draft wrong, adaptive K up to K: what a useless
+ *                drafter costs once adaptation turns drafting down.
  *
- * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...]
- * Prints, per K: tokens/s, rounds, the verify step's time against one plain
- * decode step, draft time per drafted token, and rollback time per round
- * (zero when everything is accepted: no restore, no replay). A second pass
- * per K forces one rejection per round (the last draft) and reports the
- * rollback cost: checkpoint save, restore and replay. First, a profiled
- * 64-token prefill: its kernels (the chunked delta rule among them) against
- * the per-token kernels of decode (halo run --profile). */
+ * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]
+ * Prints, per K and run: tokens/s against plain decode, rounds, the verify
+ * step's time against one plain decode step, draft time per drafted token,
+ * accept (keep) time per round, and for reject-last the extra time of a
+ * rejecting round over an accepting one. First, a profiled 64-token
+ * prefill: its kernels (the chunked delta rule among them) against the
+ * per-token kernels of decode (halo run --profile). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +23,17 @@
 
 #include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
+#include "runtime/tuning_db.h"
 
 typedef struct {
 	halo_drafter mtp;
 	const int32_t *ref;   /* plain greedy continuation */
 	int64_t n_ref, n_prompt;
-	bool reject_last;     /* force the last draft of each round wrong */
+	int mode;             /* a run_mode */
 } oracle_drafter;
+
+enum run_mode { ACCEPT_ALL, REJECT_LAST, NEVER_RIGHT, N_MODES };
+static const char *const mode_names[N_MODES] = {"accept-all", "reject-last", "never-right"};
 
 static int oracle_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_draft *out, char *err,
 			  size_t errlen)
@@ -36,7 +43,8 @@ static int oracle_propose(void *self, const int32_t *ctx, int64_t n, int k, halo
 	int64_t e = n - o->n_prompt;
 	for (int i = 0; i < m; i++) {
 		int32_t want = o->ref[e + i < o->n_ref ? e + i : o->n_ref - 1];
-		out[i] = (halo_draft){o->reject_last && i == m - 1 ? want ^ 1 : want, NULL};
+		bool wrong = o->mode == NEVER_RIGHT || (o->mode == REJECT_LAST && i == m - 1);
+		out[i] = (halo_draft){wrong ? want ^ 1 : want, NULL};
 	}
 	return m;
 }
@@ -56,13 +64,19 @@ static void die(const char *what, const char *err)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...]\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]\n");
 		return 2;
 	}
 	char err[2048];
-	halo_open_options oo = {.backend = strcmp(argv[2], "ref") == 0 ? HALO_BACKEND_REF : HALO_BACKEND_VULKAN};
+	halo_tuning_db *db = NULL;
+	bool missing;
+	if (argc == 6 && !(db = halo_tuning_db_read(argv[5], &missing, err, sizeof(err))))
+		die(argv[5], err);
+	halo_open_options oo = {.backend = strcmp(argv[2], "ref") == 0 ? HALO_BACKEND_REF : HALO_BACKEND_VULKAN,
+				.tuning = db};
 	halo_model *m = halo_model_open(argv[1], &oo, err, sizeof(err));
+	halo_tuning_db_free(db);
 	halo_session *s = m ? halo_session_create(m, err, sizeof(err)) : NULL;
 	if (!s)
 		die(argv[1], err);
@@ -96,14 +110,15 @@ int main(int argc, char **argv)
 	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
 	for (const char *k = argv[4]; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		int K = atoi(k);
-		for (int pass = 0; pass < 2; pass++) {
+		double round_s[N_MODES] = {0};
+		for (int mode = 0; mode < N_MODES; mode++) {
 			halo_mtp_drafter *md = halo_mtp_drafter_create(m, s, &greedy, 0, err, sizeof(err));
 			if (!md || !halo_session_reset(s, err, sizeof(err)) ||
 			    !halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
 				die("spec setup", err);
-			oracle_drafter od = {halo_mtp_drafter_iface(md), ref, n, 16, pass == 1};
+			oracle_drafter od = {halo_mtp_drafter_iface(md), ref, n, 16, mode};
 			halo_drafter d = {&od, oracle_propose, NULL};
-			halo_spec_options so = {.k = K, .sampling = greedy};
+			halo_spec_options so = {.k = K, .adaptive = mode == NEVER_RIGHT, .sampling = greedy};
 			halo_spec_stats st;
 			double t1 = now_s();
 			if (!halo_spec_generate(m, s, &d, &so, prompt, 16, row, n, out, &st, err, sizeof(err)))
@@ -112,14 +127,18 @@ int main(int argc, char **argv)
 			if (memcmp(out, ref, (size_t)n * sizeof(int32_t)) != 0)
 				die("speculate", "tokens differ from plain greedy decoding");
 			double rounds = (double)(st.rounds ? st.rounds : 1);
-			printf("K=%d %s: %.1f tokens/s (%.2fx plain), %lld rounds, %.2f tokens/round; verify(K+1) %.2f ms "
-			       "= %.2fx decode(1); draft %.2f ms/drafted token; rollback %.2f ms/round\n",
-			       K, pass ? "reject-last" : "accept-all", (double)n / dt, plain_step * (double)n / dt,
-			       (long long)st.rounds, (double)st.emitted / rounds, st.verify_s / rounds * 1e3,
+			round_s[mode] = dt / rounds;
+			printf("K=%d %s: %.1f tokens/s (%.2fx plain), %lld rounds (%lld plain), %.2f tokens/round; "
+			       "verify %.2f ms = %.2fx decode(1); draft %.2f ms/drafted token; accept %.3f ms/round\n",
+			       K, mode_names[mode], (double)n / dt, plain_step * (double)n / dt, (long long)st.rounds,
+			       (long long)st.plain_rounds, (double)st.emitted / rounds, st.verify_s / rounds * 1e3,
 			       st.verify_s / rounds / plain_step, st.draft_s / (double)(st.drafted ? st.drafted : 1) * 1e3,
-			       st.rollback_s / rounds * 1e3);
+			       st.accept_s / rounds * 1e3);
 			halo_mtp_drafter_free(md);
 		}
+		printf("K=%d rollback: a rejecting round takes %.2f ms, an accepting one %.2f ms (%+.1f%%)\n", K,
+		       round_s[REJECT_LAST] * 1e3, round_s[ACCEPT_ALL] * 1e3,
+		       100.0 * (round_s[REJECT_LAST] - round_s[ACCEPT_ALL]) / round_s[ACCEPT_ALL]);
 	}
 	halo_session_free(s);
 	halo_model_close(m);
