@@ -287,6 +287,10 @@ int ir_func_value(const ir_func *f, const char *name);
  * a later append. */
 int ir_func_add_value(ir_module *m, ir_func *f, const char *name, int producer, int producer_out);
 int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_loc loc);
+/* Appends a copy of s (its strings must live in the module arena or be
+ * static) to m->states and returns its id; pointers into m->states do not
+ * survive the call. */
+int ir_module_add_state(ir_module *m, const ir_state *s);
 /* Appends an attribute (copied, name and strings stay as given: they must
  * live in the module arena or be static) to node id nid of f. */
 void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a);

@@ -177,6 +177,13 @@ int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_lo
 	return f->n_nodes++;
 }
 
+int ir_module_add_state(ir_module *m, const ir_state *s)
+{
+	m->states = grow(m, m->states, m->n_states, &m->cap_states, sizeof(ir_state));
+	m->states[m->n_states] = *s;
+	return m->n_states++;
+}
+
 void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a)
 {
 	ir_node *n = &f->nodes[nid];

@@ -106,17 +106,10 @@ static int layer_state(ir_module *m, const ir_func *b, int bs, int layer)
 	int id = ir_module_state(m, name);
 	if (id >= 0)
 		return id;
-	if (m->n_states >= m->cap_states) {
-		int cap = m->n_states < 8 ? 16 : m->n_states * 2;
-		m->states = ir_arena_grow(&m->arena, m->states, (size_t)m->n_states * sizeof(ir_state),
-					  (size_t)cap * sizeof(ir_state));
-		m->cap_states = cap;
-	}
-	ir_state *s = &m->states[m->n_states];
-	*s = *src;
-	s->name = name;
-	s->layer = layer;
-	return m->n_states++;
+	ir_state s = *src;
+	s.name = name;
+	s.layer = layer;
+	return ir_module_add_state(m, &s);
 }
 
 static int copy_value(expand_ctx *c, const ir_value *src, const char *name, int producer, int k)

@@ -33,22 +33,15 @@ static int slots_state(ir_module *m, int s, int64_t rows)
 	int id = ir_module_state(m, name);
 	if (id >= 0)
 		return id;
-	if (m->n_states >= m->cap_states) {
-		int cap = m->n_states < 8 ? 16 : m->n_states * 2;
-		m->states = ir_arena_grow(&m->arena, m->states, (size_t)m->n_states * sizeof(ir_state),
-					  (size_t)cap * sizeof(ir_state));
-		m->cap_states = cap;
-	}
-	ir_state *t = &m->states[m->n_states];
-	*t = m->states[s];
-	t->name = name;
-	t->kind = "slots";
-	t->slots_of = s;
-	t->shape.rank = m->states[s].shape.rank + 1;
-	t->shape.dim[0] = ir_dim_const(rows);
+	ir_state t = m->states[s];
+	t.name = name;
+	t.kind = "slots";
+	t.slots_of = s;
+	t.shape.rank = m->states[s].shape.rank + 1;
+	t.shape.dim[0] = ir_dim_const(rows);
 	for (int i = 0; i < m->states[s].shape.rank; i++)
-		t->shape.dim[i + 1] = m->states[s].shape.dim[i];
-	return m->n_states++;
+		t.shape.dim[i + 1] = m->states[s].shape.dim[i];
+	return ir_module_add_state(m, &t);
 }
 
 /* The node producing w's value, when it can give its state after each token
