@@ -10,6 +10,7 @@
 #include "codegen/emit_manifest.h"
 #include "codegen/lower.h"
 #include "codegen/select_kernels.h"
+#include "codegen/tokenizer_section.h"
 #include "codegen/kernel_variant.h"
 #include "codegen/weights.h"
 #include "ir/read_model.h"
@@ -28,6 +29,7 @@ typedef struct {
 	uint8_t *spirv;
 	size_t spirv_size;
 	char *json;
+	cg_tokenizer_sections tokenizer;
 } compile_state;
 
 static void compile_free(compile_state *c)
@@ -40,6 +42,7 @@ static void compile_free(compile_state *c)
 	free(c->man.states);
 	free(c->json);
 	free(c->spirv);
+	cg_tokenizer_sections_free(&c->tokenizer);
 	cg_weights_free(c->weights);
 	halo_st_close(c->st);
 	halo_st_close(c->drafter_st);
@@ -223,6 +226,10 @@ static bool write_bundle(compile_state *c, const char *path, char *err, size_t e
 	}
 	bool ok = halo_bundle_writer_add(w, "manifest", c->json, strlen(c->json), 0, err, errlen) == 0 &&
 		  halo_bundle_writer_add(w, "spirv", c->spirv, c->spirv_size, 0, err, errlen) == 0 &&
+		  (!c->tokenizer.json ||
+		   (halo_bundle_writer_add(w, "tokenizer", c->tokenizer.json, c->tokenizer.json_size, 0, err, errlen) == 0 &&
+		    halo_bundle_writer_add(w, "tokenizer_meta", c->tokenizer.meta, strlen(c->tokenizer.meta), 0, err,
+					   errlen) == 0)) &&
 		  halo_bundle_writer_add_stream(w, "weights", cg_weights_size(c->weights), 0, cg_weights_fill,
 						c->weights, err, errlen) == 0 &&
 		  halo_bundle_writer_write(w, path, err, errlen) == 0;
@@ -279,7 +286,9 @@ static void fill_stats(const compile_state *c, cg_compile_stats *s)
 bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err, size_t errlen)
 {
 	compile_state c = {0};
-	bool ok = read_and_plan(&c, o, err, errlen) && open_weights(&c, o, err, errlen) &&
+	bool ok = read_and_plan(&c, o, err, errlen) &&
+		  (o->no_tokenizer || cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
+		  open_weights(&c, o, err, errlen) &&
 		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen);
 	if (ok)
 		bound_ngram_tables(&c);

@@ -33,6 +33,9 @@ typedef struct {
 	/* > 0: the most drafts a speculative round verifies (halo compile
 	 * --draft-max, 1..IR_DRAFT_MAX_LIMIT); 0: the model file's draft_max. */
 	int64_t draft_max;
+	/* Leave the checkpoint's tokenizer.json out of the bundle (it is
+	 * embedded by default, when present; codegen/tokenizer_section.h). */
+	bool no_tokenizer;
 	/* Called as the weights are converted and written (may be NULL). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;

@@ -13,7 +13,8 @@ static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
 	      "                    [--random-weights SEED] [--targets ref|ref,vulkan]\n"
-	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] -o OUT.halo\n"
+	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
+	      "                    -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
 	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
@@ -44,13 +45,18 @@ static void compile_usage(FILE *out)
 	      "                         (default: the model file's draft_max, 4): sizes the verify\n"
 	      "                         entry and its per-token recurrent state slots (K + 1 copies\n"
 	      "                         of each recurrent state, in the summary line)\n"
+	      "  --no-tokenizer         leave the checkpoint's tokenizer out of the bundle (by\n"
+	      "                         default tokenizer.json, with tokenizer_config.json's chat\n"
+	      "                         template and special tokens and generation_config.json's\n"
+	      "                         eos_token_id, is embedded when present; halo tokenize\n"
+	      "                         reads it)\n"
 	      "  -h, --help             this text\n",
 	      out);
 }
 
 typedef struct {
 	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
-	bool help, mtp, no_mtp;
+	bool help, mtp, no_mtp, no_tokenizer;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -64,6 +70,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			a->mtp = true;
 		else if (strcmp(s, "--no-mtp") == 0)
 			a->no_mtp = true;
+		else if (strcmp(s, "--no-tokenizer") == 0)
+			a->no_tokenizer = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
@@ -92,6 +100,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->hf_dir = a->hf;
 	o->out_path = a->out;
 	o->no_mtp = a->no_mtp;
+	o->no_tokenizer = a->no_tokenizer;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
 	o->ref_only = a->targets && strcmp(a->targets, "ref") == 0;

@@ -3,7 +3,7 @@
 set -eu
 
 PKGS="build-essential pkg-config meson ninja-build python3
-libyaml-dev libjson-c-dev libxxhash-dev
+libyaml-dev libjson-c-dev libxxhash-dev libpcre2-dev libutf8proc-dev
 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
 libshaderc-dev glslc glslang-dev spirv-tools
 clang-19 llvm-19-dev lld-19 libclang-rt-19-dev"
