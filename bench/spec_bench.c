@@ -10,7 +10,10 @@
  *                drafter costs once adaptation turns drafting down.
  *
  * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]
- * Prints, per K and run: tokens/s against plain decode, rounds, the verify
+ * Plain decode runs twice and the second, warm run is the baseline. Then
+ * verify(K+1) steps on their own against decode(1) (any bundle with a
+ * verify entry: the dense models too). With a draft head, per K and run:
+ * tokens/s against plain decode, rounds, the verify
  * step's time against one plain decode step, draft time per drafted token,
  * accept (keep) time per round, and for reject-last the extra time of a
  * rejecting round over an accepting one. First, a profiled 64-token
@@ -62,6 +65,34 @@ static void die(const char *what, const char *err)
 	exit(1);
 }
 
+/* verify(K+1) against decode(1) on their own: steps of K + 1 of the plain
+ * continuation's tokens, each kept to its first token (halo_session_keep),
+ * so the position moves one token per step as in plain decoding. */
+static void verify_ratio(halo_session *s, int64_t vocab, const int32_t *ref, int64_t n, const char *ks,
+			 double plain_step)
+{
+	char err[2048];
+	float *rows = malloc((size_t)(HALO_SPEC_K_MAX + 1) * (size_t)vocab * sizeof(float));
+	for (const char *k = ks; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		int K = atoi(k);
+		int32_t prompt[16];
+		for (int i = 0; i < 16; i++)
+			prompt[i] = ref[i];
+		if (!halo_session_reset(s, err, sizeof(err)) ||
+		    !halo_session_prefill(s, prompt, 16, NULL, NULL, err, sizeof(err)))
+			die("verify ratio", err);
+		int64_t steps = n - K - 1;
+		double t0 = now_s();
+		for (int64_t i = 0; i < steps; i++)
+			if (!halo_session_step(s, "verify", ref + i, K + 1, rows, err, sizeof(err)) ||
+			    !halo_session_keep(s, 1, err, sizeof(err)))
+				die("verify ratio", err);
+		double step = (now_s() - t0) / (double)steps;
+		printf("K=%d verify(%d) alone: %.2f ms = %.2fx decode(1)\n", K, K + 1, step * 1e3, step / plain_step);
+	}
+	free(rows);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5 && argc != 6) {
@@ -94,21 +125,32 @@ int main(int argc, char **argv)
 		die("reset", err);
 	float *row = malloc((size_t)vocab * sizeof(float));
 	int32_t *ref = malloc((size_t)n * sizeof(int32_t)), *out = malloc((size_t)n * sizeof(int32_t));
-	if (!halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
-		die("prefill", err);
-	/* plain greedy, timed after the first step (recording, warm-up) */
-	double t0 = 0;
-	for (int64_t i = 0; i < n; i++) {
-		ref[i] = halo_argmax(row, vocab);
-		if (i == 1)
-			t0 = now_s();
-		if (i + 1 < n && !halo_session_step(s, "decode", &ref[i], 1, row, err, sizeof(err)))
-			die("decode", err);
+	/* plain greedy, timed after the first step (recording); twice, and the
+	 * second run is the baseline: the first warms the GPU's clocks up */
+	double plain_step = 0;
+	for (int run = 0; run < 2; run++) {
+		if (!halo_session_reset(s, err, sizeof(err)) ||
+		    !halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
+			die("prefill", err);
+		double t0 = 0;
+		for (int64_t i = 0; i < n; i++) {
+			ref[i] = halo_argmax(row, vocab);
+			if (i == 1)
+				t0 = now_s();
+			if (i + 1 < n && !halo_session_step(s, "decode", &ref[i], 1, row, err, sizeof(err)))
+				die("decode", err);
+		}
+		plain_step = (now_s() - t0) / (double)(n - 2);
+		printf("plain decode (%s): %.2f ms/token, %.1f tokens/s\n", run ? "baseline" : "warm-up",
+		       plain_step * 1e3, 1.0 / plain_step);
 	}
-	double plain_step = (now_s() - t0) / (double)(n - 2);
-	printf("plain decode: %.2f ms/token, %.1f tokens/s\n", plain_step * 1e3, 1.0 / plain_step);
+	verify_ratio(s, vocab, ref, n, argv[4], plain_step);
+	halo_entry_info draft;
+	bool has_draft = halo_model_entry(m, HALO_MTP_STEP_ENTRY, &draft);
+	if (!has_draft)
+		puts("no draft head: verify steps only");
 	const halo_sampling greedy = {.temperature = 0, .top_k = 0, .top_p = 1};
-	for (const char *k = argv[4]; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+	for (const char *k = has_draft ? argv[4] : ""; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		int K = atoi(k);
 		double round_s[N_MODES] = {0};
 		for (int mode = 0; mode < N_MODES; mode++) {

@@ -31,7 +31,7 @@ done
 # compresses away, which keeps the carried tree under its size limit.
 tar -C .devrun/stage -cf - halo-bin | xz -9 --lzma2=preset=9,dict=256MiB > .devrun/bin.tar.xz
 rm -rf .devrun/stage
-for l in libyaml-0.so.2 libjson-c.so.5 libxxhash.so.0; do
+for l in libyaml-0.so.2 libjson-c.so.5 libxxhash.so.0 libpcre2-8.so.0 libutf8proc.so.2; do
 	cp -L "/lib/x86_64-linux-gnu/$l" .devrun/lib/
 done
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
