@@ -144,6 +144,30 @@ static bool get_type(load_ctx *c, json_object *o, const char *path, const char *
 	return fail(c, p, "'%s' is not supported", type);
 }
 
+/* A Sequence component: {"type": "Sequence", key: [...]}, each item read
+ * by read_item at its own JSON path, in order. */
+static bool read_sequence(load_ctx *c, json_object *o, const char *path, const char *key,
+			  bool (*read_item)(load_ctx *c, json_object *o, const char *path))
+{
+	const char *const keys[] = {"type", key, NULL};
+	json_path p;
+	sub_key(p, path, key);
+	json_object *list = member(o, key);
+	if (!known_keys(c, o, path, keys))
+		return false;
+	if (!list)
+		return fail(c, p, "missing");
+	if (!want(c, list, p, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_path q;
+		sub_index(q, p, i);
+		if (!read_item(c, json_object_array_get_idx(list, i), q))
+			return false;
+	}
+	return true;
+}
+
 /* ---- normalizer ---- */
 
 static bool read_normalizer(load_ctx *c, json_object *o, const char *path)
@@ -155,7 +179,7 @@ static bool read_normalizer(load_ctx *c, json_object *o, const char *path)
 		UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT,
 		UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT,
 	};
-	static const char *const form_keys[] = {"type", NULL}, *const seq_keys[] = {"type", "normalizers", NULL};
+	static const char *const form_keys[] = {"type", NULL};
 	int which;
 	if (!get_type(c, o, path, names, &which))
 		return false;
@@ -167,22 +191,7 @@ static bool read_normalizer(load_ctx *c, json_object *o, const char *path)
 		n[c->t->n_norm++] = options[which];
 		return known_keys(c, o, path, form_keys);
 	}
-	json_path p;
-	sub_key(p, path, "normalizers");
-	json_object *list = member(o, "normalizers");
-	if (!known_keys(c, o, path, seq_keys))
-		return false;
-	if (!list)
-		return fail(c, p, "missing");
-	if (!want(c, list, p, json_type_array))
-		return false;
-	for (size_t i = 0; i < json_object_array_length(list); i++) {
-		json_path q;
-		sub_index(q, p, i);
-		if (!read_normalizer(c, json_object_array_get_idx(list, i), q))
-			return false;
-	}
-	return true;
+	return read_sequence(c, o, path, "normalizers", read_normalizer);
 }
 
 /* ---- pre-tokenizers ---- */
@@ -264,28 +273,11 @@ static bool read_byte_level(load_ctx *c, json_object *o, const char *path, bool 
 static bool read_pre_tokenizer(load_ctx *c, json_object *o, const char *path)
 {
 	static const char *const names[] = {"Split", "ByteLevel", "Sequence", NULL};
-	static const char *const seq_keys[] = {"type", "pretokenizers", NULL};
 	int which;
 	if (!get_type(c, o, path, names, &which))
 		return false;
-	if (which == 2) {
-		json_path p;
-		sub_key(p, path, "pretokenizers");
-		json_object *list = member(o, "pretokenizers");
-		if (!known_keys(c, o, path, seq_keys))
-			return false;
-		if (!list)
-			return fail(c, p, "missing");
-		if (!want(c, list, p, json_type_array))
-			return false;
-		for (size_t i = 0; i < json_object_array_length(list); i++) {
-			json_path q;
-			sub_index(q, p, i);
-			if (!read_pre_tokenizer(c, json_object_array_get_idx(list, i), q))
-				return false;
-		}
-		return true;
-	}
+	if (which == 2)
+		return read_sequence(c, o, path, "pretokenizers", read_pre_tokenizer);
 	tk_pretok *p = new_pretok(c);
 	if (!p)
 		return oom(c);
