@@ -873,7 +873,7 @@ static bool check_operands(const ir_func *f, const ir_node *n, const ir_op_info 
 			     n->name ? n->name : "?", info->min_in, n->n_in);
 		return false;
 	}
-	if (info->n_out != IR_OP_VARIADIC && n->n_out != info->n_out) {
+	if (!ir_op_result_count_ok(n->op, n->n_out)) {
 		ir_error_set(err, n->loc, "%s '%s': has %d result(s), got %d", ir_op_name(n->op), n->name ? n->name : "?",
 			     info->n_out, n->n_out);
 		return false;

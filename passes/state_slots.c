@@ -63,27 +63,26 @@ static int steps_producer(const ir_module *m, const ir_func *f, const ir_node *w
 	return -1;
 }
 
-/* Gives producer p its steps result and adds the sink that writes it into
- * the slots of the state that node w writes. */
-static void add_slot_write(ir_module *m, ir_func *f, int w, int p, int slots)
+/* Gives producer p its steps result, shaped by the op's own rule
+ * (ir_op_infer), and adds the sink that writes it into the slots of the
+ * state that node w writes. */
+static bool add_slot_write(ir_module *m, ir_func *f, int w, int p, int slots, ir_error *err)
 {
-	const ir_value *state = &f->values[f->nodes[w].in[0]];
-	const char *vname = ir_arena_printf(&m->arena, "%s.steps", state->name);
+	const char *vname = ir_arena_printf(&m->arena, "%s.steps", f->values[f->nodes[w].in[0]].name);
 	int n_out = f->nodes[p].n_out;
 	int v = ir_func_add_value(m, f, vname, p, n_out);
-	ir_value *sv = &f->values[v];
-	const ir_value *st = &f->values[f->nodes[w].in[0]];
-	sv->dtype = st->dtype;
-	sv->shape.rank = st->shape.rank + 1;
-	sv->shape.dim[0] = (ir_dim){1, 0};
-	for (int i = 0; i < st->shape.rank; i++)
-		sv->shape.dim[i + 1] = st->shape.dim[i];
-	sv->shape_known = true;
 	int *out = ir_arena_alloc(&m->arena, (size_t)(n_out + 1) * sizeof(int));
 	memcpy(out, f->nodes[p].out, (size_t)n_out * sizeof(int));
 	out[n_out] = v;
 	f->nodes[p].out = out;
 	f->nodes[p].n_out = n_out + 1;
+	ir_shape shapes[n_out + 1];
+	halo_dtype dtypes[n_out + 1];
+	if (!ir_op_infer(m, f, &f->nodes[p], shapes, dtypes, err))
+		return false;
+	f->values[v].shape = shapes[n_out];
+	f->values[v].dtype = dtypes[n_out];
+	f->values[v].shape_known = true;
 
 	const char *name = ir_arena_printf(&m->arena, "%s.slots", f->nodes[w].name);
 	int n = ir_func_add_node(m, f, IR_OP_STATE_WRITE, name, f->nodes[w].loc);
@@ -95,6 +94,7 @@ static void add_slot_write(ir_module *m, ir_func *f, int w, int p, int slots)
 	sink->in[0] = v;
 	sink->n_in = 1;
 	ir_node_add_attr(m, f, n, &(ir_attr){.name = "at", .kind = IR_ATTR_STR, .s = "start"});
+	return true;
 }
 
 /* Adds the slot writes to graph f, for an entry named entry. */
@@ -110,7 +110,8 @@ static bool slot_graph(ir_module *m, int fi, int64_t rows, const char *entry, ir
 		int p = steps_producer(m, f, w, entry, err);
 		if (p < 0)
 			return false;
-		add_slot_write(m, f, i, p, slots_state(m, w->ref, rows));
+		if (!add_slot_write(m, f, i, p, slots_state(m, w->ref, rows), err))
+			return false;
 	}
 	return true;
 }

@@ -87,6 +87,23 @@ static void test_matmul(void)
 	CHECK(infer(nid, s, t, &err) && strcmp(str(&s[0]), "[T, 96]") == 0, "matmul: %s %s", err.msg, str(&s[0]));
 }
 
+/* A recurrent op's optional steps result: [T, ...state], one more than the
+ * table's count; a fourth result is refused. */
+static void test_steps_result(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 2, (ir_dim[]){T1, C(8)}), st = input("st", HALO_F32, 2, (ir_dim[]){C(3), C(8)});
+	int w = input("w", HALO_F32, 2, (ir_dim[]){C(8), C(4)});
+	int nid = node(IR_OP_CONV1D_CAUSAL, "c", 3, (int[]){x, st, w}, 3);
+	ir_shape s[4];
+	halo_dtype t[4];
+	ir_error err;
+	CHECK(infer(nid, s, t, &err) && strcmp(str(&s[2]), "[T, 3, 8]") == 0, "conv1d_causal steps: %s %s", err.msg,
+	      str(&s[2]));
+	nid = node(IR_OP_CONV1D_CAUSAL, "c4", 3, (int[]){x, st, w}, 4);
+	CHECK(!infer(nid, s, t, &err) && strstr(err.msg, "got 4"), "a fourth result accepted: %s", err.msg);
+}
+
 static void test_broadcast(void)
 {
 	fresh();
@@ -195,6 +212,7 @@ static void test_compact(void)
 int main(void)
 {
 	test_matmul();
+	test_steps_result();
 	test_broadcast();
 	test_reshape_and_rope();
 	test_attention_and_routing();
