@@ -19,12 +19,7 @@ layers=${3:-36}
 budget=${4:-120}
 bundle=/tmp/qwen3_8b_f16.halo
 cfg=/tmp/qwen3_8b_cfg
-mkdir -p "$cfg"
-python3 -c '
-import json, sys
-c = json.load(open("tools/gpu/bench/qwen3_8b/config.json"))
-c["num_hidden_layers"] = int(sys.argv[2])
-json.dump(c, open(sys.argv[1] + "/config.json", "w"), indent=1)' "$cfg" "$layers"
+python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 model="qwen3-8b-shape"
 [ "$layers" -eq 36 ] || model="qwen3-8b-shape-${layers}L"
 

@@ -13,12 +13,7 @@ layers=${1:-4}
 n=${2:-128}
 bundle=/tmp/qwen3_8b_verify.halo
 cfg=/tmp/qwen3_8b_verify_cfg
-mkdir -p "$cfg"
-python3 -c '
-import json, sys
-c = json.load(open("tools/gpu/bench/qwen3_8b/config.json"))
-c["num_hidden_layers"] = int(sys.argv[2])
-json.dump(c, open(sys.argv[1] + "/config.json", "w"), indent=1)' "$cfg" "$layers"
+python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 "$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 -o "$bundle" 2>&1 | tail -1 |
 	tee "$out/dense_compile.txt"
 "$HALO_BIN/spec_bench" "$bundle" vulkan "$n" 1,2,3,4 ${3:-} | tee "$out/dense_verify.txt"
