@@ -94,10 +94,13 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 	    !vk_cmd_begin(b->ctx, &cmd, &e))
 		die(k.signature, e.msg);
 	uint32_t push = (uint32_t)T;
+	VkPipeline pipeline; /* specialised for T as the runtime's is */
+	if (!vk_pipeline_for_t(b->ctx, &p, (uint32_t)T, &pipeline, &e))
+		die(k.signature, e.msg);
 	vk_cmd_timer_reset(&cmd, &timer);
 	vk_cmd_timestamp(&cmd, &timer, 0);
 	for (int i = 0; i < b->iters; i++) {
-		vk_cmd_dispatch(&cmd, &p, set[i % copies], &push, kv_groups_eval(&k, 0, T), kv_groups_eval(&k, 1, T),
+		vk_cmd_dispatch(&cmd, &p, pipeline, set[i % copies], &push, kv_groups_eval(&k, 0, T), kv_groups_eval(&k, 1, T),
 				kv_groups_eval(&k, 2, T));
 		vk_cmd_barrier(&cmd);
 	}

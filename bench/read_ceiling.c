@@ -60,7 +60,7 @@ double read_ceiling_gbps(vk_ctx *ctx, glsl_compiler *cc, size_t bytes, int reps)
 	uint32_t n = (uint32_t)(bytes / 16);
 	vk_cmd_timer_reset(&cmd, &timer);
 	vk_cmd_timestamp(&cmd, &timer, 0);
-	vk_cmd_dispatch(&cmd, &p, set, &n, GROUPS, 1, 1);
+	vk_cmd_dispatch(&cmd, &p, p.pipeline, set, &n, GROUPS, 1, 1);
 	vk_cmd_timestamp(&cmd, &timer, 1);
 	if (!vk_cmd_end(&cmd, &e) || !vk_cmd_submit_wait(ctx, &cmd, &e))
 		die("warm-up", e.msg);

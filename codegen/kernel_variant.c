@@ -356,13 +356,16 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
  * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
  * four column groups per workgroup at least, more columns per group only when
  * the grid would pass its limit (a vocabulary-sized head), two loads in
- * flight per lane, and columns that do not grow with T: on the H200 growing
- * them cost T = 1 a third of its speed (13.4 -> 18.2 us at 4096 x 4096, the
- * registers of the 4-column path) and gained at most 10% at T = 8. */
+ * flight per lane, and columns that grow with T (each x load then serves
+ * more weight bytes at T > 1). Growing them used to cost T = 1 a third of
+ * its speed on the H200 (13.4 -> 18.2 us at 4096 x 4096: the registers of
+ * the 4-column path, compiled into the same pipeline); the runtime now
+ * specialises pipelines for each small T (vk_pipeline_for_t), so a T = 1
+ * step compiles only its 1-column path. */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
-	kv_tiles t = {.split = 16, .cols = 1};
+	kv_tiles t = {.split = 16, .cols = 1, .grow = 1};
 	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
 		t.split *= 2;
 	t.local = t.split > 128 ? t.split : 128;
@@ -1323,8 +1326,8 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
  * 41.4 -> 32.5 us at T = 8, which speculative verification runs); the
  * shared-memory-tree form that needs no subgroup operations (the one every
  * device runs); then what the sweeps found slower everywhere (fewer loads in
- * flight, wider workgroups, columns that grow with T), past the compiler's
- * first 8 candidates. */
+ * flight, wider workgroups) and the heuristic's columns fixed at every T,
+ * past the compiler's first 8 candidates. */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);

@@ -15,7 +15,10 @@
  * staging buffer; the recording copies them into the step buffer every
  * kernel sees as its last binding (kernels/vulkan/README.md) and into the
  * activation arena, runs the dispatches, and copies the logits back into the
- * staging buffer. T is also a push constant, fixed per recording. */
+ * staging buffer. T is also a push constant, fixed per recording; a
+ * recording of T <= VK_PIPELINE_SPEC_T_MAX binds the kernels' pipelines
+ * specialised for T (vk_pipeline_for_t), made when first recorded. Like the
+ * queue, they are the model's: sessions of one model step one at a time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,11 +546,14 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 	for (int i = 0; i < e->n_dispatch; i++) {
 		const halo_dispatch *d = &e->dispatch[i];
 		const halo_kernel *k = &s->b->manifest->kernels[picked_kernel(s->b, d)];
+		vk_pipeline *p = &s->b->pipelines[picked_kernel(s->b, d)];
+		VkPipeline pipeline;
+		if (!vk_pipeline_for_t(s->b->ctx, p, (uint32_t)T, &pipeline, &ve))
+			return vk_to_err(&ve, err, errlen);
 		if ((d->barrier || isolate) && i > 0) /* dispatch 0's barrier is the one above */
 			vk_cmd_barrier(&r->cmd);
-		vk_cmd_dispatch(&r->cmd, &s->b->pipelines[picked_kernel(s->b, d)], s->sets[ei][i], push,
-				halo_grid_eval(k->groups[0], T), halo_grid_eval(k->groups[1], T),
-				halo_grid_eval(k->groups[2], T));
+		vk_cmd_dispatch(&r->cmd, p, pipeline, s->sets[ei][i], push, halo_grid_eval(k->groups[0], T),
+				halo_grid_eval(k->groups[1], T), halo_grid_eval(k->groups[2], T));
 		if (profiled)
 			vk_cmd_timestamp(&r->cmd, &r->timer, (uint32_t)i + 1);
 	}

@@ -31,7 +31,7 @@ void main()
 	uint c = gl_GlobalInvocationID.x, r = gl_WorkGroupID.y;
 	if (c >= C)
 		return;
-	if (r < pc.T) {
+	if (r < STEP_T) {
 		float acc = 0.0;
 		for (uint j = 0u; j < K; j++)
 			acc += load_w(c * K + j) * seq(r + j * DILATION, c);
@@ -44,6 +44,6 @@ void main()
 			steps[(r * HIST + j) * C + c] = seq(r + 1u + j, c);
 #endif
 	} else {
-		ns[(r - pc.T) * C + c] = seq(r, c);
+		ns[(r - STEP_T) * C + c] = seq(r, c);
 	}
 }

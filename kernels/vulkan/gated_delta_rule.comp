@@ -39,7 +39,7 @@ void main()
 	float s[DK];
 	for (uint i = 0u; i < DK; i++)
 		s[i] = live ? s_in[sb + i * DV] : 0.0;
-	for (uint t = 0u; t < pc.T; t++) {
+	for (uint t = 0u; t < STEP_T; t++) {
 		uint kb = (t * HK + kh) * DK;
 		barrier(); // the previous token is done with ks, qs
 		for (uint i = l; i < DK; i += LS_X) {

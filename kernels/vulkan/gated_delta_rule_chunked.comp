@@ -178,8 +178,8 @@ void main()
 	for (uint j = ly; j < DK; j += LS_Y)
 		ss[j * LS_X + lx] = live ? s_in[sb + j * DV] : 0.0;
 	float oi[CH / LS_Y];
-	for (uint t0 = 0u; t0 < pc.T; t0 += CH) {
-		uint n = min(CH, pc.T - t0);
+	for (uint t0 = 0u; t0 < STEP_T; t0 += CH) {
+		uint n = min(CH, STEP_T - t0);
 		barrier(); // the state is in; the previous chunk is done with mm, dd
 		chunk_decays(lid, t0, n, h);
 		barrier();

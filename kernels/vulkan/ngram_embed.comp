@@ -69,7 +69,7 @@ void main()
 {
 	uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
 	if (t == 0u && e < HN)
-		nh[e] = float(seq_at(pc.T + e) + 1u);
+		nh[e] = float(seq_at(STEP_T + e) + 1u);
 #ifdef STEPS
 	if (e < HN)
 		steps[t * HN + e] = float(seq_at(t + 1u + e) + 1u);

@@ -9,6 +9,15 @@ layout(push_constant) uniform Push {
 	uint T;
 } pc;
 
+// The runtime specialises each kernel for the small T of decode and
+// verification steps (runtime/vulkan/vk_pipeline.h, VK_PIPELINE_SPEC_T_MAX):
+// with T a constant, loops over rows unroll and a per-T path (matvec's
+// columns per group) is the only one compiled, so a kernel that serves T = 8
+// costs no registers at T = 1. 0: T is the push constant's (large steps,
+// whose every T would otherwise be a pipeline of its own).
+layout(constant_id = 0) const uint T_SPEC = 0u;
+#define STEP_T (T_SPEC != 0u ? T_SPEC : pc.T)
+
 // The step record, the last binding of every kernel: what changes from one
 // replay of a recording to the next lives in memory, not in the commands.
 // pos: position of the step's first token.
@@ -18,12 +27,12 @@ layout(set = 0, binding = B_STEP) readonly buffer Step {
 };
 
 // A dim affine in T: AFF(X) = X_T * T + X_C.
-#define AFF(n) (n##_T * pc.T + n##_C)
+#define AFF(n) (n##_T * STEP_T + n##_C)
 
 // The rows of x a matmul step covers: RPT rows per token (several for the
 // hyper-connection streams of one token, codegen/kernel_variant.c).
 #ifdef RPT
-#define ROWS (RPT * pc.T)
+#define ROWS (RPT * STEP_T)
 #endif
 
 // The functions kernels/ops.def's elementwise expressions call.

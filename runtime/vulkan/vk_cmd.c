@@ -58,10 +58,10 @@ bool vk_cmd_end(vk_cmd *cmd, vk_error *err)
 	return r == VK_SUCCESS || vk_fail(err, r, "vkEndCommandBuffer");
 }
 
-void vk_cmd_dispatch(vk_cmd *cmd, const vk_pipeline *p, VkDescriptorSet set, const void *push,
-		     uint32_t groups_x, uint32_t groups_y, uint32_t groups_z)
+void vk_cmd_dispatch(vk_cmd *cmd, const vk_pipeline *p, VkPipeline pipeline, VkDescriptorSet set,
+		     const void *push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z)
 {
-	vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+	vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
 	vkCmdBindDescriptorSets(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
 				NULL);
 	if (p->push_size)

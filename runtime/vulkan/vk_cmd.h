@@ -23,10 +23,11 @@ void vk_cmd_destroy(vk_ctx *ctx, vk_cmd *cmd); /* zeroes *cmd; a zeroed cmd is o
 bool vk_cmd_begin(vk_ctx *ctx, vk_cmd *cmd, vk_error *err);
 bool vk_cmd_end(vk_cmd *cmd, vk_error *err);
 
-/* Binds pipeline and set, pushes push_size bytes (the pipeline's push range)
- * and dispatches groups_x * groups_y * groups_z workgroups. */
-void vk_cmd_dispatch(vk_cmd *cmd, const vk_pipeline *p, VkDescriptorSet set, const void *push,
-		     uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);
+/* Binds pipeline (p's generic one or a specialisation of it,
+ * vk_pipeline_for_t) and set, pushes push_size bytes (p's push range) and
+ * dispatches groups_x * groups_y * groups_z workgroups. */
+void vk_cmd_dispatch(vk_cmd *cmd, const vk_pipeline *p, VkPipeline pipeline, VkDescriptorSet set,
+		     const void *push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);
 /* Compute -> compute: shader writes before it are visible to shader reads
  * and writes after it. The compiler decides where these go. */
 void vk_cmd_barrier(vk_cmd *cmd);

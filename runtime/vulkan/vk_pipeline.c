@@ -43,6 +43,34 @@ static bool create_layout(vk_ctx *ctx, vk_pipeline *p, vk_error *err)
 	return r == VK_SUCCESS || vk_fail(err, r, "vkCreatePipelineLayout");
 }
 
+/* A compute pipeline of p's module and layout; spec_t > 0 sets the kernels'
+ * T_SPEC specialization constant (constant_id 0, kernels/vulkan/prelude.glsl)
+ * to it. A module without the constant ignores the map entry. */
+static bool create_compute(vk_ctx *ctx, const vk_pipeline *p, uint32_t spec_t, VkPipeline *out, vk_error *err)
+{
+	VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = sizeof(uint32_t)};
+	VkSpecializationInfo spec = {
+		.mapEntryCount = 1,
+		.pMapEntries = &entry,
+		.dataSize = sizeof spec_t,
+		.pData = &spec_t,
+	};
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage =
+		    {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.module = p->module,
+			.pName = "main",
+			.pSpecializationInfo = spec_t ? &spec : NULL,
+		},
+		.layout = p->layout,
+	};
+	VkResult r = vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &ci, NULL, out);
+	return r == VK_SUCCESS || vk_fail(err, r, "vkCreateComputePipelines");
+}
+
 static bool create_pipeline(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, vk_pipeline *p,
 			    vk_error *err)
 {
@@ -54,18 +82,7 @@ static bool create_pipeline(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, 
 	VkResult r = vkCreateShaderModule(ctx->device, &mi, NULL, &p->module);
 	if (r != VK_SUCCESS)
 		return vk_fail(err, r, "vkCreateShaderModule");
-	VkComputePipelineCreateInfo ci = {
-		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-		.stage = {
-			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
-			.module = p->module,
-			.pName = "main",
-		},
-		.layout = p->layout,
-	};
-	r = vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &ci, NULL, &p->pipeline);
-	return r == VK_SUCCESS || vk_fail(err, r, "vkCreateComputePipelines");
+	return create_compute(ctx, p, 0, &p->pipeline, err);
 }
 
 bool vk_pipeline_create(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, uint32_t n_bindings,
@@ -81,8 +98,23 @@ bool vk_pipeline_create(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, uint
 	return false;
 }
 
+bool vk_pipeline_for_t(vk_ctx *ctx, vk_pipeline *p, uint32_t T, VkPipeline *out, vk_error *err)
+{
+	if (T == 0 || T > VK_PIPELINE_SPEC_T_MAX) {
+		*out = p->pipeline;
+		return true;
+	}
+	if (!p->by_t[T - 1] && !create_compute(ctx, p, T, &p->by_t[T - 1], err))
+		return false;
+	*out = p->by_t[T - 1];
+	return true;
+}
+
 void vk_pipeline_destroy(vk_ctx *ctx, vk_pipeline *p)
 {
+	for (int i = 0; i < VK_PIPELINE_SPEC_T_MAX; i++)
+		if (p->by_t[i])
+			vkDestroyPipeline(ctx->device, p->by_t[i], NULL);
 	if (p->pipeline)
 		vkDestroyPipeline(ctx->device, p->pipeline, NULL);
 	if (p->layout)

@@ -12,18 +12,32 @@
 
 #include <stddef.h>
 
+/* Steps of up to this many tokens (decode, speculative verification, a
+ * draft head's steps) run pipelines specialised for their T: the kernels'
+ * T_SPEC constant (kernels/vulkan/prelude.glsl). Larger steps (prefill, of
+ * any T) share the generic pipeline. */
+#define VK_PIPELINE_SPEC_T_MAX 8
+
 typedef struct {
 	VkShaderModule module;
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout layout;
-	VkPipeline pipeline;
+	VkPipeline pipeline;                     /* generic: T from the push constant */
+	VkPipeline by_t[VK_PIPELINE_SPEC_T_MAX]; /* by_t[T - 1]: specialised for T, made on first use */
 	uint32_t n_bindings;
 	uint32_t push_size;
 } vk_pipeline;
 
-/* spirv: n_words 32-bit words with entry point "main". */
+/* spirv: n_words 32-bit words with entry point "main". Creates the generic
+ * pipeline only. */
 bool vk_pipeline_create(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, uint32_t n_bindings,
 			uint32_t push_size, vk_pipeline *out, vk_error *err);
+/* The pipeline to dispatch for a step of T tokens: for 1 <= T <=
+ * VK_PIPELINE_SPEC_T_MAX the one specialised for T (created now if it does
+ * not exist yet, owned by p), else the generic one. Both run the same code
+ * for that T and give the same bits; the specialised one compiles only that
+ * T's paths. Modifies p: callers sharing p between threads serialise. */
+bool vk_pipeline_for_t(vk_ctx *ctx, vk_pipeline *p, uint32_t T, VkPipeline *out, vk_error *err);
 void vk_pipeline_destroy(vk_ctx *ctx, vk_pipeline *p); /* zeroes *p; a zeroed one is ok */
 
 typedef struct {

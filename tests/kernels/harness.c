@@ -112,11 +112,13 @@ static bool dispatch(harness *h, hkernel *k, vk_buffer *buf, const size_t *off, 
 	vk_descriptors pool;
 	vk_cmd cmd = {0};
 	VkDescriptorSet set;
+	VkPipeline pipeline; /* specialised for T as the runtime's is */
 	bool ok = vk_descriptors_create(h->ctx, 1, k->k.n_bindings, &pool, err);
-	if (ok && vk_descriptors_bind(h->ctx, &pool, &k->p, b, &set, err) &&
-	    vk_cmd_create(h->ctx, &cmd, err) && vk_cmd_begin(h->ctx, &cmd, err)) {
+	if (ok && vk_pipeline_for_t(h->ctx, &k->p, T, &pipeline, err) &&
+	    vk_descriptors_bind(h->ctx, &pool, &k->p, b, &set, err) && vk_cmd_create(h->ctx, &cmd, err) &&
+	    vk_cmd_begin(h->ctx, &cmd, err)) {
 		uint32_t push[1] = {T};
-		vk_cmd_dispatch(&cmd, &k->p, set, push, kv_groups_eval(&k->k, 0, T),
+		vk_cmd_dispatch(&cmd, &k->p, pipeline, set, push, kv_groups_eval(&k->k, 0, T),
 				kv_groups_eval(&k->k, 1, T), kv_groups_eval(&k->k, 2, T));
 		ok = vk_cmd_end(&cmd, err) && vk_cmd_submit_wait(h->ctx, &cmd, err);
 	} else {
