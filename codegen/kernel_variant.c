@@ -356,16 +356,18 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
  * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
  * four column groups per workgroup at least, more columns per group only when
  * the grid would pass its limit (a vocabulary-sized head), two loads in
- * flight per lane, and columns that grow with T (each x load then serves
- * more weight bytes at T > 1). Growing them used to cost T = 1 a third of
- * its speed on the H200 (13.4 -> 18.2 us at 4096 x 4096: the registers of
- * the 4-column path, compiled into the same pipeline); the runtime now
- * specialises pipelines for each small T (vk_pipeline_for_t), so a T = 1
- * step compiles only its 1-column path. */
+ * flight per lane, and columns that do not grow with T. Even in pipelines
+ * specialised for T = 1 (vk_pipeline_for_t), where only the 1-column path is
+ * compiled, growing columns cost T = 1 on the H200 (4096 x 4096 13.8 against
+ * 12.0 us, 12288 x 4096 33.1 against 26.7) while they won at T = 4 and 8
+ * (4096 x 4096 at T = 8 32.2 against 48.7 us, the head at T = 4 337 against
+ * 654): plain decoding comes first here, and the variant space offers the
+ * growing form right after, for halo tune to weigh against verification
+ * steps (bench/results-h200-matvec.txt, run 4). */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
-	kv_tiles t = {.split = 16, .cols = 1, .grow = 1};
+	kv_tiles t = {.split = 16, .cols = 1};
 	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
 		t.split *= 2;
 	t.local = t.split > 128 ? t.split : 128;
@@ -543,13 +545,26 @@ static bool build_matmul(kv_build *b)
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
 }
 
+/* One workgroup normalises one group of G elements: about 8 elements per
+ * lane, 64 to 512 lanes. A whole hidden row (G = 4096) on 64 lanes is a
+ * latency-bound dispatch of its own in decode once the norm is not fused
+ * into its readers: on the H200 3.0 ms against 0.71 ms with 512 lanes over
+ * the tuner's steps (bench/results-h200-qwen3_8b.txt, run of 2026-12-03). */
+static uint32_t rms_norm_lanes(int64_t G)
+{
+	uint32_t l = 64;
+	while (l < 512 && (int64_t)l * 8 < G)
+		l *= 2;
+	return l;
+}
+
 static bool build_rms_norm(kv_build *b)
 {
 	int64_t R = b->d->u.rms_norm.rows_per_t, D = b->d->u.rms_norm.D;
 	int64_t G = b->d->u.rms_norm.group ? b->d->u.rms_norm.group : D;
 	uint32_t ls;
 	if (!check_index(b, "rows per token", R) || !check_index(b, "D", D) || !check_index(b, "group", G) ||
-	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, 64, &ls))
+	    !check_index(b, "T*R*D", b->d->t_max * R * D) || !lanes_1d(b, rms_norm_lanes(G), &ls))
 		return false;
 	if (D % G)
 		return fail(b, "group %" PRId64 " does not divide D = %" PRId64, G, D);
@@ -1317,34 +1332,34 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 	return !memcmp(&a, &b, sizeof a);
 }
 
-/* Decode matvec: the heuristic; then narrower K splits with as many more
+/* Decode matvec: the heuristic; its columns growing with T (faster from
+ * T = 2 or 4 on, slower at T = 1: matvec_heuristic); narrower K splits with as many more
  * loads in flight per lane (the lanes of one subgroup cover more columns and
  * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
  * 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt run 3); its
- * neighbours one step along split and unroll; two columns per group (each x
- * load serves both: slower at T = 1, 13.3 -> 15.1 us at 4096 x 4096, but
- * 41.4 -> 32.5 us at T = 8, which speculative verification runs); the
- * shared-memory-tree form that needs no subgroup operations (the one every
- * device runs); then what the sweeps found slower everywhere (fewer loads in
- * flight, wider workgroups) and the heuristic's columns fixed at every T,
- * past the compiler's first 8 candidates. */
+ * neighbours one step along split and unroll; the shared-memory-tree form
+ * that needs no subgroup operations (the one every device runs); then, past
+ * the compiler's first 8 candidates, two columns per group at every T (the
+ * growing form wins over it at T = 8 since pipelines are specialised for T:
+ * 32.2 against 62.7 us at 4096 x 4096, run 4) and what the sweeps found
+ * slower everywhere (fewer loads in flight, wider workgroups). */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
-	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
-	fixed.grow = !h.grow;
+	kv_tiles grown = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	grown.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
+		grown,
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll * 2),
 		mv_tiles(h, h.local, h.split / 4, h.cols, h.unroll * 4),
 		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
-		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
 		tree,
+		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
-		fixed,
 	};
 	int n = 0;
 	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {

@@ -4,6 +4,16 @@
 
 #define NDOT_@NC@ (@NC@u * T_MAX)
 #define NVAL_@NC@ (NDOT_@NC@ + PRO_RMS * T_MAX)
+// acc holds column c of row t at c * T_MAX + t and row t's sum of squares at
+// NDOT + t; only rows < ROWS are live. The reductions walk the live values
+// alone: ROWS is a constant in the pipelines matvec runs in (T <= 8 is always
+// specialised, vk_pipeline_for_t), so the walk unrolls, and a T = 1 step
+// reduces 1 + PRO_RMS values per column, not T_MAX times as many.
+#define NLIVE_@NC@ ((@NC@u + PRO_RMS) * ROWS)
+uint live_@NC@(uint v)
+{
+	return v < @NC@u * ROWS ? (v / ROWS) * T_MAX + v % ROWS : NDOT_@NC@ + (v - @NC@u * ROWS);
+}
 
 // Adds chunk j of every live row, against the columns' chunks w[c].
 void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
@@ -61,41 +71,43 @@ bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 {
 	uint cl = min(uint(SPLIT), gl_SubgroupSize);
 	for (uint o = cl / 2u; o > 0u; o >>= 1)
-		for (uint i = 0u; i < NVAL_@NC@; i++)
+		for (uint v = 0u; v < NLIVE_@NC@; v++) {
+			uint i = live_@NC@(v);
 			acc[i] += subgroupShuffleXor(acc[i], o);
+		}
 	if (gl_SubgroupSize >= SPLIT)
 		return false;
 	// Several subgroups per group: their sums, added in subgroup order.
 	uint spg = SPLIT / gl_SubgroupSize;
 	if (gl_SubgroupInvocationID == 0u)
-		for (uint i = 0u; i < NVAL_@NC@; i++)
-			part[gl_SubgroupID][i] = acc[i];
+		for (uint v = 0u; v < NLIVE_@NC@; v++)
+			part[gl_SubgroupID][v] = acc[live_@NC@(v)];
 	barrier();
 	if (lane % SPLIT == 0u)
-		for (uint i = 0u; i < NVAL_@NC@; i++) {
-			float s = part[g * spg][i];
+		for (uint v = 0u; v < NLIVE_@NC@; v++) {
+			float s = part[g * spg][v];
 			for (uint q = 1u; q < spg; q++)
-				s += part[g * spg + q][i];
-			acc[i] = s;
+				s += part[g * spg + q][v];
+			acc[live_@NC@(v)] = s;
 		}
 	return true;
 }
 #else
 bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 {
-	for (uint i = 0u; i < NVAL_@NC@; i++)
-		part[lane][i] = acc[i];
+	for (uint v = 0u; v < NLIVE_@NC@; v++)
+		part[lane][v] = acc[live_@NC@(v)];
 	uint l = lane % SPLIT, base = g * SPLIT;
 	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
 		barrier();
 		if (l < s)
-			for (uint i = 0u; i < NVAL_@NC@; i++)
-				part[base + l][i] += part[base + l + s][i];
+			for (uint v = 0u; v < NLIVE_@NC@; v++)
+				part[base + l][v] += part[base + l + s][v];
 	}
 	barrier();
 	if (l == 0u)
-		for (uint i = 0u; i < NVAL_@NC@; i++)
-			acc[i] = part[base][i];
+		for (uint v = 0u; v < NLIVE_@NC@; v++)
+			acc[live_@NC@(v)] = part[base][v];
 	return true;
 }
 #endif
