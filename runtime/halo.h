@@ -39,6 +39,10 @@ halo_model *halo_model_open(const char *bundle_path, const halo_open_options *op
 void halo_model_close(halo_model *m);
 int64_t halo_model_vocab(const halo_model *m);
 int64_t halo_model_n_ctx(const halo_model *m);
+/* A section of the model's bundle (e.g. "tokenizer", "tokenizer_meta"):
+ * its bytes inside the model's mapping, valid until halo_model_close, and
+ * their count in *size; NULL (*size 0) when the bundle has none. */
+const void *halo_model_section(const halo_model *m, const char *name, size_t *size);
 /* Validation messages seen so far (Vulkan with validation on), else 0. */
 int halo_model_validation_messages(const halo_model *m);
 
