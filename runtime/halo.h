@@ -4,7 +4,11 @@
  * parsed manifest and the backend's device resources (weights, pipelines);
  * halo_model_close() frees them. A session owns one sequence's state and
  * activation buffers; free every session before closing its model.
- * Errors: functions that can fail take (err, errlen) and write a message. */
+ * Errors: functions that can fail take (err, errlen) and write a message.
+ * Threads: sessions of one model may run on different threads at the same
+ * time (the model's weights and pipelines are read-only once open; Vulkan
+ * queue submissions are serialized inside the backend), while one session
+ * is used by one thread at a time. halo serve runs a session per worker. */
 #ifndef HALO_RUNTIME_HALO_H
 #define HALO_RUNTIME_HALO_H
 
