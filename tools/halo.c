@@ -11,6 +11,7 @@ static const halo_command commands[] = {
 	{"inspect", "run the pass pipeline and print the IR, schedule or memory plan", cmd_inspect},
 	{"tokenize", "text to token ids and back with the checkpoint's tokenizer", cmd_tokenize},
 	{"tune", "time a bundle's kernel candidates on this GPU, record the winners", cmd_tune},
+	{"serve", "an OpenAI-compatible HTTP server over a bundle", cmd_serve},
 	{"devices", "list the Vulkan devices", cmd_devices},
 };
 
