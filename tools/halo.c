@@ -8,9 +8,7 @@
 static const halo_command commands[] = {
 	{"compile", "compile a model graph and an HF checkpoint into a bundle", cmd_compile},
 	{"run", "load a bundle and generate tokens or text", cmd_run},
-#if HALO_CHAT_TEMPLATE
 	{"chat", "talk with a bundle's model through its chat template", cmd_chat},
-#endif
 	{"inspect", "run the pass pipeline and print the IR, schedule or memory plan", cmd_inspect},
 	{"tokenize", "text to token ids and back with the checkpoint's tokenizer", cmd_tokenize},
 	{"tune", "time a bundle's kernel candidates on this GPU, record the winners", cmd_tune},
