@@ -52,6 +52,8 @@ static bool is_eos(const halo_gen_options *o, int32_t id)
  * Returns false when the generation ends with it (res->finish says why). */
 static bool take(gen_run *g, int32_t id)
 {
+	if (g->o->ids_out)
+		g->o->ids_out[g->res->completion_tokens] = id;
 	g->res->completion_tokens++;
 	if (is_eos(g->o, id)) {
 		g->res->finish = HALO_FINISH_STOP;

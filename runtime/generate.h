@@ -46,6 +46,10 @@ typedef struct {
 	 * the session starts at 0. Ignored without spec_mtp. */
 	const int32_t *context;
 	int64_t n_context;
+	/* Nullable: receives the ids emitted (eos included), room for
+	 * max_tokens; halo_gen_result.completion_tokens says how many. The
+	 * session holds all of them but the last. */
+	int32_t *ids_out;
 	int draft_n;                    /* drafts per round (the most, when adaptive) */
 	bool draft_fixed;               /* every round drafts draft_n */
 } halo_gen_options;

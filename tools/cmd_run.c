@@ -15,9 +15,7 @@
 #include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
 #include "tools/cli_args.h"
-#if HALO_CHAT_TEMPLATE
 #include "tools/cli_chat.h"
-#endif
 #include "tools/cli_gen.h"
 #include "tools/cli_tuning.h"
 #include "tools/commands.h"
@@ -312,7 +310,6 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
 	return buf;
 }
 
-#if HALO_CHAT_TEMPLATE
 /* --chat: one user turn (after the --system message) through the template. */
 static bool chat_ids(const run_args *a, const cli_text *t, const char *text, int32_t **ids, size_t *n, char *err,
 		     size_t errlen)
@@ -323,16 +320,6 @@ static bool chat_ids(const run_args *a, const cli_text *t, const char *text, int
 	halo_chat_template_free(tpl);
 	return ok;
 }
-#else
-/* Until runtime/chat_template.c lands (tools/meson.build). */
-static bool chat_ids(const run_args *a, const cli_text *t, const char *text, int32_t **ids, size_t *n, char *err,
-		     size_t errlen)
-{
-	(void)a, (void)t, (void)text, (void)ids, (void)n;
-	snprintf(err, errlen, "--chat: this halo was built without the chat template interpreter");
-	return false;
-}
-#endif
 
 /* The prompt's ids: the text as it is, or rendered as one chat turn. */
 static bool prompt_ids(const run_args *a, const cli_text *t, int32_t **ids, size_t *n, char *err, size_t errlen)
