@@ -81,19 +81,29 @@ static bool end_stream(serve_job *j, const char *finish)
 	       serve_job_append(j, SERVE_SSE_DONE, strlen(SERVE_SSE_DONE));
 }
 
-static void run_job(worker *w, serve_job *j)
+/* One line on stderr per job the workers take: what a client got, and
+ * whether a client that left had its generation cancelled. */
+static void log_job(const serve_job *j, const char *outcome)
+{
+	fprintf(stderr, "halo serve: %s: prompt %lld tokens, completion %lld, %s, %.3f s\n", j->head.id,
+		(long long)j->res.prompt_tokens, (long long)j->res.completion_tokens, outcome,
+		j->res.prefill_s + j->res.decode_s);
+}
+
+/* Runs j; returns the outcome for the log. */
+static const char *run_job(worker *w, serve_job *j)
 {
 	const serve_queue_config *c = &w->q->cfg;
 	serve_error e;
 	char err[1024];
 	if (serve_job_is_cancelled(j)) { /* its client left while it waited */
 		fail_job(j, cancelled_error(&e));
-		return;
+		return "cancelled while waiting";
 	}
 	if (!halo_session_reset(w->session, err, sizeof err)) {
 		serve_fail(&e, 500, NULL, NULL, "cannot reset the session: %s", err);
 		fail_job(j, &e);
-		return;
+		return "failed";
 	}
 	halo_gen_options o = {
 		.sampling = j->req.sampling, .seed = j->seed, .max_tokens = j->max_tokens,
@@ -107,20 +117,21 @@ static void run_job(worker *w, serve_job *j)
 				 sizeof err)) {
 		serve_fail(&e, 500, NULL, NULL, "generation failed: %s", err);
 		fail_job(j, &e);
-		return;
+		return "failed";
 	}
 	if (j->res.finish == HALO_FINISH_CANCELLED && serve_job_is_cancelled(j)) {
 		fail_job(j, cancelled_error(&e));
-		return;
+		return "cancelled";
 	}
 	/* cancelled without a cancel: the output could not be stored */
 	if (!ok || j->res.finish == HALO_FINISH_CANCELLED ||
 	    (j->req.stream && !end_stream(j, halo_finish_reason_name(j->res.finish)))) {
 		serve_fail(&e, 500, NULL, NULL, "out of memory for the reply");
 		fail_job(j, &e);
-		return;
+		return "failed";
 	}
 	serve_job_finish(j, NULL);
+	return halo_finish_reason_name(j->res.finish);
 }
 
 static serve_job *next_job(serve_queue *q)
@@ -148,7 +159,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&w->q->mu);
 		w->running = j;
 		pthread_mutex_unlock(&w->q->mu);
-		run_job(w, j);
+		log_job(j, run_job(w, j));
 		pthread_mutex_lock(&w->q->mu);
 		w->running = NULL;
 		pthread_mutex_unlock(&w->q->mu);
