@@ -41,12 +41,24 @@ typedef struct {
 	size_t n_stop;
 	bool skip_special;              /* leave special added tokens out of the text */
 	bool spec_mtp;                  /* speculate with the bundle's MTP head */
+	/* With spec_mtp: the tokens the session holds ([0, its position)),
+	 * which the MTP head catches up on before its first draft; NULL when
+	 * the session starts at 0. Ignored without spec_mtp. */
+	const int32_t *context;
+	int64_t n_context;
+	/* Nullable: receives the ids emitted (eos included), room for
+	 * max_tokens; halo_gen_result.completion_tokens says how many. The
+	 * session holds all of them but the last. */
+	int32_t *ids_out;
 	int draft_n;                    /* drafts per round (the most, when adaptive) */
 	bool draft_fixed;               /* every round drafts draft_n */
 } halo_gen_options;
 
-/* Receives each piece of text (complete UTF-8 characters) as it is
- * accepted; return false to cancel the generation. */
+/* Called once per accepted token (the eos excepted) with the text that
+ * became final with it: complete UTF-8 characters, possibly none (len 0:
+ * held back until the character or a stop string's beginning resolves).
+ * Return false to cancel the generation; the call per token lets a caller
+ * cancel while text is held back. */
 typedef bool (*halo_gen_text_fn)(void *user, const char *text, size_t len);
 
 typedef struct {

@@ -4,7 +4,11 @@
  * parsed manifest and the backend's device resources (weights, pipelines);
  * halo_model_close() frees them. A session owns one sequence's state and
  * activation buffers; free every session before closing its model.
- * Errors: functions that can fail take (err, errlen) and write a message. */
+ * Errors: functions that can fail take (err, errlen) and write a message.
+ * Threads: sessions of one model may run on different threads at the same
+ * time (the model's weights and pipelines are read-only once open; Vulkan
+ * queue submissions are serialized inside the backend), while one session
+ * is used by one thread at a time. halo serve runs a session per worker. */
 #ifndef HALO_RUNTIME_HALO_H
 #define HALO_RUNTIME_HALO_H
 
@@ -39,6 +43,10 @@ halo_model *halo_model_open(const char *bundle_path, const halo_open_options *op
 void halo_model_close(halo_model *m);
 int64_t halo_model_vocab(const halo_model *m);
 int64_t halo_model_n_ctx(const halo_model *m);
+/* A section of the model's bundle (e.g. "tokenizer", "tokenizer_meta"):
+ * its bytes inside the model's mapping, valid until halo_model_close, and
+ * their count in *size; NULL (*size 0) when the bundle has none. */
+const void *halo_model_section(const halo_model *m, const char *name, size_t *size);
 /* Validation messages seen so far (Vulkan with validation on), else 0. */
 int halo_model_validation_messages(const halo_model *m);
 

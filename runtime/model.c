@@ -104,6 +104,11 @@ int64_t halo_model_n_ctx(const halo_model *m)
 	return m->manifest->n_ctx;
 }
 
+const void *halo_model_section(const halo_model *m, const char *name, size_t *size)
+{
+	return halo_bundle_section(m->bundle, name, size);
+}
+
 bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out)
 {
 	const halo_entry *e = manifest_entry(m->manifest, name);

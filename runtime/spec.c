@@ -56,6 +56,7 @@ typedef struct {
 	halo_rng rng;  /* the verifier's stream */
 	double p;      /* adaptive: moving average of the per-draft acceptance */
 	int plain_run; /* adaptive: plain rounds since the last drafting one */
+	bool ended;    /* on_tokens ended the generation */
 	halo_spec_stats *st;
 } spec_run;
 
@@ -168,15 +169,26 @@ static bool verify(spec_run *r, int32_t t, const halo_draft *drafts, int m, halo
 	return true;
 }
 
-/* Keeps t and the accepted drafts: the state after them is the verify step's
- * slot `accepted` (no copy when every draft was accepted). */
-static bool keep(spec_run *r, int m, int accepted, char *err, size_t errlen)
+/* Keeps t and the first n - 1 emitted tokens (the accepted drafts, unless
+ * on_tokens kept fewer): the state after them is the verify step's slot
+ * n - 1 (no copy when every draft was kept). */
+static bool keep(spec_run *r, int n, bool rejected, char *err, size_t errlen)
 {
 	double t0 = now_s();
-	bool ok = halo_session_keep(r->s, accepted + 1, err, errlen);
+	bool ok = halo_session_keep(r->s, n, err, errlen);
 	r->st->accept_s += now_s() - t0;
-	r->st->rejected_rounds += accepted < m;
+	r->st->rejected_rounds += rejected;
 	return ok;
+}
+
+/* Hands tokens[0..n) to on_tokens; returns how many the generation keeps. */
+static int deliver(spec_run *r, const int32_t *tokens, int n)
+{
+	int kept = n;
+	if (!r->o->on_tokens || r->o->on_tokens(r->o->user, tokens, n, &kept))
+		return n;
+	r->ended = true;
+	return kept < 1 ? 1 : kept > n ? n : kept;
 }
 
 /* The verdicts seen: acceptance per draft position, and the moving average
@@ -198,7 +210,7 @@ static void count(spec_run *r, int m, const halo_verdict *v)
 }
 
 /* One round from t = ctx[n - 1]: emits the accepted drafts and the target's
- * next token into ctx. */
+ * next token into ctx (those on_tokens keeps). */
 static bool round_once(spec_run *r, int k, char *err, size_t errlen)
 {
 	halo_draft drafts[HALO_SPEC_K_MAX];
@@ -207,14 +219,19 @@ static bool round_once(spec_run *r, int k, char *err, size_t errlen)
 	halo_verdict v;
 	if (m < 0 || !verify(r, t, drafts, m, &v, err, errlen))
 		return false;
-	if (m > 0 && !keep(r, m, v.accepted, err, errlen))
+	/* round_k left room in ctx for every draft and the next token */
+	int32_t *emitted = r->ctx + r->n;
+	for (int i = 0; i < v.accepted; i++)
+		emitted[i] = drafts[i].token;
+	emitted[v.accepted] = v.next;
+	int n = deliver(r, emitted, v.accepted + 1);
+	if (m > 0 && !keep(r, n, v.accepted < m, err, errlen))
 		return false;
-	if (m > 0 && r->d->accepted && !r->d->accepted(r->d->self, v.accepted, err, errlen))
+	int kept_drafts = n < v.accepted ? n : v.accepted;
+	if (m > 0 && r->d->accepted && !r->d->accepted(r->d->self, kept_drafts, err, errlen))
 		return false;
 	count(r, m, &v);
-	for (int i = 0; i < v.accepted; i++)
-		r->ctx[r->n++] = drafts[i].token;
-	r->ctx[r->n++] = v.next;
+	r->n += n;
 	return true;
 }
 
@@ -235,9 +252,10 @@ bool halo_spec_generate(halo_model *m, halo_session *s, const halo_drafter *d, c
 		/* The first token is the plain sampler's, from the same stream. */
 		halo_rng sampler;
 		halo_rng_seed(&sampler, o->seed);
-		r.ctx[r.n++] = halo_sample(&o->sampling, last_logits, r.vocab, &sampler, r.work.p, r.work.scratch);
+		r.ctx[r.n] = halo_sample(&o->sampling, last_logits, r.vocab, &sampler, r.work.p, r.work.scratch);
+		r.n += deliver(&r, r.ctx + r.n, 1);
 	}
-	while (ok && r.n - n_prompt < n_predict)
+	while (ok && !r.ended && r.n - n_prompt < n_predict)
 		ok = round_once(&r, round_k(&r, wanted_k(&r), r.n - n_prompt, n_predict), err, errlen);
 	st->emitted = r.n > n_prompt ? r.n - n_prompt : 0;
 	if (st->emitted > 0)

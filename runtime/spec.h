@@ -63,6 +63,16 @@ typedef struct {
 	halo_sampling sampling; /* temperature <= 0: greedy acceptance */
 	uint64_t seed;          /* the user's seed: the first token uses the sampler's stream
 				   (as plain decoding does), rounds the verifier's (halo_verifier_rng_seed) */
+	/* Optional (NULL: every token, n_predict of them): sees the tokens as
+	 * they are emitted, the first one alone, then each round's accepted
+	 * drafts and the target's token, before the session keeps them, so
+	 * that a caller streams per round and stops mid-way (an eos, a stop
+	 * string, a cancel). Returning false ends the generation after the
+	 * first *keep of tokens[0..n) (*keep starts at n; the callback may
+	 * lower it to 1..n): the session then holds every kept token but the
+	 * last, as after any round. user is passed through. */
+	bool (*on_tokens)(void *user, const int32_t *tokens, int n, int *keep);
+	void *user;
 } halo_spec_options;
 
 typedef struct {
@@ -84,7 +94,7 @@ typedef struct {
  * missing. */
 bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen);
 
-/* Generates n_predict tokens into out (caller owned) after session s of
+/* Generates n_predict tokens (fewer when o->on_tokens ends it) into out (caller owned) after session s of
  * model m consumed prompt[0..n_prompt) (e.g. by halo_session_prefill),
  * last_logits being the prompt's final row. The session's bundle must have
  * passed halo_spec_check_model with o->k. On return the session has

@@ -1,42 +1,59 @@
-/* halo run: loads a bundle, feeds a prompt, generates. Generated ids go to
- * stdout as one line of space-separated integers; statistics to stderr. */
+/* halo run: loads a bundle, feeds a prompt, generates. With --tokens the
+ * generated ids go to stdout as one line of space-separated integers; with
+ * --prompt or --prompt-file the prompt is text, encoded with the bundle's
+ * tokenizer, and the generated text streams to stdout as it is accepted
+ * (runtime/generate.h). Statistics go to stderr. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "runtime/generate.h"
 #include "runtime/halo.h"
 #include "runtime/sample.h"
 #include "runtime/mtp_draft.h"
 #include "runtime/spec.h"
 #include "tools/cli_args.h"
+#include "tools/cli_chat.h"
+#include "tools/cli_gen.h"
 #include "tools/cli_tuning.h"
 #include "tools/commands.h"
 
 static void run_usage(FILE *out)
 {
-	fputs("usage: halo run BUNDLE.halo --tokens ID,ID,... [--n-predict N] [--backend ref|vulkan]\n"
+	fputs("usage: halo run BUNDLE.halo (--tokens ID,ID,... | --prompt TEXT | --prompt-file F)\n"
+	      "                [--chat] [--system S] [--n-predict N] [--backend ref|vulkan]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
 	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
 	      "                [--draft-n K] [--draft-fixed] [--tuning FILE | --no-tuning]\n"
 	      "\n"
-	      "Runs the prompt through the bundle's prefill entry, then generates N tokens with\n"
-	      "its decode entry. Prints the generated ids on stdout, statistics on stderr.\n"
+	      "Runs the prompt through the bundle's prefill entry, then generates up to N tokens\n"
+	      "with its decode entry. With --tokens, prints the generated ids on stdout; with\n"
+	      "--prompt, encodes the text with the bundle's tokenizer and streams the generated\n"
+	      "text to stdout, stopping at the model's end-of-sequence tokens. Statistics go to\n"
+	      "stderr.\n"
 	      "\n"
 	      "options:\n"
-	      "  --tokens LIST        prompt token ids, comma-separated (required)\n"
-	      "  --n-predict N        tokens to generate (default 16)\n"
+	      "  --tokens LIST        prompt token ids, comma-separated\n"
+	      "  --prompt TEXT        the prompt as text (the bundle needs a tokenizer)\n"
+	      "  --prompt-file F      the prompt text from file F\n"
+	      "  --chat               render the prompt as one user turn with the bundle's chat\n"
+	      "                       template (and the assistant's generation prompt)\n"
+	      "  --system S           with --chat: a system message before the user turn\n"
+	      "  --n-predict N        the most tokens to generate (default 16)\n"
 	      "  --backend NAME       ref (CPU reference, f32) or vulkan (default)\n"
 	      "  --device N           Vulkan device index (see halo devices; default: first GPU)\n"
-	      "  --temp T             sampling temperature; 0 = greedy (default 0)\n"
+	      "  --temp T             sampling temperature (also --temperature); 0 = greedy\n"
+	      "                       (default 0)\n"
 	      "  --top-k K            keep the K most likely tokens (default 0 = off)\n"
 	      "  --top-p P            keep the smallest set with mass >= P (default 1 = off)\n"
 	      "  --seed S             sampler seed (default 0); same seed, same output\n"
-	      "  --logits-out FILE    write the logits of every prompt position: little-endian\n"
-	      "                       f32 [prompt_len, vocab]\n"
+	      "  --logits-out FILE    with --tokens: write the logits of every prompt position:\n"
+	      "                       little-endian f32 [prompt_len, vocab]\n"
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
-	      "  --profile            time every dispatch of the generated tokens; print the\n"
-	      "                       ten costliest kernels on stderr\n"
+	      "  --profile            with --tokens: time every dispatch of the generated tokens;\n"
+	      "                       print the ten costliest kernels on stderr\n"
 	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
 	      "                       model's MTP head; the bundle needs its draft entry points)\n"
 	      "  --draft-n K          the most drafts per round with --spec mtp, 1..7 and at most\n"
@@ -55,9 +72,9 @@ static void run_usage(FILE *out)
 }
 
 typedef struct {
-	const char *bundle, *tokens, *n_predict, *backend, *device, *temp, *top_k, *top_p, *seed, *logits_out;
-	const char *spec, *draft_n, *tuning;
-	bool validate, profile, no_tuning, draft_fixed, help;
+	const char *bundle, *tokens, *prompt, *prompt_file, *system, *logits_out;
+	bool chat, profile, help;
+	cli_gen_args gen;
 } run_args;
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -67,26 +84,16 @@ static int parse_args(int argc, char **argv, run_args *a)
 		const char *s = argv[i];
 		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
 			a->help = true;
-		else if (strcmp(s, "--validate") == 0)
-			a->validate = true;
 		else if (strcmp(s, "--profile") == 0)
 			a->profile = true;
-		else if (strcmp(s, "--no-tuning") == 0)
-			a->no_tuning = true;
-		else if (strcmp(s, "--draft-fixed") == 0)
-			a->draft_fixed = true;
+		else if (strcmp(s, "--chat") == 0)
+			a->chat = true;
 		else if (cli_take_value("run", argc, argv, &i, "--tokens", &a->tokens, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--n-predict", &a->n_predict, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--backend", &a->backend, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--device", &a->device, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--temp", &a->temp, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--top-k", &a->top_k, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--top-p", &a->top_p, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--seed", &a->seed, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--prompt", &a->prompt, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--prompt-file", &a->prompt_file, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--system", &a->system, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--logits-out", &a->logits_out, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--spec", &a->spec, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--draft-n", &a->draft_n, &rc) ||
-			 cli_take_value("run", argc, argv, &i, "--tuning", &a->tuning, &rc))
+			 cli_gen_take("run", argc, argv, &i, &a->gen, &rc))
 			continue;
 		else if (s[0] == '-')
 			rc = cli_usage_error("run", "unknown option '%s'", s);
@@ -124,71 +131,23 @@ static int32_t *parse_tokens(const char *s, int64_t *n)
 	return ids;
 }
 
-/* The CLI's bound on drafts per round: what halo compile --draft-max allows. */
-#define RUN_DRAFT_N_MAX 7
-
-typedef struct {
-	int64_t n_predict, device, top_k;
-	bool spec_mtp, draft_fixed;
-	int draft_n;
-	uint64_t seed;
-	halo_sampling sampling;
-	halo_open_options open;
-} run_config;
-
-static int check_spec_args(const run_args *a, run_config *c)
+/* The prompt's form: ids, or text with the flags that go with it. */
+static int check_args(const run_args *a, cli_gen_config *c)
 {
-	int64_t v;
-	c->spec_mtp = a->spec && strcmp(a->spec, "mtp") == 0;
-	c->draft_n = 3;
-	c->draft_fixed = a->draft_fixed;
-	if (a->spec && !c->spec_mtp && strcmp(a->spec, "none") != 0)
-		return cli_usage_error("run", "--spec is none or mtp, not '%s'", a->spec);
-	if ((a->draft_n || a->draft_fixed) && !c->spec_mtp)
-		return cli_usage_error("run", "%s", "--draft-n and --draft-fixed need --spec mtp");
-	if (a->draft_n && !cli_parse_i64(a->draft_n, 1, RUN_DRAFT_N_MAX, &v))
-		return cli_usage_error("run", "--draft-n wants 1..7 drafts per round, got '%s'", a->draft_n);
-	if (a->draft_n)
-		c->draft_n = (int)v;
-	return 0;
-}
-
-static int check_args(const run_args *a, run_config *c)
-{
-	int64_t v;
-	c->n_predict = 16;
-	c->device = -1;
-	c->sampling = (halo_sampling){.temperature = 0, .top_k = 0, .top_p = 1.0f};
-	c->open = (halo_open_options){.backend = HALO_BACKEND_VULKAN, .device = -1, .validation = a->validate};
+	int given = !!a->tokens + !!a->prompt + !!a->prompt_file;
 	if (!a->bundle)
 		return cli_usage_error("run", "%s", "no bundle given");
-	if (!a->tokens)
-		return cli_usage_error("run", "%s", "--tokens is required");
-	if (a->n_predict && !cli_parse_i64(a->n_predict, 0, 1 << 24, &c->n_predict))
-		return cli_usage_error("run", "--n-predict wants a count, got '%s'", a->n_predict);
-	if (a->backend && strcmp(a->backend, "ref") == 0)
-		c->open.backend = HALO_BACKEND_REF;
-	else if (a->backend && strcmp(a->backend, "vulkan") != 0)
-		return cli_usage_error("run", "--backend is ref or vulkan, not '%s'", a->backend);
-	if (a->device && !cli_parse_i64(a->device, 0, 255, &v))
-		return cli_usage_error("run", "--device wants an index, got '%s'", a->device);
-	if (a->device)
-		c->open.device = (int)v;
-	if (a->temp && (!cli_parse_f32(a->temp, &c->sampling.temperature) || c->sampling.temperature < 0))
-		return cli_usage_error("run", "--temp wants a number >= 0, got '%s'", a->temp);
-	if (a->top_k && !cli_parse_i64(a->top_k, 0, INT32_MAX, &v))
-		return cli_usage_error("run", "--top-k wants a count, got '%s'", a->top_k);
-	if (a->top_k)
-		c->sampling.top_k = (int)v;
-	if (a->top_p && (!cli_parse_f32(a->top_p, &c->sampling.top_p) || c->sampling.top_p <= 0 ||
-			 c->sampling.top_p > 1))
-		return cli_usage_error("run", "--top-p wants a number in (0, 1], got '%s'", a->top_p);
-	if (a->seed && !cli_parse_i64(a->seed, 0, INT64_MAX, &v))
-		return cli_usage_error("run", "--seed wants a non-negative integer, got '%s'", a->seed);
-	c->seed = a->seed ? (uint64_t)v : 0;
-	if (a->tuning && a->no_tuning)
-		return cli_usage_error("run", "%s", "--tuning and --no-tuning exclude each other");
-	return check_spec_args(a, c);
+	if (given != 1)
+		return cli_usage_error("run", "%s", given ? "--tokens, --prompt and --prompt-file exclude each other"
+							  : "give the prompt: --tokens, --prompt or --prompt-file");
+	if (a->tokens && a->chat)
+		return cli_usage_error("run", "%s", "--chat renders text: use --prompt or --prompt-file");
+	if (a->system && !a->chat)
+		return cli_usage_error("run", "%s", "--system needs --chat");
+	if (!a->tokens && (a->logits_out || a->profile))
+		return cli_usage_error("run", "%s", a->profile ? "--profile goes with --tokens" : "--logits-out goes with --tokens");
+	c->n_predict = 16;
+	return cli_gen_check("run", &a->gen, c);
 }
 
 /* Writes n*vocab floats via a temp file renamed at the end. */
@@ -229,7 +188,7 @@ static void run_free(run_state *r)
 }
 
 /* Plain decoding: one `decode` step per token. */
-static bool decode(run_state *r, const run_config *c, float *row, char *err, size_t errlen)
+static bool decode(run_state *r, const cli_gen_config *c, float *row, char *err, size_t errlen)
 {
 	int64_t vocab = halo_model_vocab(r->model);
 	halo_rng rng;
@@ -245,7 +204,7 @@ static bool decode(run_state *r, const run_config *c, float *row, char *err, siz
 }
 
 /* --spec mtp: rounds of up to draft_n MTP drafts verified by one `verify` step. */
-static bool speculate(run_state *r, const run_config *c, int64_t n_prompt, const float *row, char *err,
+static bool speculate(run_state *r, const cli_gen_config *c, int64_t n_prompt, const float *row, char *err,
 		      size_t errlen)
 {
 	halo_mtp_drafter *md = halo_mtp_drafter_create(r->model, r->session, &c->sampling, c->seed, err, errlen);
@@ -271,18 +230,37 @@ static bool speculate(run_state *r, const run_config *c, int64_t n_prompt, const
 	return ok;
 }
 
-static bool generate(run_state *r, const run_config *c, const run_args *a, int64_t n_prompt, char *err,
-		     size_t errlen)
+static bool check_validation(const run_state *r, const cli_gen_config *c, char *err, size_t errlen)
 {
-	int64_t vocab = halo_model_vocab(r->model);
-	float *row = r->logits + (size_t)(n_prompt - 1) * (size_t)vocab;
+	if (c->open.validation && halo_model_validation_messages(r->model)) {
+		snprintf(err, errlen, "%d Vulkan validation message(s)", halo_model_validation_messages(r->model));
+		return false;
+	}
+	return true;
+}
+
+/* --tokens: ids in, ids out. */
+static bool generate_ids(run_state *r, const cli_gen_config *c, const run_args *a, char *err, size_t errlen)
+{
+	int64_t n_prompt;
+	if (!(r->tokens = parse_tokens(a->tokens, &n_prompt)))
+		return false;
+	size_t vocab = (size_t)halo_model_vocab(r->model);
+	r->logits = malloc((size_t)n_prompt * vocab * sizeof(float));
+	r->probs = malloc(vocab * sizeof(float));
+	r->scratch = malloc(vocab * sizeof(int32_t));
+	if (!r->logits || !r->probs || !r->scratch) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	float *row = r->logits + (size_t)(n_prompt - 1) * vocab;
 	double t0 = cli_now_s();
 	/* All rows only when asked for: a bundle may return just the last one. */
 	if (!halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row, err,
 				  errlen))
 		return false;
 	double t1 = cli_now_s();
-	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)(n_prompt * vocab), err, errlen))
+	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)n_prompt * vocab, err, errlen))
 		return false;
 	/* Decode only: the prompt's own timing is in the stats line. */
 	if (a->profile && !halo_session_set_profiling(r->session, true, err, errlen))
@@ -295,31 +273,115 @@ static bool generate(run_state *r, const run_config *c, const run_args *a, int64
 		(double)c->n_predict / (t2 - t1));
 	if (a->profile)
 		halo_session_profile_report(r->session, stderr, 10);
-	if (c->open.validation && halo_model_validation_messages(r->model)) {
-		snprintf(err, errlen, "%d Vulkan validation message(s)", halo_model_validation_messages(r->model));
-		return false;
+	return check_validation(r, c, err, errlen);
+}
+
+/* The whole of path, malloc'd and NUL-terminated. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0;
+	*len = 0;
+	bool ok = f != NULL;
+	while (ok) {
+		if (*len + 1 >= cap) {
+			char *b = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
+			if (!(ok = b != NULL))
+				break;
+			buf = b;
+		}
+		size_t got = fread(buf + *len, 1, cap - *len - 1, f);
+		*len += got;
+		if (!got)
+			break;
 	}
+	if (ok && ferror(f))
+		ok = false;
+	if (!ok)
+		snprintf(err, errlen, "--prompt-file %s: cannot read: %s", path, f ? "read error" : strerror(errno));
+	if (f)
+		fclose(f);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = '\0';
+	return buf;
+}
+
+/* --chat: one user turn (after the --system message) through the template. */
+static bool chat_ids(const run_args *a, const cli_text *t, const char *text, int32_t **ids, size_t *n, char *err,
+		     size_t errlen)
+{
+	halo_chat_template *tpl = cli_chat_template(t, a->bundle, err, errlen);
+	halo_chat_message msgs[2] = {{"system", a->system}, {"user", text}};
+	bool ok = tpl && cli_chat_render(t, tpl, a->system ? msgs : msgs + 1, a->system ? 2 : 1, ids, n, err, errlen);
+	halo_chat_template_free(tpl);
+	return ok;
+}
+
+/* The prompt's ids: the text as it is, or rendered as one chat turn. */
+static bool prompt_ids(const run_args *a, const cli_text *t, int32_t **ids, size_t *n, char *err, size_t errlen)
+{
+	size_t len = a->prompt ? strlen(a->prompt) : 0;
+	char *file = a->prompt_file ? read_file(a->prompt_file, &len, err, errlen) : NULL;
+	const char *text = a->prompt ? a->prompt : file;
+	bool ok = text != NULL;
+	if (ok && a->chat) {
+		ok = chat_ids(a, t, text, ids, n, err, errlen);
+	} else if (ok) {
+		ok = halo_tokenizer_encode(t->tok, text, len, ids, n, err, errlen);
+	}
+	free(file);
+	if (ok && *n == 0) {
+		snprintf(err, errlen, "the prompt is empty: it encodes to no tokens");
+		ok = false;
+	}
+	return ok;
+}
+
+/* halo_gen_text_fn: the text to stdout as it comes. */
+static bool print_piece(void *user, const char *text, size_t len)
+{
+	(void)user;
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
 	return true;
 }
 
-/* A drafter that does not fit the bundle is refused here, before anything
- * runs: run anyway, it would only waste time at 0% acceptance. */
-static bool check_drafter(const run_args *a, const run_config *c, const halo_model *m, char *err, size_t errlen)
+/* --prompt / --prompt-file: text in, text out (runtime/generate.h). */
+static bool generate_text(run_state *r, const cli_gen_config *c, const run_args *a, char *err, size_t errlen)
 {
-	if (!c->spec_mtp)
-		return true;
-	char why[1536];
-	if (halo_spec_check_model(m, HALO_MTP_STEP_ENTRY, c->draft_n, why, sizeof(why)) &&
-	    halo_mtp_check_model(m, why, sizeof(why)))
-		return true;
-	snprintf(err, errlen, "--spec mtp refused: %s: %s", a->bundle, why);
-	return false;
+	cli_text t;
+	int32_t *ids = NULL;
+	size_t n = 0;
+	bool ok = cli_text_open(&t, r->model, a->bundle, err, errlen) && prompt_ids(a, &t, &ids, &n, err, errlen);
+	halo_gen_options o = {.sampling = c->sampling, .seed = c->seed, .max_tokens = c->n_predict,
+			      .eos_ids = t.meta.eos_ids, .n_eos = t.meta.n_eos_ids, .spec_mtp = c->spec_mtp,
+			      .draft_n = c->draft_n, .draft_fixed = c->draft_fixed};
+	halo_gen_result res;
+	if (ok && c->n_predict == 0)
+		snprintf(err, errlen, "--n-predict 0 generates nothing from a text prompt");
+	ok = ok && c->n_predict > 0 &&
+	     halo_generate(r->model, r->session, t.tok, ids, (int64_t)n, &o, print_piece, NULL, &res, err, errlen);
+	if (ok) {
+		fprintf(stderr, "\nhalo run: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld in %.3f s "
+			"(%.2f t/s), finish: %s\n", (long long)res.prompt_tokens, res.prefill_s,
+			(double)res.prompt_tokens / res.prefill_s, (long long)res.completion_tokens, res.decode_s,
+			(double)res.completion_tokens / res.decode_s, halo_finish_reason_name(res.finish));
+		if (c->spec_mtp)
+			halo_spec_stats_print(&res.spec, c->draft_n, stderr);
+	}
+	free(ids);
+	cli_text_close(&t);
+	return ok && check_validation(r, c, err, errlen);
 }
 
 int cmd_run(int argc, char **argv)
 {
 	run_args a = {0};
-	run_config c;
+	cli_gen_config c;
 	int rc = parse_args(argc, argv, &a);
 	if (rc || a.help) {
 		if (a.help)
@@ -328,33 +390,21 @@ int cmd_run(int argc, char **argv)
 	}
 	if ((rc = check_args(&a, &c)))
 		return rc;
-	run_state r = {0};
-	int64_t n_prompt;
-	if (!(r.tokens = parse_tokens(a.tokens, &n_prompt)))
+	/* malformed ids are a usage error, found before the model loads */
+	int64_t n_ids;
+	int32_t *ids = a.tokens ? parse_tokens(a.tokens, &n_ids) : NULL;
+	if (a.tokens && !ids)
 		return 2;
+	free(ids);
+	run_state r = {0};
 	char err[2048];
 	rc = 1;
-	/* Only Vulkan picks kernels; a named DB is checked on any backend. */
-	bool want_db = !a.no_tuning && (a.tuning || c.open.backend == HALO_BACKEND_VULKAN);
-	if (want_db && !cli_tuning_open("run", a.tuning, false, &r.tuning, err, sizeof(err))) {
-		fprintf(stderr, "halo run: %s\n", err);
-		run_free(&r);
-		return 1;
-	}
-	c.open.tuning = r.tuning.db;
-	r.model = halo_model_open(a.bundle, &c.open, err, sizeof(err));
-	if (r.model && check_drafter(&a, &c, r.model, err, sizeof(err)))
+	r.model = cli_gen_open("run", a.bundle, &a.gen, &c, &r.tuning, err, sizeof(err));
+	if (r.model)
 		r.session = halo_session_create(r.model, err, sizeof(err));
-	if (r.session) {
-		size_t vocab = (size_t)halo_model_vocab(r.model);
-		r.logits = malloc((size_t)n_prompt * vocab * sizeof(float));
-		r.probs = malloc(vocab * sizeof(float));
-		r.scratch = malloc(vocab * sizeof(int32_t));
-		if (!r.logits || !r.probs || !r.scratch)
-			snprintf(err, sizeof(err), "out of memory");
-		else if (generate(&r, &c, &a, n_prompt, err, sizeof(err)))
-			rc = 0;
-	}
+	if (r.session && (a.tokens ? generate_ids(&r, &c, &a, err, sizeof(err))
+				   : generate_text(&r, &c, &a, err, sizeof(err))))
+		rc = 0;
 	if (rc)
 		fprintf(stderr, "halo run: %s\n", err);
 	run_free(&r);

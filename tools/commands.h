@@ -18,5 +18,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -7,10 +7,12 @@
 
 static const halo_command commands[] = {
 	{"compile", "compile a model graph and an HF checkpoint into a bundle", cmd_compile},
-	{"run", "load a bundle and generate tokens", cmd_run},
+	{"run", "load a bundle and generate tokens or text", cmd_run},
+	{"chat", "talk with a bundle's model through its chat template", cmd_chat},
 	{"inspect", "run the pass pipeline and print the IR, schedule or memory plan", cmd_inspect},
 	{"tokenize", "text to token ids and back with the checkpoint's tokenizer", cmd_tokenize},
 	{"tune", "time a bundle's kernel candidates on this GPU, record the winners", cmd_tune},
+	{"serve", "an OpenAI-compatible HTTP server over a bundle", cmd_serve},
 	{"devices", "list the Vulkan devices", cmd_devices},
 };
 

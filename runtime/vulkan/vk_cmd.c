@@ -108,7 +108,9 @@ bool vk_cmd_submit_wait(vk_ctx *ctx, vk_cmd *cmd, vk_error *err)
 		.commandBufferCount = 1,
 		.pCommandBuffers = &cmd->cb,
 	};
+	pthread_mutex_lock(&ctx->queue_lock);
 	VkResult r = vkQueueSubmit(ctx->queue, 1, &si, cmd->fence);
+	pthread_mutex_unlock(&ctx->queue_lock);
 	if (r != VK_SUCCESS)
 		return vk_fail(err, r, "vkQueueSubmit");
 	r = vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX);

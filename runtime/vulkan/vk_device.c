@@ -116,6 +116,7 @@ bool vk_ctx_create(const vk_ctx_options *opt, vk_ctx **out, vk_error *err)
 	vk_ctx *ctx = calloc(1, sizeof *ctx);
 	if (!ctx)
 		return vk_failf(err, "vk_ctx_create: out of memory");
+	pthread_mutex_init(&ctx->queue_lock, NULL);
 	ctx->validation = opt->validation || env_validation();
 	if (!vk_instance_create(ctx, err) || !select_physical(ctx, opt->device_index, err) ||
 	    !create_logical(ctx, err)) {
@@ -135,6 +136,7 @@ void vk_ctx_destroy(vk_ctx *ctx)
 		vkDestroyDevice(ctx->device, NULL);
 	}
 	vk_instance_destroy(ctx);
+	pthread_mutex_destroy(&ctx->queue_lock);
 	free(ctx);
 }
 

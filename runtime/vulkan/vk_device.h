@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <vulkan/vulkan.h>
 
 typedef struct {
@@ -62,11 +63,15 @@ typedef struct vk_ctx {
 	VkPhysicalDevice phys;
 	VkDevice device;
 	VkQueue queue;
+	/* Held around vkQueueSubmit: Vulkan wants submissions to one queue
+	 * externally synchronized, and sessions of one model may step on
+	 * several threads (runtime/halo.h). Waiting on a fence needs no lock. */
+	pthread_mutex_t queue_lock;
 	uint32_t queue_family;
 	VkPhysicalDeviceMemoryProperties mem;
 	vk_device_info info;
 	bool validation;
-	uint64_t validation_messages;       /* warnings + errors seen by the messenger */
+	_Atomic uint64_t validation_messages; /* warnings + errors seen by the messenger, from any thread */
 } vk_ctx;
 
 /* Lists the physical devices: *out is malloc'd (caller frees), *n its length.

@@ -6,12 +6,17 @@ PKGS="build-essential pkg-config meson ninja-build python3
 libyaml-dev libjson-c-dev libxxhash-dev libpcre2-dev libutf8proc-dev
 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
 libshaderc-dev glslc glslang-dev spirv-tools
-clang-19 llvm-19-dev lld-19 libclang-rt-19-dev"
+clang-19 llvm-19-dev lld-19 libclang-rt-19-dev
+libmicrohttpd-dev curl"
 
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# halo serve's client test runs the openai npm package: Node with npm, from
+# Debian unless one is installed already (NodeSource's nodejs carries npm and
+# conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 [ -z "$missing" ] && exit 0
 
 SUDO=""
