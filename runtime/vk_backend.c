@@ -17,8 +17,7 @@
  * activation arena, runs the dispatches, and copies the logits back into the
  * staging buffer. T is also a push constant, fixed per recording; a
  * recording of T <= VK_PIPELINE_SPEC_T_MAX binds the kernels' pipelines
- * specialised for T (vk_pipeline_for_t), made when first recorded. Like the
- * queue, they are the model's: sessions of one model step one at a time. */
+ * specialised for T (vk_pipeline_for_t), made when first recorded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

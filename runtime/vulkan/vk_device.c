@@ -117,6 +117,7 @@ bool vk_ctx_create(const vk_ctx_options *opt, vk_ctx **out, vk_error *err)
 	if (!ctx)
 		return vk_failf(err, "vk_ctx_create: out of memory");
 	pthread_mutex_init(&ctx->queue_lock, NULL);
+	pthread_mutex_init(&ctx->pipeline_lock, NULL);
 	ctx->validation = opt->validation || env_validation();
 	if (!vk_instance_create(ctx, err) || !select_physical(ctx, opt->device_index, err) ||
 	    !create_logical(ctx, err)) {
@@ -137,6 +138,7 @@ void vk_ctx_destroy(vk_ctx *ctx)
 	}
 	vk_instance_destroy(ctx);
 	pthread_mutex_destroy(&ctx->queue_lock);
+	pthread_mutex_destroy(&ctx->pipeline_lock);
 	free(ctx);
 }
 

@@ -67,6 +67,9 @@ typedef struct vk_ctx {
 	 * externally synchronized, and sessions of one model may step on
 	 * several threads (runtime/halo.h). Waiting on a fence needs no lock. */
 	pthread_mutex_t queue_lock;
+	/* Held while a pipeline specialisation is made on first use
+	 * (vk_pipeline_for_t): sessions record on several threads. */
+	pthread_mutex_t pipeline_lock;
 	uint32_t queue_family;
 	VkPhysicalDeviceMemoryProperties mem;
 	vk_device_info info;

@@ -1,5 +1,6 @@
 #include "runtime/vulkan/vk_pipeline.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,10 +105,11 @@ bool vk_pipeline_for_t(vk_ctx *ctx, vk_pipeline *p, uint32_t T, VkPipeline *out,
 		*out = p->pipeline;
 		return true;
 	}
-	if (!p->by_t[T - 1] && !create_compute(ctx, p, T, &p->by_t[T - 1], err))
-		return false;
+	pthread_mutex_lock(&ctx->pipeline_lock);
+	bool ok = p->by_t[T - 1] || create_compute(ctx, p, T, &p->by_t[T - 1], err);
 	*out = p->by_t[T - 1];
-	return true;
+	pthread_mutex_unlock(&ctx->pipeline_lock);
+	return ok;
 }
 
 void vk_pipeline_destroy(vk_ctx *ctx, vk_pipeline *p)

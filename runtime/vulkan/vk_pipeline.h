@@ -36,7 +36,7 @@ bool vk_pipeline_create(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, uint
  * VK_PIPELINE_SPEC_T_MAX the one specialised for T (created now if it does
  * not exist yet, owned by p), else the generic one. Both run the same code
  * for that T and give the same bits; the specialised one compiles only that
- * T's paths. Modifies p: callers sharing p between threads serialise. */
+ * T's paths. Thread-safe: the first use makes it under ctx's pipeline_lock. */
 bool vk_pipeline_for_t(vk_ctx *ctx, vk_pipeline *p, uint32_t T, VkPipeline *out, vk_error *err);
 void vk_pipeline_destroy(vk_ctx *ctx, vk_pipeline *p); /* zeroes *p; a zeroed one is ok */
 
