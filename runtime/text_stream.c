@@ -151,7 +151,8 @@ static bool emit(halo_text_stream *ts, size_t n, const char **piece, size_t *len
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	memmove(ts->held.p, ts->held.p + n, ts->held.len - n);
+	if (n < ts->held.len)
+		memmove(ts->held.p, ts->held.p + n, ts->held.len - n);
 	ts->held.len -= n;
 	*piece = ts->out.p ? ts->out.p : "";
 	*len = ts->out.len;

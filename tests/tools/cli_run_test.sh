@@ -41,7 +41,7 @@ expect 0 "context 512 tokens" compile --hf "$fix" --ctx 512 -o "$work/ctx.halo"
 "$halo" run "$work/ctx.halo" --backend ref --tokens 1,2,3 --n-predict 4 >"$work/ctx.out" 2>/dev/null &&
 	"$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 4 >"$work/full.out" 2>/dev/null &&
 	cmp -s "$work/ctx.out" "$work/full.out" || fail "--ctx 512 generated other tokens than the default context"
-expect 2 "--tokens is required" run "$bundle"
+expect 2 "give the prompt: --tokens, --prompt or --prompt-file" run "$bundle"
 expect 2 "comma-separated" run "$bundle" --tokens 1,,2
 expect 2 "--backend is ref or vulkan" run "$bundle" --tokens 1 --backend cuda
 expect 2 "--top-p wants" run "$bundle" --tokens 1 --top-p 2
