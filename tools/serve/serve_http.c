@@ -36,6 +36,8 @@
 #define CONNECTION_LIMIT 256
 #define IDLE_TIMEOUT_S 300
 #define STREAM_BLOCK 16384
+/* How long a stopping server waits for the replies still going out. */
+#define STOP_DRAIN_MS 5000
 
 struct serve_http {
 	serve_http_config cfg;
@@ -43,6 +45,7 @@ struct serve_http {
 	long long created;
 	uint64_t seed_base;  /* for requests without a seed */
 	atomic_ullong n_replies; /* numbers reply ids and seeds */
+	atomic_int open;         /* requests begun and not yet completed (sent or dropped) */
 };
 
 /* The body as it arrives. */
@@ -275,6 +278,7 @@ static enum MHD_Result start_request(serve_http *h, struct MHD_Connection *c, co
 		return MHD_NO;
 	s->route = r;
 	*con_cls = s;
+	atomic_fetch_add(&h->open, 1);
 	return MHD_YES;
 }
 
@@ -324,9 +328,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	serve_http *h = cls;
 	conn_state *s = *con_cls;
-	if (s)
+	if (s) {
 		free(s->body);
+		atomic_fetch_sub(&h->open, 1);
+	}
 	free(s);
 	*con_cls = NULL;
 }
@@ -387,6 +394,11 @@ void serve_http_stop(serve_http *h)
 {
 	if (!h)
 		return;
+	/* Stopping the daemon shuts every socket down, replies not yet sent
+	 * included: the requests the stopped queue ended (503 shutting_down)
+	 * get their replies out first, for a few seconds at most. */
+	for (int i = 0; i < STOP_DRAIN_MS / 10 && atomic_load(&h->open) > 0; i++)
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 	MHD_stop_daemon(h->daemon);
 	free(h);
 }
