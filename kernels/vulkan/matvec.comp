@@ -45,22 +45,30 @@ layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
 #endif
 
 #define GROUPS (LS_X / SPLIT)
-// Most values a lane reduces: NC_MAX * T_MAX dot products, then T_MAX sums
-// of squares when the norm is fused.
-#define NVAL_MAX (NC_MAX * T_MAX + PRO_RMS * T_MAX)
 #if VEC8
 #define KC (K / 8u)
 #else
 #define KC K
 #endif
 
+// The rows and the columns per group this pipeline runs: constants where T
+// is specialised (T_SPEC), the largest otherwise. They size the reduction's
+// shared memory for the one path the pipeline takes, so that a T = 1
+// pipeline of a kernel whose columns grow with T holds as little as one
+// whose columns do not (a larger array costs the H200 L1 capacity for x).
+const uint ROWS_C = T_SPEC == 0u ? T_MAX : RPT * T_SPEC;
+const uint NC_G = NC * (ROWS_C <= 1u ? 1u : (ROWS_C <= 2u ? 2u : 4u));
+const uint NC_C = NC_G < NC_MAX ? NC_G : NC_MAX;
+const uint NVAL_C = (NC_C + PRO_RMS) * ROWS_C;
 #if SG_SHUFFLE
 // Per-subgroup sums, one slot per subgroup of at least MIN_SG lanes.
 #define MIN_SG 4u
-shared float part[LS_X / MIN_SG][NVAL_MAX];
+shared float part[(LS_X / MIN_SG) * NVAL_C];
 #else
-shared float part[LS_X][NVAL_MAX];
+shared float part[LS_X * NVAL_C];
 #endif
+// Live value v (matvec_cols.glsl) of slot i.
+#define PART(i, v) part[(i) * NVAL_C + (v)]
 
 #if VEC8
 #if WTYPE_F16
@@ -102,7 +110,7 @@ void main()
 {
 	uint lane = lane_id(), g = lane / SPLIT, l = lane % SPLIT;
 	// ROWS is the same for every lane: one path per dispatch.
-	uint nc = min(NC_MAX, NC * (ROWS <= 1u ? 1u : ROWS <= 2u ? 2u : 4u));
+	uint nc = T_SPEC != 0u ? NC_C : min(NC_MAX, NC * (ROWS <= 1u ? 1u : ROWS <= 2u ? 2u : 4u));
 	if (gl_WorkGroupID.x * GROUPS * nc >= N)
 		return;
 	uint grp = gl_WorkGroupID.x * GROUPS + g;

@@ -81,13 +81,13 @@ bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 	uint spg = SPLIT / gl_SubgroupSize;
 	if (gl_SubgroupInvocationID == 0u)
 		for (uint v = 0u; v < NLIVE_@NC@; v++)
-			part[gl_SubgroupID][v] = acc[live_@NC@(v)];
+			PART(gl_SubgroupID, v) = acc[live_@NC@(v)];
 	barrier();
 	if (lane % SPLIT == 0u)
 		for (uint v = 0u; v < NLIVE_@NC@; v++) {
-			float s = part[g * spg][v];
+			float s = PART(g * spg, v);
 			for (uint q = 1u; q < spg; q++)
-				s += part[g * spg + q][v];
+				s += PART(g * spg + q, v);
 			acc[live_@NC@(v)] = s;
 		}
 	return true;
@@ -96,18 +96,18 @@ bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 {
 	for (uint v = 0u; v < NLIVE_@NC@; v++)
-		part[lane][v] = acc[live_@NC@(v)];
+		PART(lane, v) = acc[live_@NC@(v)];
 	uint l = lane % SPLIT, base = g * SPLIT;
 	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
 		barrier();
 		if (l < s)
 			for (uint v = 0u; v < NLIVE_@NC@; v++)
-				part[base + l][v] += part[base + l + s][v];
+				PART(base + l, v) += PART(base + l + s, v);
 	}
 	barrier();
 	if (l == 0u)
 		for (uint v = 0u; v < NLIVE_@NC@; v++)
-			acc[live_@NC@(v)] = part[base][v];
+			acc[live_@NC@(v)] = PART(base, v);
 	return true;
 }
 #endif
