@@ -103,7 +103,7 @@ bool halo_chat_template_render(const halo_chat_template *t, const struct json_ob
 	*out = NULL;
 	*len = 0;
 	jctx c = {.arena = {.limit = JINJA_MAX_MEMORY}, .label = t->label, .err = err, .errlen = errlen};
-	jv globals;
+	jv globals = {0};
 	jbuf text = {.arena = &c.arena, .limit = JINJA_MAX_OUTPUT};
 	bool ok;
 	if (!json_object_is_type(context, json_type_object))

@@ -604,7 +604,7 @@ static jnode *parse_if(parser *P, int line)
 	if (!n || !(n->a = parse_expr(P)) || !block_end(P))
 		return NULL;
 	static const char *const ends[] = {"elif", "else", "endif"};
-	const char *end;
+	const char *end = NULL;
 	if (!parse_body(P, &n->body, ends, 3, &end))
 		return NULL;
 	if (strcmp(end, "elif") == 0) {
@@ -638,7 +638,7 @@ static jnode *parse_for(parser *P, int line)
 	if (is_name(peek(P), "recursive"))
 		return fail(P, peek(P)->line, "unsupported recursive for loop"), NULL;
 	static const char *const ends[] = {"else", "endfor"};
-	const char *end;
+	const char *end = NULL;
 	P->loops++;
 	bool body_ok = block_end(P) && parse_body(P, &n->body, ends, 2, &end);
 	P->loops--;
