@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "runtime/chat_template.h"
 #include "runtime/tokenizer.h"
 
 /* The whole file, NUL-terminated; NULL with *missing when it does not exist. */
@@ -83,12 +84,56 @@ static bool add_tokens(json_object *meta, json_object *cfg, const halo_tokenizer
 	return true;
 }
 
+/* One template parses with the runtime's interpreter, so a checkpoint whose
+ * template halo chat could not render is refused here, naming the file,
+ * the template line and the construct. */
+static bool check_template(const char *src, size_t len, const char *label, char *err, size_t errlen)
+{
+	halo_chat_template *t = halo_chat_template_parse(src, len, label, err, errlen);
+	halo_chat_template_free(t);
+	return t != NULL;
+}
+
+/* tokenizer_config.json's chat_template: one template, or a list of
+ * {"name", "template"} (transformers' named templates), each checked. */
+static bool check_config_templates(json_object *v, const char *dir, char *err, size_t errlen)
+{
+	char label[4352];
+	if (json_object_is_type(v, json_type_string)) {
+		snprintf(label, sizeof label, "%s/tokenizer_config.json: chat_template", dir);
+		return check_template(json_object_get_string(v), (size_t)json_object_get_string_len(v), label, err,
+				      errlen);
+	}
+	size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+	if (!json_object_is_type(v, json_type_array)) {
+		snprintf(err, errlen, "%s/tokenizer_config.json: chat_template is neither a string nor a list", dir);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i), *name, *tpl;
+		if (!json_object_object_get_ex(e, "name", &name) || !json_object_object_get_ex(e, "template", &tpl) ||
+		    !json_object_is_type(tpl, json_type_string)) {
+			snprintf(err, errlen, "%s/tokenizer_config.json: chat_template[%zu] lacks a name or a template", dir,
+				 i);
+			return false;
+		}
+		snprintf(label, sizeof label, "%s/tokenizer_config.json: chat_template '%s'", dir,
+			 json_object_get_string(name));
+		if (!check_template(json_object_get_string(tpl), (size_t)json_object_get_string_len(tpl), label, err,
+				    errlen))
+			return false;
+	}
+	return true;
+}
+
 /* The chat template: tokenizer_config.json's, else chat_template.jinja
  * (where newer transformers save it). */
 static bool add_chat_template(json_object *meta, json_object *cfg, const char *dir, char *err, size_t errlen)
 {
 	json_object *v;
 	if (cfg && json_object_object_get_ex(cfg, "chat_template", &v) && v) {
+		if (!check_config_templates(v, dir, err, errlen))
+			return false;
 		json_object_object_add(meta, "chat_template", json_object_get(v));
 		return true;
 	}
@@ -97,10 +142,11 @@ static bool add_chat_template(json_object *meta, json_object *cfg, const char *d
 	size_t size;
 	bool missing;
 	char *text = slurp(path, &size, &missing, err, errlen);
-	if (text)
+	bool found = text != NULL, ok = !found || check_template(text, size, path, err, errlen);
+	if (found && ok)
 		json_object_object_add(meta, "chat_template", json_object_new_string_len(text, (int)size));
 	free(text);
-	return text || missing;
+	return ok && (found || missing);
 }
 
 /* generation_config.json's eos_token_id (one id or a list), as a list. */

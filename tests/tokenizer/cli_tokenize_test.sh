@@ -78,6 +78,24 @@ echo '{"eos_token": "<eos>"}' >"$ckpt/tokenizer_config.json"
 expect 1 "tokenizer_config.json: eos_token '<eos>' is not a token of tokenizer.json" \
 	compile --hf "$ckpt" --targets ref -o "$work/bad.halo"
 
+# the chat template parses at compile time: one the interpreter cannot
+# render is refused naming the file, the template's line and the construct
+write_tokenizer "$ckpt" 243
+config() { python3 -c 'import json, sys; json.dump(json.loads(sys.argv[2]), open(sys.argv[1], "w"))' "$ckpt/tokenizer_config.json" "$1"; }
+config '{"chat_template": "{{ bos_token }}\n{% include \"x.jinja\" %}"}'
+expect 1 "tokenizer_config.json: chat_template:2: unsupported tag 'include'" \
+	compile --hf "$ckpt" --targets ref -o "$work/bad.halo"
+config '{"chat_template": [{"name": "default", "template": "{{ m }}"}, {"name": "tool_use", "template": "{{ t|xmlattr }}"}]}'
+expect 1 "tokenizer_config.json: chat_template 'tool_use':1: unknown filter 'xmlattr'" \
+	compile --hf "$ckpt" --targets ref -o "$work/bad.halo"
+[ -e "$work/bad.halo" ] && fail "a refused compile left a bundle"
+echo '{}' >"$ckpt/tokenizer_config.json"
+printf '{%% for m in messages %%}\n{{ m.content }}\n{%% endfor' >"$ckpt/chat_template.jinja"
+expect 1 "chat_template.jinja:3: '{%' is never closed" compile --hf "$ckpt" --targets ref -o "$work/bad.halo"
+cp "$root/tests/fixtures/chat_template/qwen3.jinja" "$ckpt/chat_template.jinja"
+expect 0 "wrote" compile --hf "$ckpt" --targets ref -o "$work/tmpl.halo"
+rm "$ckpt/chat_template.jinja"
+
 # Qwen3's tokenizer: text, file and stdin agree; decode gives the bytes back
 qwen=$root/tests/fixtures/tokenizer/qwen3/tokenizer.json
 printf 'Hi <|im_start|>user\n你好 \360\237\221\213\360\237\217\275\n\n' >"$work/text"
