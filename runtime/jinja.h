@@ -285,6 +285,12 @@ struct jctx {
 	struct jscope *scope;
 };
 
+/* The parser's and the renderer's error: "label:LINE: message" into err
+ * unless *failed (the first error is the one reported); sets *failed and
+ * returns false. */
+bool jinja_error(char *err, size_t errlen, bool *failed, const char *label, int line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+
 /* Sets the render error "label:LINE: message" (the first one wins) and
  * returns false. */
 bool jinja_fail(jctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -19,17 +19,23 @@ typedef enum { X_OK, X_BREAK, X_CONTINUE, X_ERR } xstatus;
 static bool eval(jctx *c, const jnode *n, jv *out);
 static xstatus exec_body(jctx *c, const jnodes *body, jbuf *out);
 
-bool jinja_fail(jctx *c, int line, const char *fmt, ...)
+bool jinja_error(char *err, size_t errlen, bool *failed, const char *label, int line, const char *fmt, va_list ap)
 {
-	if (c->failed)
+	if (*failed)
 		return false;
 	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	snprintf(err, errlen, "%s:%d: %s", label, line, msg);
+	*failed = true;
+	return false;
+}
+
+bool jinja_fail(jctx *c, int line, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	jinja_error(c->err, c->errlen, &c->failed, c->label, line, fmt, ap);
 	va_end(ap);
-	snprintf(c->err, c->errlen, "%s:%d: %s", c->label, line, msg);
-	c->failed = true;
 	return false;
 }
 

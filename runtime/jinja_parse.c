@@ -30,15 +30,10 @@ typedef struct {
 static bool fail(parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool fail(parser *P, int line, const char *fmt, ...)
 {
-	if (P->failed)
-		return false;
-	char msg[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	jinja_error(P->err, P->errlen, &P->failed, P->label, line, fmt, ap);
 	va_end(ap);
-	snprintf(P->err, P->errlen, "%s:%d: %s", P->label, line, msg);
-	P->failed = true;
 	return false;
 }
 
