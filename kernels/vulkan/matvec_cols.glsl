@@ -6,14 +6,22 @@
 #define NVAL_@NC@ (NDOT_@NC@ + PRO_RMS * T_MAX)
 // acc holds column c of row t at c * T_MAX + t and row t's sum of squares at
 // NDOT + t; only rows < ROWS are live. The reductions walk the live values
-// alone: ROWS is a constant in the pipelines matvec runs in (T <= 8 is always
-// specialised, vk_pipeline_for_t), so the walk unrolls, and a T = 1 step
-// reduces 1 + PRO_RMS values per column, not T_MAX times as many.
+// alone (a T = 1 step reduces 1 + PRO_RMS values per column, not T_MAX times
+// as many): i indexes acc, v the value's slot in the reduction's shared
+// memory. The loops have constant bounds and stop at ROWS, as accumulate's
+// do, so they unroll and acc stays in registers (bounds that depend on ROWS,
+// a specialization constant, left acc in local memory on the H200: T = 2..8
+// ran 1.3-1.6x slower).
+#define FOR_LIVE_@NC@(i, v, BODY)                                                  \
+	for (uint c_ = 0u; c_ < @NC@u + PRO_RMS; c_++)                             \
+		for (uint t_ = 0u; t_ < T_MAX; t_++) {                              \
+			if (t_ >= ROWS)                                             \
+				break;                                              \
+			uint i = c_ < @NC@u ? c_ * T_MAX + t_ : NDOT_@NC@ + t_;      \
+			uint v = c_ * ROWS + t_;                                    \
+			BODY                                                        \
+		}
 #define NLIVE_@NC@ ((@NC@u + PRO_RMS) * ROWS)
-uint live_@NC@(uint v)
-{
-	return v < @NC@u * ROWS ? (v / ROWS) * T_MAX + v % ROWS : NDOT_@NC@ + (v - @NC@u * ROWS);
-}
 
 // Adds chunk j of every live row, against the columns' chunks w[c].
 void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
@@ -71,32 +79,27 @@ bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 {
 	uint cl = min(uint(SPLIT), gl_SubgroupSize);
 	for (uint o = cl / 2u; o > 0u; o >>= 1)
-		for (uint v = 0u; v < NLIVE_@NC@; v++) {
-			uint i = live_@NC@(v);
-			acc[i] += subgroupShuffleXor(acc[i], o);
-		}
+		FOR_LIVE_@NC@(i, v, acc[i] += subgroupShuffleXor(acc[i], o);)
 	if (gl_SubgroupSize >= SPLIT)
 		return false;
 	// Several subgroups per group: their sums, added in subgroup order.
 	uint spg = SPLIT / gl_SubgroupSize;
 	if (gl_SubgroupInvocationID == 0u)
-		for (uint v = 0u; v < NLIVE_@NC@; v++)
-			PART(gl_SubgroupID, v) = acc[live_@NC@(v)];
+		FOR_LIVE_@NC@(i, v, PART(gl_SubgroupID, v) = acc[i];)
 	barrier();
 	if (lane % SPLIT == 0u)
-		for (uint v = 0u; v < NLIVE_@NC@; v++) {
+		FOR_LIVE_@NC@(i, v, {
 			float s = PART(g * spg, v);
 			for (uint q = 1u; q < spg; q++)
 				s += PART(g * spg + q, v);
-			acc[live_@NC@(v)] = s;
-		}
+			acc[i] = s;
+		})
 	return true;
 }
 #else
 bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 {
-	for (uint v = 0u; v < NLIVE_@NC@; v++)
-		PART(lane, v) = acc[live_@NC@(v)];
+	FOR_LIVE_@NC@(i, v, PART(lane, v) = acc[i];)
 	uint l = lane % SPLIT, base = g * SPLIT;
 	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
 		barrier();
@@ -106,8 +109,7 @@ bool reduce_@NC@(inout float acc[NVAL_@NC@], uint lane, uint g)
 	}
 	barrier();
 	if (l == 0u)
-		for (uint v = 0u; v < NLIVE_@NC@; v++)
-			acc[live_@NC@(v)] = PART(base, v);
+		FOR_LIVE_@NC@(i, v, acc[i] = PART(base, v);)
 	return true;
 }
 #endif
