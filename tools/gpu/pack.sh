@@ -31,9 +31,11 @@ done
 # compresses away, which keeps the carried tree under its size limit.
 tar -C .devrun/stage -cf - halo-bin | xz -9 --lzma2=preset=9,dict=256MiB > .devrun/bin.tar.xz
 rm -rf .devrun/stage
-for l in libyaml-0.so.2 libjson-c.so.5 libxxhash.so.0 libpcre2-8.so.0 libutf8proc.so.2; do
-	cp -L "/lib/x86_64-linux-gnu/$l" .devrun/lib/
-done
+# Every library halo links beyond glibc and the Vulkan loader (.gl below):
+# libmicrohttpd brings gnutls and its own dependencies.
+ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
+	grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libvulkan)\.so' |
+	while read -r l; do cp -L "$l" .devrun/lib/; done
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
