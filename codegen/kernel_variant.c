@@ -356,18 +356,17 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
  * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
  * four column groups per workgroup at least, more columns per group only when
  * the grid would pass its limit (a vocabulary-sized head), two loads in
- * flight per lane, and columns that do not grow with T. Even in pipelines
- * specialised for T = 1 (vk_pipeline_for_t), where only the 1-column path is
- * compiled, growing columns cost T = 1 on the H200 (4096 x 4096 13.8 against
- * 12.0 us, 12288 x 4096 33.1 against 26.7) while they won at T = 4 and 8
- * (4096 x 4096 at T = 8 32.2 against 48.7 us, the head at T = 4 337 against
- * 654): plain decoding comes first here, and the variant space offers the
- * growing form right after, for halo tune to weigh against verification
- * steps (bench/results-h200-matvec.txt, run 4). */
+ * flight per lane, and columns that grow with T, so that each x load
+ * serves more weight bytes in verification steps. A pipeline specialised for
+ * T = 1 (vk_pipeline_for_t) compiles only the 1-column path and sizes the
+ * reduction's shared memory for it, so growing costs T = 1 nothing on the
+ * H200 (4096 x 4096 12.1 against 12.0 us, the head 288.3 both) and wins at
+ * T = 8 (31.9 against 48.3 us, the head 837 against 1351;
+ * bench/results-h200-matvec.txt, run 6). */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
-	kv_tiles t = {.split = 16, .cols = 1};
+	kv_tiles t = {.split = 16, .cols = 1, .grow = 1};
 	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
 		t.split *= 2;
 	t.local = t.split > 128 ? t.split : 128;
@@ -1332,32 +1331,31 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 	return !memcmp(&a, &b, sizeof a);
 }
 
-/* Decode matvec: the heuristic; its columns growing with T (faster from
- * T = 2 or 4 on, slower at T = 1: matvec_heuristic); narrower K splits with as many more
+/* Decode matvec: the heuristic; its columns fixed at every T; narrower K splits with as many more
  * loads in flight per lane (the lanes of one subgroup cover more columns and
  * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
  * 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt run 3); its
  * neighbours one step along split and unroll; the shared-memory-tree form
  * that needs no subgroup operations (the one every device runs); then, past
- * the compiler's first 8 candidates, two columns per group at every T (the
- * growing form wins over it at T = 8 since pipelines are specialised for T:
- * 32.2 against 62.7 us at 4096 x 4096, run 4) and what the sweeps found
- * slower everywhere (fewer loads in flight, wider workgroups). */
+ * the compiler's first 8 candidates, two columns per group at every T
+ * (faster than growing ones at T = 8 on the H200, 26.7 against 31.9 us at
+ * 4096 x 4096, and up to 9% slower at T = 1, run 6) and what the
+ * sweeps found slower everywhere (fewer loads in flight, wider workgroups). */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
-	kv_tiles grown = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
-	grown.grow = !h.grow;
+	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	fixed.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
-		grown,
+		fixed,
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll * 2),
 		mv_tiles(h, h.local, h.split / 4, h.cols, h.unroll * 4),
 		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
 		tree,
-		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
+		mv_tiles(fixed, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 	};
