@@ -56,8 +56,10 @@ layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
 // shared memory for the one path the pipeline takes, so that a T = 1
 // pipeline of a kernel whose columns grow with T holds as little as one
 // whose columns do not (a larger array costs the H200 L1 capacity for x).
+// Columns per group for a step of `rows` rows (before the NC_MAX cap).
+#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : ((rows) <= 2u ? 2u : 4u)))
 const uint ROWS_C = T_SPEC == 0u ? T_MAX : RPT * T_SPEC;
-const uint NC_G = NC * (ROWS_C <= 1u ? 1u : (ROWS_C <= 2u ? 2u : 4u));
+const uint NC_G = NC_AT(ROWS_C);
 const uint NC_C = NC_G < NC_MAX ? NC_G : NC_MAX;
 const uint NVAL_C = (NC_C + PRO_RMS) * ROWS_C;
 #if SG_SHUFFLE
@@ -110,7 +112,7 @@ void main()
 {
 	uint lane = lane_id(), g = lane / SPLIT, l = lane % SPLIT;
 	// ROWS is the same for every lane: one path per dispatch.
-	uint nc = T_SPEC != 0u ? NC_C : min(NC_MAX, NC * (ROWS <= 1u ? 1u : ROWS <= 2u ? 2u : 4u));
+	uint nc = min(NC_MAX, NC_AT(ROWS));
 	if (gl_WorkGroupID.x * GROUPS * nc >= N)
 		return;
 	uint grp = gl_WorkGroupID.x * GROUPS + g;
