@@ -69,6 +69,9 @@ bool rd_dtype(rd_ctx *rd, const yaml_node_t *n, halo_dtype *out)
 		return false;
 	if (!halo_dtype_from_name(s, out))
 		return rd_fail(rd, n, "unknown dtype '%s' (expected f32, f16, bf16, i32, i64 or f8e4m3)", s);
+	if (halo_dtype_is_quant(*out))
+		return rd_fail(rd, n, "dtype '%s' is a weight storage format, chosen by `halo compile --quant`, "
+		               "not a tensor type (expected f32, f16, bf16, i32, i64 or f8e4m3)", s);
 	return true;
 }
 

@@ -2,18 +2,36 @@
 
 #include <string.h>
 
+/* block: elements per block; bytes: bytes per block. */
 static const struct {
 	const char *name;
-	size_t size;
+	size_t block, bytes;
 } dtype_info[HALO_DTYPE_COUNT] = {
-	[HALO_F32] = {"f32", 4},  [HALO_F16] = {"f16", 2},
-	[HALO_BF16] = {"bf16", 2}, [HALO_I32] = {"i32", 4},
-	[HALO_I64] = {"i64", 8},  [HALO_F8E4M3] = {"f8e4m3", 1},
+	[HALO_F32] = {"f32", 1, 4},        [HALO_F16] = {"f16", 1, 2},
+	[HALO_BF16] = {"bf16", 1, 2},      [HALO_I32] = {"i32", 1, 4},
+	[HALO_I64] = {"i64", 1, 8},        [HALO_F8E4M3] = {"f8e4m3", 1, 1},
+	/* 32 int8 + an f16 scale; 256 4-bit values + 16 bytes of scales */
+	[HALO_Q8_0] = {"q8_0", 32, 34},    [HALO_Q4_K] = {"q4_k", 256, 144},
 };
 
 size_t halo_dtype_size(halo_dtype t)
 {
-	return (unsigned)t < HALO_DTYPE_COUNT ? dtype_info[t].size : 0;
+	return (unsigned)t < HALO_DTYPE_COUNT && dtype_info[t].block == 1 ? dtype_info[t].bytes : 0;
+}
+
+size_t halo_dtype_block(halo_dtype t)
+{
+	return (unsigned)t < HALO_DTYPE_COUNT ? dtype_info[t].block : 0;
+}
+
+size_t halo_dtype_bytes(halo_dtype t, size_t n)
+{
+	return (unsigned)t < HALO_DTYPE_COUNT ? n / dtype_info[t].block * dtype_info[t].bytes : 0;
+}
+
+bool halo_dtype_is_quant(halo_dtype t)
+{
+	return (unsigned)t < HALO_DTYPE_COUNT && dtype_info[t].block > 1;
 }
 
 const char *halo_dtype_name(halo_dtype t)

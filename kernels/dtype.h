@@ -13,11 +13,22 @@ typedef enum {
 	HALO_I32 = 3,
 	HALO_I64 = 4,
 	HALO_F8E4M3 = 5,
+	/* Block-quantized weight formats (runtime/ref/quant.h says what their
+	 * bytes mean): elements come in blocks along a row, never one alone. */
+	HALO_Q8_0 = 6,
+	HALO_Q4_K = 7,
 	HALO_DTYPE_COUNT
 } halo_dtype;
 
-/* Bytes per element. */
+/* Bytes per element of a plain type; 0 for block formats, whose elements
+ * have no whole size of their own (use halo_dtype_bytes). */
 size_t halo_dtype_size(halo_dtype t);
+/* Elements per block: 1 for plain types, 32 for q8_0, 256 for q4_k. */
+size_t halo_dtype_block(halo_dtype t);
+/* Bytes of n elements; n must be a multiple of halo_dtype_block(t). */
+size_t halo_dtype_bytes(halo_dtype t, size_t n);
+/* True for the block-quantized formats. */
+bool halo_dtype_is_quant(halo_dtype t);
 /* "f32", "f16", ...; NULL for out-of-range values. */
 const char *halo_dtype_name(halo_dtype t);
 /* Parses a name produced by halo_dtype_name(). */

@@ -1,0 +1,243 @@
+#include "runtime/ref/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "runtime/ref/half.h"
+
+enum {
+	Q8_BLOCK = 32,
+	Q4_SUPER = 256,
+	Q4_SUB = 32,
+	Q4_SUBS = Q4_SUPER / Q4_SUB,
+	Q4_META = 16, /* scale bytes per super-block */
+};
+
+halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
+{
+	uint64_t blocks = k / halo_dtype_block(t);
+	if (t == HALO_Q8_0)
+		return (halo_quant_layout){.values_row_bytes = k, .scales_offset = rows * k, .scales_row_bytes = blocks * 2};
+	return (halo_quant_layout){.values_row_bytes = k / 2, .scales_offset = rows * k / 2,
+	                           .scales_row_bytes = blocks * Q4_META};
+}
+
+static int clampi(float v, int lo, int hi)
+{
+	float r = roundf(v);
+	return r < (float)lo ? lo : (r > (float)hi ? hi : (int)r);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- q8_0 ---- */
+
+/* The scale is quantized first and q computed against the stored value, so
+ * that dequantization multiplies by exactly the scale q was rounded for. A
+ * block whose largest magnitude exceeds 127 * 65504 saturates. */
+static void q8_row(const float *x, uint64_t k, int8_t *q, uint8_t *scales)
+{
+	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
+		const float *xb = x + b * Q8_BLOCK;
+		float amax = 0.0f;
+		for (int i = 0; i < Q8_BLOCK; i++)
+			amax = fmaxf(amax, fabsf(xb[i]));
+		uint16_t dh = half_from_f32(fminf(amax / 127.0f, 65504.0f));
+		float d = half_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
+		for (int i = 0; i < Q8_BLOCK; i++)
+			q[b * Q8_BLOCK + i] = (int8_t)clampi(xb[i] * id, -127, 127);
+		scales[2 * b] = (uint8_t)dh;
+		scales[2 * b + 1] = (uint8_t)(dh >> 8);
+	}
+}
+
+static void q8_dequant_row(const int8_t *q, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
+		float d = half_to_f32((uint16_t)(scales[2 * b] | scales[2 * b + 1] << 8));
+		for (int i = 0; i < Q8_BLOCK; i++)
+			x[b * Q8_BLOCK + i] = d * (float)q[b * Q8_BLOCK + i];
+	}
+}
+
+/* ---- q4_k ---- */
+
+/* Least-squares error of x ~ s * q + b over one sub-block. */
+static float fit_error(const float *x, const int *q, float s, float b)
+{
+	float e = 0.0f;
+	for (int i = 0; i < Q4_SUB; i++) {
+		float r = s * (float)q[i] + b - x[i];
+		e += r * r;
+	}
+	return e;
+}
+
+/* The scale s >= 0 and offset m >= 0 of x ~ s * q - m (q in 0..15) for one
+ * sub-block: q from a range of candidate step sizes around (max - min) / 15,
+ * then s and m refitted to those q by least squares (m held at 0 where the
+ * fit wants a positive offset, which the format cannot store). */
+static void q4_fit_sub(const float *x, float *scale, float *offset)
+{
+	float lo = 0.0f, hi = x[0];
+	for (int i = 0; i < Q4_SUB; i++) {
+		lo = fminf(lo, x[i]);
+		hi = fmaxf(hi, x[i]);
+	}
+	*scale = (hi - lo) / 15.0f;
+	*offset = -lo;
+	if (hi <= lo)
+		return;
+	int q[Q4_SUB];
+	for (int i = 0; i < Q4_SUB; i++)
+		q[i] = clampi((x[i] - lo) / *scale, 0, 15);
+	float best = fit_error(x, q, *scale, lo);
+	for (int step = -10; step <= 10; step++) {
+		float iscale = (15.0f + 0.1f * (float)step) / (hi - lo);
+		float sq = 0, sqq = 0, sx = 0, sxq = 0;
+		for (int i = 0; i < Q4_SUB; i++) {
+			q[i] = clampi((x[i] - lo) * iscale, 0, 15);
+			sq += (float)q[i];
+			sqq += (float)(q[i] * q[i]);
+			sx += x[i];
+			sxq += x[i] * (float)q[i];
+		}
+		float det = (float)Q4_SUB * sqq - sq * sq;
+		if (det <= 0.0f)
+			continue;
+		float s = ((float)Q4_SUB * sxq - sq * sx) / det, b = (sqq * sx - sq * sxq) / det;
+		if (b > 0.0f) {
+			b = 0.0f;
+			s = sxq / sqq;
+		}
+		if (s <= 0.0f)
+			continue;
+		float e = fit_error(x, q, s, b);
+		if (e < best) {
+			best = e;
+			*scale = s;
+			*offset = -b;
+		}
+	}
+}
+
+/* Six-bit codes of v / unit, unit = max / 63 rounded to f16. */
+static uint16_t q4_units(const float *v, uint8_t *code)
+{
+	float max = 0.0f;
+	for (int j = 0; j < Q4_SUBS; j++)
+		max = fmaxf(max, v[j]);
+	uint16_t uh = half_from_f32(max / 63.0f);
+	float unit = half_to_f32(uh);
+	for (int j = 0; j < Q4_SUBS; j++)
+		code[j] = (uint8_t)(unit > 0.0f ? clampi(v[j] / unit, 0, 63) : 0);
+	return uh;
+}
+
+static void q4_pack_meta(uint16_t d, uint16_t dmin, const uint8_t *sc, const uint8_t *m, uint8_t *meta)
+{
+	uint32_t w1 = 0, w2 = 0, w3 = 0;
+	for (int j = 0; j < 4; j++) {
+		w1 |= (uint32_t)(sc[j] | (sc[j + 4] >> 4) << 6) << (8 * j);
+		w2 |= (uint32_t)(m[j] | (m[j + 4] >> 4) << 6) << (8 * j);
+		w3 |= (uint32_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4) << (8 * j);
+	}
+	put_u32(meta, (uint32_t)d | (uint32_t)dmin << 16);
+	put_u32(meta + 4, w1);
+	put_u32(meta + 8, w2);
+	put_u32(meta + 12, w3);
+}
+
+/* Sub-block j's codes from a super-block's scale words (the layout in
+ * quant.h). */
+static void q4_unpack_sub(const uint8_t *meta, int j, int *sc, int *m)
+{
+	uint32_t w1 = get_u32(meta + 4), w2 = get_u32(meta + 8), w3 = get_u32(meta + 12);
+	int b = 8 * (j & 3);
+	if (j < 4) {
+		*sc = (int)(w1 >> b) & 63;
+		*m = (int)(w2 >> b) & 63;
+	} else {
+		*sc = (int)((w3 >> b) & 15) | (int)((w1 >> (b + 6)) & 3) << 4;
+		*m = (int)((w3 >> (b + 4)) & 15) | (int)((w2 >> (b + 6)) & 3) << 4;
+	}
+}
+
+static void q4_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
+{
+	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
+		const float *xs = x + s * Q4_SUPER;
+		float scale[Q4_SUBS], offset[Q4_SUBS];
+		for (int j = 0; j < Q4_SUBS; j++)
+			q4_fit_sub(xs + j * Q4_SUB, &scale[j], &offset[j]);
+		uint8_t sc[Q4_SUBS], m[Q4_SUBS];
+		uint16_t dh = q4_units(scale, sc), mh = q4_units(offset, m);
+		float d = half_to_f32(dh), dmin = half_to_f32(mh);
+		uint8_t *meta = scales + s * Q4_META;
+		q4_pack_meta(dh, mh, sc, m, meta);
+		int q[Q4_SUPER];
+		for (int j = 0; j < Q4_SUBS; j++) {
+			/* q against the stored scale and offset, as they dequantize */
+			float step = d * (float)sc[j], off = dmin * (float)m[j];
+			for (int i = j * Q4_SUB; i < (j + 1) * Q4_SUB; i++)
+				q[i] = step > 0.0f ? clampi((xs[i] + off) / step, 0, 15) : 0;
+		}
+		for (int i = 0; i < Q4_SUPER; i += 2)
+			values[(s * Q4_SUPER + (uint64_t)i) / 2] = (uint8_t)(q[i] | q[i + 1] << 4);
+	}
+}
+
+static void q4_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
+		const uint8_t *meta = scales + s * Q4_META;
+		uint32_t w0 = get_u32(meta);
+		float d = half_to_f32((uint16_t)w0), dmin = half_to_f32((uint16_t)(w0 >> 16));
+		for (int j = 0; j < Q4_SUBS; j++) {
+			int sc, m;
+			q4_unpack_sub(meta, j, &sc, &m);
+			float step = d * (float)sc, off = dmin * (float)m;
+			for (int i = 0; i < Q4_SUB; i++) {
+				uint64_t e = s * Q4_SUPER + (uint64_t)(j * Q4_SUB + i);
+				int q = e & 1 ? values[e / 2] >> 4 : values[e / 2] & 15;
+				x[e] = step * (float)q - off;
+			}
+		}
+	}
+}
+
+void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                        uint8_t *dst)
+{
+	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
+	for (uint64_t r = lo; r < hi; r++) {
+		uint8_t *values = dst + r * l.values_row_bytes, *scales = dst + l.scales_offset + r * l.scales_row_bytes;
+		if (t == HALO_Q8_0)
+			q8_row(src + r * k, k, (int8_t *)values, scales);
+		else
+			q4_row(src + r * k, k, values, scales);
+	}
+}
+
+void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                          float *dst)
+{
+	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
+	for (uint64_t r = lo; r < hi; r++) {
+		const uint8_t *values = src + r * l.values_row_bytes;
+		const uint8_t *scales = src + l.scales_offset + r * l.scales_row_bytes;
+		if (t == HALO_Q8_0)
+			q8_dequant_row((const int8_t *)values, scales, k, dst + r * k);
+		else
+			q4_dequant_row(values, scales, k, dst + r * k);
+	}
+}

@@ -1,0 +1,58 @@
+/* Block-quantized weight formats: what their bytes mean (the dequantizer,
+ * which every backend's kernels are held to) and how halo compile makes
+ * them (the quantizer). No allocation; callers own every buffer.
+ *
+ * A quantized tensor is `rows` rows of `k` elements (k contiguous, a
+ * multiple of the format's block; a 3-D expert tensor [E, N, K] is E * N
+ * rows). Its bytes are two regions, so that a kernel reads each with
+ * aligned vector loads:
+ *
+ *   values  rows * k * bits / 8 bytes at 0, row r at r * k * bits / 8
+ *   scales  the per-block scales after the values, row r's at
+ *           values_bytes + r * (k / block) * scale_bytes
+ *
+ * q8_0 (8.5 bits per weight): blocks of 32. Value byte i of a row is the
+ *   int8 q of element i; each block has an f16 scale d; x = d * q.
+ * q4_k (4.5 bits per weight): super-blocks of 256 made of 8 sub-blocks of
+ *   32. Value byte i of a row holds element 2i in its low nibble and 2i + 1
+ *   in its high nibble (so nibble p of 32-bit word w is element 8w + p),
+ *   q in 0..15. Each super-block has 16 bytes of scales, as four
+ *   little-endian 32-bit words:
+ *     w0 = d | dmin << 16 (two f16)
+ *     sub-block j < 4: sc = byte j of w1 & 63, m = byte j of w2 & 63
+ *     sub-block j >= 4: sc = (byte j-4 of w3 & 15) | (byte j-4 of w1 >> 6) << 4
+ *                       m  = (byte j-4 of w3 >> 4) | (byte j-4 of w2 >> 6) << 4
+ *   and x = (d * sc) * q - (dmin * m), evaluated in f32 in that order.
+ * The scale layout is llama.cpp's Q4_K one; the values are laid out
+ * linearly instead of interleaved in pairs of sub-blocks, and the two
+ * regions are split, for the kernels' loads. */
+#ifndef HALO_REF_QUANT_H
+#define HALO_REF_QUANT_H
+
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+
+typedef struct {
+	uint64_t values_row_bytes; /* a row's value bytes */
+	uint64_t scales_offset;    /* where the scales region starts */
+	uint64_t scales_row_bytes; /* a row's scale bytes */
+} halo_quant_layout;
+
+/* The layout of rows x k elements of quantized type t (k a multiple of its
+ * block). */
+halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k);
+
+/* Quantizes rows [lo, hi) of src (rows x k floats, row-major) into the
+ * tensor at dst (halo_dtype_bytes(t, rows * k) bytes). Each row depends
+ * only on its own values, so any split of the rows across threads gives the
+ * same bytes. Values must be finite. */
+void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                        uint8_t *dst);
+
+/* Dequantizes rows [lo, hi) of the tensor at src into dst (rows x k
+ * floats, row-major; only rows [lo, hi) are written). */
+void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                          float *dst);
+
+#endif
