@@ -108,6 +108,8 @@ bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errl
  * tuning database or the heuristic picked it; ref: by op) by total time over
  * the profiled steps, with their share and call counts. */
 void halo_session_profile_report(const halo_session *s, FILE *out, int top);
+/* Forgets what profiling has accumulated (the steps and their times). */
+void halo_session_profile_clear(halo_session *s);
 
 /* A snapshot of one session's recurrent state (conv, SSM, n-gram history:
  * the state after the last token) and its position, held by the backend

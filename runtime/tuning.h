@@ -65,7 +65,5 @@ bool halo_model_entry_uses(const halo_model *m, int entry, int choice);
  * c's dispatches summed over the steps profiled since it was turned on or
  * last cleared; ns has halo_model_choice_count elements. */
 void halo_session_choice_ns(const halo_session *s, double *ns);
-/* Forgets what profiling has accumulated (the steps and their times). */
-void halo_session_profile_clear(halo_session *s);
 
 #endif

@@ -52,8 +52,8 @@ static void run_usage(FILE *out)
 	      "  --logits-out FILE    with --tokens: write the logits of every prompt position:\n"
 	      "                       little-endian f32 [prompt_len, vocab]\n"
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
-	      "  --profile            with --tokens: time every dispatch of the generated tokens;\n"
-	      "                       print the ten costliest kernels on stderr\n"
+	      "  --profile            with --tokens: time every dispatch; print the ten costliest\n"
+	      "                       kernels of the prompt and of the generated tokens on stderr\n"
 	      "  --spec MODE          speculative decoding: none (default) or mtp (drafts from the\n"
 	      "                       model's MTP head; the bundle needs its draft entry points)\n"
 	      "  --draft-n K          the most drafts per round with --spec mtp, 1..7 and at most\n"
@@ -254,16 +254,23 @@ static bool generate_ids(run_state *r, const cli_gen_config *c, const run_args *
 		return false;
 	}
 	float *row = r->logits + (size_t)(n_prompt - 1) * vocab;
+	/* The prompt's dispatches are profiled and reported apart from the
+	 * generated tokens' (profiled steps run their own recordings, so the
+	 * stats line's prompt time then includes the timestamps' cost). */
+	if (a->profile && !halo_session_set_profiling(r->session, true, err, errlen))
+		return false;
 	double t0 = cli_now_s();
 	/* All rows only when asked for: a bundle may return just the last one. */
 	if (!halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row, err,
 				  errlen))
 		return false;
 	double t1 = cli_now_s();
+	if (a->profile) {
+		fprintf(stderr, "halo run: the prompt's %lld tokens:\n", (long long)n_prompt);
+		halo_session_profile_report(r->session, stderr, 10);
+		halo_session_profile_clear(r->session);
+	}
 	if (a->logits_out && !write_logits(a->logits_out, r->logits, (size_t)n_prompt * vocab, err, errlen))
-		return false;
-	/* Decode only: the prompt's own timing is in the stats line. */
-	if (a->profile && !halo_session_set_profiling(r->session, true, err, errlen))
 		return false;
 	if (c->spec_mtp ? !speculate(r, c, n_prompt, row, err, errlen) : !decode(r, c, row, err, errlen))
 		return false;
