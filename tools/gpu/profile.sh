@@ -12,7 +12,7 @@ out=${OUT:-/tmp}
 pp=${1:-512}
 tg=${2:-32}
 layers=${3:-12}
-shift 3 || true
+if [ $# -ge 3 ]; then shift 3; else shift $#; fi
 cfg=/tmp/qwen3_8b_prof_cfg
 bundle=/tmp/qwen3_8b_prof.halo
 python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
