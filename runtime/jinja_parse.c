@@ -495,33 +495,46 @@ static jnode *parse_math1(parser *P)
 	return parse_level(P, parse_concat, ops, 2);
 }
 
-static jnode *parse_compare(parser *P)
+/* Takes the comparison operator at the cursor into *op; false if none. */
+static bool accept_compare(parser *P, jop *op)
 {
 	static const op_entry ops[] = {{"==", OP_EQ}, {"!=", OP_NE}, {"<=", OP_LE},
 				       {">=", OP_GE}, {"<", OP_LT},  {">", OP_GT}};
-	jnode *left = parse_math1(P);
-	for (;;) {
-		int line = peek(P)->line;
-		size_t k = 0;
-		while (k < 6 && !is_op(peek(P), ops[k].op))
-			k++;
-		jop op;
-		if (k < 6) {
-			op = ops[k].code;
+	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+		if (is_op(peek(P), ops[k].op)) {
+			*op = ops[k].code;
 			P->at++;
-		} else if (accept_name(P, "in")) {
-			op = OP_IN;
-		} else if (is_name(peek(P), "not") && is_name(&P->t[P->at + 1], "in")) {
-			P->at += 2;
-			op = OP_NOT_IN;
-		} else {
-			return left;
+			return true;
 		}
-		if (!left)
-			return NULL;
-		/* a < b < c chains in Jinja2; no template here needs it */
-		left = binary(P, N_BINARY, op, line, left, parse_math1(P));
+	if (accept_name(P, "in")) {
+		*op = OP_IN;
+		return true;
 	}
+	if (is_name(peek(P), "not") && is_name(&P->t[P->at + 1], "in")) {
+		P->at += 2;
+		*op = OP_NOT_IN;
+		return true;
+	}
+	return false;
+}
+
+/* One comparison at most: Jinja2 reads a < b < c as (a < b) and (b < c),
+ * which no supported template uses, so a chain is refused rather than
+ * evaluated left to right as ((a < b) < c). */
+static jnode *parse_compare(parser *P)
+{
+	jnode *left = parse_math1(P);
+	int line = peek(P)->line;
+	jop op;
+	if (!left || !accept_compare(P, &op))
+		return left;
+	jnode *n = binary(P, N_BINARY, op, line, left, parse_math1(P));
+	jop next;
+	if (n && accept_compare(P, &next)) {
+		fail(P, line, "chained comparison (a < b < c) is not supported; write (a < b) and (b < c)");
+		return NULL;
+	}
+	return n;
 }
 
 static jnode *parse_not(parser *P)

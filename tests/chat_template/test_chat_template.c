@@ -176,6 +176,8 @@ static const unit units[] = {
 	{"{{ 'abc }}", "{}", "!:1: unterminated string"},
 	{"{{ x|trim(1, 2) }}", "{}", "!:1: filter 'trim' takes 0 to 1 arguments, given 2"},
 	{"{% for x in y recursive %}{% endfor %}", "{}", "!:1: unsupported recursive for loop"},
+	{"{{ 1 < 2 < 3 }}", "{}", "!:1: chained comparison (a < b < c) is not supported; write (a < b) and (b < c)"},
+	{"{{ (1 < 2) and (2 < 3) }}", "{}", "True"},
 	/* bounds */
 	{"{% for i in range(100000000) %}{% endfor %}", "{}", "!:1: range() of more than 20000000 items"},
 	{"{% macro m(n) %}{{ m(n) }}{% endmacro %}{{ m(1) }}", "{}", "!:1: macro calls nest deeper than 200"},
