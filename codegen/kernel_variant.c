@@ -616,23 +616,33 @@ static bool build_rope(kv_build *b)
 	return true;
 }
 
-/* attention, and masked_attention (the same kernel with a 0/1 mask [T, C]
- * over the cache rows, MASKED; no fused epilogue on the masked form). */
+/* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over
+ * the cache rows, MASKED; no fused epilogue on the masked form) and
+ * attention_partial (PARTIAL: one workgroup per block of BLOCK keys, grid z,
+ * writing the block's sums instead of y). Keys are scored LPK lanes per key
+ * (vec4 loads when D is a multiple of 4); the default 128 lanes take 32 keys
+ * a pass. */
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
-	bool masked = d->op == IR_OP_MASKED_ATTENTION;
+	bool masked = d->op == IR_OP_MASKED_ATTENTION, partial = d->op == IR_OP_ATTENTION_PARTIAL;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
-	int64_t dv = d->u.attention.dv, C = d->u.attention.C;
-	uint32_t ls;
+	int64_t dv = d->u.attention.dv, C = d->u.attention.C, block = d->u.attention.block;
+	int64_t blocks = partial && block > 0 ? (C + block - 1) / block : 1;
+	uint32_t ls, lpk = 4;
 	if (!check_index(b, "hq", hq) || !check_index(b, "hk", hk) || !check_index(b, "D", D) ||
 	    !check_index(b, "dv", dv) || !check_index(b, "C", C) || !check_index(b, "C*hk*D", C * hk * D) ||
 	    !check_index(b, "C*hk*dv", C * hk * dv) || !check_index(b, "T*hq*D", d->t_max * hq * D) ||
 	    !check_index(b, "T*hq*dv", d->t_max * hq * dv) || !check_index(b, "T*C", d->t_max * C) ||
-	    !lanes_1d(b, 64, &ls))
+	    !check_index(b, "T*hq*blocks*(dv+2)", d->t_max * hq * blocks * (dv + 2)) || !lanes_1d(b, 128, &ls))
 		return false;
 	if (hq % hk)
 		return fail(b, "%" PRId64 " query heads are not a multiple of %" PRId64 " kv heads", hq, hk);
+	if (ls < lpk)
+		return fail(b, "local size %u is below the %u lanes that score one key", ls, lpk);
+	if (partial && (block <= 0 || block % (ls / lpk)))
+		return fail(b, "block of %" PRId64 " keys is not a positive multiple of the %u keys a pass takes",
+			    block, ls / lpk);
 	if (((uint64_t)D + 3u * ls) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
 			    KV_SHARED_LIMIT);
@@ -640,17 +650,48 @@ static bool build_attention(kv_build *b)
 		return fail(b, "scale is not finite");
 	b->p->template = "attention";
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
-		  masked ? "masked_attention" : "attention", hq, hk, D, dv, C, (double)d->u.attention.scale);
+		  masked ? "masked_attention" : partial ? "attention_partial" : "attention", hq, hk, D, dv, C,
+		  (double)d->u.attention.scale);
+	if (partial)
+		sb_printf(&b->sig, " block=%" PRId64, block);
 	def_uint(b, "HQ", hq);
 	def_uint(b, "HK", hk);
 	def_uint(b, "D", D);
 	def_uint(b, "DV", dv);
+	def_uint(b, "LPK", lpk);
+	def_int(b, "VEC4", D % 4 == 0);
 	def_float(b, "SCALE", d->u.attention.scale);
-	def_int(b, "USE_TREE", 1);
+	def_int(b, "USE_TREE", 0);
 	if (masked) {
 		def_uint(b, "MASK_C", C);
 		def_int(b, "MASKED", 1);
 	}
+	if (partial) {
+		def_int(b, "PARTIAL", 1);
+		def_uint(b, "BLOCK", block);
+		def_uint(b, "NBLK", blocks);
+	}
+	per_token_grid(b, ls, hq, 1);
+	set_grid(b, 2, 0, blocks, 1);
+	return true;
+}
+
+/* attention_combine: one workgroup per (head, token) merges the NBLK block
+ * sums in block order; lanes own output channels. */
+static bool build_attention_combine(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t hq = d->u.attention.hq, dv = d->u.attention.dv, blocks = d->u.attention.blocks;
+	uint32_t ls;
+	if (!check_index(b, "hq", hq) || !check_index(b, "dv", dv) || !check_index(b, "blocks", blocks) ||
+	    !check_index(b, "T*hq*blocks*(dv+2)", d->t_max * hq * blocks * (dv + 2)) || !lanes_1d(b, 128, &ls))
+		return false;
+	b->p->template = "attention_combine";
+	sb_printf(&b->sig, "attention_combine hq=%" PRId64 " dv=%" PRId64 " blocks=%" PRId64, hq, dv, blocks);
+	def_uint(b, "HQ", hq);
+	def_uint(b, "DV", dv);
+	def_uint(b, "NBLK", blocks);
+	def_int(b, "USE_TREE", 0);
 	per_token_grid(b, ls, hq, 1);
 	return true;
 }
@@ -1461,6 +1502,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_ATTENTION, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_ATTENTION_COMBINE, build_attention_combine, {"B_P"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_SOFTMAX, build_softmax, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_ARGMAX, build_argmax, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_SLICE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},

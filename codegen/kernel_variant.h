@@ -96,7 +96,10 @@ typedef struct {
 		struct { int64_t K, N, rows_per_t; } matmul;
 		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
-		struct { int64_t hq, hk, D, dv, C; float scale; } attention; /* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]) */
+		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
+		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;
+		 * ATTENTION_COMBINE (part) -> y: hq, dv and blocks only */
+		struct { int64_t hq, hk, D, dv, C; float scale; int64_t block, blocks; } attention;
 		struct { int64_t rows_per_t, D; } softmax;          /* (x) -> y */
 		/* (a[, b]) -> y: main is the node's own op; main.operand must be 0 */
 		struct { ir_dim numel; kv_elem_op main; } elementwise;

@@ -265,12 +265,19 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		return true;
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
+	case IR_OP_ATTENTION_PARTIAL:
 		k->u.attention.hq = cdim(x, 1);
 		k->u.attention.D = cdim(x, 2);
 		k->u.attention.hk = cdim(&d->operand[1], 1);
 		k->u.attention.C = cdim(&d->operand[1], 0);
 		k->u.attention.dv = cdim(&d->operand[2], 2);
 		k->u.attention.scale = (float)DA("scale", 1.0);
+		k->u.attention.block = DI("block", 0);
+		return true;
+	case IR_OP_ATTENTION_COMBINE: /* (part [T, hq, blocks, dv + 2]) */
+		k->u.attention.hq = cdim(x, 1);
+		k->u.attention.blocks = cdim(x, 2);
+		k->u.attention.dv = cdim(x, 3) - 2;
 		return true;
 	case IR_OP_SOFTMAX:
 		k->u.softmax.rows_per_t = rows_per_token(x);

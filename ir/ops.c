@@ -36,6 +36,7 @@ static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
 static const ir_attr_schema a_scale[] = {REQ_FLOAT("value")};
 static const ir_attr_schema a_rope[] = {REQ_FLOAT("base"), OPT_INT("rot_dim", 2, BIG)};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
+static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG)};
 static const ir_attr_schema a_conv[] = {
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
 static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
@@ -705,6 +706,35 @@ static bool infer_masked_attention(infer_ctx *c)
 	return infer_attention(c);
 }
 
+/* attention_partial (q, k [C,hk,D], v [C,hk,dv]) -> part [T, hq, S, dv + 2],
+ * S = ceil(C / block): per block of keys its output sum, max score and
+ * denominator. */
+static bool infer_attention_partial(infer_ctx *c)
+{
+	if (!infer_attention(c) || !need_const_dim(c, 1, 0))
+		return false;
+	int64_t C = in_shape(c, 1)->dim[0].c, block = ir_node_attr_int(c->n, "block", 1);
+	const ir_shape *y = &c->os[0];
+	c->os[0] = mk_shape(4, (ir_dim[]){y->dim[0], y->dim[1], {.c = (C + block - 1) / block},
+					 {.c = y->dim[2].c + 2}});
+	return true;
+}
+
+/* attention_combine (part [T, hq, S, dv + 2]) -> [T, hq, dv]. */
+static bool infer_attention_combine(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 4) || !need_float(c, 0) || !need_const_dim(c, 0, 2) || !need_const_dim(c, 0, 3))
+		return false;
+	const ir_shape *p = in_shape(c, 0);
+	if (p->dim[3].c < 3) {
+		char d[192];
+		return fail(c, "partial rows must hold dv + 2 >= 3 values: %s", desc(c, 0, d, sizeof(d)));
+	}
+	c->os[0] = mk_shape(3, (ir_dim[]){p->dim[0], p->dim[1], {.c = p->dim[3].c - 2}});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 typedef struct {
@@ -768,6 +798,9 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_ROWS_AT_POS] = {{IR_OP_ROWS_AT_POS, 1, 1, 1, PURE, ATTRS(a_rows_at_pos)}, infer_rows_at_pos},
 	[IR_OP_MOE_GATE_UP] = {{IR_OP_MOE_GATE_UP, 4, 4, 1, PURE, 0, NULL}, infer_moe_gate_up},
 	[IR_OP_MOE_DOWN] = {{IR_OP_MOE_DOWN, 4, 4, 1, PURE, 0, NULL}, infer_moe_down},
+	[IR_OP_ATTENTION_PARTIAL] = {{IR_OP_ATTENTION_PARTIAL, 3, 3, 1, PURE, ATTRS(a_attention_partial)},
+				     infer_attention_partial},
+	[IR_OP_ATTENTION_COMBINE] = {{IR_OP_ATTENTION_COMBINE, 1, 1, 1, EPI, 0, NULL}, infer_attention_combine},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

@@ -43,6 +43,9 @@ bool pass_dce(ir_module *m, ir_error *err);
 bool pass_fuse_norm_matmul(ir_module *m, ir_error *err); /* rms_norm -> matmul prologue */
 /* moe_experts -> moe_gate_up + moe_down (split_moe.c) */
 bool pass_split_moe(ir_module *m, ir_error *err);
+/* attention -> attention_partial + attention_combine over blocks of keys
+ * (split_attention.c) */
+bool pass_split_attention(ir_module *m, ir_error *err);
 bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */
 bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */
 bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like chains */

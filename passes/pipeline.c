@@ -22,6 +22,7 @@ MODULE_PASS(fuse_gates)
 MODULE_PASS(fuse_residual)
 MODULE_PASS(fuse_elementwise)
 MODULE_PASS(split_moe)
+MODULE_PASS(split_attention)
 MODULE_PASS(order_effects)
 MODULE_PASS(check_effects)
 MODULE_PASS(schedule)
@@ -38,6 +39,7 @@ static const pipeline_pass passes[] = {
 	{"fuse_residual", "residual adds into epilogues", run_fuse_residual, false},
 	{"fuse_elementwise", "elementwise chains into their producer's epilogue", run_fuse_elementwise, false},
 	{"split_moe", "moe_experts into moe_gate_up and moe_down dispatches", run_split_moe, false},
+	{"split_attention", "attention into per-block partials and their combine", run_split_attention, false},
 	{"order_effects", "after edges from the program order of state effects", run_order_effects, false},
 	{"check_effects", "every conflicting state effect pair is ordered by edges", run_check_effects, false},
 	{"schedule", "stable topological order, ties by (layer, depth, name)", run_schedule, false},

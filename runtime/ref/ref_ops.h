@@ -109,6 +109,18 @@ bool ref_attention(const float *q, const float *k, const float *v, float *y, int
 		   int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
 		   ref_error *err);
 
+/* Split attention (docs/ops.md): key block b of query row (t, j) covers
+ * keys [b * block, min((b + 1) * block, pos + t + 1)); part [T,hq,S,dv+2],
+ * S = ceil(C / block), gets per block sum_c e^(s_c - m) v_c, then m (the
+ * block's max score, -3e38 for a block with no key) and sum_c e^(s_c - m)
+ * (0 for none). False when pos+T > C. */
+bool ref_attention_partial(const float *q, const float *k, const float *v, float *part, int64_t T, int64_t hq,
+			   int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t block, int64_t pos, float scale,
+			   ref_error *err);
+/* part [T,hq,S,dv+2] -> y [T,hq,dv]: the blocks' sums rescaled to their
+ * common max, over their rescaled denominators (f64 sums). */
+void ref_attention_combine(const float *part, float *y, int64_t rows, int64_t S, int64_t dv);
+
 /* Softmax over each row of D, max-subtracted. */
 void ref_softmax(const float *x, float *y, int64_t rows, int64_t D);
 
