@@ -8,15 +8,30 @@ qwen3_small (Qwen3ForCausalLM, ~5.8 M parameters, ~11.6 MB in f16): hidden 256,
 768 (3 x hidden), tied embeddings as Qwen3's small models. About the same
 parameter count as qwen4_exp_small, so their held-out perplexities compare.
 
-qwen4_exp_small (Qwen4ExpForCausalLM + MTP head, ~5.6 M parameters): the tiny
+qwen4_exp_small (Qwen4ExpForCausalLM + MTP head, ~5.8 M parameters): the tiny
 oracle fixture's config (tools/oracle/make_fixtures.py qwen4_exp_text_config:
 same keys, same feature set) scaled up: hidden 64 -> 192, 4 -> 6 layers
 (GDN, GDN + PLE, QSA, GDN, GDN, QSA: the published 3:1 GDN:attention rhythm,
 PLE on one-indexed layer 2 as published), 4 hyper-connection streams of rank
 32, 8 experts top-2 (48 wide) + a 96-wide shared expert in every layer, QSA
-with a 4-head indexer, budget 64 in blocks of 4 (so selection is active past
-68 tokens, i.e. over most of a 512-token window), bigram/trigram PLE tables of
-base 2048 (4 heads x 16 = 64 wide), head_dim 32 with partial rotary 0.5.
+with budget 64 in blocks of 4 (so selection is active past 68 tokens, i.e. over
+most of a 512-token window), bigram/trigram PLE tables of base 2048 (4 heads x
+16 = 64 wide), head_dim 32 with partial rotary 0.5.
+
+The QSA indexer has 16 heads (the published model has 4): its weights get no
+gradient (a top-k selection; transformers has no indexer loss), so they keep
+their random initial values, and a block's score sum_h relu(q_h . k) is then
+exactly 0 whenever every head's dot product is negative: probability 1/16 per
+block with 4 heads, 2^-16 with 16. Zero-score ties at the top-k boundary are
+broken differently by torch.topk and by halo (lower index), which made one
+prompt row of a first 4-head model differ between the two; with 16 heads such
+ties are vanishingly rare. Cost: 74k parameters per QSA layer.
+
+Epoch caps: the stdlib on the GPU machine (Ubuntu's Python 3.12, test suite
+stripped) gives only ~2 M training tokens, and qwen3_small runs at ~1 M
+tokens/s, so its schedule is set to end at 16 epochs (a first run was best on
+validation at ~11 of 18); qwen4_exp_small (~170 k tokens/s) is bound by time.
+The best validation point's weights are kept either way (loop.train).
 """
 
 VOCAB = 4096
@@ -52,7 +67,7 @@ def qwen4_config_dict(eos_id, base=None):
         norm_topk_prob=True, hc_count=4, hc_lowrank=32,
         ple_layer_ids=[2], ple_embed_dim=64, ple_conv_kernel_size=4, ngram_size=3, heads_per_ngram=2,
         ngram_vocab_size_base=2048, make_ngram_vocab_size_divisible_by=128, seed=1234, split_ngram_parts=2,
-        indexer_n_heads=4, indexer_kv_heads=1, indexer_head_dim=32, indexer_budget=64, indexer_compress_ratio=4,
+        indexer_n_heads=16, indexer_kv_heads=1, indexer_head_dim=32, indexer_budget=64, indexer_compress_ratio=4,
         rms_norm_eps=1e-6, tie_word_embeddings=False, eos_token_id=eos_id, bos_token_id=None, pad_token_id=None,
         max_position_embeddings=MAX_POSITIONS,
     )
@@ -64,7 +79,7 @@ TRAIN = {
     "qwen3_small": dict(batch=64, peak_lr=3e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
                         betas=(0.9, 0.95), grad_clip=1.0, max_epochs=16.0),
     "qwen4_exp_small": dict(batch=64, peak_lr=2e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
-                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=16.0),
+                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=40.0),
 }
 SMOKE = dict(batch=2, seq_len=64, steps=3, warmup_steps=2)
 TIME_SHARE = {"qwen3_small": 0.4, "qwen4_exp_small": 0.6}

@@ -402,21 +402,49 @@ def quick_eval(kind, model, runner, wins, batch, device, amp):
     return tot / n, (tot_mtp / n if kind == "qwen4_exp" else None)
 
 
+def snapshot(model, runner):
+    """A CPU copy of the weights (target and MTP head)."""
+    out = {"model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}}
+    if runner is not None:
+        out["head"] = {k: v.detach().to("cpu", copy=True) for k, v in runner.head.state_dict().items()}
+    return out
+
+
 def train(kind, model, runner, params, stream, curve_wins, tcfg, device, seq_len, deadline, smoke_steps=None,
           mtp_lambda=0.3, aux_coef=0.001, eval_every_s=10.0, max_tokens=None):
-    """Trains until the deadline (wall clock), smoke_steps steps, or max_tokens.
-    Returns the history dict (per-step train losses, held-out points, speed)."""
+    """Trains until the deadline (wall clock), smoke_steps steps, or max_tokens
+    (when the measured speed says max_tokens comes first, the schedule's
+    horizon is moved to that time). curve_wins (validation windows) are
+    evaluated every eval_every_s seconds for the loss curve; the weights of
+    the best validation point are kept and restored at the end when the last
+    point is worse. Returns the history dict."""
     amp = True
     extra = 2 if kind == "qwen4_exp" else 1
     batch = tcfg["batch"]
     opt = make_optimizer(params, tcfg, device)
     trainable = [p for _, p in params if p.requires_grad]
     hist = {"step": [], "tokens": [], "loss": [], "mtp_loss": [], "lr": [],
-            "eval": [], "skipped_steps": 0, "batch": batch, "seq_len": seq_len}
+            "eval": [], "skipped_steps": 0, "batch": batch, "seq_len": seq_len, "params_without_gradient": None}
+    best = None  # (objective, step, tokens, weights)
+
+    def objective(e_main, e_mtp):
+        return e_main + (mtp_lambda * e_mtp if e_mtp is not None else 0.0)
+
+    def curve_point(step, tokens):
+        nonlocal best
+        e_main, e_mtp = quick_eval(kind, model, runner, curve_wins, batch, device, amp)
+        hist["eval"].append({"step": step, "tokens": tokens, "loss": e_main, "mtp_loss": e_mtp,
+                             "time_s": round(time.time() - t_start, 2)})
+        obj = objective(e_main, e_mtp)
+        if step > 0 and (best is None or obj < best[0]):
+            best = (obj, step, tokens, snapshot(model, runner))
+        return obj
+
     t_start = time.time()
     span = max(1e-3, deadline - t_start)
     step, tokens, train_time = 0, 0, 0.0
     speed_from = None  # (time, step, tokens) once warm
+    horizon_checked = False
     next_eval = t_start
     last_log = t_start
     ema = None
@@ -430,10 +458,19 @@ def train(kind, model, runner, params, stream, curve_wins, tcfg, device, seq_len
         elif now >= deadline or (max_tokens is not None and tokens >= max_tokens):
             break
         if now >= next_eval and curve_wins is not None:
-            e_main, e_mtp = quick_eval(kind, model, runner, curve_wins, batch, device, amp)
-            hist["eval"].append({"step": step, "tokens": tokens, "loss": e_main, "mtp_loss": e_mtp,
-                                 "time_s": round(time.time() - t_start, 2)})
+            curve_point(step, tokens)
             next_eval = time.time() + eval_every_s
+        if (not horizon_checked and max_tokens is not None and smoke_steps is None and speed_from is not None
+                and step >= speed_from[1] + 20):
+            horizon_checked = True
+            rate = (tokens - speed_from[2]) / max(1e-6, time.time() - speed_from[0])
+            finish = time.time() + (max_tokens - tokens) / max(rate, 1e-6)
+            if finish < deadline:
+                log(f"[{kind}] at {rate / 1e3:.0f}k tokens/s the epoch cap comes {deadline - finish:.0f} s before "
+                    f"the time budget: schedule horizon moved to {finish - t_start:.0f} s")
+                deadline = finish
+                span = max(1e-3, deadline - t_start)
+                hist["epoch_cap_horizon"] = True
         lr = lr_at(step, (time.time() - t_start) / span, tcfg["peak_lr"], tcfg["warmup_steps"], tcfg["min_lr_frac"])
         for g in opt.param_groups:
             g["lr"] = lr
@@ -445,6 +482,8 @@ def train(kind, model, runner, params, stream, curve_wins, tcfg, device, seq_len
             if not torch.isfinite(total):
                 raise FloatingPointError("non-finite loss")
             total.backward()
+            if hist["params_without_gradient"] is None:
+                hist["params_without_gradient"] = [n for n, p in params if p.requires_grad and p.grad is None]
             gnorm = torch.nn.utils.clip_grad_norm_(trainable, tcfg["grad_clip"])
             if not torch.isfinite(gnorm):
                 raise FloatingPointError("non-finite gradient norm")
@@ -470,8 +509,8 @@ def train(kind, model, runner, params, stream, curve_wins, tcfg, device, seq_len
             continue
         opt.zero_grad(set_to_none=True)
         bad_run = 0
-        loss_v = float(main)
-        mtp_v = float(mtp) if mtp is not None else None
+        loss_v = float(main.detach())
+        mtp_v = float(mtp.detach()) if mtp is not None else None
         step += 1
         tokens += batch * seq_len
         train_time += time.time() - t0
@@ -491,9 +530,15 @@ def train(kind, model, runner, params, stream, curve_wins, tcfg, device, seq_len
                 + f" lr {lr:.2e} {tokens / max(el, 1e-9) / 1e3:.0f}k tok/s elapsed {el:.0f}s")
     wall = time.time() - t_start
     if curve_wins is not None:
-        e_main, e_mtp = quick_eval(kind, model, runner, curve_wins, batch, device, amp)
-        hist["eval"].append({"step": step, "tokens": tokens, "loss": e_main, "mtp_loss": e_mtp,
-                             "time_s": round(time.time() - t_start, 2)})
+        last = curve_point(step, tokens)
+        if best is not None and best[1] != step and last > best[0] + 1e-4:
+            model.load_state_dict(best[3]["model"])
+            if runner is not None:
+                runner.head.load_state_dict(best[3]["head"])
+            hist["restored_best"] = {"step": best[1], "tokens": best[2], "validation_objective": best[0],
+                                     "last_validation_objective": last}
+            log(f"[{kind}] validation was best at step {best[1]} ({best[0]:.4f} vs {last:.4f} at the end): "
+                "those weights restored")
     hist.update(steps=step, tokens_seen=tokens, wall_s=round(wall, 2), train_step_s=round(train_time, 2))
     if speed_from is not None and step > speed_from[1]:
         dt = time.time() - speed_from[0]

@@ -27,14 +27,15 @@ def _mb(n):
     return f"{n / 1e6:.1f} MB"
 
 
-def smooth(values, weight=0.98):
-    out, ema = [], None
+def smooth(values):
+    """Trailing mean over about 2% of the points (None where no value yet)."""
+    k = max(1, len(values) // 50)
+    out, window = [], []
     for v in values:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            out.append(ema)
-            continue
-        ema = v if ema is None else weight * ema + (1 - weight) * v
-        out.append(ema)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            window.append(v)
+            window = window[-k:]
+        out.append(sum(window) / len(window) if window else None)
     return out
 
 
@@ -57,16 +58,20 @@ def plot_curves(histories, unigram_loss, path):
         h = histories[name]
         x = [t / 1e6 for t in h["tokens"]]
         ax.plot(x, h["loss"], color="tab:blue", alpha=0.15, linewidth=0.6)
-        ax.plot(x, smooth(h["loss"]), color="tab:blue", label="train (EMA)")
+        ax.plot(x, smooth(h["loss"]), color="tab:blue", label="train (trailing mean)")
         ev = h.get("eval") or []
         ax.plot([e["tokens"] / 1e6 for e in ev], [e["loss"] for e in ev], "o-", color="tab:orange", markersize=3,
-                label="held-out")
+                label="validation (held-out files)")
         if any(v is not None for v in h.get("mtp_loss") or []):
-            ax.plot(x, smooth(h["mtp_loss"]), color="tab:green", label="MTP t+2, train (EMA)")
+            ax.plot(x, smooth(h["mtp_loss"]), color="tab:green", label="MTP t+2, train (trailing mean)")
             ax.plot([e["tokens"] / 1e6 for e in ev], [e["mtp_loss"] for e in ev], "s--", color="tab:red",
-                    markersize=3, label="MTP t+2, held-out")
+                    markersize=3, label="MTP t+2, validation")
+        final = h.get("test_loss")
+        if final is not None:
+            ax.plot([x[-1] if x else 0.0], [final], "*", color="black", markersize=10,
+                    label=f"test split, final f16 weights ({final:.3f})")
         if unigram_loss is not None:
-            ax.axhline(unigram_loss, color="gray", linestyle=":", label=f"unigram baseline ({unigram_loss:.2f})")
+            ax.axhline(unigram_loss, color="gray", linestyle=":", label=f"unigram baseline, test ({unigram_loss:.2f})")
         ax.set_title(f"{name}: {h.get('steps', 0)} steps, {h.get('wall_s', 0):.0f} s")
         ax.set_xlabel("training tokens (millions)")
         ax.set_ylabel("cross-entropy (nats/token)")
@@ -118,14 +123,21 @@ def model_card(name, m):
     add("")
     add(f"The `*.py` sources of the Python {c['python_version']} standard library found on the training machine "
         f"(`{c['stdlib_root']}`), sorted by relative path, without `site-packages/`, `dist-packages/` and "
-        f"`__pycache__/`; UTF-8 files of at most 1 MiB ({c['skipped_not_utf8']} not UTF-8 and "
-        f"{c['skipped_over_max_bytes']} larger files skipped). CPython's own test suite (`test/`) is "
-        + ("included: real, idiomatic Python that doubles the data." if c.get("includes_test_package")
-           else "not installed on that machine, so not included.")
-        + f" Held out by file: {c['split_rule']}.")
+        f"`__pycache__/`; UTF-8 files ({c['skipped_not_utf8']} others skipped) of at most 512 KiB "
+        f"({c['skipped_over_max_bytes']} larger skipped: `pydoc_data/topics.py`, documentation data that Sphinx "
+        f"generates), without the {c.get('skipped_generated', 0)} charmap codec tables that `gencodec.py` "
+        "generated in `encodings/` (near-identical tables that would dominate whichever held-out split they "
+        "fell into). CPython's test suite (`test/`) is kept as "
+        f"installed: {c.get('test_package_files', 0)} files, {_mb(c.get('test_package_bytes', 0))} there "
+        "(Debian and Ubuntu ship only a few of its files; a full CPython install has some 17 MB more). "
+        f"Splits by file: {c['split_rule']}.")
     add("")
-    add(f"- train: {c['files_train']} files, {_mb(c['bytes_train'])}, {m['data']['train_tokens']:,} tokens")
-    add(f"- held out: {c['files_test']} files, {_mb(c['bytes_test'])}, {m['data']['test_tokens']:,} tokens")
+    d = m["data"]
+    add(f"- train: {c['files_train']} files, {_mb(c['bytes_train'])}, {d['train_tokens']:,} tokens")
+    add(f"- validation (loss curve, choice of the kept weights): {c.get('files_valid', 0)} files, "
+        f"{_mb(c.get('bytes_valid', 0))}, {d.get('valid_tokens', 0):,} tokens")
+    add(f"- test (every held-out number below): {c['files_test']} files, {_mb(c['bytes_test'])}, "
+        f"{d['test_tokens']:,} tokens")
     add(f"- selection digest (sha256 over paths and contents): `{c['selection_sha256'][:16]}…`")
     add("")
     add("Documents are joined with `<|endoftext|>` after each file; training windows start at uniformly random "
@@ -174,6 +186,10 @@ def model_card(name, m):
     add(f"- AdamW (betas {t['betas']}, weight decay {t['weight_decay']} on matrices), peak LR {t['peak_lr']}, "
         f"linear warm-up over {t['warmup_steps']} steps then cosine to {t['min_lr_frac']} x peak over the "
         f"time budget; gradient clipping {t['grad_clip']}; bf16 autocast, fp32 master weights; no torch.compile.")
+    add(f"- The validation split was evaluated every ~10 s (the loss curve); the weights of its best point are "
+        f"kept: " + (f"restored from step {t['restored_best']['step']} (validation objective "
+                     f"{t['restored_best']['validation_objective']:.4f} against {t['restored_best']['last_validation_objective']:.4f} "
+                     "at the end)." if t.get("restored_best") else "the last step was the best or within 1e-4 of it."))
     if fam == "qwen4_exp":
         add(f"- Loss = CE(next token) + {t['mtp_lambda']} x CE(MTP head, token t+2) + "
             f"{t['aux_coef']} x MoE load-balancing loss (target and head routers). λ = 0.3 is DeepSeek-V3's MTP "
@@ -192,18 +208,19 @@ def model_card(name, m):
     add("")
     add("## Results")
     add("")
-    add(f"Held-out: {e.get('eval_windows', 0)} consecutive windows of {e.get('eval_window_tokens', 0)} predicted "
-        f"tokens from the start of the held-out stream ({e.get('eval_tokens', 0):,} tokens), fp32 on the GPU.")
+    add(f"Test split: {e.get('eval_windows', 0)} consecutive windows of {e.get('eval_window_tokens', 0)} predicted "
+        f"tokens from the start of the test stream ({e.get('eval_tokens', 0):,} tokens), fp32 (no autocast) on "
+        f"the {m.get('device', 'GPU')}, from the stored f16 weights.")
     add("")
     add("| metric | value |")
     add("|---|---|")
-    add(f"| held-out loss (nats/token) | {_fmt(e.get('heldout_loss'))} |")
-    add(f"| held-out perplexity | {_fmt(e.get('heldout_ppl'), 2)} |")
+    add(f"| test loss (nats/token) | {_fmt(e.get('heldout_loss'))} |")
+    add(f"| test perplexity | {_fmt(e.get('heldout_ppl'), 2)} |")
     add(f"| unigram baseline perplexity (train-split frequencies, add-one) | {_fmt(e.get('unigram_ppl'), 2)} |")
-    add(f"| held-out next-token top-1 accuracy | {_fmt(e.get('heldout_top1'))} |")
+    add(f"| test next-token top-1 accuracy | {_fmt(e.get('heldout_top1'))} |")
     add(f"| final train loss (EMA) | {_fmt(t.get('final_train_loss_ema'))} |")
     if fam == "qwen4_exp":
-        add(f"| MTP held-out loss (token t+2) | {_fmt(e.get('mtp_heldout_loss'))} |")
+        add(f"| MTP test loss (token t+2) | {_fmt(e.get('mtp_heldout_loss'))} |")
         add(f"| MTP top-1 at t+2 given the true t+1 | {_fmt(e.get('mtp_top1_true_next'))} |")
         add(f"| MTP top-1 agreeing with the target's greedy t+2 | {_fmt(e.get('mtp_agree_with_target_greedy'))} |")
     add("")

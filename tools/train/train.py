@@ -239,13 +239,13 @@ def run_model(name, ctx):
         hist["stopped_by"] = "smoke step count"
     elif hist.get("diverged"):
         hist["stopped_by"] = "divergence (20 non-finite steps)"
-    elif hist["tokens_seen"] >= max_tokens:
+    elif hist["tokens_seen"] >= max_tokens or hist.get("epoch_cap_horizon"):
         hist["stopped_by"] = f"the epoch cap ({tcfg['max_epochs']} epochs)"
     else:
         hist["stopped_by"] = "the wall clock"
     hist["epochs"] = hist["tokens_seen"] / max(1, len(train_np))
     rec["history"] = hist
-    never = [n for n, p in named if p.grad is None and p.requires_grad]
+    never = hist.get("params_without_gradient") or []
     rec["params_without_gradient"] = never
     log(f"{name}: trained {hist['steps']} steps, {hist['tokens_seen']:,} tokens ({hist['epochs']:.2f} epochs) "
         f"in {hist['wall_s']:.0f} s, {hist.get('tokens_per_s', 0) / 1e3:.0f}k tokens/s; "
@@ -255,7 +255,8 @@ def run_model(name, ctx):
                            epochs=hist["epochs"], stopped_by=hist["stopped_by"], batch=hist["batch"], seq_len=seq,
                            skipped_steps=hist["skipped_steps"], final_train_loss_ema=hist["final_train_loss_ema"],
                            mtp_lambda=configs.MTP_LAMBDA if head else None,
-                           aux_coef=getattr(cfg, "router_aux_loss_coef", None) if head else None)
+                           aux_coef=getattr(cfg, "router_aux_loss_coef", None) if head else None,
+                           restored_best=hist.get("restored_best"))
     rec["training"]["betas"] = list(tcfg["betas"])
 
     # f16 rounding, then held-out evaluation of exactly the stored values
@@ -267,7 +268,8 @@ def run_model(name, ctx):
     eb = 2 if smoke else (64 if kind == "qwen3" else 32)
     rec["eval"] = loop.evaluate(kind, model, runner, ctx["test_wins"], eb, device, ctx["unigram_logp"],
                                 time.time() + eval_s)
-    log(f"{name}: held-out {json.dumps(rec['eval'])}")
+    hist["test_loss"] = rec["eval"]["heldout_loss"]
+    log(f"{name}: test split {json.dumps(rec['eval'])}")
 
     # staging checkpoint (f16, save_pretrained) for the reference process
     stage = os.path.join(ctx["work"], "stage", name)
@@ -436,7 +438,7 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--eval-every", type=float, default=10.0, help="seconds between held-out curve points")
+    ap.add_argument("--eval-every", type=float, default=5.0, help="seconds between validation curve points")
     ap.add_argument("--check-env", action="store_true", help="only check the Python modules and exit")
     a = ap.parse_args()
 
@@ -477,10 +479,10 @@ def main():
     corp = corpus.load_corpus()
     st = corp["stats"]
     log("corpus: " + json.dumps({k: v for k, v in st.items() if not k.endswith("_files")}))
-    train_docs, test_docs = corp["train"], corp["test"]
+    train_docs, valid_docs, test_docs = corp["train"], corp["valid"], corp["test"]
     if a.smoke:
-        train_docs, test_docs = train_docs[:200], test_docs[:20]
-    if not train_docs or not test_docs:
+        train_docs, valid_docs, test_docs = train_docs[:200], valid_docs[:10], test_docs[:20]
+    if not train_docs or not valid_docs or not test_docs:
         log("corpus is empty")
         return 2
 
@@ -504,13 +506,18 @@ def main():
     # ---- encode: documents joined by EOS
     t = time.time()
     train_ids = tb.encode_texts(tok, [x for _, x in train_docs])
+    valid_ids = tb.encode_texts(tok, [x for _, x in valid_docs])
     test_ids = tb.encode_texts(tok, [x for _, x in test_docs])
     eos = np.array([eot], dtype=np.int32)
-    train_stream = np.concatenate([p for d in train_ids for p in (d, eos)]).astype(np.int64)
-    test_stream = np.concatenate([p for d in test_ids for p in (d, eos)]).astype(np.int64)
+
+    def joined(docs):
+        return np.concatenate([p for d in docs for p in (d, eos)]).astype(np.int64)
+
+    train_stream, valid_stream, test_stream = joined(train_ids), joined(valid_ids), joined(test_ids)
     test_bytes = sum(len(x.encode("utf-8")) for _, x in test_docs)
-    data = {"train_tokens": int(train_stream.size), "test_tokens": int(test_stream.size),
-            "train_files_used": len(train_docs), "test_files_used": len(test_docs),
+    data = {"train_tokens": int(train_stream.size), "valid_tokens": int(valid_stream.size),
+            "test_tokens": int(test_stream.size), "train_files_used": len(train_docs),
+            "valid_files_used": len(valid_docs), "test_files_used": len(test_docs),
             "bytes_per_token_test": test_bytes / max(1, int(test_stream.size) - len(test_docs))}
     log(f"encoded in {time.time() - t:.1f} s: {json.dumps(data)}")
     counts = np.bincount(train_stream, minlength=configs.VOCAB).astype(np.float64)
@@ -519,9 +526,9 @@ def main():
     seq = configs.SMOKE["seq_len"] if a.smoke else configs.SEQ_LEN
     import loop
     test_wins = loop.windows(test_stream, seq + 2, 4 if a.smoke else 2048)
-    curve_wins = test_wins[:2 if a.smoke else 16]
-    log(f"held-out windows: {tuple(test_wins.shape)} ({test_wins.shape[0] * seq:,} predicted tokens); "
-        f"curve windows {tuple(curve_wins.shape)}")
+    curve_wins = loop.windows(valid_stream, seq + 2, 2 if a.smoke else 48)
+    log(f"test windows: {tuple(test_wins.shape)} ({test_wins.shape[0] * seq:,} predicted tokens); "
+        f"validation (curve) windows {tuple(curve_wins.shape)}")
     uni_eval = float(-unigram_logp[test_wins[:, 1:seq + 1]].mean())
     candidates = [{"file": rel, "tokens": d.tolist()[:PROMPT_LEN + CONT_LEN]}
                   for (rel, _), d in zip(test_docs, test_ids) if d.size >= PROMPT_LEN + CONT_LEN][:6]
@@ -531,8 +538,8 @@ def main():
 
     ctx = {
         "args": a, "smoke": a.smoke, "device": device, "work": work, "models": models, "eot": eot,
-        "deadline": T0 + a.time_budget, "end_reserve": 10.0 if a.smoke else 60.0,
-        "post_reserve": {"qwen3_small": 5.0 if a.smoke else 25.0, "qwen4_exp_small": 10.0 if a.smoke else 50.0},
+        "deadline": T0 + a.time_budget, "end_reserve": 10.0 if a.smoke else 40.0,
+        "post_reserve": {"qwen3_small": 5.0 if a.smoke else 10.0, "qwen4_exp_small": 10.0 if a.smoke else 15.0},
         "train_stream": train_stream, "test_wins": test_wins, "curve_wins": curve_wins,
         "unigram_logp": unigram_logp, "candidates": candidates, "samples": samples, "tokdir": tokdir,
         "versions": dict(versions, tokenizers=tokenizers.__version__, torch=torch.__version__,
