@@ -23,9 +23,10 @@ gradient (a top-k selection; transformers has no indexer loss), so they keep
 their random initial values, and a block's score sum_h relu(q_h . k) is then
 exactly 0 whenever every head's dot product is negative: probability 1/16 per
 block with 4 heads, 2^-16 with 16. Zero-score ties at the top-k boundary are
-broken differently by torch.topk and by halo (lower index), which made one
-prompt row of a first 4-head model differ between the two; with 16 heads such
-ties are vanishingly rare. Cost: 74k parameters per QSA layer.
+broken differently by torch.topk and by halo (lower index); a first 4-head
+model differed between the two on one prompt row where selection is active
+(most likely such a tie; the other 95 rows and the greedy continuation
+matched); with 16 heads such ties are vanishingly rare. Cost: 74k parameters per QSA layer.
 
 Epoch caps: the stdlib on the GPU machine (Ubuntu's Python 3.12, test suite
 stripped) gives only ~2 M training tokens, and qwen3_small runs at ~1 M
@@ -79,7 +80,7 @@ TRAIN = {
     "qwen3_small": dict(batch=64, peak_lr=3e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
                         betas=(0.9, 0.95), grad_clip=1.0, max_epochs=16.0),
     "qwen4_exp_small": dict(batch=64, peak_lr=2e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
-                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=40.0),
+                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=20.0),
 }
 SMOKE = dict(batch=2, seq_len=64, steps=3, warmup_steps=2)
 TIME_SHARE = {"qwen3_small": 0.4, "qwen4_exp_small": 0.6}

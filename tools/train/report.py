@@ -124,8 +124,10 @@ def model_card(name, m):
     add(f"The `*.py` sources of the Python {c['python_version']} standard library found on the training machine "
         f"(`{c['stdlib_root']}`), sorted by relative path, without `site-packages/`, `dist-packages/` and "
         f"`__pycache__/`; UTF-8 files ({c['skipped_not_utf8']} others skipped) of at most 512 KiB "
-        f"({c['skipped_over_max_bytes']} larger skipped: `pydoc_data/topics.py`, documentation data that Sphinx "
-        f"generates), without the {c.get('skipped_generated', 0)} charmap codec tables that `gencodec.py` "
+        f"({c['skipped_over_max_bytes']} larger skipped"
+        + (": " + ", ".join(f"`{x}`" for x in c.get("skipped_over_max_bytes_files") or [])
+           if c.get("skipped_over_max_bytes") else "")
+        + f"), without the {c.get('skipped_generated', 0)} charmap codec tables that `gencodec.py` "
         "generated in `encodings/` (near-identical tables that would dominate whichever held-out split they "
         "fell into). CPython's test suite (`test/`) is kept as "
         f"installed: {c.get('test_package_files', 0)} files, {_mb(c.get('test_package_bytes', 0))} there "
@@ -185,8 +187,9 @@ def model_card(name, m):
         f"stopped by {t.get('stopped_by', 'the wall clock')}.")
     add(f"- AdamW (betas {t['betas']}, weight decay {t['weight_decay']} on matrices), peak LR {t['peak_lr']}, "
         f"linear warm-up over {t['warmup_steps']} steps then cosine to {t['min_lr_frac']} x peak over the "
-        f"time budget; gradient clipping {t['grad_clip']}; bf16 autocast, fp32 master weights; no torch.compile.")
-    add(f"- The validation split was evaluated every ~10 s (the loss curve); the weights of its best point are "
+        f"training horizon (the time budget, or the {t['max_epochs']:g}-epoch cap when the measured speed reaches "
+        f"it first); gradient clipping {t['grad_clip']}; bf16 autocast, fp32 master weights; no torch.compile.")
+    add(f"- The validation split was evaluated every ~{t.get('eval_every_s', 5):g} s (the loss curve); the weights of its best point are "
         f"kept: " + (f"restored from step {t['restored_best']['step']} (validation objective "
                      f"{t['restored_best']['validation_objective']:.4f} against {t['restored_best']['last_validation_objective']:.4f} "
                      "at the end)." if t.get("restored_best") else "the last step was the best or within 1e-4 of it."))

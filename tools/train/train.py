@@ -256,7 +256,7 @@ def run_model(name, ctx):
                            skipped_steps=hist["skipped_steps"], final_train_loss_ema=hist["final_train_loss_ema"],
                            mtp_lambda=configs.MTP_LAMBDA if head else None,
                            aux_coef=getattr(cfg, "router_aux_loss_coef", None) if head else None,
-                           restored_best=hist.get("restored_best"))
+                           restored_best=hist.get("restored_best"), eval_every_s=a.eval_every)
     rec["training"]["betas"] = list(tcfg["betas"])
 
     # f16 rounding, then held-out evaluation of exactly the stored values
@@ -422,7 +422,11 @@ def build_metrics(rec, ctx):
             "The QSA indexer's weights (index_qk_proj, q_layernorm, k_layernorm) get no gradient: the selection "
             "is a top-k over their scores and transformers has no indexer loss (DeepSeek-V3.2 trains its "
             "indexer with a KL term towards the attention distribution). They keep their initial values, so "
-            "the sparse layers pick blocks by a fixed random projection of the hidden state.",
+            "the sparse layers pick blocks by a fixed random projection of the hidden state. The indexer has 16 "
+            "heads (the published model 4) so that a block's score sum_h relu(q_h . k) is almost never exactly 0: "
+            "with 4 untrained heads it is 0 for 1 block in 16, and ties at the top-k boundary are broken "
+            "differently by torch.topk and by halo (lower index); a 4-head trial model differed from halo on one "
+            "prompt row where the selection is active (row 73 of 96), most likely for that reason.",
             f"Trained on {rec.get('training', {}).get('seq_len')}-token windows: positions beyond were never seen.",
             "A few minutes on ~10 M tokens of one kind of text: it continues Python source plausibly and knows "
             "nothing else. More steps (or a larger head) would raise the MTP head's accuracy.",
