@@ -29,10 +29,13 @@ model differed between the two on one prompt row where selection is active
 matched); with 16 heads such ties are vanishingly rare. Cost: 74k parameters per QSA layer.
 
 Epoch caps: the stdlib on the GPU machine (Ubuntu's Python 3.12, test suite
-stripped) gives only ~2 M training tokens, and qwen3_small runs at ~1 M
-tokens/s, so its schedule is set to end at 16 epochs (a first run was best on
-validation at ~11 of 18); qwen4_exp_small (~170 k tokens/s) is bound by time.
-The best validation point's weights are kept either way (loop.train).
+stripped) gives only ~2 M training tokens; qwen3_small runs at ~1 M tokens/s
+and qwen4_exp_small at ~170 k, so both would see the training split dozens of
+times in their time shares. A trial qwen3_small was best on validation after
+~11 of 18 epochs, so its schedule ends at 12 epochs (~30 s), and
+qwen4_exp_small's at 16 (~200 s); the time a model does not use goes to the
+next one, and the weights of the best validation point are kept either way
+(loop.train).
 """
 
 VOCAB = 4096
@@ -78,9 +81,9 @@ def qwen4_config_dict(eos_id, base=None):
 # Training settings. Batches are in windows of SEQ_LEN tokens.
 TRAIN = {
     "qwen3_small": dict(batch=64, peak_lr=3e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
-                        betas=(0.9, 0.95), grad_clip=1.0, max_epochs=16.0),
+                        betas=(0.9, 0.95), grad_clip=1.0, max_epochs=12.0),
     "qwen4_exp_small": dict(batch=64, peak_lr=2e-3, min_lr_frac=0.1, warmup_steps=100, weight_decay=0.1,
-                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=20.0),
+                            betas=(0.9, 0.95), grad_clip=1.0, max_epochs=16.0),
 }
 SMOKE = dict(batch=2, seq_len=64, steps=3, warmup_steps=2)
 TIME_SHARE = {"qwen3_small": 0.4, "qwen4_exp_small": 0.6}
