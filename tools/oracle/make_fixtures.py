@@ -11,6 +11,7 @@ Usage (see tools/oracle/README.md):
 """
 
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -123,11 +124,14 @@ def write_i32(path, t):
     np.ascontiguousarray(t.detach().cpu().numpy().astype("<i4")).tofile(path)
 
 
-def save_checkpoint(model, out_dir):
-    """config.json + model.safetensors only (save_pretrained may add other files)."""
+def save_checkpoint(model, out_dir, dtype=torch.float32):
+    """config.json + model.safetensors only (save_pretrained may add other files).
+
+    dtype other than float32 (the trained models' float16): a converted copy is
+    saved, the model itself is left as it is."""
     tmp = out_dir + ".ckpt"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    (model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)).save_pretrained(tmp)
     extra = sorted(set(os.listdir(tmp)) - {"config.json", "model.safetensors"})
     if extra:
         log(f"save_pretrained also wrote {extra}; not kept")
@@ -136,8 +140,11 @@ def save_checkpoint(model, out_dir):
     shutil.rmtree(tmp)
 
 
-def check_checkpoint(model, out_dir, tokens, model_cls=None):
+def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32):
     """Reloads the saved checkpoint and checks it reproduces the model bit for bit.
+
+    dtype: what the checkpoint's floating tensors must be; one narrower than
+    float32 holds the model exactly only when its weights were rounded to it.
 
     Returns the checkpoint's tensor names. They may differ from the parameter
     names where transformers converts a layout on load and back on save (per-
@@ -154,10 +161,12 @@ def check_checkpoint(model, out_dir, tokens, model_cls=None):
         only_ckpt, only_model = sorted(set(names) - set(params)), sorted(set(params) - set(names))
         log(f"checkpoint layout differs from the parameters: {len(only_ckpt)} names only in the checkpoint "
             f"(e.g. {only_ckpt[:4]}), {len(only_model)} only in the model (e.g. {only_model[:4]})")
-    if dtypes != {"torch.float32"}:
-        raise SystemExit(f"checkpoint dtypes are {dtypes}, expected float32 only")
+    if dtypes != {str(dtype)}:
+        raise SystemExit(f"checkpoint dtypes are {dtypes}, expected {str(dtype)[len('torch.'):]} only")
     impl = attn_implementation(model)
     kwargs = {"attn_implementation": impl} if impl else {}
+    if dtype != torch.float32:
+        kwargs["dtype"] = torch.float32
     loader = model_cls or transformers.AutoModelForCausalLM
     again = loader.from_pretrained(out_dir, **kwargs).float().eval()
     diff = float((full_forward_logits(again, tokens) - full_forward_logits(model, tokens)).abs().max())
@@ -216,10 +225,13 @@ def experts_layout(names):
     return "fused" if any(n.endswith(".experts.gate_up_proj") for n in names) else "none"
 
 
-def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, extra_meta=None, strict=True):
+def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, extra_meta=None, strict=True,
+                  ckpt_dtype=torch.float32):
     """The files every decoder-only fixture family shares (tests/fixtures/*/README.md).
 
     split > 0 also checks HF's own two-chunk prefill ([0, split), then the rest).
+    ckpt_dtype: the checkpoint's floating dtype (float16 for tools/train's
+    trained models, whose weights are rounded to it before the references).
     """
     os.makedirs(out_dir, exist_ok=True)
     prompt_logits, cont, cont_logits = ref
@@ -229,8 +241,8 @@ def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, ex
     write_f32(os.path.join(out_dir, "prompt_logits.f32"), prompt_logits)
     write_i32(os.path.join(out_dir, "continuation_tokens.i32"), cont)
     write_f32(os.path.join(out_dir, "continuation_logits.f32"), cont_logits)
-    save_checkpoint(model, out_dir)
-    names = check_checkpoint(model, out_dir, prompt, model_cls)
+    save_checkpoint(model, out_dir, ckpt_dtype)
+    names = check_checkpoint(model, out_dir, prompt, model_cls, ckpt_dtype)
 
     meta = {
         "transformers": transformers.__version__,
@@ -457,14 +469,16 @@ def append_checkpoint(out_dir, tensors, config_keys):
         f.write("\n")
 
 
-def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits):
+def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits, dtype=torch.float32):
     """The head's tensors join the fixture's checkpoint under mtp. (experts laid
-    out like the target's), config.json gains mtp_num_hidden_layers: 1 (the
-    released checkpoints' key; SGLang and vLLM read it), and the reference
-    outputs are written. Returns the tensors."""
+    out like the target's, floating tensors in dtype), config.json gains
+    mtp_num_hidden_layers: 1 (the released checkpoints' key; SGLang and vLLM
+    read it), and the reference outputs are written. Returns the tensors."""
     with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
         per_expert = experts_layout(list(f.keys())) == "per_expert"
     tensors = checkpoint_tensors("mtp.", head, per_expert)
+    if dtype != torch.float32:
+        tensors = {n: t.to(dtype) if t.is_floating_point() else t for n, t in tensors.items()}
     append_checkpoint(out_dir, tensors, {"mtp_num_hidden_layers": 1})
     write_f32(os.path.join(out_dir, "mtp_hidden.f32"), hidden)
     write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
@@ -713,10 +727,13 @@ def check_qwen4_prompt_pass(model, prompt, r, qsa, logits):
 
 
 @torch.no_grad()
-def add_qwen4_mtp(model, prompt, first_token, seed, out_dir):
+def add_qwen4_mtp(model, prompt, first_token, seed, out_dir, head_state=None, dtype=torch.float32):
     """A random Qwen4-Exp MTP head (models.md section 2.9): its tensors join the
     checkpoint (mtp.*, mtp_num_hidden_layers 1) and its draft logits over the
-    prompt are written: row p = MTP(R_p, x_{p+1}), x_n the first greedy token."""
+    prompt are written: row p = MTP(R_p, x_{p+1}), x_n the first greedy token.
+
+    head_state (tools/train): the trained head's state dict, loaded instead of
+    the random draw; its tensors are stored in dtype."""
     text = model.model
     cfg = text.config  # the model's own config object: its attention/experts implementation
     qsa_idx = list(cfg.layer_types).index("qwen_sparse_attention")
@@ -729,16 +746,19 @@ def add_qwen4_mtp(model, prompt, first_token, seed, out_dir):
     not_float = [n for n, p in head.named_parameters() if not p.is_floating_point()]
     if not_float:
         raise RuntimeError(f"MTP head parameters that are not floating point: {not_float}")
-    gen = torch.Generator().manual_seed(seed)
-    for _, p in sorted(head.named_parameters(), key=lambda kv: kv[0]):
-        p.copy_(torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
+    if head_state is None:
+        gen = torch.Generator().manual_seed(seed)
+        for _, p in sorted(head.named_parameters(), key=lambda kv: kv[0]):
+            p.copy_(torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
+    else:
+        head.load_state_dict({n: t.float() for n, t in head_state.items()}, strict=True)
     next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
     logits, _ = head(text, model.lm_head, r, next_tokens)
     chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, r, next_tokens, MTP_CHAIN_STEPS)
     if not (torch.isfinite(logits).all() and torch.isfinite(chain_logits).all()):
         raise RuntimeError("MTP draft logits are not finite")
     # qwen4_exp's config has no MTP layer count of its own either
-    tensors = save_mtp_head(out_dir, head, r, logits, chain_tokens, chain_logits)
+    tensors = save_mtp_head(out_dir, head, r, logits, chain_tokens, chain_logits, dtype)
     log(f"{out_dir}: Qwen4 MTP head, {sum(p.numel() for p in head.parameters())} parameters, "
         f"{len(tensors)} tensors, hidden {tuple(r.shape)}, draft logits {tuple(logits.shape)}, "
         f"chain {chain_tokens.tolist()}, draft top2 margin {top2_margin(logits):.3g}, "
