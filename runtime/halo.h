@@ -96,7 +96,9 @@ bool halo_session_keep(halo_session *s, int64_t n, char *err, size_t errlen);
 
 /* Feeds a prompt of any length through `prefill` in chunks of its largest
  * token count; logits_all (nullable, caller owned, [n, vocab]) receives every
- * position's logits; last (nullable, [vocab]) the final position's. */
+ * position's logits; last (nullable, [vocab]) the final position's. Without
+ * logits_all it takes `prefill_last` where the bundle has one (larger steps,
+ * the last row's logits only). */
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen);
 

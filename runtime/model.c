@@ -280,7 +280,12 @@ bool halo_session_step_at(halo_session *s, const char *name, int64_t pos, const 
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen)
 {
-	const halo_entry *e = find_entry(s->model->manifest, "prefill", false, err, errlen);
+	/* Without every row's logits, the prompt runs through `prefill_last`
+	 * where the bundle has it: larger steps (the matmuls' grids fill the
+	 * device) that compute only the last row's logits. */
+	const char *name = !logits_all && manifest_entry(s->model->manifest, "prefill_last") ? "prefill_last"
+											      : "prefill";
+	const halo_entry *e = find_entry(s->model->manifest, name, false, err, errlen);
 	if (!e)
 		return false;
 	if (logits_all && !e->logits_all) {
@@ -296,7 +301,7 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 	bool ok = true;
 	for (int64_t done = 0; ok && done < n;) {
 		int64_t chunk = n - done < e->t_max ? n - done : e->t_max;
-		ok = halo_session_step(s, "prefill", tokens + done, chunk, buf, err, errlen);
+		ok = halo_session_step(s, name, tokens + done, chunk, buf, err, errlen);
 		int64_t rows = e->logits_all ? chunk : 1;
 		if (ok && logits_all)
 			memcpy(logits_all + done * vocab, buf, (size_t)(rows * vocab) * sizeof(float));

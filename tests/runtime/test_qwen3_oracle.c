@@ -1,6 +1,7 @@
 /* Qwen3 against HF transformers (tests/fixtures/qwen3_tiny): prompt logits,
  * the 32-token greedy continuation, and the logits of every continuation
- * step, on the backend named by argv[1] (ref or vulkan, validation on).
+ * step, on the backend named by argv[1] (ref or vulkan, validation on); the
+ * prompt through prefill_last too.
  *
  * Tolerance: per-row relative L2 error <= 1e-4. Both sides compute in f32;
  * what differs is summation order (BLAS blocking in PyTorch, fixed-order
@@ -42,6 +43,28 @@ static void check_prompt_and_continuation(halo_model *m, const int32_t *prompt, 
 		 "continuation logits");
 	free(logits);
 	free(cont_logits);
+	halo_session_free(s);
+}
+
+/* A prompt without every row's logits runs through prefill_last (larger
+ * steps, the head on the last row only): its last row against
+ * transformers' at the same tolerance, then the continuation's first step
+ * from the state it left against the reference's. */
+static void check_prefill_last(halo_model *m, const int32_t *prompt, const float *want_logits,
+			       const int32_t *want_cont, const float *want_cont_logits)
+{
+	char err[2048];
+	halo_entry_info info;
+	MC_CHECK(halo_model_entry(m, "prefill_last", &info) && info.t_max >= N_PROMPT,
+		 "no prefill_last entry taking the %d-token prompt in one step", N_PROMPT);
+	halo_session *s = mc_session(m);
+	float last[VOCAB], next[VOCAB];
+	MC_CHECK(halo_session_prefill(s, prompt, N_PROMPT, NULL, last, err, sizeof(err)), "prefill: %s", err);
+	MC_CHECK(mc_rows_close("prefill_last: last prompt row", last, want_logits + (N_PROMPT - 1) * VOCAB, 1,
+			       VOCAB, 1e-4), "prefill_last logits");
+	MC_CHECK(halo_session_step(s, "decode", &want_cont[0], 1, next, err, sizeof(err)), "decode: %s", err);
+	MC_CHECK(mc_rows_close("decode after prefill_last", next, want_cont_logits, 1, VOCAB, 1e-4),
+		 "decode after prefill_last");
 	halo_session_free(s);
 }
 
@@ -123,6 +146,7 @@ int main(int argc, char **argv)
 	mc_compile("models/qwen3.yaml", FIX, bundle, false);
 	halo_model *m = mc_open(bundle, backend);
 	check_prompt_and_continuation(m, prompt, logits, cont, cont_logits);
+	check_prefill_last(m, prompt, logits, cont, cont_logits);
 	check_repeatable(m, prompt);
 	check_batch_invariance(m, prompt);
 	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
