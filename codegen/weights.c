@@ -28,6 +28,9 @@ struct cg_weights {
 	 * the section in order, so one tensor at a time is enough). */
 	int cached;
 	uint8_t *bytes;
+	uint64_t bytes_cap;
+	float *f32; /* the tensor being converted, as read */
+	uint64_t f32_cap;
 	cg_progress_fn progress;
 	void *progress_ctx;
 };
@@ -164,6 +167,7 @@ void cg_weights_free(cg_weights *w)
 	free(w->name);
 	free(w->need_rows);
 	free(w->bytes);
+	free(w->f32);
 	free(w);
 }
 
@@ -264,6 +268,22 @@ typedef struct {
 	atomic_uint_fast64_t bad; /* 1 + the first element found not finite, or 0 */
 } quant_job;
 
+typedef float v4f __attribute__((vector_size(16)));
+
+/* Whether the k floats of row (k a multiple of 4) are all finite: x * 0 is
+ * NaN for an infinity or a NaN, and NaN sticks in the sums (4-wide vectors:
+ * this runs over every quantized element). */
+static bool row_finite(const float *row, uint64_t k)
+{
+	v4f acc = {0, 0, 0, 0};
+	for (uint64_t c = 0; c < k; c += 4) {
+		v4f x;
+		memcpy(&x, row + c, sizeof x);
+		acc += x * 0.0f;
+	}
+	return acc[0] == 0.0f && acc[1] == 0.0f && acc[2] == 0.0f && acc[3] == 0.0f;
+}
+
 /* Rows [lo, hi): each row's bytes depend on its values alone
  * (runtime/ref/quant.h), so the bytes do not depend on the split. A row
  * holding a value that is not finite is left alone and reported. */
@@ -273,9 +293,10 @@ static void quant_range(void *ctx, size_t lo, size_t hi)
 	for (uint64_t r = lo; r < hi; r++) {
 		const float *row = j->src + r * j->k;
 		uint64_t bad = 0;
-		for (uint64_t c = 0; c < j->k && !bad; c++)
-			if (!isfinite(row[c]))
-				bad = r * j->k + c + 1;
+		if (!row_finite(row, j->k)) /* find the first culprit */
+			for (uint64_t c = 0; c < j->k && !bad; c++)
+				if (!isfinite(row[c]))
+					bad = r * j->k + c + 1;
 		if (!bad) {
 			halo_quantize_rows(j->t, j->src, j->rows, j->k, r, r + 1, j->dst);
 			continue;
@@ -458,17 +479,35 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 	return w->src.read(w->src.ctx, name, shape, d->shape.rank, dst, err, errlen);
 }
 
+/* *buf holds at least want bytes, reallocated (contents dropped) only to
+ * grow: the buffers are reused from tensor to tensor, so their pages are
+ * faulted in once, not once per tensor. */
+static bool reserve(void **buf, uint64_t *cap, uint64_t want)
+{
+	if (want <= *cap)
+		return true;
+	free(*buf);
+	*cap = 0;
+	if (!(*buf = malloc(want)))
+		return false;
+	*cap = want;
+	return true;
+}
+
 /* Materialises weight id's stored bytes into w->bytes. */
 static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
 	uint64_t n = weight_numel(d);
-	float *f = malloc(n * sizeof(float) + 1);
-	uint8_t *bytes = malloc(w->size[id] + 1);
-	bool ok = f && bytes;
-	if (!ok)
+	w->cached = -1; /* w->bytes is about to change */
+	if (!reserve((void **)&w->f32, &w->f32_cap, n * sizeof(float) + 1) ||
+	    !reserve((void **)&w->bytes, &w->bytes_cap, w->size[id] + 1)) {
 		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
-	ok = ok && read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
+		return false;
+	}
+	float *f = w->f32;
+	uint8_t *bytes = w->bytes;
+	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
 		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)
@@ -479,15 +518,9 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 		snprintf(err, errlen, "weight '%s': cannot store dtype %s", d->name, halo_dtype_name(w->dtype[id]));
 		ok = false;
 	}
-	free(f);
-	if (!ok) {
-		free(bytes);
-		return false;
-	}
-	free(w->bytes);
-	w->bytes = bytes;
-	w->cached = id;
-	return true;
+	if (ok)
+		w->cached = id;
+	return ok;
 }
 
 /* name matches pattern with "{e}" standing for a non-empty run of digits. */
