@@ -509,12 +509,10 @@ static bool parse_targets(mctx *c, json_object *root, bool *has_vulkan)
 
 /* A block-quantized declaration: a weight of rows of K elements, K a whole
  * number of blocks, whose size is the format's bytes for its elements. */
-static bool check_quant_decl(mctx *c, const char *path, bool is_state, const halo_buffer_decl *d)
+static bool check_quant_decl(mctx *c, const char *path, const halo_buffer_decl *d)
 {
 	const char *name = halo_dtype_name(d->dtype);
 	size_t block = halo_dtype_block(d->dtype);
-	if (is_state)
-		return fail(c, path, "state '%s' has dtype %s: only weights are stored block-quantized", d->name, name);
 	uint64_t numel = 1;
 	for (int i = 0; i < d->rank; i++)
 		if (d->shape[i] < 1 || d->shape[i] > ((int64_t)1 << 40) ||
@@ -537,6 +535,9 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 	if (!d->name || !get_dtype(c, o, path, &d->dtype) || !get_i64(c, o, path, "offset", 0, INT64_MAX, &off) ||
 	    !get_i64(c, o, path, "size", 0, INT64_MAX, &size))
 		return false;
+	if (is_state && halo_dtype_is_quant(d->dtype))
+		return fail(c, path, "state '%s' has dtype %s: only weights are stored block-quantized", d->name,
+			    halo_dtype_name(d->dtype));
 	if (is_state && !(d->kind = get_str(c, o, path, "kind")))
 		return false;
 	json_object *of;
@@ -557,7 +558,7 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 	d->rank = (int)n;
 	for (size_t i = 0; i < n; i++)
 		d->shape[i] = json_object_get_int64(json_object_array_get_idx(shape, i));
-	return !halo_dtype_is_quant(d->dtype) || check_quant_decl(c, path, is_state, d);
+	return !halo_dtype_is_quant(d->dtype) || check_quant_decl(c, path, d);
 }
 
 /* Positional kinds: row p belongs to position p, and rows past the session's
