@@ -2,8 +2,7 @@
  * f16 weights, for seeded random weights (and a different seed differs),
  * and quantized: q8_0 from the tiny checkpoint, q4_k from seeded random
  * weights at K = 256 (tests/models/quant_k256/qwen3: the tiny checkpoint's
- * K = 64 would store every matrix q8_0). The quantized bundles are ref-only
- * until the Vulkan kernel generator reads the formats.
+ * K = 64 would store every matrix q8_0), kernels for the formats included.
  * Kernels compile on every core (codegen/select_kernels.c), so this also
  * shows that the threads do not reach the bytes. */
 #include <stdio.h>
@@ -22,7 +21,7 @@ static void compile_to(const char *out, bool f16, bool random, uint64_t seed, ha
 		 mc_source_path(quant == HALO_Q4_K ? "tests/models/quant_k256/qwen3" : "tests/fixtures/qwen3_tiny"));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out,
 				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .random_weights = random, .seed = seed,
-				.quant = quant, .ref_only = halo_dtype_is_quant(quant)};
+				.quant = quant};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		exit(1);

@@ -38,8 +38,10 @@
  *    nibble, a wrong scale or row) moves the logits by order 1 and fails
  *    it; the byte check catches what the tolerance lets through.
  * 3. On Vulkan, the same quantized bundle on ref as well, which the GPU's
- *    logits must match to 2e-3 (same weights; only summation order and the
- *    kernels' dequantization order differ). */
+ *    logits must match to 2e-4: the same weights, so only the order of f32
+ *    sums differs (about 1e-6 relative, as in the f32 oracle tests), times
+ *    the hybrid's amplification of up to 90x measured above. Measured on
+ *    lavapipe: 1e-6 for Qwen3, 1.5e-5 for the hybrid. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +281,7 @@ int main(int argc, char **argv)
 	if (vulkan) {
 		float *ref = run_logits(q_path, HALO_BACKEND_REF, prompt, feed, vocab);
 		MC_CHECK(mc_rows_close("vulkan vs ref, same quantized bundle", got, ref, N_PROMPT + N_DECODE,
-				       (size_t)vocab, 2e-3),
+				       (size_t)vocab, 2e-4),
 			 "vulkan's quantized logits differ from ref's");
 		free(ref);
 	}
