@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/bundle_write.h"
 #include "codegen/checkpoint.h"
@@ -90,7 +91,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 
 static bool open_weights(compile_state *c, const cg_compile_options *o, char *err, size_t errlen)
 {
-	cg_weight_source src = {.seed = o->seed, .matrix_dtype = o->matrix_dtype};
+	cg_weight_source src = {.seed = o->seed, .matrix_dtype = o->matrix_dtype, .quant = o->quant};
 	if (!o->random_weights) {
 		c->st = halo_st_open_dir(o->hf_dir, err, errlen);
 		if (!c->st)
@@ -143,9 +144,10 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 		d->dtype = cg_weights_dtype(c->weights, i);
 		shape_of(&m->weights[i].shape, d);
 		d->offset = off[i];
-		d->size = halo_dtype_size(d->dtype);
+		uint64_t numel = 1;
 		for (int k = 0; k < d->rank; k++)
-			d->size *= (uint64_t)d->shape[k];
+			numel *= (uint64_t)d->shape[k];
+		d->size = halo_dtype_bytes(d->dtype, numel);
 	}
 	qsort(c->man.weights, (size_t)c->man.n_weights, sizeof(*c->man.weights), by_offset_then_name);
 	const plan_entry *pe = &c->plan->entries[0];
@@ -247,9 +249,12 @@ static void count_unused(const compile_state *c, cg_compile_stats *s)
 	const halo_safetensors *sts[] = {c->st, c->drafter_st};
 	for (int k = 0; k < 2; k++)
 		for (size_t i = 0; sts[k] && i < halo_st_count(sts[k]); i++) {
-			const char *name = halo_st_at(sts[k], i)->name;
-			if (cg_weights_reads(c->weights, name))
+			const halo_st_tensor *t = halo_st_at(sts[k], i);
+			const char *name = t->name;
+			if (cg_weights_reads(c->weights, name)) {
+				s->source_bytes += halo_dtype_bytes(t->dtype, t->numel);
 				continue;
+			}
 			s->unused_tensors++;
 			char g[64];
 			size_t len = strcspn(name, ".");
@@ -271,10 +276,21 @@ static void count_unused(const compile_state *c, cg_compile_stats *s)
 	}
 }
 
-static void fill_stats(const compile_state *c, cg_compile_stats *s)
+static void fill_stats(const compile_state *c, double weights_s, cg_compile_stats *s)
 {
 	*s = (cg_compile_stats){.n_ctx = c->man.n_ctx, .state_bytes = c->man.state_bytes,
-				.weight_bytes = cg_weights_size(c->weights)};
+				.weight_bytes = cg_weights_size(c->weights), .weights_s = weights_s};
+	for (int i = 0; i < c->man.n_weights; i++) {
+		const halo_buffer_decl *d = &c->man.weights[i];
+		if (i > 0 && d->offset == c->man.weights[i - 1].offset)
+			continue; /* an alias: stored once */
+		uint64_t numel = 1;
+		for (int k = 0; k < d->rank; k++)
+			numel *= (uint64_t)d->shape[k];
+		s->weight_params += numel;
+		s->dtype_bytes[d->dtype] += d->size;
+	}
+	s->quant_fallbacks = cg_weights_quant_fallbacks(c->weights, s->fallback, sizeof s->fallback);
 	for (int i = 0; i < c->man.n_states; i++)
 		if (halo_state_kind_positional(c->man.states[i].kind))
 			s->cache_bytes += c->man.states[i].size;
@@ -292,9 +308,12 @@ bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err,
 		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen);
 	if (ok)
 		bound_ngram_tables(&c);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ok = ok && write_bundle(&c, o->out_path, err, errlen);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ok && stats)
-		fill_stats(&c, stats);
+		fill_stats(&c, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), stats);
 	compile_free(&c);
 	return ok;
 }

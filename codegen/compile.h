@@ -14,6 +14,10 @@ typedef struct {
 	const char *hf_dir;       /* holds config.json and, unless random, *.safetensors */
 	const char *out_path;     /* bundle to write (temp file + rename) */
 	halo_dtype matrix_dtype;  /* f32 or f16 for rank >= 2 weights */
+	/* q8_0 or q4_k: linear-layer weights in that block format (halo compile
+	 * --quant; docs/quantization.md); any other value (HALO_F32, the
+	 * zero value): none. */
+	halo_dtype quant;
 	bool random_weights;
 	uint64_t seed;
 	/* A bundle for the CPU reference backend only, without SPIR-V kernels:
@@ -48,6 +52,16 @@ typedef struct {
 	uint64_t cache_bytes;   /* of which positional caches (KV, indexer keys, hidden rows) */
 	uint64_t slot_bytes;    /* of which per-token state slots (a verify entry's, --draft-max) */
 	uint64_t weight_bytes;  /* the weights section */
+	uint64_t weight_params; /* elements of the weights stored (an alias counted once) */
+	uint64_t source_bytes;  /* bytes of the checkpoint tensors read (0: random weights) */
+	double weights_s;       /* seconds converting and writing the weights */
+	/* Bytes of the weights section per stored dtype (alignment padding
+	 * not counted), indexed by halo_dtype. */
+	uint64_t dtype_bytes[HALO_DTYPE_COUNT];
+	/* Weights --quant q4_k stored q8_0 (K not a multiple of 256): how many,
+	 * and their names and shapes (truncated to fit). */
+	int quant_fallbacks;
+	char fallback[512];
 	/* Checkpoint tensors the graph does not read (a vision tower's, an MTP
 	 * head left out), and a summary by their first two name components,
 	 * e.g. "model.visual.* 21, mtp.layers.* 40" (truncated to fit). */

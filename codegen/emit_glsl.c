@@ -178,6 +178,7 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 	const kernel_source *tmpl = source_of(p->template, ".comp"), *prelude = source_file("prelude.glsl");
 	const kernel_source *cols = p->cols ? source_file("matvec_cols.glsl") : NULL;
 	const kernel_source *lib = p->library ? source_of(p->library, ".glsl") : NULL;
+	const kernel_source *quant = p->quant ? source_of(p->quant, ".glsl") : NULL;
 	const struct {
 		bool wanted;
 		const kernel_source *found;
@@ -185,7 +186,8 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 	} files[] = {{true, tmpl, p->template},
 		     {true, prelude, "prelude.glsl"},
 		     {p->cols != 0, cols, "matvec_cols.glsl"},
-		     {p->library != NULL, lib, p->library}};
+		     {p->library != NULL, lib, p->library},
+		     {p->quant != NULL, quant, p->quant}};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
 		if (files[i].wanted && !files[i].found) {
 			snprintf(err, errlen, "GLSL template file for '%s' is not embedded", files[i].name);
@@ -206,6 +208,8 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 	emit_epilogue(&gen, d, p);
 	if (p->elementwise)
 		sb_printf(&gen, "layout(set = 0, binding = %d) writeonly buffer Y { float y[]; };\n", p->y_binding);
+	if (quant)
+		sb_printf(&gen, "%s", quant->text);
 	if (lib)
 		sb_printf(&gen, "%s", lib->text);
 	sb_printf(&src, "#version 450\n// halo kernel: %s\n%s", signature, defs.s ? defs.s : "");

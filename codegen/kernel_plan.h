@@ -50,6 +50,7 @@ typedef struct {
 	/* matvec: one path per column count cols, 2 cols, ... cols_max (0: none). */
 	uint32_t cols, cols_max;
 	const char *library; /* a helper file the template includes ("moe_weights"), or NULL */
+	const char *quant;   /* the quantized-weight helpers ("quant_weights"), placed before library, or NULL */
 } kv_plan;
 
 void kv_plan_free(kv_plan *p);

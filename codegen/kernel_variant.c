@@ -270,13 +270,43 @@ static bool bind_fused(kv_build *b, unsigned fuse)
 
 /* ---- per-op builders ------------------------------------------------------------------- */
 
+/* Ops whose kernels read f32 or f16 weights (embed, conv1d, the ngram
+ * tables): halo compile keeps those unquantized. */
 static bool weight_type(kv_build *b)
 {
+	const char *name = halo_dtype_name(b->d->wtype) ? halo_dtype_name(b->d->wtype) : "?";
+	if (halo_dtype_is_quant(b->d->wtype))
+		return fail(b, "weight dtype %s: this op's kernel reads f32 or f16 weights (the quantized formats"
+			    " are for matmul and the MoE experts)", name);
 	if (b->d->wtype != HALO_F32 && b->d->wtype != HALO_F16)
-		return fail(b, "weight dtype %s, expected f32 or f16",
-			    halo_dtype_name(b->d->wtype) ? halo_dtype_name(b->d->wtype) : "?");
+		return fail(b, "weight dtype %s, expected f32 or f16", name);
 	def_int(b, "WTYPE_F16", b->d->wtype == HALO_F16 ? 1 : 0);
-	sb_printf(&b->sig, " w=%s", halo_dtype_name(b->d->wtype));
+	sb_printf(&b->sig, " w=%s", name);
+	return true;
+}
+
+/* matmul and the MoE experts: f32, f16, or a quantized format
+ * (kernels/vulkan/quant_weights.glsl) over a tensor of `rows` rows of `len`
+ * elements, len a multiple of the format's block. */
+static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
+{
+	halo_dtype t = b->d->wtype;
+	if (!halo_dtype_is_quant(t))
+		return weight_type(b);
+	int64_t block = (int64_t)halo_dtype_block(t);
+	if (len % block)
+		return fail(b, "weight dtype %s: rows of %" PRId64 " elements, not a multiple of its %" PRId64
+			    "-element block", halo_dtype_name(t), len, block);
+	/* its words are indexed in 32 bits */
+	if (!check_index(b, "weight bytes / 4", (int64_t)(halo_dtype_bytes(t, (size_t)(rows * len)) / 4)))
+		return false;
+	def_int(b, "WTYPE_F16", 0);
+	def_int(b, "WQUANT", 1);
+	def_int(b, "WQ4K", t == HALO_Q4_K ? 1 : 0);
+	def_uint(b, "WQ_ROWS", rows);
+	def_uint(b, "WQ_LEN", len);
+	b->p->quant = "quant_weights";
+	sb_printf(&b->sig, " w=%s", halo_dtype_name(t));
 	return true;
 }
 
@@ -319,9 +349,19 @@ static int64_t mm_rows_max(const kv_desc *d)
 	return mm_rpt(d) * d->t_max;
 }
 
-static int64_t matvec_chunks(const kv_desc *d)
+/* Quantized weights: weights per 32-bit word (0 for f32 and f16). */
+static uint32_t q_per_word(const kv_desc *d)
+{
+	return d->wtype == HALO_Q8_0 ? 4 : d->wtype == HALO_Q4_K ? 8 : 0;
+}
+
+/* A lane's loads of row k: 8 weights (16 bytes of f16) with K % 8 == 0,
+ * else one; qw words of quantized weights. */
+static int64_t matvec_chunks(const kv_desc *d, uint32_t qw)
 {
 	int64_t K = d->u.matmul.K;
+	if (q_per_word(d))
+		return K / (q_per_word(d) * (qw ? qw : 1));
 	return K % 8 == 0 ? K / 8 : K;
 }
 
@@ -344,12 +384,55 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "local and split must be powers of two with 4 <= split <= local <= 1024";
 	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 || nc_max * t.unroll > 16)
 		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
+	if (!q_per_word(d) && t.qw)
+		return "qw applies to quantized weights only";
+	/* A quantized chunk in registers: its qw words and its scales (q8_0:
+	 * one f32; q4_k: 4 words); at most 64 such registers per lane. */
+	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 ||
+			      nc_max * t.unroll * (t.qw + (d->wtype == HALO_Q4_K ? 4 : 1)) > 64))
+		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 at the"
+		       " largest T";
 	if (slots * nval * 4 > KV_SHARED_LIMIT)
 		return "the reduction needs more shared memory than every target has";
 	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
 	if (((uint64_t)d->u.matmul.N + per_group - 1) / per_group > KV_MAX_GROUPS)
 		return "too many workgroups for one grid axis";
 	return NULL;
+}
+
+/* Quantized weights: one 32-bit word per lane load (x is then read in
+ * consecutive 16 or 32 bytes across the lanes, as f16's is; a 16-byte load
+ * of q4_k would take 128 bytes of x per lane, 32 lines of x per subgroup
+ * load), and more columns per group than f16's one, since x is re-read per
+ * column group: 4 bytes of x per weight are 4 (q8_0) and 8 (q4_k) bytes per
+ * weight byte against f16's 2, so 2 and 4 columns keep it at f16's 1. The
+ * K split as f16's, over words; loads in flight for f16's 32 bytes per lane
+ * at T = 1 (cols * unroll * qw * 4). Columns grow with T where the chunks'
+ * registers allow (matvec_illegal), else stay. Not measured yet on a GPU:
+ * the space (matvec_space_q) holds the 16-byte form and the neighbours. */
+static kv_tiles matvec_heuristic_q(const kv_desc *d)
+{
+	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
+	bool q4 = d->wtype == HALO_Q4_K;
+	kv_tiles t = {.split = 16, .cols = q4 ? 4 : 2, .unroll = q4 ? 2 : 4, .qw = 1, .grow = 1};
+	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
+		t.split *= 2;
+	t.local = t.split > 128 ? t.split : 128;
+	while (t.cols < 8 && (N + (int64_t)(t.local / t.split) * t.cols - 1) / ((int64_t)(t.local / t.split) * t.cols) >
+				     KV_MAX_GROUPS)
+		t.cols *= 2;
+	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
+	while (t.unroll > 1 && t.unroll > per_lane)
+		t.unroll /= 2;
+	if (matvec_illegal(d, t))
+		t.grow = 0;
+	while (matvec_illegal(d, t) && t.unroll > 1)
+		t.unroll /= 2;
+	while (matvec_illegal(d, t) && t.split > 16) {
+		t.split /= 2;
+		t.local = t.split > 128 ? t.split : 128;
+	}
+	return t;
 }
 
 /* The built-in choice: widen the K split until the columns keep enough lanes
@@ -365,7 +448,9 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
  * bench/results-h200-matvec.txt, run 6). */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
-	int64_t N = d->u.matmul.N, kc = matvec_chunks(d);
+	if (q_per_word(d))
+		return matvec_heuristic_q(d);
+	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 0);
 	kv_tiles t = {.split = 16, .cols = 1, .grow = 1};
 	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
 		t.split *= 2;
@@ -400,6 +485,8 @@ static kv_tiles matvec_resolve(const kv_desc *d)
 		t.cols = h.cols;
 	if (!t.unroll)
 		t.unroll = h.unroll;
+	if (!t.qw)
+		t.qw = h.qw;
 	return t;
 }
 
@@ -411,6 +498,7 @@ static bool matvec_tiles(kv_build *b)
 	if (why)
 		return fail(b, "matvec tiles ls%u,sp%u,nc%u%s,u%u%s: %s", t.local, t.split, t.cols, t.grow ? "+" : "",
 			    t.unroll, t.tree ? ",tree" : "", why);
+	bool quant = q_per_word(b->d) != 0;
 	b->p->template = "matvec";
 	b->p->cols = t.cols;
 	b->p->cols_max = matvec_nc_max(b->d, t);
@@ -423,6 +511,8 @@ static bool matvec_tiles(kv_build *b)
 	 * then loads 8 weights at a time (one 16-byte load for f16). */
 	bool vec8 = b->d->u.matmul.K % 8 == 0;
 	def_int(b, "VEC8", vec8 ? 1 : 0);
+	if (quant)
+		def_int(b, "QW", t.qw);
 	def_int(b, "SG_SHUFFLE", t.tree ? 0 : 1);
 	def_int(b, "USE_TREE", 0);
 	if (!t.tree)
@@ -430,7 +520,9 @@ static bool matvec_tiles(kv_build *b)
 	set_local(b, t.local, 1);
 	set_grid(b, 0, 0, b->d->u.matmul.N, (int64_t)(t.local / t.split) * t.cols);
 	sb_printf(&b->tile, "ls%u,sp%u,nc%u%s,u%u%s%s", t.local, t.split, t.cols, t.grow ? "+" : "", t.unroll,
-		  vec8 ? ",v8" : "", t.tree ? ",tree" : "");
+		  vec8 && !quant ? ",v8" : "", t.tree ? ",tree" : "");
+	if (quant)
+		sb_printf(&b->tile, ",w%u", t.qw);
 	return true;
 }
 
@@ -450,8 +542,9 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	const kv_tiles *t = &b->d->tiles;
 	uint32_t bm = t->bm ? t->bm : 64, bn = t->bn ? t->bn : 64, bk = t->bk ? t->bk : 32;
 	uint32_t wm = t->tm ? t->tm : 32, wn = t->tn ? t->tn : 32;
-	if (b->d->wtype != HALO_F16)
-		return fail(b, "the cooperative-matrix matmul takes f16 weights (f32 weights use matmul.comp)");
+	if (b->d->wtype != HALO_F16 && !q_per_word(b->d))
+		return fail(b, "the cooperative-matrix matmul takes f16 or quantized weights (f32 weights use"
+			    " matmul.comp)");
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
 	    wn < 16 || bk < 16 || bm % wm || bn % wn)
 		return fail(b, "coopmat tiles bm=%u bn=%u bk=%u wm=%u wn=%u: powers of two >= 16 with wm | bm, wn | bn",
@@ -506,6 +599,8 @@ static bool matmul_tiles(kv_build *b)
 	    bn % tn)
 		return fail(b, "matmul tiles bm=%u bn=%u bk=%u tm=%u tn=%u: powers of two with tm | bm, tn | bn",
 			    bm, bn, bk, tm, tn);
+	if (q_per_word(b->d) && bk % 8)
+		return fail(b, "matmul: quantized weights are dequantized 8 at a time; bk = %u", bk);
 	uint32_t lx = bn / tn, ly = bm / tm;
 	if ((uint64_t)lx * ly > KV_MAX_LANES)
 		return fail(b, "matmul: %u x %u lanes exceed %d", lx, ly, KV_MAX_LANES);
@@ -539,7 +634,7 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "K", K);
 	def_uint(b, "N", N);
 	def_uint(b, "RPT", mm_rpt(b->d));
-	if (!weight_type(b))
+	if (!weight_type_q(b, N, K))
 		return false;
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
 }
@@ -1016,6 +1111,7 @@ static bool build_moe_half(kv_build *b)
 	bool gate_up = b->d->op == IR_OP_MOE_GATE_UP;
 	int64_t H = b->d->u.moe.H, F = b->d->u.moe.F, E = b->d->u.moe.E, k = b->d->u.moe.k;
 	int64_t len = gate_up ? H : F, rows = gate_up ? k * F : H;
+	int64_t rows_w = gate_up ? F : H; /* rows of one expert's weight matrix */
 	uint32_t ls;
 	if (!check_index(b, "H", H) || !check_index(b, "F", F) || !check_index(b, "E", E) ||
 	    !check_index(b, "k", k) || !check_index(b, "E*F*H", E * F * H) ||
@@ -1036,7 +1132,7 @@ static bool build_moe_half(kv_build *b)
 	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
 	def_int(b, "VEC8", vec8 ? 1 : 0);
 	def_int(b, "USE_TREE", 0);
-	if (!weight_type(b))
+	if (!weight_type_q(b, E * rows_w, len))
 		return false;
 	b->p->library = "moe_weights";
 	per_token_grid(b, ls, rows, MOE_ROWS);
@@ -1418,6 +1514,56 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
+/* Quantized weights' decode matvec: the heuristic (one word per load); its
+ * columns fixed; the 16-byte form (a q8_0 half block or a q4_k sub-block per
+ * load, the brief's first design: fewer loads, but 4 times the x lines per
+ * subgroup load) and the 8-byte one; neighbours along split, unroll and
+ * cols; the shared-memory tree. None is measured yet. */
+static int matvec_space_q(const kv_desc *d, kv_tiles *out, int max)
+{
+	kv_tiles h = matvec_heuristic_q(d);
+	kv_tiles fixed = h, tree = h, w4 = h, w2 = h;
+	fixed.grow = !h.grow;
+	tree.local = 128;
+	tree.split = 32;
+	tree.tree = 1;
+	w4.qw = 4;
+	w4.unroll = 1;
+	w2.qw = 2;
+	w2.unroll = h.unroll / 2 ? h.unroll / 2 : 1;
+	kv_tiles cand[] = {
+		h,
+		fixed,
+		w4,
+		w2,
+		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll * 2),
+		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
+		mv_tiles(h, h.local, h.split, h.cols * 2, h.unroll),
+		tree,
+		mv_tiles(h, h.local, h.split, h.cols / 2 ? h.cols / 2 : 1, h.unroll),
+		mv_tiles(fixed, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
+		mv_tiles(w4, h.local, h.split / 4, h.cols, 1),
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {
+		kv_tiles t = cand[i];
+		if (t.split < 4)
+			continue;
+		if (t.split > t.local)
+			t.local = t.split;
+		bool dup = false;
+		for (int j = 0; j < n && !dup; j++)
+			dup = same_tiles(out[j], t);
+		if (!dup && !matvec_illegal(d, t))
+			out[n++] = t;
+	}
+	if (n == 0) {
+		out[0] = h;
+		n = 1;
+	}
+	return n;
+}
+
 static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
 {
 	return (kv_tiles){.coopmat = 1, .bm = bm, .bn = bn, .bk = 32, .tm = wm, .tn = wn};
@@ -1434,7 +1580,7 @@ static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	int n = 0;
-	if (d->wtype == HALO_F16) {
+	if (d->wtype == HALO_F16 || q_per_word(d)) {
 		int64_t big = ((d->u.matmul.N + 127) / 128) * ((mm_rows_max(d) + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
 		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};
@@ -1484,7 +1630,9 @@ static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
 /* Prefill and decode share the matmul op: the most rows of a dispatch pick the kernel family. */
 static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
 {
-	return mm_rows_max(d) <= KV_MATVEC_MAX_T ? matvec_space(d, out, max) : matmul_space(d, out, max);
+	if (mm_rows_max(d) > KV_MATVEC_MAX_T)
+		return matmul_space(d, out, max);
+	return q_per_word(d) ? matvec_space_q(d, out, max) : matvec_space(d, out, max);
 }
 
 /* ---- the op table ---------------------------------------------------------------------------- */

@@ -63,10 +63,12 @@ typedef struct {
  * 16-byte weight loads in flight per lane and column, tree (0: subgroup
  * shuffles, needs HALO_NEED_SUBGROUP_SHUFFLE; 1: a shared-memory tree), grow
  * (1: cols doubles at T = 2 and again at T >= 3, up to 8; bitwise the same
- * sums); all-zero tiles are the built-in heuristic's for the shape
+ * sums), qw (quantized weights only: a lane's load is qw 32-bit words of a
+ * row, 1, 2 or 4; the weights' scales apply once per load, so qw changes the
+ * sums' rounding as split does); all-zero tiles are the built-in heuristic's for the shape
  * (kv_variant_space), zero sizes among set ones take its sizes.
  * matmul: bm, bn (32), bk (16), tm, tn (2): tile and per-lane outputs;
- * coopmat 1 takes the cooperative-matrix kernel instead (f16 weights only,
+ * coopmat 1 takes the cooperative-matrix kernel instead (f16 or quantized weights,
  * needs HALO_NEED_COOPMAT_NV): bm, bn (64) the workgroup tile, bk (32) the K
  * step, tm, tn (32) the rows and columns of y each 32-lane subgroup owns,
  * all multiples of 16.
@@ -82,12 +84,17 @@ typedef struct {
 	uint32_t grow;
 	uint32_t bm, bn, bk, tm, tn;
 	uint32_t coopmat; /* matmul: 1 = matmul_coopmat.comp on the matrix units, 0 = matmul.comp */
+	uint32_t qw;      /* matvec, quantized weights: 32-bit words per lane load (1, 2, 4) */
 } kv_tiles;
 
 typedef struct {
 	ir_op op;
 	int64_t t_max;     /* largest T of any dispatch; matmul uses matvec when <= 8 */
-	halo_dtype wtype;  /* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16 */
+	/* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16;
+	 * matmul and the experts also HALO_Q8_0 and HALO_Q4_K (runtime/ref/quant.h:
+	 * the weight binding starts at the tensor's first byte, its values region;
+	 * the kernel finds the scales region from its dims) */
+	halo_dtype wtype;
 	union {
 		struct { int64_t V, H; } embed;                     /* (table, ids) -> y */
 		/* (x[a*T,K], w[N,K]) -> y[a*T,N]: rows_per_t a rows per token (0 or

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #define CG_MAX_THREADS 64
 
@@ -24,9 +25,12 @@ static void *worker(void *arg)
 int cg_cores(void)
 {
 	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) != 0)
-		return 1;
-	int n = CPU_COUNT(&set);
+	int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+	const char *env = getenv("HALO_THREADS");
+	char *end;
+	long cap = env && *env ? strtol(env, &end, 10) : 0;
+	if (env && *env && *end == 0 && cap >= 1 && cap < n)
+		n = (int)cap;
 	return n < 1 ? 1 : n;
 }
 

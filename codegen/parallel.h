@@ -11,7 +11,8 @@
 typedef void (*cg_range_fn)(void *ctx, size_t lo, size_t hi);
 
 /* The cores this process may run on (its affinity mask: taskset and cgroup
- * cpusets count), at least 1. */
+ * cpusets count), at least 1; HALO_THREADS=N (a positive integer) caps it
+ * at N (any other value is ignored). */
 int cg_cores(void);
 
 /* Ranges are multiples of `grain` (the last one excepted); below two grains

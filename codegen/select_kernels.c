@@ -11,6 +11,7 @@
 #include "codegen/kernel_variant.h"
 #include "ir/ops.h"
 #include "kernels/device_features.h"
+#include "kernels/op_table.h"
 #include "runtime/ref/ref_ops.h"
 
 static int64_t cdim(const halo_tensor_ref *t, int i)
@@ -222,10 +223,41 @@ static bool has_steps(const halo_dispatch *d)
 	return info && (info->flags & IR_OPF_STEPS) && d->n_out == info->n_out + 1;
 }
 
+/* Quantized operands (runtime/ref/quant.h) only where a kernel reads them:
+ * matmul's weight [N, K] and the MoE experts [E, N, K], whole weight
+ * tensors. Their kernels find the scales region from the dims, so the
+ * binding must start at the tensor's first byte: lower.c binds a weight (or
+ * a reshape of it) at the tensor's own offset, never at a row inside it. */
+static bool quant_operands_ok(const halo_dispatch *d, char *err, size_t errlen)
+{
+	int n = d->n_in + d->n_extra + d->n_out;
+	for (int i = 0; i < n; i++) {
+		const halo_tensor_ref *t = &d->operand[i];
+		if (!halo_dtype_is_quant(t->dtype))
+			continue;
+		bool weight_in = (d->op == IR_OP_MATMUL && i == 1 && t->rank == 2) ||
+				 (d->op == IR_OP_MOE_GATE_UP && (i == 2 || i == 3) && t->rank == 3) ||
+				 (d->op == IR_OP_MOE_DOWN && i == 3 && t->rank == 3);
+		for (int j = 0; j < t->rank; j++)
+			weight_in &= t->dim[j].coef_T == 0;
+		if (!weight_in || t->space != HALO_SPACE_WEIGHT) {
+			const char *op = halo_op_name(d->op);
+			/* the caller names the entry and the dispatch */
+			snprintf(err, errlen, "%s operand %d is %s; the Vulkan kernels read quantized tensors only as"
+				 " matmul's weight and the MoE experts (whole weight tensors)", op ? op : "?", i,
+				 halo_dtype_name(t->dtype));
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The kernel descriptor of one dispatch. */
 static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
 {
 	const halo_tensor_ref *x = &d->operand[0];
+	if (!quant_operands_ok(d, err, errlen))
+		return false;
 	memset(k, 0, sizeof(*k));
 	k->op = (ir_op)d->op;
 	k->t_max = t_max;

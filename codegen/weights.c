@@ -2,12 +2,15 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/parallel.h"
+#include "codegen/quant_policy.h"
 #include "runtime/ref/half.h"
+#include "runtime/ref/quant.h"
 
 struct cg_weights {
 	const ir_module *m;
@@ -19,10 +22,15 @@ struct cg_weights {
 	char **name; /* the checkpoint name weight i reads (malloc'd; NULL: random weights) */
 	int64_t *need_rows; /* stack_pad weights: the real rows their readers reach (0: no bound) */
 	uint64_t total;
+	int n_fallbacks;       /* weights --quant q4_k stores q8_0 (K not a multiple of 256) */
+	char fallbacks[512];   /* their names and shapes */
 	/* The weight whose stored bytes are in `bytes` (the fill callback walks
 	 * the section in order, so one tensor at a time is enough). */
 	int cached;
 	uint8_t *bytes;
+	uint64_t bytes_cap;
+	float *f32; /* the tensor being converted, as read */
+	uint64_t f32_cap;
 	cg_progress_fn progress;
 	void *progress_ctx;
 };
@@ -58,6 +66,51 @@ static int alias_of(const cg_weights *w, int i)
 	return -1;
 }
 
+/* Appends one fallback's name and shape to w->fallbacks; ", ..." once the
+ * next would not fit. */
+static void note_fallback(cg_weights *w, const ir_weight *d)
+{
+	size_t at = strlen(w->fallbacks), room = sizeof(w->fallbacks) - at;
+	bool full = at >= 3 && strcmp(w->fallbacks + at - 3, "...") == 0;
+	char one[160];
+	int n = snprintf(one, sizeof one, "%s%s [", w->n_fallbacks++ ? ", " : "", d->name);
+	for (int k = 0; k < d->shape.rank && n > 0 && (size_t)n < sizeof one; k++)
+		n += snprintf(one + n, sizeof one - (size_t)n, "%s%lld", k ? ", " : "", (long long)d->shape.dim[k].c);
+	if (n > 0 && (size_t)n < sizeof one)
+		snprintf(one + n, sizeof one - (size_t)n, "]");
+	if (full)
+		return;
+	snprintf(w->fallbacks + at, room, "%s", strlen(one) + 6 <= room ? one : ", ...");
+}
+
+/* Stored dtypes: vectors keep the model file's dtype, matrices take --dtype,
+ * and under --quant the weight classes codegen/quant_policy.c names take the
+ * block format. */
+static bool choose_dtypes(cg_weights *w, char *err, size_t errlen)
+{
+	const ir_module *m = w->m;
+	bool quant = halo_dtype_is_quant(w->src.quant);
+	cg_weight_class *cls = quant ? calloc((size_t)m->n_weights + 1, sizeof(*cls)) : NULL;
+	if (quant && (!cls || !cg_weight_classes(m, cls))) {
+		free(cls);
+		snprintf(err, errlen, "out of memory classifying weights");
+		return false;
+	}
+	bool ok = true;
+	for (int i = 0; i < m->n_weights && ok; i++) {
+		const ir_weight *d = &m->weights[i];
+		bool fallback = false;
+		w->dtype[i] = d->shape.rank >= 2 ? w->src.matrix_dtype : d->dtype;
+		if (quant && d->shape.rank >= 2)
+			ok = cg_quant_dtype(cls[i], d->name, &d->shape, w->src.matrix_dtype, w->src.quant, &w->dtype[i],
+					    &fallback, err, errlen);
+		if (fallback)
+			note_fallback(w, d);
+	}
+	free(cls);
+	return ok;
+}
+
 cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen)
 {
 	cg_weights *w = calloc(1, sizeof(*w));
@@ -78,10 +131,13 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 	w->m = m;
 	w->src = *src;
 	w->cached = -1;
+	if (!choose_dtypes(w, err, errlen)) {
+		cg_weights_free(w);
+		return NULL;
+	}
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
-		w->dtype[i] = d->shape.rank >= 2 ? src->matrix_dtype : d->dtype;
-		w->size[i] = weight_numel(d) * halo_dtype_size(w->dtype[i]);
+		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d));
 		if (src->read && (d->hf_name || d->hf_fallback) && !(w->name[i] = source_name(w, d))) {
 			cg_weights_free(w);
 			snprintf(err, errlen, "out of memory resolving checkpoint names");
@@ -111,6 +167,7 @@ void cg_weights_free(cg_weights *w)
 	free(w->name);
 	free(w->need_rows);
 	free(w->bytes);
+	free(w->f32);
 	free(w);
 }
 
@@ -127,6 +184,13 @@ halo_dtype cg_weights_dtype(const cg_weights *w, int id)
 const halo_dtype *cg_weights_dtypes(const cg_weights *w)
 {
 	return w->dtype;
+}
+
+int cg_weights_quant_fallbacks(const cg_weights *w, char *buf, size_t len)
+{
+	if (len)
+		snprintf(buf, len, "%s", w->fallbacks);
+	return w->n_fallbacks;
 }
 
 uint64_t cg_weights_size(const cg_weights *w)
@@ -194,6 +258,72 @@ static void half_range(void *ctx, size_t lo, size_t hi)
 {
 	const half_job *j = ctx;
 	half_from_f32_array(j->src + lo, j->dst + lo, hi - lo);
+}
+
+typedef struct {
+	halo_dtype t;
+	const float *src;
+	uint64_t rows, k;
+	uint8_t *dst;
+	atomic_uint_fast64_t bad; /* 1 + the first element found not finite, or 0 */
+} quant_job;
+
+typedef float v4f __attribute__((vector_size(16)));
+
+/* Whether the k floats of row (k a multiple of 4) are all finite: x * 0 is
+ * NaN for an infinity or a NaN, and NaN sticks in the sums (4-wide vectors:
+ * this runs over every quantized element). */
+static bool row_finite(const float *row, uint64_t k)
+{
+	v4f acc = {0, 0, 0, 0};
+	for (uint64_t c = 0; c < k; c += 4) {
+		v4f x;
+		memcpy(&x, row + c, sizeof x);
+		acc += x * 0.0f;
+	}
+	return acc[0] == 0.0f && acc[1] == 0.0f && acc[2] == 0.0f && acc[3] == 0.0f;
+}
+
+/* Rows [lo, hi): each row's bytes depend on its values alone
+ * (runtime/ref/quant.h), so the bytes do not depend on the split. A row
+ * holding a value that is not finite is left alone and reported. */
+static void quant_range(void *ctx, size_t lo, size_t hi)
+{
+	quant_job *j = ctx;
+	for (uint64_t r = lo; r < hi; r++) {
+		const float *row = j->src + r * j->k;
+		uint64_t bad = 0;
+		if (!row_finite(row, j->k)) /* find the first culprit */
+			for (uint64_t c = 0; c < j->k && !bad; c++)
+				if (!isfinite(row[c]))
+					bad = r * j->k + c + 1;
+		if (!bad) {
+			halo_quantize_rows(j->t, j->src, j->rows, j->k, r, r + 1, j->dst);
+			continue;
+		}
+		uint_fast64_t cur = atomic_load(&j->bad);
+		while ((cur == 0 || bad < cur) && !atomic_compare_exchange_weak(&j->bad, &cur, bad))
+			;
+	}
+}
+
+/* f, n elements of weight d, into its block format t as rows of its last dim. */
+static bool quantize(const ir_weight *d, halo_dtype t, const float *f, uint64_t n, uint8_t *bytes, char *err,
+		     size_t errlen)
+{
+	uint64_t k = (uint64_t)d->shape.dim[d->shape.rank - 1].c;
+	quant_job j = {.t = t, .src = f, .rows = n / k, .k = k, .dst = bytes};
+	atomic_init(&j.bad, 0);
+	/* about 64 Ki elements a range: the threads' start-up stays small */
+	cg_parallel_for(j.rows, k >= 65536 ? 1 : 65536 / k, quant_range, &j);
+	uint64_t bad = atomic_load(&j.bad);
+	if (bad) {
+		snprintf(err, errlen, "weight '%s': element %llu (row %llu, column %llu) is %g; %s stores finite values only",
+			 d->name, (unsigned long long)(bad - 1), (unsigned long long)((bad - 1) / k),
+			 (unsigned long long)((bad - 1) % k), (double)f[bad - 1], halo_dtype_name(t));
+		return false;
+	}
+	return true;
 }
 
 /* A "stack" weight's dim 0 indexes checkpoint tensors, one per value of
@@ -349,34 +479,48 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 	return w->src.read(w->src.ctx, name, shape, d->shape.rank, dst, err, errlen);
 }
 
+/* *buf holds at least want bytes, reallocated (contents dropped) only to
+ * grow: the buffers are reused from tensor to tensor, so their pages are
+ * faulted in once, not once per tensor. */
+static bool reserve(void **buf, uint64_t *cap, uint64_t want)
+{
+	if (want <= *cap)
+		return true;
+	free(*buf);
+	*cap = 0;
+	if (!(*buf = malloc(want)))
+		return false;
+	*cap = want;
+	return true;
+}
+
 /* Materialises weight id's stored bytes into w->bytes. */
 static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
 	uint64_t n = weight_numel(d);
-	float *f = malloc(n * sizeof(float) + 1);
-	uint8_t *bytes = malloc(w->size[id] + 1);
-	bool ok = f && bytes;
-	if (!ok)
+	w->cached = -1; /* w->bytes is about to change */
+	if (!reserve((void **)&w->f32, &w->f32_cap, n * sizeof(float) + 1) ||
+	    !reserve((void **)&w->bytes, &w->bytes_cap, w->size[id] + 1)) {
 		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
-	ok = ok && read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
+		return false;
+	}
+	float *f = w->f32;
+	uint8_t *bytes = w->bytes;
+	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
 		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)
 		memcpy(bytes, f, n * sizeof(float));
+	else if (ok && halo_dtype_is_quant(w->dtype[id]))
+		ok = quantize(d, w->dtype[id], f, n, bytes, err, errlen);
 	else if (ok) {
 		snprintf(err, errlen, "weight '%s': cannot store dtype %s", d->name, halo_dtype_name(w->dtype[id]));
 		ok = false;
 	}
-	free(f);
-	if (!ok) {
-		free(bytes);
-		return false;
-	}
-	free(w->bytes);
-	w->bytes = bytes;
-	w->cached = id;
-	return true;
+	if (ok)
+		w->cached = id;
+	return ok;
 }
 
 /* name matches pattern with "{e}" standing for a non-empty run of digits. */

@@ -34,6 +34,9 @@ typedef struct {
 	void *ctx;
 	uint64_t seed;          /* random weights only */
 	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
+	/* q8_0 or q4_k: the block format of linear-layer weights (--quant;
+	 * codegen/quant_policy.h decides which); any other value: none. */
+	halo_dtype quant;
 } cg_weight_source;
 
 typedef struct cg_weights cg_weights;
@@ -47,6 +50,10 @@ const uint64_t *cg_weights_offsets(const cg_weights *w);
 halo_dtype cg_weights_dtype(const cg_weights *w, int id);
 /* Stored dtype of each module weight, indexed by weight id. */
 const halo_dtype *cg_weights_dtypes(const cg_weights *w);
+/* The weights --quant lowered from q4_k to q8_0 because their K is not a
+ * multiple of 256: how many, and their names and shapes in buf (truncated
+ * with "..." to fit). */
+int cg_weights_quant_fallbacks(const cg_weights *w, char *buf, size_t len);
 uint64_t cg_weights_size(const cg_weights *w);
 /* Whether checkpoint tensor `name` is one the weights read: a resolved name,
  * an expert of a stacked one ("{e}" standing for a decimal index), or the

@@ -15,6 +15,10 @@ typedef struct {
 	size_t errlen;
 	bool failed;
 	uint64_t weights_size, spirv_size;
+	/* The block-quantized weight declarations, in offset order without
+	 * repeats (aliases), disjoint: check_weight_ref looks operands up here. */
+	const halo_buffer_decl **quant;
+	int n_quant;
 } mctx;
 
 static bool fail(mctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -153,6 +157,101 @@ static bool range_fits(uint64_t offset, uint64_t size, uint64_t limit)
 
 static const char *space_names[HALO_SPACE_COUNT] = {"weight", "state", "act"};
 
+/* A block-quantized operand: a weight of constant dims whose last dim (its
+ * rows' K) is a whole number of blocks. */
+static bool check_quant_ref(mctx *c, const halo_tensor_ref *t, const char *path)
+{
+	const char *name = halo_dtype_name(t->dtype);
+	size_t block = halo_dtype_block(t->dtype);
+	if (t->space != HALO_SPACE_WEIGHT)
+		return fail(c, path, "a %s operand in space '%s': only weights are stored block-quantized", name,
+			    space_names[t->space]);
+	if (t->rank < 1)
+		return fail(c, path, "a %s operand must have a last dim (rows of K elements)", name);
+	for (int i = 0; i < t->rank; i++)
+		if (t->dim[i].coef_T)
+			return fail(c, path, "a %s weight operand's dims must be constant", name);
+	if (t->dim[t->rank - 1].c % (int64_t)block != 0)
+		return fail(c, path, "a %s operand's last dim %lld is not a multiple of its block of %zu", name,
+			    (long long)t->dim[t->rank - 1].c, block);
+	return true;
+}
+
+/* The last quantized declaration starting before `end`, or NULL. */
+static const halo_buffer_decl *quant_before(const mctx *c, uint64_t end)
+{
+	int lo = 0, hi = c->n_quant - 1, found = -1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (c->quant[mid]->offset < end) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found >= 0 ? c->quant[found] : NULL;
+}
+
+/* A weight operand that touches a block-quantized weight reads all of it as
+ * stored: it starts where the declaration does, in its dtype and K, and
+ * stays inside it (backends convert or index quantized weights whole). A
+ * quantized operand must name such a declaration. */
+static bool check_weight_ref(mctx *c, const halo_tensor_ref *t, const char *path)
+{
+	uint64_t bytes = halo_tensor_bytes(t, 0);
+	const halo_buffer_decl *q = quant_before(c, t->offset + (bytes ? bytes : 1));
+	bool touches = q && q->offset + q->size > t->offset;
+	if (!touches)
+		return !halo_dtype_is_quant(t->dtype) ||
+		       fail(c, path, "a %s operand at weight offset %llu, where no %s weight is declared",
+			    halo_dtype_name(t->dtype), (unsigned long long)t->offset, halo_dtype_name(t->dtype));
+	if (t->dtype != q->dtype || t->offset != q->offset || bytes > q->size ||
+	    t->dim[t->rank - 1].c != q->shape[q->rank - 1])
+		return fail(c, path, "an operand (%s at weight offset %llu) reads %s weight '%s' other than as stored "
+			    "(%s from offset %llu, rows of %lld)",
+			    halo_dtype_name(t->dtype), (unsigned long long)t->offset, halo_dtype_name(q->dtype),
+			    q->name, halo_dtype_name(q->dtype), (unsigned long long)q->offset,
+			    (long long)q->shape[q->rank - 1]);
+	return true;
+}
+
+static bool same_range(const halo_buffer_decl *a, const halo_buffer_decl *b)
+{
+	return a->offset == b->offset && a->size == b->size && a->dtype == b->dtype;
+}
+
+/* Weights are sorted by offset (docs/manifest.md); a block-quantized one
+ * shares its bytes with no other declaration but its aliases (same range,
+ * same dtype). Collects the quantized ones for check_weight_ref. */
+static bool index_quant_weights(mctx *c, const halo_manifest *m)
+{
+	c->quant = calloc((size_t)m->n_weights + 1, sizeof(*c->quant));
+	if (!c->quant)
+		return fail(c, "weights", "out of memory");
+	uint64_t max_end = 0;
+	const halo_buffer_decl *last_q = NULL;
+	for (int i = 0; i < m->n_weights; i++) {
+		const halo_buffer_decl *d = &m->weights[i];
+		bool alias = i > 0 && same_range(d, &m->weights[i - 1]);
+		if (i > 0 && d->offset < m->weights[i - 1].offset)
+			return fail(c, "weights[]", "'%s' is out of offset order", d->name);
+		if (last_q && d->offset < last_q->offset + last_q->size && !same_range(d, last_q))
+			return fail(c, "weights[]", "'%s' overlaps %s weight '%s'", d->name,
+				    halo_dtype_name(last_q->dtype), last_q->name);
+		if (halo_dtype_is_quant(d->dtype) && !alias) {
+			if (max_end > d->offset)
+				return fail(c, "weights[]", "%s weight '%s' overlaps an earlier weight",
+					    halo_dtype_name(d->dtype), d->name);
+			c->quant[c->n_quant++] = d;
+			last_q = d;
+		}
+		if (d->offset + d->size > max_end)
+			max_end = d->offset + d->size;
+	}
+	return true;
+}
+
 static bool parse_tensor(mctx *c, json_object *o, const char *path, halo_tensor_ref *t)
 {
 	json_object *sp = get(c, o, path, "space", json_type_string);
@@ -177,10 +276,12 @@ static bool parse_tensor(mctx *c, json_object *o, const char *path, halo_tensor_
 	for (size_t i = 0; i < n; i++)
 		if (!parse_affine(c, json_object_array_get_idx(shape, i), path, &t->dim[i]))
 			return false;
+	if (halo_dtype_is_quant(t->dtype) && !check_quant_ref(c, t, path))
+		return false;
 	if (t->space == HALO_SPACE_WEIGHT && !range_fits(t->offset, halo_tensor_bytes(t, 0), c->weights_size))
 		return fail(c, path, "weight range ends past the weights section (%llu bytes)",
 			    (unsigned long long)c->weights_size);
-	return true;
+	return t->space != HALO_SPACE_WEIGHT || check_weight_ref(c, t, path);
 }
 
 static bool parse_grid(mctx *c, json_object *o, const char *path, halo_grid_dim g[3])
@@ -406,6 +507,26 @@ static bool parse_targets(mctx *c, json_object *root, bool *has_vulkan)
 	return true;
 }
 
+/* A block-quantized declaration: a weight of rows of K elements, K a whole
+ * number of blocks, whose size is the format's bytes for its elements. */
+static bool check_quant_decl(mctx *c, const char *path, const halo_buffer_decl *d)
+{
+	const char *name = halo_dtype_name(d->dtype);
+	size_t block = halo_dtype_block(d->dtype);
+	uint64_t numel = 1;
+	for (int i = 0; i < d->rank; i++)
+		if (d->shape[i] < 1 || d->shape[i] > ((int64_t)1 << 40) ||
+		    __builtin_mul_overflow(numel, (uint64_t)d->shape[i], &numel))
+			return fail(c, path, "%s weight '%s' has a bad dim %lld", name, d->name, (long long)d->shape[i]);
+	if (d->rank < 1 || d->shape[d->rank - 1] % (int64_t)block != 0)
+		return fail(c, path, "%s weight '%s': its last dim (K) %lld is not a multiple of the block of %zu", name,
+			    d->name, d->rank < 1 ? 0LL : (long long)d->shape[d->rank - 1], block);
+	if (d->size != halo_dtype_bytes(d->dtype, numel))
+		return fail(c, path, "%s weight '%s' of %llu elements takes %zu bytes, not %llu", name, d->name,
+			    (unsigned long long)numel, halo_dtype_bytes(d->dtype, numel), (unsigned long long)d->size);
+	return true;
+}
+
 static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state, uint64_t limit,
 		       halo_buffer_decl *d)
 {
@@ -414,6 +535,9 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 	if (!d->name || !get_dtype(c, o, path, &d->dtype) || !get_i64(c, o, path, "offset", 0, INT64_MAX, &off) ||
 	    !get_i64(c, o, path, "size", 0, INT64_MAX, &size))
 		return false;
+	if (is_state && halo_dtype_is_quant(d->dtype))
+		return fail(c, path, "state '%s' has dtype %s: only weights are stored block-quantized", d->name,
+			    halo_dtype_name(d->dtype));
 	if (is_state && !(d->kind = get_str(c, o, path, "kind")))
 		return false;
 	json_object *of;
@@ -434,7 +558,7 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 	d->rank = (int)n;
 	for (size_t i = 0; i < n; i++)
 		d->shape[i] = json_object_get_int64(json_object_array_get_idx(shape, i));
-	return true;
+	return !halo_dtype_is_quant(d->dtype) || check_quant_decl(c, path, d);
 }
 
 /* Positional kinds: row p belongs to position p, and rows past the session's
@@ -750,7 +874,7 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
 	PARSE_LIST("states", 1 << 16, n_states, states,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "states[]", true, m->state_bytes, &m->states[i]));
-	if (!plan_recurrent(&c, m) || !plan_slots(&c, m))
+	if (!index_quant_weights(&c, m) || !plan_recurrent(&c, m) || !plan_slots(&c, m))
 		goto out;
 	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels,
 		   parse_kernel(&c, json_object_array_get_idx(a_, i), i, &m->kernels[i]));
@@ -761,6 +885,7 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 	PARSE_LIST("entries", 64, n_entries, entries, parse_entry(&c, json_object_array_get_idx(a_, i), m, &m->entries[i]));
 out:
 	json_object_put(root);
+	free(c.quant);
 	if (c.failed) {
 		manifest_free(m);
 		return NULL;
@@ -835,12 +960,16 @@ int64_t halo_affine_eval(halo_affine a, int64_t T)
  * checks instead of wrapping around. */
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T)
 {
-	uint64_t n = halo_dtype_size(t->dtype);
+	uint64_t n = 1;
 	for (int i = 0; i < t->rank; i++) {
 		int64_t d = halo_affine_eval(t->dim[i], T);
 		if (d < 0 || __builtin_mul_overflow(n, (uint64_t)d, &n))
 			return UINT64_MAX;
 	}
+	/* a block format stores whole blocks only: any other count is invalid */
+	uint64_t block = halo_dtype_block(t->dtype), per_block = halo_dtype_bytes(t->dtype, block);
+	if (block == 0 || n % block != 0 || __builtin_mul_overflow(n / block, per_block, &n))
+		return UINT64_MAX;
 	return n;
 }
 

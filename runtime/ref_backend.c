@@ -9,14 +9,15 @@
 
 #include "runtime/backend.h"
 #include "runtime/ref/half.h"
+#include "runtime/ref/quant.h"
 #include "runtime/ref/ref_ops.h"
 #include "runtime/ref_exec.h"
 
 struct halo_backend {
 	const halo_manifest *manifest;
 	const uint8_t *weights;
-	/* f32 copies of f16/bf16 weights, parallel to manifest->weights; NULL
-	 * where the bundle already stores f32. */
+	/* f32 copies of f16/bf16 and block-quantized weights, parallel to
+	 * manifest->weights; NULL where the bundle already stores f32. */
 	float **converted;
 	uint64_t act_bytes; /* the largest activation arena of any entry */
 };
@@ -26,6 +27,14 @@ struct halo_backend_session {
 	uint8_t *state;
 	uint8_t *act;
 };
+
+static uint64_t decl_numel(const halo_buffer_decl *w)
+{
+	uint64_t n = 1;
+	for (int i = 0; i < w->rank; i++)
+		n *= (uint64_t)w->shape[i];
+	return n;
+}
 
 static bool convert_weights(halo_backend *b, char *err, size_t errlen)
 {
@@ -37,12 +46,17 @@ static bool convert_weights(halo_backend *b, char *err, size_t errlen)
 		const halo_buffer_decl *w = &m->weights[i];
 		if (w->dtype == HALO_F32 || w->dtype == HALO_I32)
 			continue;
-		size_t n = w->size / halo_dtype_size(w->dtype);
+		uint64_t n = decl_numel(w);
 		float *f = malloc(n * sizeof(float) + 1);
 		if (!f)
 			goto oom;
 		const uint16_t *src = (const uint16_t *)(b->weights + w->offset);
-		if (w->dtype == HALO_F16)
+		if (halo_dtype_is_quant(w->dtype)) {
+			/* rows of the last dim (the manifest reader checked it is a
+			 * whole number of blocks and the bytes fit) */
+			uint64_t k = (uint64_t)w->shape[w->rank - 1];
+			halo_dequantize_rows(w->dtype, b->weights + w->offset, n / k, k, 0, n / k, f);
+		} else if (w->dtype == HALO_F16)
 			half_to_f32_array(src, f, n);
 		else if (w->dtype == HALO_BF16)
 			bf16_to_f32_array(src, f, n);
@@ -133,6 +147,11 @@ static void *weight_ptr(const halo_backend *b, uint64_t offset)
 			hi = mid - 1;
 		else if (offset >= w->offset + w->size)
 			lo = mid + 1;
+		else if (b->converted[mid] && halo_dtype_is_quant(w->dtype))
+			/* a quantized weight is only ever read whole: the manifest
+			 * reader refuses a quantized operand anywhere but at the start
+			 * of a weight declared in its format */
+			return offset == w->offset ? b->converted[mid] : NULL;
 		else if (b->converted[mid])
 			return (uint8_t *)b->converted[mid] + (offset - w->offset) / halo_dtype_size(w->dtype) * 4;
 		else

@@ -348,6 +348,9 @@ bool ref_exec_dispatch(const halo_dispatch *d, int64_t T, int64_t pos, ref_resol
 	int n_ops = d->n_in + d->n_extra + d->n_out;
 	for (int i = 0; i < n_ops; i++) {
 		c.p[i] = resolve(ctx, &d->operand[i]);
+		if (!c.p[i])
+			return fail(&c, "an operand names bytes the backend cannot read as f32 (part of a block-quantized "
+				    "weight)", NULL);
 		for (int k = 0; k < d->operand[i].rank; k++)
 			c.dim[i][k] = halo_affine_eval(d->operand[i].dim[k], T);
 	}

@@ -12,7 +12,7 @@
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--random-weights SEED] [--targets ref|ref,vulkan]\n"
+	      "                    [--quant q8_0|q4_k] [--random-weights SEED] [--targets ref|ref,vulkan]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    -o OUT.halo\n"
 	      "\n"
@@ -26,6 +26,12 @@ static void compile_usage(FILE *out)
 	      "                         whose hf_model_types lists config.json's model_type;\n"
 	      "                         HALO_MODELS_DIR overrides the directory)\n"
 	      "  --dtype f32|f16        storage type of matrix weights (default f32)\n"
+	      "  --quant q8_0|q4_k      store linear-layer weights (matmul and MoE expert\n"
+	      "                         weights) block-quantized; embeddings, norms, routers and\n"
+	      "                         small gates keep --dtype; under q4_k the output head and\n"
+	      "                         weights whose K is not a multiple of 256 are stored q8_0\n"
+	      "                         (docs/quantization.md). A weight whose K is not a multiple\n"
+	      "                         of 32 cannot be quantized: an error\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
 	      "  --targets LIST         backends to build for: ref,vulkan (default) or ref (no GPU\n"
@@ -55,7 +61,7 @@ static void compile_usage(FILE *out)
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
+	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
 	bool help, mtp, no_mtp, no_tokenizer;
 } compile_args;
 
@@ -75,6 +81,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--quant", &a->quant, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
@@ -110,6 +117,8 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		o->matrix_dtype = HALO_F16;
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
+	if (a->quant && !(halo_dtype_from_name(a->quant, &o->quant) && halo_dtype_is_quant(o->quant)))
+		return cli_usage_error("compile", "--quant must be q8_0 or q4_k, not '%s'", a->quant);
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))
@@ -142,10 +151,13 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 		return;
 	if (end && !p->shown)
 		return; /* a compile that took under a second needs no progress line */
-	double gb = 1e9, rate = now > p->start ? (double)done / (now - p->start) / 1e6 : 0;
-	fprintf(stderr, "%shalo compile: weights %.2f / %.2f GB (%.0f%%), %.0f MB/s%s", p->tty ? "\r" : "",
-		(double)done / gb, (double)total / gb, total ? 100.0 * (double)done / (double)total : 100.0, rate,
-		p->tty && !end ? "" : "\n");
+	double gb = 1e9, rate = now > p->start ? (double)done / (now - p->start) : 0;
+	char eta[32] = "";
+	if (!end && rate > 0)
+		snprintf(eta, sizeof eta, ", ETA %.0f s", (double)(total - done) / rate);
+	fprintf(stderr, "%shalo compile: weights %.2f / %.2f GB written (%.0f%%), %.0f MB/s%s%s", p->tty ? "\r" : "",
+		(double)done / gb, (double)total / gb, total ? 100.0 * (double)done / (double)total : 100.0, rate / 1e6,
+		eta, p->tty && !end ? "    " : "\n");
 	p->last = now;
 	p->shown = true;
 }
@@ -188,6 +200,21 @@ int cmd_compile(int argc, char **argv)
 		"per session (caches %.1f MiB, per-token state slots %.1f MiB)\n",
 		o.out_path, o.model_path, cli_now_s() - t0, (double)st.weight_bytes / mib, (long long)st.n_ctx,
 		(double)st.state_bytes / mib, (double)st.cache_bytes / mib, (double)st.slot_bytes / mib);
+	char formats[256] = "";
+	for (int t = 0, n = 0; t < HALO_DTYPE_COUNT; t++)
+		if (st.dtype_bytes[t] && n < (int)sizeof formats)
+			n += snprintf(formats + n, sizeof formats - (size_t)n, "%s%s %.1f MiB", n ? ", " : "",
+				      halo_dtype_name((halo_dtype)t), (double)st.dtype_bytes[t] / mib);
+	double params_s = st.weights_s > 0 ? (double)st.weight_params / st.weights_s : 0;
+	fprintf(stderr, "halo compile: weights by dtype: %s; %.2f G params in %.1f s (%.0f M params/s", formats,
+		(double)st.weight_params / 1e9, st.weights_s, params_s / 1e6);
+	if (st.source_bytes && st.weights_s > 0)
+		fprintf(stderr, ", %.0f MB/s of checkpoint read", (double)st.source_bytes / st.weights_s / 1e6);
+	fprintf(stderr, ")\n");
+	if (st.quant_fallbacks)
+		fprintf(stderr, "halo compile: note: %d weight%s stored q8_0, not q4_k: %s not a multiple of 256: %s\n",
+			st.quant_fallbacks, st.quant_fallbacks == 1 ? "" : "s", st.quant_fallbacks == 1 ? "its K is" : "their K is",
+			st.fallback);
 	if (st.unused_tensors)
 		fprintf(stderr, "halo compile: note: %d checkpoint tensor%s not used by the graph: %s\n", st.unused_tensors,
 			st.unused_tensors == 1 ? "" : "s", st.unused);

@@ -1,18 +1,21 @@
 /* halo inspect: reads a model, runs the pass pipeline up to a chosen pass and
  * prints the result as canonical YAML, DOT, the dispatch schedule or the
- * memory plan. */
+ * memory plan; or, with --bundle, lists a compiled bundle's weights. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/dump.h"
 #include "ir/read_model.h"
 #include "passes/pipeline.h"
 #include "passes/plan_dump.h"
+#include "runtime/bundle.h"
+#include "runtime/manifest.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
 
 typedef struct {
-	const char *model, *config, *after, *format, *entry;
+	const char *model, *config, *after, *format, *entry, *bundle;
 	bool list_passes, help;
 } inspect_args;
 
@@ -21,6 +24,7 @@ static void inspect_usage(FILE *out)
 	fputs("usage: halo inspect MODEL.yaml --config CONFIG.json [--after PASS]\n"
 	      "                    [--format yaml|dot|schedule|memory] [--entry NAME]\n"
 	      "       halo inspect --list-passes\n"
+	      "       halo inspect --bundle BUNDLE.halo\n"
 	      "\n"
 	      "Reads MODEL.yaml with the HF config CONFIG.json, runs the pass pipeline up to\n"
 	      "and including PASS (default: all of it) and prints the result on stdout.\n"
@@ -36,6 +40,8 @@ static void inspect_usage(FILE *out)
 	      "                            peak activation bytes (needs plan_memory)\n"
 	      "  --entry NAME     only this entry (schedule and memory; default: all)\n"
 	      "  --list-passes    print the pipeline's passes in order and exit\n"
+	      "  --bundle FILE    list a compiled bundle's weights (name, dtype, shape, bytes)\n"
+	      "                   and its weight bytes per dtype (f16, q8_0, q4_k, ...)\n"
 	      "  -h, --help       this text\n",
 	      out);
 }
@@ -52,7 +58,8 @@ static int parse_args(int argc, char **argv, inspect_args *a)
 		else if (cli_take_value("inspect", argc, argv, &i, "--config", &a->config, &rc) ||
 			 cli_take_value("inspect", argc, argv, &i, "--after", &a->after, &rc) ||
 			 cli_take_value("inspect", argc, argv, &i, "--format", &a->format, &rc) ||
-			 cli_take_value("inspect", argc, argv, &i, "--entry", &a->entry, &rc))
+			 cli_take_value("inspect", argc, argv, &i, "--entry", &a->entry, &rc) ||
+			 cli_take_value("inspect", argc, argv, &i, "--bundle", &a->bundle, &rc))
 			continue;
 		else if (s[0] == '-')
 			rc = cli_usage_error("inspect", "unknown option '%s'", s);
@@ -136,6 +143,63 @@ static int run_inspect(const inspect_args *a, int last)
 	return rc;
 }
 
+/* The bundle's weights in offset order (an alias, one stored tensor under
+ * two names, shows its bytes once), then the bytes and weights per dtype. */
+static int inspect_bundle(const char *path)
+{
+	char err[1024];
+	halo_bundle *b = halo_bundle_open_flags(path, HALO_BUNDLE_SKIP_WEIGHTS_CHECKSUM, err, sizeof err);
+	if (!b) {
+		fprintf(stderr, "halo inspect: %s\n", err);
+		return 1;
+	}
+	size_t jsize = 0, wsize = 0, ssize = 0;
+	const char *json = halo_bundle_section(b, "manifest", &jsize);
+	halo_bundle_section(b, "weights", &wsize);
+	halo_bundle_section(b, "spirv", &ssize);
+	halo_manifest *m = json ? manifest_parse(json, jsize, wsize, ssize, err, sizeof err) : NULL;
+	if (!m) {
+		fprintf(stderr, "halo inspect: %s: %s\n", path, json ? err : "no manifest section");
+		halo_bundle_close(b);
+		return 1;
+	}
+	uint64_t bytes[HALO_DTYPE_COUNT] = {0}, params[HALO_DTYPE_COUNT] = {0}, total = 0;
+	int count[HALO_DTYPE_COUNT] = {0};
+	printf("# %s: model %s, weights section %zu bytes\n# %-46s %-6s %-20s %12s %12s\n", path, m->model, wsize,
+	       "weight", "dtype", "shape", "offset", "bytes");
+	for (int i = 0; i < m->n_weights; i++) {
+		const halo_buffer_decl *d = &m->weights[i];
+		bool alias = i > 0 && d->offset == m->weights[i - 1].offset;
+		char shape[64];
+		int n = snprintf(shape, sizeof shape, "[");
+		uint64_t numel = 1;
+		for (int k = 0; k < d->rank && n > 0 && (size_t)n < sizeof shape; k++) {
+			n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%lld", k ? ", " : "", (long long)d->shape[k]);
+			numel *= (uint64_t)d->shape[k];
+		}
+		if (n > 0 && (size_t)n < sizeof shape)
+			snprintf(shape + n, sizeof shape - (size_t)n, "]");
+		printf("  %-46s %-6s %-20s %12llu %12llu%s\n", d->name, halo_dtype_name(d->dtype), shape,
+		       (unsigned long long)d->offset, (unsigned long long)d->size, alias ? " (alias: stored once)" : "");
+		if (alias)
+			continue;
+		bytes[d->dtype] += d->size;
+		params[d->dtype] += numel;
+		count[d->dtype]++;
+		total += d->size;
+	}
+	printf("# bytes per dtype (alignment padding not counted):\n");
+	for (int t = 0; t < HALO_DTYPE_COUNT; t++)
+		if (count[t])
+			printf("  %-6s %4d weights %14llu elements %14llu bytes %5.1f%%  %.2f bits/weight\n",
+			       halo_dtype_name((halo_dtype)t), count[t], (unsigned long long)params[t],
+			       (unsigned long long)bytes[t], total ? 100.0 * (double)bytes[t] / (double)total : 0.0,
+			       params[t] ? 8.0 * (double)bytes[t] / (double)params[t] : 0.0);
+	manifest_free(m);
+	halo_bundle_close(b);
+	return 0;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	inspect_args a = {.format = "yaml"};
@@ -149,6 +213,11 @@ int cmd_inspect(int argc, char **argv)
 	if (a.list_passes) {
 		list_passes();
 		return 0;
+	}
+	if (a.bundle) {
+		if (a.model || a.config || a.after || a.entry)
+			return cli_usage_error("inspect", "%s", "--bundle takes no model file, --config, --after or --entry");
+		return inspect_bundle(a.bundle);
 	}
 	if (!a.model)
 		return cli_usage_error("inspect", "%s", "no model file given");

@@ -4,6 +4,7 @@
 // BK; each of its LS_X x LS_Y lanes owns TM x TN outputs (TM = BM / LS_Y,
 // TN = BN / LS_X). Every output sums k in increasing order, independent of T.
 // Rows t index the ROWS = RPT * T rows of x. Grid: x = ceil(N / BN), y = ceil(ROWS / BM).
+// Quantized weights (WQUANT) are dequantized to f32 as the tile is loaded.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
@@ -45,10 +46,25 @@ void load_tiles(uint lid, uint t0, uint n0, uint k0)
 		uint r = i / BK, kk = i % BK;
 		xs[r][kk] = (t0 + r < ROWS && k0 + kk < K) ? xin(t0 + r, k0 + kk, r) : 0.0;
 	}
+#ifdef WQUANT
+	// Quantized weights (quant_weights.glsl): 8 at a time, dequantized
+	// (BK and K are multiples of 8).
+	for (uint i = lid; i < BN * (BK / 8u); i += LANES) {
+		uint r = i / (BK / 8u), kk = (i % (BK / 8u)) * 8u;
+		vec4 a = vec4(0.0), b = vec4(0.0);
+		if (n0 + r < N && k0 + kk < K)
+			wq_load8(n0 + r, k0 + kk, a, b);
+		for (uint e = 0u; e < 4u; e++) {
+			ws[r][kk + e] = a[e];
+			ws[r][kk + 4u + e] = b[e];
+		}
+	}
+#else
 	for (uint i = lid; i < BN * BK; i += LANES) {
 		uint r = i / BK, kk = i % BK;
 		ws[r][kk] = (n0 + r < N && k0 + kk < K) ? load_w((n0 + r) * K + k0 + kk) : 0.0;
 	}
+#endif
 }
 
 void main()

@@ -1,6 +1,8 @@
 // matmul on the matrix units (VK_NV_cooperative_matrix), for steps of more
 // than 8 tokens with f16 weights: y[t,n] = sum_k x'[t,k] w[n,k] (x' = x, or
-// rms_norm(x) with the fused prologue), then the epilogue.
+// rms_norm(x) with the fused prologue), then the epilogue. Quantized weights
+// (WQUANT, quant_weights.glsl) are dequantized in f32 as a step is fetched
+// and staged as f16, like x.
 //
 // A workgroup computes a BM x BN tile of y with NSG subgroups of 32 lanes
 // (NVIDIA's subgroup size; only NVIDIA drivers expose the extension).
@@ -164,7 +166,15 @@ void fetch(uint t0, uint n0, uint k0)
 	[[unroll]] for (uint c = 0u; c < B_PER; c++) {
 		uint idx = lid + c * LS_X, n = n0 + idx / CPR, k = k0 + (idx % CPR) * 8u;
 		wr[c] = uvec4(0u);
-#if VEC8
+#ifdef WQUANT
+		// quantized weights (quant_weights.glsl), dequantized in f32 and
+		// rounded to f16 here
+		if (n < N && k < K) {
+			vec4 a, b;
+			wq_load8(n, k, a, b);
+			wr[c] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+		}
+#elif VEC8
 		if (n < N && k < K)
 			wr[c] = w4[(n * K + k) / 8u];
 #else

@@ -26,6 +26,18 @@
 // x[t,k]^2 over its chunks, reduced the same way, and scales the result by
 // (mean + eps)^-1/2 at the end, so x is read once, not once more per
 // workgroup for the norm. Grid: x = ceil(N / (GROUPS * NC)).
+//
+// Quantized weights (WQUANT, quant_weights.glsl): a chunk is one load of QW
+// 32-bit words (QW = 4: one 16-byte load, 16 weights of q8_0 or one
+// 32-weight sub-block of q4_k; QW = 1: 4 or 8 weights) plus its scales (the
+// block's f16 scale for q8_0; for q4_k its super-block's 16 scale bytes, one
+// more 16-byte load that the neighbouring lanes share). A chunk never
+// straddles a block. accumulate unpacks each word once for all rows, sums
+// x * q over the chunk in f32 and scales the sum once per chunk and column:
+// d * s (q8_0), (d*sc) * s - (dmin*m) * sum(x) (q4_k). With QW = 1 the
+// lanes of a group read x in consecutive 16 or 32 bytes (a 16-byte chunk of
+// q4_k spans 128 bytes of x per lane, 32 lanes then touch 32 lines of x per
+// load); the sums per chunk, and so the bits, depend on QW.
 
 #if SG_SHUFFLE
 #extension GL_KHR_shader_subgroup_basic : require
@@ -45,7 +57,16 @@ layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
 #endif
 
 #define GROUPS (LS_X / SPLIT)
-#if VEC8
+#ifdef WQUANT
+// Weights per 32-bit word (QPW) and per chunk of QW words (QPC).
+#if WQ4K
+#define QPW 8u
+#else
+#define QPW 4u
+#endif
+#define QPC (uint(QW) * QPW)
+#define KC (K / QPC)
+#elif VEC8
 #define KC (K / 8u)
 #else
 #define KC K
@@ -72,7 +93,32 @@ shared float part[LS_X * NVAL_C];
 // Live value v (matvec_cols.glsl) of slot i.
 #define PART(i, v) part[(i) * NVAL_C + (v)]
 
-#if VEC8
+#ifdef WQUANT
+#if QW == 4
+#define WQV uvec4
+WQV wq_words(uint n, uint j) { return wq4[n * KC + j]; }
+#elif QW == 2
+layout(set = 0, binding = B_W) readonly buffer WQ2 { uvec2 wq2[]; };
+#define WQV uvec2
+WQV wq_words(uint n, uint j) { return wq2[n * KC + j]; }
+#else
+#define WQV uint
+WQV wq_words(uint n, uint j) { return wq1[n * KC + j]; }
+#endif
+#if QW == 1
+#define WQ_WORD(v, q) (v)
+#else
+#define WQ_WORD(v, q) (v)[q]
+#endif
+#if WQ4K
+struct WChunkQ { WQV v; uvec4 meta; };
+WChunkQ load_chunk(uint n, uint j) { return WChunkQ(wq_words(n, j), wq_meta(n, j * QPC)); }
+#else
+struct WChunkQ { WQV v; float d; };
+WChunkQ load_chunk(uint n, uint j) { return WChunkQ(wq_words(n, j), wq_scale(n, j * QPC)); }
+#endif
+#define WCHUNK WChunkQ
+#elif VEC8
 #if WTYPE_F16
 layout(set = 0, binding = B_W) readonly buffer W8 { uvec4 w8[]; };
 #define WCHUNK uvec4

@@ -23,6 +23,80 @@
 		}
 #define NLIVE_@NC@ ((@NC@u + PRO_RMS) * ROWS)
 
+#ifdef WQUANT
+// Adds chunk j (QPC weights) of every live row, against the columns'
+// quantized chunks w[c]: each of the chunk's QW words is unpacked once for
+// all rows, the row's x * q summed over the chunk (word order, then vec4
+// order within a word), and the sum scaled once per chunk and column.
+void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
+{
+	float s[NDOT_@NC@];
+	for (uint i = 0u; i < NDOT_@NC@; i++)
+		s[i] = 0.0;
+#if WQ4K
+	float sx[T_MAX];
+	for (uint t = 0u; t < T_MAX; t++)
+		sx[t] = 0.0;
+#endif
+	for (uint q = 0u; q < uint(QW); q++) {
+		// this word's x: vec4s xi .. xi + QPW / 4 - 1 of a row
+		uint xi = j * (QPC / 4u) + q * (QPW / 4u);
+#if WQ4K
+		vec4 wa[@NC@], wb[@NC@];
+		for (uint c = 0u; c < @NC@u; c++)
+			q4_unpack(WQ_WORD(w[c].v, q), wa[c], wb[c]);
+#if PRO_RMS
+		vec4 na = nw4[xi] + PRO_OFFSET, nb = nw4[xi + 1u] + PRO_OFFSET;
+#endif
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			vec4 xa = x4[t * (K / 4u) + xi], xb = x4[t * (K / 4u) + xi + 1u];
+#if PRO_RMS
+			acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
+			xa *= na;
+			xb *= nb;
+#endif
+			sx[t] += dot(xa, vec4(1.0)) + dot(xb, vec4(1.0));
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot(xa, wa[c]) + dot(xb, wb[c]);
+		}
+#else
+		vec4 wq[@NC@];
+		for (uint c = 0u; c < @NC@u; c++)
+			wq[c] = q8_unpack(WQ_WORD(w[c].v, q));
+#if PRO_RMS
+		vec4 na = nw4[xi] + PRO_OFFSET;
+#endif
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			vec4 xa = x4[t * (K / 4u) + xi];
+#if PRO_RMS
+			acc[NDOT_@NC@ + t] += dot(xa, xa);
+			xa *= na;
+#endif
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot(xa, wq[c]);
+		}
+#endif
+	}
+	for (uint c = 0u; c < @NC@u; c++) {
+#if WQ4K
+		vec2 so = q4_scales(w[c].meta, (j * QPC / 32u) % 8u);
+#endif
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+#if WQ4K
+			acc[c * T_MAX + t] += so.x * s[c * T_MAX + t] - so.y * sx[t];
+#else
+			acc[c * T_MAX + t] += w[c].d * s[c * T_MAX + t];
+#endif
+		}
+	}
+}
+#else
 // Adds chunk j of every live row, against the columns' chunks w[c].
 void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 {
@@ -52,6 +126,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 #endif
 	}
 }
+#endif
 
 // The lane's K loop for the columns n0 .. n0 + @NC@ - 1 (columns past N read
 // column N - 1 and are never written).

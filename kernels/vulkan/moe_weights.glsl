@@ -1,11 +1,42 @@
 // Expert weights for moe_gate_up (A = gate, B = up) and moe_down (A = down),
 // f32 or f16 (WTYPE_F16, read as 32-bit words, or 16-byte words with VEC8),
+// or quantized (WQUANT, 8 weights at a time, dequantized in f32),
 // and the fixed-order lane reduction both kernels share over RED_ROWS rows.
 // codegen/kernel_variant.c places this between the prelude and the kernel.
 
 uint expert(int id) { return id < 0 || id >= int(E) ? 0u : uint(id); }
 
-#if VEC8
+#ifdef WQUANT
+// Quantized experts (quant_weights.glsl): the tensor is WQ_ROWS = E * rows
+// rows of WQ_LEN; chunk c is 8 weights of the flattened tensor (row
+// c / (WQ_LEN / 8), weights 8 (c % (WQ_LEN / 8)) ..), dequantized.
+layout(set = 0, binding = B_A) readonly buffer QA4 { uvec4 qa4[]; };
+layout(set = 0, binding = B_A) readonly buffer QA1 { uint qa1[]; };
+void load8_a(uint c, out vec4 a, out vec4 b)
+{
+	uint n = c / (WQ_LEN / 8u), k = (c % (WQ_LEN / 8u)) * 8u, i = wq_word_index(n, k);
+#if WQ4K
+	q4_deq8(qa4[wq_meta_index(n, k)], qa1[i], k, a, b);
+#else
+	uint si = wq_scale_index(n, k);
+	q8_deq8(wq_half(qa1[si >> 1], si), qa1[i], qa1[i + 1u], a, b);
+#endif
+}
+#ifdef B_B
+layout(set = 0, binding = B_B) readonly buffer QB4 { uvec4 qb4[]; };
+layout(set = 0, binding = B_B) readonly buffer QB1 { uint qb1[]; };
+void load8_b(uint c, out vec4 a, out vec4 b)
+{
+	uint n = c / (WQ_LEN / 8u), k = (c % (WQ_LEN / 8u)) * 8u, i = wq_word_index(n, k);
+#if WQ4K
+	q4_deq8(qb4[wq_meta_index(n, k)], qb1[i], k, a, b);
+#else
+	uint si = wq_scale_index(n, k);
+	q8_deq8(wq_half(qb1[si >> 1], si), qb1[i], qb1[i + 1u], a, b);
+#endif
+}
+#endif
+#elif VEC8
 #if WTYPE_F16
 layout(set = 0, binding = B_A) readonly buffer A8 { uvec4 a8[]; };
 void unpack8(uvec4 u, out vec4 a, out vec4 b)

@@ -22,10 +22,17 @@ halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
 	                           .scales_row_bytes = blocks * Q4_META};
 }
 
+/* roundf(v) (halves away from zero) clamped to [lo, hi], without libm's
+ * roundf call (the quantizer's inner loop): v is first clamped to
+ * [lo - 1, hi + 1], which changes no result, then truncated, and the exact
+ * remainder v - trunc(v) rounds it. */
 static int clampi(float v, int lo, int hi)
 {
-	float r = roundf(v);
-	return r < (float)lo ? lo : (r > (float)hi ? hi : (int)r);
+	v = v < (float)(lo - 1) ? (float)(lo - 1) : (v > (float)(hi + 1) ? (float)(hi + 1) : v);
+	int i = (int)v;
+	float f = v - (float)i;
+	i += (f >= 0.5f) - (f <= -0.5f);
+	return i < lo ? lo : (i > hi ? hi : i);
 }
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -50,7 +57,7 @@ static void q8_row(const float *x, uint64_t k, int8_t *q, uint8_t *scales)
 		const float *xb = x + b * Q8_BLOCK;
 		float amax = 0.0f;
 		for (int i = 0; i < Q8_BLOCK; i++)
-			amax = fmaxf(amax, fabsf(xb[i]));
+			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
 		uint16_t dh = half_from_f32(fminf(amax / 127.0f, 65504.0f));
 		float d = half_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
 		for (int i = 0; i < Q8_BLOCK; i++)
@@ -71,15 +78,56 @@ static void q8_dequant_row(const int8_t *q, const uint8_t *scales, uint64_t k, f
 
 /* ---- q4_k ---- */
 
-/* Least-squares error of x ~ s * q + b over one sub-block. */
-static float fit_error(const float *x, const int *q, float s, float b)
+/* The search's inner loops in 4-wide vectors (GCC/Clang vector extensions:
+ * SSE2 on baseline x86-64, NEON on arm64): every lane is computed as the
+ * scalar code would, and the float sums are kept per lane and added in a
+ * fixed order, so the bytes depend on nothing but the input. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static v4f load4(const float *p)
 {
-	float e = 0.0f;
-	for (int i = 0; i < Q4_SUB; i++) {
-		float r = s * (float)q[i] + b - x[i];
-		e += r * r;
+	v4f v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static float sum4(v4f p)
+{
+	return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
+/* The sums the least-squares refit needs over the codes
+ * q[i] = round((x[i] - lo) * iscale) clamped to 0..15. x[i] >= lo, so the argument is not negative:
+ * truncation and the exact remainder round it as roundf would. */
+static void q4_codes(const float *x, float lo, float iscale, int *sq, int *sqq, float *sxq)
+{
+	/* the code sums are small whole numbers, exact in float lanes */
+	v4f a = {0}, aa = {0}, p = {0}, sixteen = {16, 16, 16, 16}, fifteen = {15, 15, 15, 15};
+	for (int i = 0; i < Q4_SUB / 4; i++) {
+		v4f xv = load4(x + 4 * i), v = (xv - lo) * iscale;
+		v4i big = v > sixteen;
+		v = (v4f)((big & (v4i)sixteen) | (~big & (v4i)v));
+		v4i c = __builtin_convertvector(v, v4i);
+		c -= v - __builtin_convertvector(c, v4f) >= 0.5f; /* a true lane is -1 */
+		v4f cf = __builtin_convertvector(c, v4f);
+		big = cf > fifteen;
+		cf = (v4f)((big & (v4i)fifteen) | (~big & (v4i)cf));
+		a += cf;
+		aa += cf * cf;
+		p += xv * cf;
 	}
-	return e;
+	*sq = (int)sum4(a);
+	*sqq = (int)sum4(aa);
+	*sxq = sum4(p);
+}
+
+/* Squared error of x ~ s * q + b over one sub-block from its sums (n = 32
+ * elements): sum (s q + b - x)^2, expanded, in double. */
+static double fit_error(float s, float b, int sq, int sqq, float sxq, float sx, float sxx)
+{
+	double S = s, B = b;
+	return S * S * sqq + 2.0 * S * B * sq - 2.0 * S * sxq + (double)Q4_SUB * B * B - 2.0 * B * sx + sxx;
 }
 
 /* The scale s >= 0 and offset m >= 0 of x ~ s * q - m (q in 0..15) for one
@@ -88,40 +136,34 @@ static float fit_error(const float *x, const int *q, float s, float b)
  * fit wants a positive offset, which the format cannot store). */
 static void q4_fit_sub(const float *x, float *scale, float *offset)
 {
-	float lo = 0.0f, hi = x[0];
+	float lo = 0.0f, hi = x[0], sx = 0.0f, sxx = 0.0f;
 	for (int i = 0; i < Q4_SUB; i++) {
-		lo = fminf(lo, x[i]);
-		hi = fmaxf(hi, x[i]);
+		lo = x[i] < lo ? x[i] : lo;
+		hi = x[i] > hi ? x[i] : hi;
+		sx += x[i];
+		sxx += x[i] * x[i];
 	}
 	*scale = (hi - lo) / 15.0f;
 	*offset = -lo;
 	if (hi <= lo)
 		return;
-	int q[Q4_SUB];
-	for (int i = 0; i < Q4_SUB; i++)
-		q[i] = clampi((x[i] - lo) / *scale, 0, 15);
-	float best = fit_error(x, q, *scale, lo);
+	int sq, sqq;
+	float sxq;
+	q4_codes(x, lo, 15.0f / (hi - lo), &sq, &sqq, &sxq);
+	double best = fit_error(*scale, lo, sq, sqq, sxq, sx, sxx);
 	for (int step = -10; step <= 10; step++) {
-		float iscale = (15.0f + 0.1f * (float)step) / (hi - lo);
-		float sq = 0, sqq = 0, sx = 0, sxq = 0;
-		for (int i = 0; i < Q4_SUB; i++) {
-			q[i] = clampi((x[i] - lo) * iscale, 0, 15);
-			sq += (float)q[i];
-			sqq += (float)(q[i] * q[i]);
-			sx += x[i];
-			sxq += x[i] * (float)q[i];
-		}
-		float det = (float)Q4_SUB * sqq - sq * sq;
+		q4_codes(x, lo, (15.0f + 0.1f * (float)step) / (hi - lo), &sq, &sqq, &sxq);
+		float det = (float)Q4_SUB * (float)sqq - (float)sq * (float)sq;
 		if (det <= 0.0f)
 			continue;
-		float s = ((float)Q4_SUB * sxq - sq * sx) / det, b = (sqq * sx - sq * sxq) / det;
+		float s = ((float)Q4_SUB * sxq - (float)sq * sx) / det, b = ((float)sqq * sx - (float)sq * sxq) / det;
 		if (b > 0.0f) {
 			b = 0.0f;
-			s = sxq / sqq;
+			s = sxq / (float)sqq;
 		}
 		if (s <= 0.0f)
 			continue;
-		float e = fit_error(x, q, s, b);
+		double e = fit_error(s, b, sq, sqq, sxq, sx, sxx);
 		if (e < best) {
 			best = e;
 			*scale = s;
@@ -135,7 +177,7 @@ static uint16_t q4_units(const float *v, uint8_t *code)
 {
 	float max = 0.0f;
 	for (int j = 0; j < Q4_SUBS; j++)
-		max = fmaxf(max, v[j]);
+		max = v[j] > max ? v[j] : max;
 	uint16_t uh = half_from_f32(max / 63.0f);
 	float unit = half_to_f32(uh);
 	for (int j = 0; j < Q4_SUBS; j++)

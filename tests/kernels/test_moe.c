@@ -5,7 +5,13 @@
  * and F (scalar loads) and multiples of 8 (16-byte loads), k = 1 and several
  * experts per token, an id outside [0,E) (the kernels read expert 0, so the
  * reference is given 0 there), and batch invariance: T tokens in one
- * dispatch pair equal T one-token pairs bitwise.
+ * dispatch pair equal T one-token pairs bitwise. Quantized experts (q8_0,
+ * q4_k; runtime/ref/quant.h): the weights quantized with halo_quantize_rows
+ * as E * F rows of H (gate, up) and E * H rows of F (down), the reference
+ * given their dequantized values (halo_dequantize_rows); the kernels
+ * dequantize 8 weights at a time to those values (q4_k: up to one fma's
+ * rounding of (d*sc)*q - dmin*m) and sum in f32 as for f32 weights, so the
+ * same tolerance holds.
  *
  * Tolerance: max |got - want| / max(|want|, 5e-2) <= 2e-5. Each output sums k
  * weighted f32 dots of F <= 40 terms over activations that are themselves f32
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/ref/quant.h"
 #include "runtime/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
@@ -32,6 +39,7 @@ typedef struct {
 	uint16_t *g16, *u16, *d16;
 	int32_t *ids, *ref_ids;
 	float *act, *act_want; /* [T,k,F] */
+	uint8_t *gq, *uq, *dq; /* quantized weights (bytes), NULL otherwise */
 } moe_data;
 
 static void *alloc_or_die(size_t n)
@@ -69,7 +77,7 @@ static moe_data data_new(const moe_shape *s, int64_t T, bool bad_id, uint32_t *s
 	moe_data a = {alloc_floats(nx), alloc_floats(ns), alloc_floats(nw), alloc_floats(nw),
 		      alloc_floats(nw), alloc_floats(nx), alloc_floats(nx), alloc_or_die(nw * 2),
 		      alloc_or_die(nw * 2), alloc_or_die(nw * 2), alloc_or_die(ns * 4),
-		      alloc_or_die(ns * 4), alloc_floats(ns * (size_t)s->F), alloc_floats(ns * (size_t)s->F)};
+		      alloc_or_die(ns * 4), alloc_floats(ns * (size_t)s->F), alloc_floats(ns * (size_t)s->F), NULL, NULL, NULL};
 	fill_random(a.x, nx, 1.0f, seed);
 	fill_random(a.wr, ns, 1.0f, seed);
 	for (size_t i = 0; i < ns; i++)
@@ -83,6 +91,20 @@ static moe_data data_new(const moe_shape *s, int64_t T, bool bad_id, uint32_t *s
 		round_f16(a.up, a.u16, nw);
 		round_f16(a.down, a.d16, nw);
 	}
+	if (halo_dtype_is_quant(s->wt)) {
+		/* gate and up: E*F rows of H; down: E*H rows of F */
+		size_t qb = halo_dtype_bytes(s->wt, nw);
+		a.gq = alloc_or_die(qb);
+		a.uq = alloc_or_die(qb);
+		a.dq = alloc_or_die(qb);
+		uint64_t ru = (uint64_t)(s->E * s->F), rd = (uint64_t)(s->E * s->H);
+		halo_quantize_rows(s->wt, a.gate, ru, (uint64_t)s->H, 0, ru, a.gq);
+		halo_quantize_rows(s->wt, a.up, ru, (uint64_t)s->H, 0, ru, a.uq);
+		halo_quantize_rows(s->wt, a.down, rd, (uint64_t)s->F, 0, rd, a.dq);
+		halo_dequantize_rows(s->wt, a.gq, ru, (uint64_t)s->H, 0, ru, a.gate);
+		halo_dequantize_rows(s->wt, a.uq, ru, (uint64_t)s->H, 0, ru, a.up);
+		halo_dequantize_rows(s->wt, a.dq, rd, (uint64_t)s->F, 0, rd, a.down);
+	}
 	pick_ids(a.ids, T, s, bad_id, seed);
 	for (size_t i = 0; i < ns; i++)
 		a.ref_ids[i] = a.ids[i] < 0 || a.ids[i] >= s->E ? 0 : a.ids[i];
@@ -94,6 +116,7 @@ static void data_free(moe_data *a)
 	free(a->x), free(a->wr), free(a->gate), free(a->up), free(a->down), free(a->y);
 	free(a->want), free(a->g16), free(a->u16), free(a->d16), free(a->ids), free(a->ref_ids);
 	free(a->act), free(a->act_want);
+	free(a->gq), free(a->uq), free(a->dq);
 }
 
 typedef struct {
@@ -127,20 +150,24 @@ static void kernels_free(harness *h, moe_kernels *k)
 static bool run(harness *h, moe_kernels *k, const moe_shape *s, const moe_data *a, int64_t t0, int64_t T,
 		float *act, float *y)
 {
-	size_t nw = (size_t)(s->E * s->F * s->H), wb = s->wt == HALO_F16 ? 2 : 4, kf = (size_t)(s->k * s->F);
-	bool f16 = s->wt == HALO_F16;
+	size_t nw = (size_t)(s->E * s->F * s->H), kf = (size_t)(s->k * s->F);
+	bool f16 = s->wt == HALO_F16, q = halo_dtype_is_quant(s->wt);
+	size_t wbytes = q ? halo_dtype_bytes(s->wt, nw) : nw * (f16 ? 2 : 4);
+	void *gw = q ? (void *)a->gq : f16 ? (void *)a->g16 : (void *)a->gate;
+	void *uw = q ? (void *)a->uq : f16 ? (void *)a->u16 : (void *)a->up;
+	void *dw = q ? (void *)a->dq : f16 ? (void *)a->d16 : (void *)a->down;
 	hop gu[5] = {
 		{a->x + t0 * s->H, (size_t)(T * s->H) * 4, false},
 		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
-		{f16 ? (void *)a->g16 : (void *)a->gate, nw * wb, false},
-		{f16 ? (void *)a->u16 : (void *)a->up, nw * wb, false},
+		{gw, wbytes, false},
+		{uw, wbytes, false},
 		{act + (size_t)t0 * kf, (size_t)T * kf * 4, true},
 	};
 	hop dn[5] = {
 		{act + (size_t)t0 * kf, (size_t)T * kf * 4, false},
 		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
 		{a->wr + t0 * s->k, (size_t)(T * s->k) * 4, false},
-		{f16 ? (void *)a->d16 : (void *)a->down, nw * wb, false},
+		{dw, wbytes, false},
 		{y + t0 * s->H, (size_t)(T * s->H) * 4, true},
 	};
 	return hk_run(h, &k->gate_up, gu, 5, (uint32_t)T, 0) && hk_run(h, &k->down, dn, 5, (uint32_t)T, 0);
@@ -235,6 +262,13 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32}, 2, false, &seed); /* 16-byte loads, f32 */
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16}, 5, &seed);
 	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16}, 8, &seed);
+	/* quantized experts: H and F whole blocks (q4_k: 256) */
+	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K}, 2, false, &seed);
+	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K}, 1, true, &seed);
+	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0}, 5, false, &seed);
+	ok &= invariance(h, (moe_shape){256, 256, 5, 2, HALO_Q4_K}, 6, &seed);
+	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_Q8_0}, 8, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

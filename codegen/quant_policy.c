@@ -1,0 +1,177 @@
+#include "codegen/quant_policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "passes/graph_query.h"
+
+/* What --quant does to each class (docs/quantization.md says why): KEEP
+ * stores the weight in --dtype, FORMAT in the requested format, Q8 in q8_0
+ * whatever the format (at least 8 bits). Columns: q8_0, q4_k. */
+typedef enum { KEEP, FORMAT, Q8 } quant_rule;
+
+static const struct {
+	const char *name;
+	quant_rule q8_0, q4_k;
+} policy[CG_WCLASS_COUNT] = {
+	[CG_WCLASS_OTHER] = {"other", KEEP, KEEP},
+	[CG_WCLASS_LINEAR] = {"linear", FORMAT, FORMAT},
+	[CG_WCLASS_EXPERT] = {"expert", FORMAT, FORMAT},
+	[CG_WCLASS_HEAD] = {"head", FORMAT, Q8},
+	[CG_WCLASS_ROUTER] = {"router", KEEP, KEEP},
+	[CG_WCLASS_GATE] = {"gate", KEEP, KEEP},
+};
+
+const char *cg_weight_class_name(cg_weight_class c)
+{
+	return (unsigned)c < CG_WCLASS_COUNT ? policy[c].name : "?";
+}
+
+/* The module weight whose buffer value v is (a weight node's result, or a
+ * reshape of one), or -1. */
+static int weight_of(const ir_func *f, int v)
+{
+	while (v >= 0 && f->values[v].producer >= 0) {
+		const ir_node *p = &f->nodes[f->values[v].producer];
+		if (p->op == IR_OP_WEIGHT)
+			return p->ref_local ? -1 : p->ref;
+		if (p->op != IR_OP_RESHAPE)
+			return -1;
+		v = p->in[0];
+	}
+	return -1;
+}
+
+static int64_t param_int(const ir_module *m, const char *name)
+{
+	const ir_param *p = ir_module_param(m, name);
+	return p && !p->is_float ? p->i : -1;
+}
+
+/* How matmul node n (reading weight w through value v as its operand 1)
+ * uses it. */
+static cg_weight_class matmul_class(const ir_module *m, const ir_func *f, const func_uses *u, const ir_node *n,
+				    int w, int v)
+{
+	const ir_weight *d = &m->weights[w];
+	const ir_shape *vs = &f->values[v].shape;
+	if (d->shape.rank < 2 || vs->rank != 2 ||
+	    vs->dim[1].coef_T || vs->dim[1].c != d->shape.dim[d->shape.rank - 1].c)
+		return CG_WCLASS_OTHER; /* read with another K than it is stored with */
+	int out = n->out[0];
+	for (int k = u->start[out]; k < u->start[out + 1]; k++) {
+		ir_op op = f->nodes[u->user[k]].op;
+		if (op == IR_OP_MOE_ROUTE || op == IR_OP_TOPK)
+			return CG_WCLASS_ROUTER;
+	}
+	int64_t vocab = param_int(m, "vocab");
+	if (u->is_output[out] || (vocab > 0 && vs->dim[0].c == vocab))
+		return CG_WCLASS_HEAD;
+	if (vs->dim[0].c < CG_QUANT_MIN_ROWS)
+		return CG_WCLASS_GATE;
+	return CG_WCLASS_LINEAR;
+}
+
+/* The operand positions of the expert stacks. */
+static bool expert_operand(ir_op op, int i)
+{
+	return (op == IR_OP_MOE_EXPERTS && i >= 3 && i <= 5) || (op == IR_OP_MOE_GATE_UP && (i == 2 || i == 3)) ||
+	       (op == IR_OP_MOE_DOWN && i == 3);
+}
+
+/* Two reads of one weight: the more conservative class wins (OTHER, then the
+ * classes kept in --dtype, then the head's q8_0, then the rest). */
+static cg_weight_class merge(cg_weight_class a, cg_weight_class b)
+{
+	static const int rank[CG_WCLASS_COUNT] = {[CG_WCLASS_OTHER] = 5, [CG_WCLASS_ROUTER] = 4,
+						  [CG_WCLASS_GATE] = 3, [CG_WCLASS_HEAD] = 2,
+						  [CG_WCLASS_EXPERT] = 1, [CG_WCLASS_LINEAR] = 0};
+	return rank[a] >= rank[b] ? a : b;
+}
+
+bool cg_weight_classes(const ir_module *m, cg_weight_class *cls)
+{
+	bool *seen = calloc((size_t)m->n_weights + 1, sizeof(*seen));
+	bool *done = calloc((size_t)m->n_funcs + 1, sizeof(*done));
+	if (!seen || !done) {
+		free(seen);
+		free(done);
+		return false;
+	}
+	for (int i = 0; i < m->n_weights; i++)
+		cls[i] = CG_WCLASS_OTHER;
+	bool ok = true;
+	for (int e = 0; e < m->n_entries && ok; e++) {
+		int fi = m->entries[e].func;
+		if (done[fi])
+			continue;
+		done[fi] = true;
+		const ir_func *f = &m->funcs[fi];
+		func_uses u = {0};
+		func_uses_build(f, &u);
+		if (!u.start) {
+			ok = false;
+			break;
+		}
+		for (int j = 0; j < f->n_nodes; j++) {
+			const ir_node *n = &f->nodes[j];
+			if (n->dead || n->op == IR_OP_WEIGHT || n->op == IR_OP_RESHAPE)
+				continue;
+			for (int k = 0; k < node_n_reads(n); k++) {
+				int v = node_read(n, k), w = weight_of(f, v);
+				if (w < 0)
+					continue;
+				cg_weight_class c = CG_WCLASS_OTHER;
+				if (k < n->n_in && n->op == IR_OP_MATMUL && k == 1)
+					c = matmul_class(m, f, &u, n, w, v);
+				else if (k < n->n_in && expert_operand(n->op, k) && m->weights[w].shape.rank >= 2)
+					c = CG_WCLASS_EXPERT;
+				cls[w] = seen[w] ? merge(cls[w], c) : c;
+				seen[w] = true;
+			}
+		}
+		func_uses_free(&u);
+	}
+	free(seen);
+	free(done);
+	return ok;
+}
+
+static void shape_str(const ir_shape *s, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "[");
+	for (int i = 0; i < s->rank && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%lld", i ? ", " : "", (long long)s->dim[i].c);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "]");
+}
+
+bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo_dtype matrix_dtype,
+		    halo_dtype quant, halo_dtype *out, bool *fallback, char *err, size_t errlen)
+{
+	*out = matrix_dtype;
+	*fallback = false;
+	if (!halo_dtype_is_quant(quant) || (unsigned)c >= CG_WCLASS_COUNT || s->rank < 1)
+		return true;
+	quant_rule r = quant == HALO_Q4_K ? policy[c].q4_k : policy[c].q8_0;
+	if (r == KEEP)
+		return true;
+	halo_dtype t = r == Q8 ? HALO_Q8_0 : quant;
+	int64_t k = s->dim[s->rank - 1].c;
+	if (t == HALO_Q4_K && k % (int64_t)halo_dtype_block(HALO_Q4_K) != 0) {
+		t = HALO_Q8_0;
+		*fallback = true;
+	}
+	if (k % (int64_t)halo_dtype_block(t) != 0) {
+		char shape[128];
+		shape_str(s, shape, sizeof shape);
+		snprintf(err, errlen,
+			 "weight '%s' %s: its last dim K = %lld is not a multiple of %s's block of %zu elements, so it "
+			 "cannot be stored %s (--quant %s)",
+			 name, shape, (long long)k, halo_dtype_name(t), halo_dtype_block(t), halo_dtype_name(t),
+			 halo_dtype_name(quant));
+		return false;
+	}
+	*out = t;
+	return true;
+}

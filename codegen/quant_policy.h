@@ -1,0 +1,41 @@
+/* Which weights halo compile --quant stores block-quantized, and in which
+ * format (docs/quantization.md). A weight's class comes from how the
+ * scheduled graph reads it; the stored dtype from the class, the requested
+ * format and the weight's K (its last, contiguous dim). */
+#ifndef HALO_CODEGEN_QUANT_POLICY_H
+#define HALO_CODEGEN_QUANT_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ir/ir.h"
+
+typedef enum {
+	CG_WCLASS_OTHER,  /* embedding tables, norms, conv taps, anything not a linear layer's weight */
+	CG_WCLASS_LINEAR, /* the weight operand of a matmul (w[N, K]) */
+	CG_WCLASS_EXPERT, /* an MoE expert stack ([E, N, K]: moe_experts, moe_gate_up, moe_down) */
+	CG_WCLASS_HEAD,   /* the output projection: a matmul whose result is the graph's output or vocab wide */
+	CG_WCLASS_ROUTER, /* a matmul feeding moe_route / topk: the MoE router */
+	CG_WCLASS_GATE,   /* a matmul of fewer than CG_QUANT_MIN_ROWS outputs (a per-token scalar gate) */
+	CG_WCLASS_COUNT
+} cg_weight_class;
+
+#define CG_QUANT_MIN_ROWS 32
+
+/* The class of every module weight (indexed by weight id) from its reads in
+ * the entries' graph functions (module after the pass pipeline). A weight
+ * read any way that is not a linear layer's, or read as a view whose last
+ * dim differs from its own, is OTHER. Returns false only when out of memory. */
+bool cg_weight_classes(const ir_module *m, cg_weight_class *cls);
+
+const char *cg_weight_class_name(cg_weight_class c);
+
+/* The stored dtype of a weight of class c and shape s (rank >= 2) under
+ * --dtype matrix_dtype and --quant quant (HALO_F32 or HALO_F16 for none).
+ * *fallback is set when the format was lowered to q8_0 because K is not a
+ * multiple of its block. Returns false with a message naming the weight,
+ * its shape and the block when K is not a multiple of q8_0's block. */
+bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo_dtype matrix_dtype,
+		    halo_dtype quant, halo_dtype *out, bool *fallback, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,49 @@
+#!/bin/sh
+# halo compile --quant through the CLI: a bad format name is a usage error,
+# a weight whose K is not a whole number of q8_0 blocks and a non-finite
+# weight value are errors naming the weight that leave no bundle behind, the
+# q4_k fallback to q8_0 is noted, and halo inspect --bundle shows the dtypes.
+# usage: quant_cli_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
+test_name="quant cli"
+. "$(dirname "$0")/test_lib.sh"
+tiny=$root/tests/fixtures/qwen3_tiny
+
+expect 2 "--quant must be q8_0 or q4_k, not 'q5_k'" compile --hf "$tiny" --quant q5_k -o "$work/x.halo"
+expect 2 "--quant must be q8_0 or q4_k, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
+expect 2 "'--quant' needs a value" compile --hf "$tiny" -o "$work/x.halo" --quant
+[ ! -e "$work/x.halo" ] || fail "a refused command line left $work/x.halo"
+
+# qwen3_next_tiny's experts are 16 wide: exp_down [8, 64, 16] has K = 16
+expect 1 "weight 'layers.0.moe_ffn.exp_down' \[8, 64, 16\]: its last dim K = 16 is not a multiple of q8_0's block of 32" \
+	compile --hf "$root/tests/fixtures/qwen3_next_tiny" --targets ref --quant q8_0 -o "$work/next.halo"
+[ ! -e "$work/next.halo" ] || fail "the block-size error left a bundle behind"
+ls "$work" | grep -q "next.halo" && fail "the block-size error left a temporary file: $(ls "$work")"
+
+# K = 64 and 96: under q4_k every matrix falls back to q8_0, with a note
+expect 0 "note: 14 weights stored q8_0, not q4_k: their K is not a multiple of 256: layers.0.decoder.wq \[64, 64\]" \
+	compile --hf "$tiny" --targets ref --quant q4_k -o "$work/q4.halo"
+expect 0 "q8_0     15 weights" inspect --bundle "$work/q4.halo"
+grep -q "^  lm_head  *q8_0  *\[256, 64\]" "$out" || fail "inspect --bundle does not show lm_head as q8_0: $(cat "$out")"
+grep -q "^  tok_embd  *f32 " "$out" || fail "inspect --bundle does not show tok_embd as f32: $(cat "$out")"
+expect 0 "weights by dtype: f32 .* MiB, q8_0 .* MiB" compile --hf "$tiny" --targets ref --quant q8_0 -o "$work/q8.halo"
+expect 0 "." run "$work/q8.halo" --backend ref --tokens 1,2,3 --n-predict 2
+
+# a non-finite value in a quantized weight: an error naming it, no bundle
+python3 - "$tiny" "$work/inf" <<'PY'
+import json, os, shutil, struct, sys
+src, dst = sys.argv[1:3]
+raw = bytearray(open(os.path.join(src, "model.safetensors"), "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+t = json.loads(raw[8:8 + n])["model.layers.1.mlp.up_proj.weight"]
+assert t["dtype"] == "F32"
+at = 8 + n + t["data_offsets"][0] + 4 * (2 * 64 + 5) # row 2, column 5
+raw[at:at + 4] = struct.pack("<f", float("inf"))
+os.makedirs(dst)
+shutil.copy(os.path.join(src, "config.json"), dst)
+open(os.path.join(dst, "model.safetensors"), "wb").write(raw)
+PY
+expect 1 "weight 'layers.1.decoder.w_up': element 133 (row 2, column 5) is inf; q8_0 stores finite values only" \
+	compile --hf "$work/inf" --targets ref --quant q8_0 -o "$work/inf.halo"
+[ ! -e "$work/inf.halo" ] || fail "the non-finite value left a bundle behind"
+
+finish
