@@ -551,7 +551,7 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	uint32_t bm = t->bm ? t->bm : 64, bn = t->bn ? t->bn : 64, bk = t->bk ? t->bk : 32;
 	uint32_t wm = t->tm ? t->tm : 32, wn = t->tn ? t->tn : 32;
 	if (b->d->wtype != HALO_F16 && !q_per_word(b->d))
-		return fail(b, "the cooperative-matrix matmul takes f16 or quantized weights (f32 weights use"
+		return fail(b, "the cooperative-matrix matmul takes f16 weights or quantized ones (f32 weights use"
 			    " matmul.comp)");
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
 	    wn < 16 || bk < 16 || bm % wm || bn % wn)
