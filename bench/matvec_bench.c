@@ -7,10 +7,17 @@
  * then prints time, weight bandwidth and the fraction of the read ceiling
  * (bench/read_ceiling.h) measured in the same run.
  *
+ * Weights are f16, or with --dtype any of f16, q8_0, q4_k (a comma-separated
+ * list; runtime/ref/quant.h's formats, 8.5 and 4.5 bits per weight): GB/s
+ * count the bytes a format stores (values and scales), so the fraction of the
+ * ceiling compares formats on their own bytes. A shape whose K is not a
+ * multiple of the format's block (q4_k: 256) is skipped for it.
+ *
  * Each timed dispatch reads a different copy of the weights, so a matrix
  * smaller than the L2 cache is streamed from memory as in a real decode
  * step; times are the median of 7 recordings of `iters` dispatches.
- * usage: matvec_bench [--sweep] [ITERS]   (no validation layer: timings only) */
+ * usage: matvec_bench [--sweep] [--dtype f16,q8_0,q4_k] [ITERS]
+ * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +49,15 @@ __attribute__((noreturn)) static void die(const char *what, const char *msg)
 	bench_die("matvec_bench", what, msg);
 }
 
-static size_t weight_bytes(int64_t K, int64_t N)
+/* The bytes a K x N weight of type t stores (values and scales). */
+static size_t weight_bytes(halo_dtype t, int64_t K, int64_t N)
 {
-	return (size_t)K * (size_t)N * 2;
+	return halo_dtype_bytes(t, (size_t)K * (size_t)N);
 }
 
-static int copies_of(const bench *b, int64_t K, int64_t N)
+static int copies_of(const bench *b, halo_dtype t, int64_t K, int64_t N)
 {
-	size_t per = (weight_bytes(K, N) + 255) / 256 * 256;
+	size_t per = (weight_bytes(t, K, N) + 255) / 256 * 256;
 	size_t c = b->pool / per;
 	return c < 1 ? 1 : c > MAX_COPIES ? MAX_COPIES : (int)c;
 }
@@ -71,8 +79,8 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 	glsl_spirv spv;
 	if (!glsl_compile(b->cc, k.source, k.template_name, true, &spv, err, sizeof(err)))
 		die(k.signature, err);
-	int copies = copies_of(b, K, N);
-	size_t stride = (weight_bytes(K, N) + 255) / 256 * 256;
+	int copies = copies_of(b, d->wtype, K, N);
+	size_t stride = (weight_bytes(d->wtype, K, N) + 255) / 256 * 256;
 	vk_pipeline p;
 	vk_descriptors pool;
 	vk_cmd cmd = {0};
@@ -84,7 +92,7 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 		die(k.signature, e.msg);
 	for (int c = 0; c < copies; c++) {
 		vk_binding bind[4] = {{b->x.buffer, 0, (VkDeviceSize)(T * K * 4)},
-				      {b->w.buffer, (VkDeviceSize)(c * stride), (VkDeviceSize)weight_bytes(K, N)},
+				      {b->w.buffer, (VkDeviceSize)(c * stride), (VkDeviceSize)weight_bytes(d->wtype, K, N)},
 				      {b->y.buffer, 0, (VkDeviceSize)(T * N * 4)},
 				      {b->step.buffer, 0, 16}};
 		if (!vk_descriptors_bind(b->ctx, &pool, &p, bind, &set[c], &e))
@@ -132,28 +140,31 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 
 static void report(const bench *b, const kv_desc *d, int64_t T, const char *what, const char *tile, double ns)
 {
-	double gbs = (double)weight_bytes(d->u.matmul.K, d->u.matmul.N) / ns;
-	printf("%6lld x %-7lld %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
-	       (long long)d->u.matmul.N, (long long)T, what, tile, ns / 1e3, gbs, 100.0 * gbs / b->ceiling);
+	double gbs = (double)weight_bytes(d->wtype, d->u.matmul.K, d->u.matmul.N) / ns;
+	printf("%6lld x %-7lld %-4s %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
+	       (long long)d->u.matmul.N, halo_dtype_name(d->wtype), (long long)T, what, tile, ns / 1e3, gbs,
+	       100.0 * gbs / b->ceiling);
 }
 
 /* A wider grid than the space, at T = 1: what the heuristic should pick. */
 static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 {
 	static const uint32_t splits[] = {16, 32, 64, 128, 256, 512, 1024}, mults[] = {1, 2, 4};
-	static const uint32_t colss[] = {1, 2, 4}, unrolls[] = {1, 2, 4, 8};
+	static const uint32_t colss[] = {1, 2, 4}, unrolls[] = {1, 2, 4, 8}, qws[] = {1, 2, 4};
+	size_t n_qw = halo_dtype_is_quant(d.wtype) ? 3 : 1;
 	kv_tiles best = {0};
 	*best_ns = 1e30;
 	char tile[128];
 	for (size_t s = 0; s < sizeof splits / sizeof *splits; s++)
 		for (size_t m = 0; m < sizeof mults / sizeof *mults; m++)
 			for (size_t c = 0; c < sizeof colss / sizeof *colss; c++)
-				for (size_t u = 0; u < sizeof unrolls / sizeof *unrolls; u++) {
+				for (size_t u = 0; u < sizeof unrolls / sizeof *unrolls * n_qw; u++) {
 					uint32_t local = splits[s] * mults[m] < 64 ? 64 : splits[s] * mults[m];
 					if (mults[m] > 1 && local == splits[s] * mults[m - 1])
 						continue; /* the same workgroup as the smaller multiple */
+					size_t nu = sizeof unrolls / sizeof *unrolls;
 					d.tiles = (kv_tiles){.local = local, .split = splits[s], .cols = colss[c],
-							     .unroll = unrolls[u]};
+							     .unroll = unrolls[u % nu], .qw = n_qw > 1 ? qws[u / nu] : 0};
 					double ns = time_variant(b, &d, 1, tile, sizeof tile);
 					if (ns > 0 && ns < *best_ns) {
 						*best_ns = ns;
@@ -163,9 +174,9 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 	return best;
 }
 
-static void bench_shape(bench *b, int64_t K, int64_t N, bool do_sweep)
+static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep)
 {
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = HALO_F16};
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
 	char tile[128];
@@ -222,10 +233,30 @@ static void fill(bench *b, vk_buffer *buf, size_t bytes)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* a run cut short keeps its finished lines */
-	bool do_sweep = argc > 1 && strcmp(argv[1], "--sweep") == 0;
-	bench b = {.iters = argc > 1 + do_sweep ? atoi(argv[1 + do_sweep]) : 50};
-	if (b.iters < 1)
-		die("usage", "matvec_bench [--sweep] [ITERS >= 1]");
+	bool do_sweep = false;
+	halo_dtype types[3] = {HALO_F16};
+	int n_types = 1;
+	bench b = {.iters = 50};
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--sweep") == 0) {
+			do_sweep = true;
+		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+			char list[64];
+			snprintf(list, sizeof list, "%s", argv[++i]);
+			n_types = 0;
+			for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+				halo_dtype t;
+				if (n_types == 3 || !halo_dtype_from_name(tok, &t) ||
+				    (t != HALO_F16 && t != HALO_Q8_0 && t != HALO_Q4_K))
+					die("--dtype", "takes a list of f16, q8_0, q4_k");
+				types[n_types++] = t;
+			}
+		} else {
+			b.iters = atoi(argv[i]);
+			if (b.iters < 1)
+				die("usage", "matvec_bench [--sweep] [--dtype f16,q8_0,q4_k] [ITERS >= 1]");
+		}
+	}
 	vk_ctx_options o = {.validation = false, .device_index = -1};
 	vk_error e;
 	if (!vk_ctx_create(&o, &b.ctx, &e))
@@ -244,7 +275,7 @@ int main(int argc, char **argv)
 	b.ceiling = read_ceiling_gbps(b.ctx, b.cc, small ? (size_t)64 << 20 : (size_t)2 << 30, 9);
 	printf("%s, driver %s\nread ceiling: %.0f GB/s (streaming read of %s, median of 9)\n", b.ctx->info.name,
 	       b.ctx->info.driver_info, b.ceiling, small ? "64 MiB" : "2 GiB");
-	printf("%-16s %2s  %-10s %-26s %9s %7s %6s\n", "K x N", "T", "variant", "tile", "us", "GB/s", "ceil");
+	printf("%-16s %-4s %2s  %-10s %-26s %9s %7s %6s\n", "K x N", "w", "T", "variant", "tile", "us", "GB/s", "ceil");
 	/* Qwen3-8B: q/o, k/v, gate/up, down, the head; Qwen3.8 Flash cut: the
 	 * HC mixer pair, its 4-wide gate, a GDN projection, the head. */
 	static const int64_t full[][2] = {{4096, 4096},  {4096, 1024},  {4096, 12288}, {12288, 4096},
@@ -253,9 +284,11 @@ int main(int argc, char **argv)
 	static const int64_t tiny[][2] = {{1024, 1024}, {1024, 4}};
 	const int64_t(*shapes)[2] = small ? tiny : full;
 	size_t n = small ? sizeof tiny / sizeof *tiny : sizeof full / sizeof *full;
-	for (size_t s = 0; s < n; s++)
-		if (weight_bytes(shapes[s][0], shapes[s][1]) <= pool)
-			bench_shape(&b, shapes[s][0], shapes[s][1], do_sweep && !small);
+	for (int t = 0; t < n_types; t++)
+		for (size_t s = 0; s < n; s++)
+			if (weight_bytes(types[t], shapes[s][0], shapes[s][1]) <= pool &&
+			    shapes[s][0] % (int64_t)halo_dtype_block(types[t]) == 0)
+				bench_shape(&b, types[t], shapes[s][0], shapes[s][1], do_sweep && !small);
 	vk_buffer_destroy(b.ctx, &b.x);
 	vk_buffer_destroy(b.ctx, &b.w);
 	vk_buffer_destroy(b.ctx, &b.y);

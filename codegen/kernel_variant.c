@@ -382,7 +382,9 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	uint64_t slots = t.tree ? t.local : t.local / 4;
 	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
 		return "local and split must be powers of two with 4 <= split <= local <= 1024";
-	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 || nc_max * t.unroll > 16)
+	/* f16 and f32 chunks are 4 and 8 registers: at most 16 in flight */
+	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 ||
+	    (!q_per_word(d) && nc_max * t.unroll > 16))
 		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
 	if (!q_per_word(d) && t.qw)
 		return "qw applies to quantized weights only";
@@ -407,9 +409,11 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
  * column group: 4 bytes of x per weight are 4 (q8_0) and 8 (q4_k) bytes per
  * weight byte against f16's 2, so 2 and 4 columns keep it at f16's 1. The
  * K split as f16's, over words; loads in flight for f16's 32 bytes per lane
- * at T = 1 (cols * unroll * qw * 4). Columns grow with T where the chunks'
- * registers allow (matvec_illegal), else stay. Not measured yet on a GPU:
- * the space (matvec_space_q) holds the 16-byte form and the neighbours. */
+ * at T = 1 (cols * unroll * qw * 4). Columns grow with T only where the
+ * per-chunk sums and the chunks in flight stay within about 128 registers
+ * at the largest T (for the shapes of the targets they do not: fixed
+ * columns). Not measured yet on a GPU: the space (matvec_space_q) holds the
+ * growing, 16-byte and 8-byte forms and the neighbours. */
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
@@ -424,7 +428,11 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
 		t.unroll /= 2;
-	if (matvec_illegal(d, t))
+	/* Growing columns also grow the per-chunk sums (a second array the size
+	 * of the accumulators): keep the sums and the chunks in flight within
+	 * about 128 registers at the largest T, else fixed columns. */
+	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
+	if (2 * nc * rows + nc * t.unroll * (t.qw + (q4 ? 4 : 1)) > 128 || matvec_illegal(d, t))
 		t.grow = 0;
 	while (matvec_illegal(d, t) && t.unroll > 1)
 		t.unroll /= 2;
@@ -543,7 +551,7 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	uint32_t bm = t->bm ? t->bm : 64, bn = t->bn ? t->bn : 64, bk = t->bk ? t->bk : 32;
 	uint32_t wm = t->tm ? t->tm : 32, wn = t->tn ? t->tn : 32;
 	if (b->d->wtype != HALO_F16 && !q_per_word(b->d))
-		return fail(b, "the cooperative-matrix matmul takes f16 or quantized weights (f32 weights use"
+		return fail(b, "the cooperative-matrix matmul takes f16 weights or quantized ones (f32 weights use"
 			    " matmul.comp)");
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
 	    wn < 16 || bk < 16 || bm % wm || bn % wn)
