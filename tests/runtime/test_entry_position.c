@@ -161,13 +161,16 @@ static void check_caller_decode(const char *bundle, const int32_t *toks, const f
 	halo_model_close(m);
 }
 
-/* prefill rewritten to run at the caller's position. */
+/* prefill rewritten to run at the caller's position (asked for every row's
+ * logits, which only `prefill` gives: without them prefill_last runs). */
 static void check_caller_prefill(const char *bundle, const int32_t *toks)
 {
-	char err[2048];
+	char err[2048] = "";
 	halo_model *m = mc_open(bundle, backend);
 	halo_session *s = mc_session(m);
-	MC_CHECK(!halo_session_prefill(s, toks, P, NULL, NULL, err, sizeof(err)), "prefill ran a caller entry");
+	float *rows = malloc((size_t)P * (size_t)halo_model_vocab(m) * sizeof(float));
+	MC_CHECK(!halo_session_prefill(s, toks, P, rows, NULL, err, sizeof(err)), "prefill ran a caller entry");
+	free(rows);
 	MC_CHECK(has(err, "entry 'prefill'") && has(err, "use halo_session_step_at"), "prefill: '%s'", err);
 	MC_CHECK(halo_session_pos(s) == 0, "a refused prefill moved the position");
 	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
