@@ -7,7 +7,7 @@ bench/read_bw in the same call: the fraction of the ceiling is
 (weight bytes read per decoded token / time per token) / ceiling.
 
 usage: model_bench.py HALO BUNDLE MODEL ACTIVE_BYTES CEILING_GBS OUT_JSON
-       [--pp 512] [--tg 128] [--reps 3] [--tuning DB | --no-tuning]
+       [--pp 512] [--tg 128] [--reps 3] [--dtype f16] [--tuning DB | --no-tuning]
 """
 import argparse
 import json
@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--pp", type=int, default=512)
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--dtype", default="f16", help="the weights' format, for the table")
     ap.add_argument("--tuning", default=None)
     ap.add_argument("--no-tuning", action="store_true")
     a = ap.parse_args()
@@ -51,7 +52,7 @@ def main():
     rows = []
     for test, ts in ((f"pp{a.pp}", pp), (f"tg{a.tg}", tg)):
         med = statistics.median(ts)
-        row = {"model": a.model, "dtype": "f16", "backend": "vulkan", "test": test, "t/s": round(med, 2),
+        row = {"model": a.model, "dtype": a.dtype, "backend": "vulkan", "test": test, "t/s": round(med, 2),
                "runs": [round(t, 2) for t in ts]}
         if test.startswith("tg"):
             gbs = a.active_bytes * med / 1e9
@@ -63,7 +64,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         frac = f"{100 * r['ceiling_fraction']:.1f}%" if "ceiling_fraction" in r else "-"
-        print(f"| {r['model']} | f16 | vulkan | {r['test']} | {r['t/s']:.1f} | {r.get('weight_GB/s', '-')} | {frac} |")
+        print(f"| {r['model']} | {r['dtype']} | vulkan | {r['test']} | {r['t/s']:.1f} | {r.get('weight_GB/s', '-')} | {frac} |")
     with open(a.out_json, "w") as f:
         json.dump(rows, f, indent=1)
 

@@ -1,0 +1,44 @@
+#!/bin/sh
+# On the GPU machine (after tools/gpu/pack.sh here): the Qwen3-8B-shaped model
+# (tools/gpu/bench/qwen3_8b, seeded random weights, LAYERS of its 36 layers)
+# compiled f16, --quant q8_0 and --quant q4_k, each as a llama-bench-style
+# table (pp and tg, heuristic kernels) beside the read ceiling measured in the
+# same call; the fraction of the ceiling counts the bytes each format stores
+# per decoded token (values and scales; under q4_k the head is q8_0,
+# docs/quantization.md). Writes $OUT/quant_<dtype>.md/.json, compile times
+# and bundle sizes to $OUT/quant_compile.txt.
+# usage: tools/gpu/bench-quant.sh [TG] [PP] [LAYERS]
+set -eu
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+out=${OUT:-/tmp}
+tg=${1:-128}
+pp=${2:-512}
+layers=${3:-12}
+cfg=/tmp/qwen3_8b_quant_cfg
+python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
+model="qwen3-8b-shape-${layers}L"
+[ "$layers" -eq 36 ] && model="qwen3-8b-shape"
+ceiling=$("$HALO_BIN/read_bw" | sed -n 's/read ceiling: \([0-9]*\) GB.*/\1/p')
+for fmt in f16 q8_0 q4_k; do
+	bundle=/tmp/qwen3_8b_$fmt.halo
+	quant=""
+	[ "$fmt" = f16 ] || quant="--quant $fmt"
+	t0=$(date +%s.%N)
+	"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $quant -o "$bundle" 2> /tmp/compile_$fmt.log
+	t1=$(date +%s.%N)
+	# bytes read per decoded token: every layer matrix and the head, in the format's bytes per weight
+	active=$(python3 -c '
+import json; c = json.load(open("'"$cfg"'/config.json")); fmt = "'"$fmt"'"
+h, f, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+q, kv = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
+per = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256}[fmt]
+head = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 34 / 32}[fmt]
+print(int(per * L * (h * (q + 2 * kv) + q * h + 3 * h * f) + head * v * h))')
+	echo "$fmt: compile $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes, $active bytes read per token" |
+		tee -a "$out/quant_compile.txt"
+	tail -2 /tmp/compile_$fmt.log >> "$out/quant_compile.txt"
+	python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "$model" "$active" "$ceiling" \
+		"$out/quant_$fmt.json" --tg "$tg" --pp "$pp" --reps 2 --dtype "$fmt" --no-tuning | tee "$out/quant_$fmt.md"
+	rm -f "$bundle"
+done
