@@ -2,11 +2,13 @@
  * the PyTorch reference of tools/oracle/make_fixtures.py (transformers has
  * no MTP module; the reference builds the head from transformers' own
  * decoder layer, norm and rotary classes): models/<family>.yaml compiled
- * with tests/fixtures/<family>_tiny on the backend named by argv[1].
+ * with tests/fixtures/<family>_tiny, or with the checkpoint folder argv[3]
+ * (models/trained/qwen4_exp_small, whose head was trained), on the backend
+ * named by argv[1].
  *
- * usage: test_mtp_oracle ref|vulkan FAMILY
+ * usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]
  *
- * Checked, after the target consumed the 88-token prompt:
+ * Checked, after the target consumed the prompt (88 tokens; 96 trained):
  * - head position p (the target's hidden state at p, token p+1; token 88 is
  *   the first greedy token) one at a time through draft_extend: every row
  *   against mtp_draft_logits.f32;
@@ -177,14 +179,17 @@ static void check_no_mtp(halo_model *with, const char *model, const char *dir, c
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "ref") != 0 && strcmp(argv[1], "vulkan") != 0)) {
-		fprintf(stderr, "usage: test_mtp_oracle ref|vulkan FAMILY\n");
+	if ((argc != 3 && argc != 4) || (strcmp(argv[1], "ref") != 0 && strcmp(argv[1], "vulkan") != 0)) {
+		fprintf(stderr, "usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]\n");
 		return 2;
 	}
 	halo_backend_kind backend = strcmp(argv[1], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
-	char model[128], dir[128], bundle[64];
+	char model[128], dir[256], bundle[64];
 	snprintf(model, sizeof(model), "models/%s.yaml", argv[2]);
-	snprintf(dir, sizeof(dir), "tests/fixtures/%s_tiny", argv[2]);
+	if (argc == 4)
+		snprintf(dir, sizeof(dir), "%s", argv[3]);
+	else
+		snprintf(dir, sizeof(dir), "tests/fixtures/%s_tiny", argv[2]);
 	snprintf(bundle, sizeof(bundle), "mtp_oracle_%d.halo", (int)getpid());
 	fixture fx;
 	read_fixture(dir, &fx);
