@@ -1,0 +1,37 @@
+#!/bin/sh
+# Quantization quality of one checkpoint: compiles it f16, --quant q8_0 and
+# --quant q4_k, runs the held-out ids through each in windows of WINDOW tokens
+# (a fresh session per window, as llama.cpp's perplexity tool does with its
+# context), and prints tools/quant_quality.py's numbers (perplexity, KL
+# divergence, top-1 agreement) for each format against f16.
+# usage: tools/quant_eval.sh CKPT_DIR MODEL_YAML IDS.i32 [WINDOW] [BACKEND] [HALO]
+# IDS.i32: little-endian int32 ids (tools/train/heldout.py writes them).
+set -eu
+ckpt=$1 model=$2 ids=$3 window=${4:-512} backend=${5:-ref}
+halo=${6:-halo}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=$(($(stat -c %s "$ids") / 4 / window * window))
+python3 -c "
+import array, sys
+a = array.array('i'); a.frombytes(open('$ids', 'rb').read()[:4 * $n])
+for w in range(0, $n, $window):
+    open('$work/win%05d.txt' % (w // $window), 'w').write(','.join(map(str, a[w:w + $window])))
+"
+for fmt in f16 q8_0 q4_k; do
+	quant=""
+	[ "$fmt" = f16 ] || quant="--quant $fmt"
+	"$halo" compile --hf "$ckpt" --model "$model" --dtype f16 $quant -o "$work/$fmt.halo" 2> "$work/compile_$fmt.log"
+	: > "$work/$fmt.logits"
+	for win in "$work"/win*.txt; do
+		"$halo" run "$work/$fmt.halo" --backend "$backend" --tokens "$(cat "$win")" --n-predict 1 \
+			--logits-out "$work/win.logits" 2>/dev/null >/dev/null
+		cat "$work/win.logits" >> "$work/$fmt.logits"
+	done
+	rm "$work/$fmt.halo"
+done
+echo "$ckpt: $n held-out tokens in windows of $window, $backend backend"
+for fmt in q8_0 q4_k; do
+	echo "== $fmt against f16"
+	python3 "$(dirname "$0")/quant_quality.py" "$work/f16.logits" "$work/$fmt.logits" --tokens "$ids"
+done
