@@ -1,20 +1,24 @@
 #!/bin/sh
-# Installs what is missing, builds halo, compiles the tiny Qwen3 fixture
-# checkpoint into a bundle and generates 16 tokens with it on Vulkan (lavapipe
-# when the machine has no GPU); then text in, text out: a chat turn through
-# Qwen3's real tokenizer and chat template on the same tiny dims
-# (tests/fixtures/qwen3_text). Its weights are seeded random numbers, so the
-# reply is random words; the pipeline (template, tokenizer, generation,
-# streamed UTF-8) is the one a real checkpoint runs.
+# Installs what is missing, builds halo, compiles the trained Qwen3.8 Flash-
+# architecture model of models/trained (qwen4_exp_small: GDN, QSA, MoE,
+# hyper-connections, PLE and an MTP head, trained on the Python standard
+# library) into a bundle, and continues a Python prompt in text on Vulkan
+# (lavapipe when the machine has no GPU), with speculative decoding from the
+# model's own MTP head: the continuation, then the drafts' acceptance. Then a
+# chat turn through Qwen3's real tokenizer and chat template on tiny dims with
+# random weights (tests/fixtures/qwen3_text): random words, through the
+# pipeline a real Qwen3 checkpoint runs.
 set -eu
 cd "$(dirname "$0")/../.."
 sh tools/scripts/install-deps.sh
 [ -f build/build.ninja ] || meson setup build
 ninja -C build
 mkdir -p build/out
-./build/tools/halo compile --hf tests/fixtures/qwen3_tiny -o build/out/qwen3_tiny.halo
-./build/tools/halo run build/out/qwen3_tiny.halo --backend vulkan \
-	--tokens "$(od -An -v -t d4 tests/fixtures/qwen3_tiny/prompt_tokens.i32 | tr -s " \n" "," | sed "s/^,//;s/,$//")" --n-predict 16
+./build/tools/halo compile --hf models/trained/qwen4_exp_small -o build/out/qwen4_exp_small.halo
+./build/tools/halo run build/out/qwen4_exp_small.halo --backend vulkan --spec mtp --n-predict 64 \
+	--prompt 'def fibonacci(n):
+    """Return the n-th Fibonacci number."""
+'
 sh tests/fixtures/qwen3_text/make_bundle.sh ./build/tools/halo build/out/qwen3_text.halo
 ./build/tools/halo run build/out/qwen3_text.halo --backend vulkan --chat \
 	--prompt "Name three prime numbers." --n-predict 24 --seed 1
