@@ -7,9 +7,11 @@ if [ ! -x /tmp/halo/halo-bin/halo ]; then
 	mkdir -p /tmp/vvl /tmp/halo
 	for f in .devrun/deb/*.deb; do dpkg -x "$f" /tmp/vvl; done
 	xz -dc .devrun/bin.tar.xz | tar -C /tmp/halo -xf -
+	mkdir -p /tmp/halo/lib
+	xz -dc .devrun/lib.tar.xz | tar -C /tmp/halo/lib -xf -
 fi
 export HALO_BIN=/tmp/halo/halo-bin
-export LD_LIBRARY_PATH="$PWD/.devrun/lib:/tmp/vvl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="/tmp/halo/lib:/tmp/vvl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
 export HALO_SOURCE_ROOT="$PWD"
 export HALO_MODELS_DIR="$PWD/models"

@@ -1,11 +1,16 @@
 #!/bin/sh
 # Prepares what a run on the lent GPU machine carries (see tools/gpu/README.md):
-# .devrun/bin.tar.xz  release builds of halo and the Vulkan test programs
-# .devrun/lib/        the shared libraries they need beyond glibc and the loader
+# .devrun/bin.tar.xz  release builds of halo, the benchmarks and (unless
+#                     PACK_TESTS=0) the Vulkan test programs
+# .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
 # .devrun/deb/        Debian's validation layer (the tests run with it on)
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
-# built here; the binaries need glibc >= 2.36.
+# built here; the binaries need glibc >= 2.36. What a run carries, the tracked
+# tree included, must stay under 64 MiB: with the trained checkpoints of
+# models/trained the tree is ~53 MB, so the libraries travel compressed and a
+# run that needs no test programs packs without them (PACK_TESTS=0: 3.6 MB of
+# binaries instead of 9.2).
 set -eu
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -16,26 +21,30 @@ grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
 progs="tools/halo tests/runtime/test_qwen3_oracle bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
 ninja -C build-dev $progs
-kernel_tests=$(meson introspect build-dev --targets | python3 -c '
+kernel_tests=""
+if [ "${PACK_TESTS:-1}" != 0 ]; then
+	kernel_tests=$(meson introspect build-dev --targets | python3 -c '
 import json, sys
 for t in json.load(sys.stdin):
     if t["type"] == "executable" and t["name"].startswith("test_kernels_"):
         print("tests/kernels/" + t["name"])')
-ninja -C build-dev $kernel_tests
+	ninja -C build-dev $kernel_tests
+fi
 
-rm -rf .devrun && mkdir -p .devrun/stage/halo-bin .devrun/lib .devrun/deb
+rm -rf .devrun && mkdir -p .devrun/stage/halo-bin .devrun/stage/lib .devrun/deb
 for p in $progs $kernel_tests; do
 	strip -o ".devrun/stage/halo-bin/$(basename "$p")" "build-dev/$p"
 done
 # One xz stream over all binaries: the statically linked shaderc they share
 # compresses away, which keeps the carried tree under its size limit.
 tar -C .devrun/stage -cf - halo-bin | xz -9 --lzma2=preset=9,dict=256MiB > .devrun/bin.tar.xz
-rm -rf .devrun/stage
 # Every library halo links beyond glibc and the Vulkan loader (.gl below):
 # libmicrohttpd brings gnutls and its own dependencies.
 ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 	grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libvulkan)\.so' |
-	while read -r l; do cp -L "$l" .devrun/lib/; done
+	while read -r l; do cp -L "$l" .devrun/stage/lib/; done
+tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
+rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
