@@ -402,6 +402,22 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	return NULL;
 }
 
+/* Both heuristics' split and columns for N columns of kc chunks: the K
+ * split widened from 16 until the columns keep MATVEC_BUSY_LANES lanes busy
+ * (or the split reaches 1024 or half the chunks), at least 128 lanes a
+ * workgroup, and columns per group doubled from t->cols while the grid would
+ * pass KV_MAX_GROUPS. */
+static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
+{
+	t->split = 16;
+	while ((uint64_t)N * t->split < MATVEC_BUSY_LANES && t->split < 1024 && 2 * t->split <= (uint64_t)kc)
+		t->split *= 2;
+	t->local = t->split > 128 ? t->split : 128;
+	while (t->cols < 8 && (N + (int64_t)(t->local / t->split) * t->cols - 1) /
+				      ((int64_t)(t->local / t->split) * t->cols) > KV_MAX_GROUPS)
+		t->cols *= 2;
+}
+
 /* Quantized weights: one 32-bit word per lane load (x is then read in
  * consecutive 16 or 32 bytes across the lanes, as f16's is; a 16-byte load
  * of q4_k would take 128 bytes of x per lane, 32 lines of x per subgroup
@@ -418,13 +434,8 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool q4 = d->wtype == HALO_Q4_K;
-	kv_tiles t = {.split = 16, .cols = q4 ? 4 : 2, .unroll = q4 ? 2 : 4, .qw = 1, .grow = 1};
-	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
-		t.split *= 2;
-	t.local = t.split > 128 ? t.split : 128;
-	while (t.cols < 8 && (N + (int64_t)(t.local / t.split) * t.cols - 1) / ((int64_t)(t.local / t.split) * t.cols) >
-				     KV_MAX_GROUPS)
-		t.cols *= 2;
+	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 2 : 4, .qw = 1, .grow = 1};
+	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
 		t.unroll /= 2;
@@ -459,13 +470,8 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	if (q_per_word(d))
 		return matvec_heuristic_q(d);
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 0);
-	kv_tiles t = {.split = 16, .cols = 1, .grow = 1};
-	while ((uint64_t)N * t.split < MATVEC_BUSY_LANES && t.split < 1024 && 2 * t.split <= (uint64_t)kc)
-		t.split *= 2;
-	t.local = t.split > 128 ? t.split : 128;
-	while (t.cols < 8 && (N + (int64_t)(t.local / t.split) * t.cols - 1) / ((int64_t)(t.local / t.split) * t.cols) >
-				     KV_MAX_GROUPS)
-		t.cols *= 2;
+	kv_tiles t = {.cols = 1, .grow = 1};
+	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	t.unroll = per_lane >= 2 ? 2 : 1;
 	/* Too wide for the reduction's shared memory at the largest T: columns

@@ -21,15 +21,22 @@ typedef struct {
 	int64_t hq, hk, D, dv, C;
 } att_shape;
 
-static bool build(harness *h, const att_shape *s, hkernel *k)
+/* The descriptor of attention (or attention_partial) over shape s. */
+static kv_desc att_desc(ir_op op, const att_shape *s)
 {
-	kv_desc d = {.op = IR_OP_ATTENTION, .t_max = 64};
+	kv_desc d = {.op = op, .t_max = 64};
 	d.u.attention.hq = s->hq;
 	d.u.attention.hk = s->hk;
 	d.u.attention.D = s->D;
 	d.u.attention.dv = s->dv;
 	d.u.attention.C = s->C;
 	d.u.attention.scale = 1.0f / 4.0f;
+	return d;
+}
+
+static bool build(harness *h, const att_shape *s, hkernel *k)
+{
+	kv_desc d = att_desc(IR_OP_ATTENTION, s);
 	return hk_build(h, &d, k);
 }
 
@@ -106,13 +113,7 @@ typedef struct {
 
 static bool build_split(harness *h, const att_shape *s, int64_t block, split_kernels *k)
 {
-	kv_desc d = {.op = IR_OP_ATTENTION_PARTIAL, .t_max = 64};
-	d.u.attention.hq = s->hq;
-	d.u.attention.hk = s->hk;
-	d.u.attention.D = s->D;
-	d.u.attention.dv = s->dv;
-	d.u.attention.C = s->C;
-	d.u.attention.scale = 1.0f / 4.0f;
+	kv_desc d = att_desc(IR_OP_ATTENTION_PARTIAL, s);
 	d.u.attention.block = block;
 	k->blocks = (s->C + block - 1) / block;
 	kv_desc c = {.op = IR_OP_ATTENTION_COMBINE, .t_max = 64};
