@@ -1482,6 +1482,32 @@ static bool same_tiles(kv_tiles a, kv_tiles b)
 	return !memcmp(&a, &b, sizeof a);
 }
 
+/* The matvec space from its candidates in order: those with a split of at
+ * least min_split, widened to hold their split, legal and not seen before;
+ * the heuristic's tiles h when none is (a matvec of any shape has them). */
+static int matvec_keep(const kv_desc *d, const kv_tiles *cand, size_t n_cand, uint32_t min_split, kv_tiles h,
+		       kv_tiles *out, int max)
+{
+	int n = 0;
+	for (size_t i = 0; i < n_cand && n < max; i++) {
+		kv_tiles t = cand[i];
+		if (t.split < min_split)
+			continue;
+		if (t.split > t.local)
+			t.local = t.split;
+		bool dup = false;
+		for (int j = 0; j < n && !dup; j++)
+			dup = same_tiles(out[j], t);
+		if (!dup && !matvec_illegal(d, t))
+			out[n++] = t;
+	}
+	if (n == 0) {
+		out[0] = h;
+		n = 1;
+	}
+	return n;
+}
+
 /* Decode matvec: the heuristic; its columns fixed at every T; narrower K splits with as many more
  * loads in flight per lane (the lanes of one subgroup cover more columns and
  * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
@@ -1510,22 +1536,7 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 	};
-	int n = 0;
-	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {
-		kv_tiles t = cand[i];
-		if (t.split > t.local)
-			t.local = t.split;
-		bool dup = false;
-		for (int j = 0; j < n && !dup; j++)
-			dup = same_tiles(out[j], t);
-		if (!dup && !matvec_illegal(d, t))
-			out[n++] = t;
-	}
-	if (n == 0) { /* a matvec of this shape always has the heuristic's tiles */
-		out[0] = h;
-		n = 1;
-	}
-	return n;
+	return matvec_keep(d, cand, sizeof cand / sizeof *cand, 1, h, out, max);
 }
 
 /* Quantized weights' decode matvec: the heuristic (one word per load); its
@@ -1558,24 +1569,7 @@ static int matvec_space_q(const kv_desc *d, kv_tiles *out, int max)
 		mv_tiles(fixed, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(w4, h.local, h.split / 4, h.cols, 1),
 	};
-	int n = 0;
-	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {
-		kv_tiles t = cand[i];
-		if (t.split < 4)
-			continue;
-		if (t.split > t.local)
-			t.local = t.split;
-		bool dup = false;
-		for (int j = 0; j < n && !dup; j++)
-			dup = same_tiles(out[j], t);
-		if (!dup && !matvec_illegal(d, t))
-			out[n++] = t;
-	}
-	if (n == 0) {
-		out[0] = h;
-		n = 1;
-	}
-	return n;
+	return matvec_keep(d, cand, sizeof cand / sizeof *cand, 4, h, out, max);
 }
 
 static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
