@@ -15,9 +15,12 @@
 #include "passes/split_node.h"
 
 /* At most this many blocks, each a multiple of KEY_CHUNK keys and at least
- * MIN_BLOCK: 2k of context is 16 blocks of 128, 32k is 32 of 1024. */
-#define MAX_BLOCKS 32
-#define MIN_BLOCK 128
+ * MIN_BLOCK: 2k of context is 32 blocks of 64, 32k is 64 of 512. A decode
+ * step at a few hundred keys is bound by each workgroup's serial passes, not
+ * by bytes: blocks of 64 keys (two passes of 128 lanes) give twice the
+ * workgroups of 128-key blocks, each half as long. */
+#define MAX_BLOCKS 64
+#define MIN_BLOCK 64
 #define KEY_CHUNK 32
 
 /* The keys per block for a cache of C rows. */
