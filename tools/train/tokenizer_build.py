@@ -18,7 +18,7 @@ ChatML prompt rendered with the chat template stops where a chat model would.
 import json
 import os
 
-# Qwen2's pre-tokenizer split pattern, as in tests/fixtures/tokenizer/qwen3/tokenizer.json
+# Qwen2's pre-tokenizer split pattern, as in Qwen3's tokenizer.json (tests/fixtures/tokenizer/fetch_qwen3.sh)
 QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 EOT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -52,8 +52,9 @@ def log(msg):
 
 
 def check_pattern_against_fixture(repo_root):
-    """The pattern equals the one in the repository's Qwen3 tokenizer fixture (when present)."""
-    path = os.path.join(repo_root, "tests", "fixtures", "tokenizer", "qwen3", "tokenizer.json")
+    """The pattern equals the one in Qwen3's tokenizer.json (when present: not checked in, the tokenizer
+    tests fetch it into build/tests/qwen3_tokenizer.json, tests/fixtures/tokenizer/fetch_qwen3.sh)."""
+    path = os.path.join(repo_root, "build", "tests", "qwen3_tokenizer.json")
     if not os.path.exists(path):
         log(f"tokenizer: {path} not present; split pattern not cross-checked")
         return None
