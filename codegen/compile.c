@@ -74,6 +74,8 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx,
 			      .draft_max = o->draft_max};
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
+	if (c->m)
+		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
 		snprintf(err, errlen, "%s", ierr.set ? ierr.msg : "out of memory");

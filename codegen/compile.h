@@ -18,6 +18,10 @@ typedef struct {
 	 * --quant; docs/quantization.md); any other value (HALO_F32, the
 	 * zero value): none. */
 	halo_dtype quant;
+	/* Keep every norm weight out of the matrices (set by quant anyway;
+	 * passes/fuse_norm_matmul.c): the stored matrices are the checkpoint's
+	 * values, for comparing bundles weight by weight. */
+	bool no_fold_norms;
 	bool random_weights;
 	uint64_t seed;
 	/* A bundle for the CPU reference backend only, without SPIR-V kernels:

@@ -250,11 +250,18 @@ static bool bind_fused(kv_build *b, unsigned fuse)
 		return fail(b, "%d epilogue ops, at most %d", d->n_epi, KV_MAX_EPILOGUE);
 	if (fuse & KV_FUSE_PROLOGUE) {
 		def_int(b, "PRO_RMS", d->pro.on ? 1 : 0);
+		def_int(b, "PRO_NW", d->pro.on && !d->pro.folded ? 1 : 0);
+		if (d->pro.on && d->pro.folded && d->pro.offset)
+			return fail(b, "a folded prologue's offset is in the weights");
 		if (d->pro.on) {
-			bind(b, "B_NW");
+			if (!d->pro.folded)
+				bind(b, "B_NW");
 			def_float(b, "PRO_EPS", d->pro.eps);
 			def_float(b, "PRO_OFFSET", d->pro.offset ? 1.0f : 0.0f);
-			sb_printf(&b->sig, " pro=rms(eps=%.9g,off=%d)", (double)d->pro.eps, d->pro.offset ? 1 : 0);
+			if (d->pro.folded)
+				sb_printf(&b->sig, " pro=rms(eps=%.9g,folded)", (double)d->pro.eps);
+			else
+				sb_printf(&b->sig, " pro=rms(eps=%.9g,off=%d)", (double)d->pro.eps, d->pro.offset ? 1 : 0);
 		}
 	}
 	for (int j = 0; j < d->n_epi; j++) {

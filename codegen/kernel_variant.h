@@ -50,9 +50,11 @@ typedef struct {
 } kv_elem_op;
 
 /* rms_norm fused before a matmul over the whole K row: x' = x * (mean(x^2) +
- * eps)^-1/2 * (w + offset), w [K] f32. */
+ * eps)^-1/2 * (w + offset), w [K] f32; folded, x' = x * (mean(x^2) +
+ * eps)^-1/2 and the matrix's columns already carry w + offset. */
 typedef struct {
 	bool on;
+	bool folded; /* the norm weight is folded into the matrix: no B_NW operand */
 	float eps;
 	int offset;
 } kv_prologue;

@@ -107,6 +107,7 @@ static void fused_into_desc(const halo_dispatch *d, kv_desc *k)
 		const halo_fused_op *f = &d->fused[i];
 		if (f->prologue) {
 			k->pro = (kv_prologue){.on = true,
+					       .folded = f->n_operand == 0,
 					       .eps = (float)attr_f(f->attr, f->n_attr, "eps", 1e-6),
 					       .offset = (int)attr_i(f->attr, f->n_attr, "offset", 0)};
 			continue;

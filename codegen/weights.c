@@ -60,7 +60,8 @@ static int alias_of(const cg_weights *w, int i)
 	for (int j = 0; w->name[i] && j < i; j++) {
 		const ir_weight *e = &w->m->weights[j];
 		if (w->alias[j] < 0 && w->dtype[j] == w->dtype[i] && ir_shape_eq(&e->shape, &d->shape) &&
-		    same_str(e->transform, d->transform) && same_str(w->name[j], w->name[i]))
+		    same_str(e->transform, d->transform) && !e->folded && !d->folded &&
+		    same_str(w->name[j], w->name[i]))
 			return j;
 	}
 	return -1;
@@ -494,6 +495,35 @@ static bool reserve(void **buf, uint64_t *cap, uint64_t want)
 	return true;
 }
 
+/* A folded matrix (ir_weight.folded): column k of each row times the norm
+ * weight's element k plus the fold's offset, in f32 before the matrix is
+ * rounded or quantized. The norm weight is read (and transformed) as it
+ * would be for its own slot. */
+static bool apply_fold(cg_weights *w, const ir_weight *d, float *f, uint64_t n, char *err, size_t errlen)
+{
+	if (!d->folded)
+		return true;
+	const ir_weight *g = &w->m->weights[d->fold_norm];
+	uint64_t K = (uint64_t)d->shape.dim[d->shape.rank - 1].c;
+	if (weight_numel(g) != K) {
+		snprintf(err, errlen, "weight '%s': folded norm '%s' holds %llu values, not the %llu columns", d->name,
+			 g->name, (unsigned long long)weight_numel(g), (unsigned long long)K);
+		return false;
+	}
+	float *scale = malloc(K * sizeof(float) + 1);
+	if (!scale) {
+		snprintf(err, errlen, "out of memory folding '%s' into '%s'", g->name, d->name);
+		return false;
+	}
+	bool ok = read_f32(w, d->fold_norm, scale, K, err, errlen) && apply_transform(g, scale, K, err, errlen);
+	for (uint64_t k = 0; ok && k < K; k++)
+		scale[k] += (float)d->fold_offset;
+	for (uint64_t i = 0; ok && i < n; i++)
+		f[i] *= scale[i % K];
+	free(scale);
+	return ok;
+}
+
 /* Materialises weight id's stored bytes into w->bytes. */
 static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 {
@@ -507,7 +537,8 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 	}
 	float *f = w->f32;
 	uint8_t *bytes = w->bytes;
-	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen);
+	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen) &&
+		  apply_fold(w, d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
 		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)

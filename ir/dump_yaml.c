@@ -125,7 +125,8 @@ static void put_value_list(FILE *out, const ir_func *f, const int *ids, int n, b
 	fputc(']', out);
 }
 
-static void put_weight(FILE *out, const char *indent, const ir_weight *w)
+/* table: the array w is in, whose entry fold_norm names a folded weight's norm. */
+static void put_weight(FILE *out, const char *indent, const ir_weight *w, const ir_weight *table)
 {
 	fprintf(out, "%s", indent);
 	put_str(out, w->name);
@@ -141,6 +142,11 @@ static void put_weight(FILE *out, const char *indent, const ir_weight *w)
 	put_str(out, w->transform);
 	if (w->layer >= 0)
 		fprintf(out, ", layer: %d", w->layer);
+	if (w->folded) {
+		fputs(", folded: ", out);
+		put_str(out, table[w->fold_norm].name);
+		fprintf(out, ", fold_offset: %d", w->fold_offset);
+	}
 	fputs("}\n", out);
 }
 
@@ -164,7 +170,7 @@ static void put_decls(FILE *out, const char *indent, const ir_weight *w, int nw,
 	if (nw) {
 		fprintf(out, "%sweights:\n", indent);
 		for (int i = 0; i < nw; i++)
-			put_weight(out, sub, &w[i]);
+			put_weight(out, sub, &w[i], w);
 	}
 	if (ns) {
 		fprintf(out, "%sstate:\n", indent);

@@ -144,6 +144,13 @@ typedef struct {
 	const char *transform;   /* "none", "offset1" ((1+w) fold), "transpose", ... */
 	int layer;           /* -1 for module-level weights */
 	ir_loc loc;
+	/* Set by fuse_norm_matmul on an [N, K] matrix whose one reader is a
+	 * matmul with the fused rms_norm prologue: the bundle stores column k
+	 * times (module weight fold_norm's element k + fold_offset), and the
+	 * prologue only normalises (docs/passes.md). */
+	bool folded;
+	int fold_norm;
+	int fold_offset;
 } ir_weight;
 
 typedef struct {
@@ -250,6 +257,10 @@ typedef struct {
 	int n_entries;
 	ir_entry *entries;
 	bool expanded;          /* set by expand_blocks */
+	/* Set by halo compile --quant: fuse_norm_matmul folds no norm weight
+	 * into a matrix (a block's scale would then carry the norm's
+	 * per-channel spread). */
+	bool no_fold_norms;
 } ir_module;
 
 /* ---- lifetime ------------------------------------------------------------- */

@@ -17,6 +17,8 @@ static void print_fused(const ir_func *f, const ir_node *n, FILE *out)
 		fprintf(out, " [%s %s", fz->pos == IR_FUSE_PROLOGUE ? "pro" : "epi", ir_op_name(fz->op));
 		for (int j = 0; j < fz->n_extra; j++)
 			fprintf(out, "%s%s", j ? ", " : " ", f->values[fz->extra[j]].name);
+		if (fz->pos == IR_FUSE_PROLOGUE && fz->n_extra == 0)
+			fputs(" (weight folded)", out);
 		fputc(']', out);
 	}
 }

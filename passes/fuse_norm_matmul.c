@@ -1,21 +1,33 @@
 /* pass_fuse_norm_matmul: an rms_norm whose result feeds only matmuls (as
  * their activation operand) is recomputed in each matmul's prologue instead
- * of being written out and read back, when its readers' weights are small.
- * The norm is recorded in every consumer; a norm with any other reader stays
- * a dispatch of its own, since its result has to exist in memory anyway.
+ * of being written out and read back. The norm is recorded in every
+ * consumer; a norm with any other reader stays a dispatch of its own, since
+ * its result has to exist in memory anyway.
  *
- * Why only small ones: a prologue makes every lane of a decode matvec load
- * the norm weight beside x for each weight chunk it streams, which on the
- * H200 cost 25-40% of the matvec's time (bench/results-h200-tune.txt: the
- * lm_head 286 us bare in matvec_bench against 398 us with the prologue in
- * the model, the 4096 x 12288 gate 30 us against 42 us), while a norm of its
- * own costs one small dispatch (about 4 us) and is computed once for all
- * its readers. The two meet near FUSE_NORM_MAX_WEIGHTS weight elements over
- * all readers (35% of streaming 25 M f16 elements at 4.4 TB/s is 4 us). */
+ * Folded: rms_norm(x) * g feeding W is (x / rms(x)) times W with column k
+ * scaled by g[k] (+ the norm's offset), so where every reader's weight is a
+ * per-layer matrix that every read normalises with g, the norm weight is
+ * folded into the
+ * stored weights (ir_weight.folded; the converter multiplies) and the
+ * prologue only normalises: the kernels sum x^2 beside the dot product and
+ * scale once, reading nothing more than a bare matmul. Such a norm is fused
+ * whatever the weights' size. Not under --quant (m->no_fold_norms): a
+ * block's scale would carry the norm's per-channel spread.
+ *
+ * Unfolded, only for small readers: the prologue makes every lane of a
+ * decode matvec load the norm weight beside x for each weight chunk it
+ * streams, which on the H200 cost 25-40% of the matvec's time
+ * (bench/results-h200-tune.txt: the lm_head 286 us bare in matvec_bench
+ * against 398 us with the prologue in the model, the 4096 x 12288 gate 30 us
+ * against 42 us), while a norm of its own costs one small dispatch (about
+ * 4 us) and is computed once for all its readers. The two meet near
+ * FUSE_NORM_MAX_WEIGHTS weight elements over all readers (35% of streaming
+ * 25 M f16 elements at 4.4 TB/s is 4 us). */
 #include "passes/fuse_common.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define FUSE_NORM_MAX_WEIGHTS ((int64_t)24 << 20)
 
@@ -40,40 +52,207 @@ static bool only_matmul_readers(const ir_func *f, const func_uses *u, int v)
 	return true;
 }
 
-static void add_prologue(ir_module *m, ir_func *f, int c, const ir_node *norm)
+/* The module weight that value v of f is, or -1 (a computed value, or a
+ * block-local table). */
+static int module_weight(const ir_func *f, int v)
+{
+	int p = f->values[v].producer;
+	if (p < 0 || f->nodes[p].op != IR_OP_WEIGHT || f->nodes[p].ref_local)
+		return -1;
+	return f->nodes[p].ref;
+}
+
+/* What a module weight may be folded with: FOLD_UNREAD, FOLD_NONE, or
+ * the module id of the one norm weight (with one offset) that every read
+ * of it, in every live function, normalises its input with. */
+enum { FOLD_UNREAD = -1, FOLD_NONE = -2 };
+
+typedef struct {
+	int *norm;   /* per module weight */
+	int *offset;
+} fold_plan;
+
+static bool plain_transform(const ir_weight *w)
+{
+	return !w->transform || strcmp(w->transform, "none") == 0 || strcmp(w->transform, "offset1") == 0;
+}
+
+/* The module norm weight that matmul mm's input is normalised by, if its
+ * rms_norm (over whole rows, of a module vector of K) can become mm's
+ * prologue: FOLD_NONE otherwise. */
+static int norm_of_input(const ir_module *m, const ir_func *f, const func_uses *u, const ir_node *mm)
+{
+	int p = f->values[mm->in[0]].producer;
+	const ir_node *norm = p >= 0 ? &f->nodes[p] : NULL;
+	if (!norm || norm->op != IR_OP_RMS_NORM || norm->n_in != 2 || !only_matmul_readers(f, u, norm->out[0]))
+		return FOLD_NONE;
+	int g = module_weight(f, norm->in[1]);
+	if (g < 0 || m->weights[g].shape.rank != 1)
+		return FOLD_NONE;
+	int64_t group = ir_node_attr_int(norm, "group", 0);
+	return group == 0 || group == m->weights[g].shape.dim[0].c ? g : FOLD_NONE;
+}
+
+/* One read of module weight w (value v of f) by node user (-1: a function
+ * output). */
+static void note_read(const ir_module *m, const ir_func *f, const func_uses *u, int w, int v, int user,
+		      fold_plan *fp)
+{
+	const ir_node *mm = user >= 0 ? &f->nodes[user] : NULL;
+	const ir_weight *d = &m->weights[w];
+	int g = FOLD_NONE, off = 0;
+	if (mm && mm->op == IR_OP_MATMUL && mm->n_fused == 0 && mm->in[1] == v && mm->in[0] != v &&
+	    d->layer >= 0 && !d->hf_fallback && plain_transform(d) && d->shape.rank == 2) {
+		g = norm_of_input(m, f, u, mm);
+		if (g >= 0 && m->weights[g].shape.dim[0].c != d->shape.dim[1].c)
+			g = FOLD_NONE;
+		if (g >= 0)
+			off = (int)ir_node_attr_int(&f->nodes[f->values[mm->in[0]].producer], "offset", 0);
+	}
+	if (fp->norm[w] == FOLD_UNREAD) {
+		fp->norm[w] = g;
+		fp->offset[w] = off;
+	} else if (fp->norm[w] != g || fp->offset[w] != off) {
+		fp->norm[w] = FOLD_NONE;
+	}
+}
+
+/* Which module weights may be folded, from every read in every live
+ * function (entries of several sizes, prefill_last, draft heads read the
+ * same weights). false when out of memory. */
+static bool plan_folds(const ir_module *m, fold_plan *fp)
+{
+	fp->norm = malloc(((size_t)m->n_weights + 1) * sizeof(int));
+	fp->offset = calloc((size_t)m->n_weights + 1, sizeof(int));
+	if (!fp->norm || !fp->offset)
+		return false;
+	for (int i = 0; i < m->n_weights; i++)
+		fp->norm[i] = m->no_fold_norms || m->weights[i].folded ? FOLD_NONE : FOLD_UNREAD;
+	for (int i = 0; i < m->n_funcs; i++) {
+		const ir_func *f = &m->funcs[i];
+		if (!func_is_live(m, f))
+			continue;
+		func_uses u;
+		func_uses_build(f, &u);
+		for (int n = 0; n < f->n_nodes; n++) {
+			const ir_node *wn = &f->nodes[n];
+			if (wn->dead || wn->op != IR_OP_WEIGHT || wn->ref_local || wn->ref < 0 || wn->ref >= m->n_weights)
+				continue;
+			int v = wn->out[0];
+			for (int k = u.start[v]; k < u.start[v + 1]; k++)
+				note_read(m, f, &u, wn->ref, v, u.user[k], fp);
+			if (u.is_output[v])
+				note_read(m, f, &u, wn->ref, v, -1, fp);
+		}
+		func_uses_free(&u);
+	}
+	return true;
+}
+
+/* Whether norm can be folded into every reader's weights: each is an
+ * [N, K] per-layer matrix that every read normalises with this norm weight
+ * and offset, taken from the checkpoint as stored (no fallback name: a
+ * tied lm_head shares the embedding's bytes, which a fold would double).
+ * Module-level matrices (the head) are what a draft head shares with the
+ * target: folding them only when no draft is compiled would make the
+ * target's bits depend on --mtp. */
+static bool foldable(const ir_func *f, const func_uses *u, const ir_node *norm, const fold_plan *fp)
+{
+	int g = module_weight(f, norm->in[1]), off = (int)ir_node_attr_int(norm, "offset", 0);
+	int v = norm->out[0];
+	for (int k = u->start[v]; k < u->start[v + 1]; k++) {
+		int w = module_weight(f, f->nodes[u->user[k]].in[1]);
+		if (g < 0 || w < 0 || fp->norm[w] != g || fp->offset[w] != off)
+			return false;
+	}
+	return true;
+}
+
+/* A norm is folded only when all its readers' weights are, so a weight
+ * whose norm has a reader that cannot fold is not folded either: its other
+ * reads (another entry's graph) would then find it folded under a norm that
+ * still applies its weight. Repeats until nothing changes. */
+static void settle_folds(const ir_module *m, fold_plan *fp)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < m->n_funcs; i++) {
+			const ir_func *f = &m->funcs[i];
+			if (!func_is_live(m, f))
+				continue;
+			func_uses u;
+			func_uses_build(f, &u);
+			for (int n = 0; n < f->n_nodes; n++) {
+				const ir_node *norm = &f->nodes[n];
+				if (norm->dead || norm->op != IR_OP_RMS_NORM || norm->n_in != 2 ||
+				    !only_matmul_readers(f, &u, norm->out[0]) || foldable(f, &u, norm, fp))
+					continue;
+				int v = norm->out[0];
+				for (int k = u.start[v]; k < u.start[v + 1]; k++) {
+					int w = module_weight(f, f->nodes[u.user[k]].in[1]);
+					if (w >= 0 && fp->norm[w] >= 0) {
+						fp->norm[w] = FOLD_NONE;
+						changed = true;
+					}
+				}
+			}
+			func_uses_free(&u);
+		}
+	}
+}
+
+/* The prologue's attributes: the norm's, less its offset once folded (the
+ * weights carry it). */
+static void prologue_attrs(ir_module *m, const ir_node *norm, bool fold, ir_fused *fz)
+{
+	fz->n_attr = 0;
+	fz->attr = ir_arena_alloc(&m->arena, (size_t)(norm->n_attr + 1) * sizeof(ir_attr));
+	for (int i = 0; i < norm->n_attr; i++)
+		if (!fold || strcmp(norm->attr[i].name, "offset") != 0)
+			fz->attr[fz->n_attr++] = norm->attr[i];
+}
+
+/* Makes norm matmul c's prologue; folded, it takes no norm weight operand
+ * and c's weight records the fold. */
+static void add_prologue(ir_module *m, ir_func *f, int c, const ir_node *norm, bool fold)
 {
 	ir_node *mm = &f->nodes[c];
 	ir_fused *fz = ir_arena_alloc(&m->arena, sizeof(ir_fused));
-	*fz = (ir_fused){.op = norm->op,
-			 .pos = IR_FUSE_PROLOGUE,
-			 .n_attr = norm->n_attr,
-			 .attr = norm->attr,
-			 .n_extra = 1,
-			 .extra = ir_arena_alloc(&m->arena, sizeof(int)),
-			 .operand = 0,
-			 .name = f->values[norm->out[0]].name};
-	fz->extra[0] = norm->in[1];
+	*fz = (ir_fused){.op = norm->op, .pos = IR_FUSE_PROLOGUE, .operand = 0, .name = f->values[norm->out[0]].name};
+	prologue_attrs(m, norm, fold, fz);
+	if (fold) {
+		ir_weight *w = &m->weights[module_weight(f, mm->in[1])];
+		w->folded = true;
+		w->fold_norm = module_weight(f, norm->in[1]);
+		w->fold_offset = (int)ir_node_attr_int(norm, "offset", 0);
+	} else {
+		fz->n_extra = 1;
+		fz->extra = ir_arena_alloc(&m->arena, sizeof(int));
+		fz->extra[0] = norm->in[1];
+	}
 	mm->fused = fz;
 	mm->n_fused = 1;
 	mm->in[0] = norm->in[0];
 }
 
-static void fuse_func(ir_module *m, ir_func *f)
+static void fuse_func(ir_module *m, ir_func *f, const fold_plan *fp)
 {
 	func_uses u;
 	func_uses_build(f, &u);
 	bool any = false;
 	for (int i = 0; i < f->n_nodes; i++) {
 		const ir_node *n = &f->nodes[i];
-		if (n->op != IR_OP_RMS_NORM || n->dead || n->n_in != 2 ||
-		    !only_matmul_readers(f, &u, n->out[0]) || reader_weights(f, &u, n->out[0]) > FUSE_NORM_MAX_WEIGHTS)
+		if (n->op != IR_OP_RMS_NORM || n->dead || n->n_in != 2 || !only_matmul_readers(f, &u, n->out[0]))
+			continue;
+		bool fold = foldable(f, &u, n, fp);
+		if (!fold && reader_weights(f, &u, n->out[0]) > FUSE_NORM_MAX_WEIGHTS)
 			continue;
 		int v = n->out[0];
 		int n_users = func_uses_count(&u, v);
 		const int *users = &u.user[u.start[v]];
 		fuse_move_edges(m, f, i, users, n_users);
 		for (int k = 0; k < n_users; k++)
-			add_prologue(m, f, users[k], &f->nodes[i]);
+			add_prologue(m, f, users[k], &f->nodes[i], fold);
 		f->nodes[i].dead = true;
 		any = true;
 	}
@@ -84,8 +263,18 @@ static void fuse_func(ir_module *m, ir_func *f)
 
 bool pass_fuse_norm_matmul(ir_module *m, ir_error *err)
 {
-	for (int i = 0; i < m->n_funcs; i++)
+	/* Planned once, before any fusion: fusing only moves a read's norm
+	 * into its prologue. */
+	fold_plan fp;
+	bool ok = plan_folds(m, &fp);
+	if (ok)
+		settle_folds(m, &fp);
+	else
+		ir_error_set(err, (ir_loc){m->path, 0, 0}, "fuse_norm_matmul: out of memory");
+	for (int i = 0; ok && i < m->n_funcs; i++)
 		if (func_is_live(m, &m->funcs[i]))
-			fuse_func(m, &m->funcs[i]);
-	return true;
+			fuse_func(m, &m->funcs[i], &fp);
+	free(fp.norm);
+	free(fp.offset);
+	return ok;
 }

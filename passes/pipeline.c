@@ -33,7 +33,7 @@ static const pipeline_pass passes[] = {
 	{"expand_blocks", "inline every layer; per-layer weights and states", run_expand_blocks, false},
 	{"state_slots", "per-token slots of the recurrent states for recurrent: slots entries", run_state_slots, false},
 	{"dce", "drop unused nodes (state_write sinks stay)", run_dce, false},
-	{"fuse_norm_matmul", "rms_norm into the prologue of matmul readers with small weights", run_fuse_norm_matmul,
+	{"fuse_norm_matmul", "rms_norm into matmul prologues; its weight folded into theirs", run_fuse_norm_matmul,
 	 false},
 	{"fuse_gates", "swiglu and sigmoid-gate multiply into epilogues", run_fuse_gates, false},
 	{"fuse_residual", "residual adds into epilogues", run_fuse_residual, false},

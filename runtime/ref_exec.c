@@ -360,13 +360,15 @@ bool ref_exec_dispatch(const halo_dispatch *d, int64_t T, int64_t pos, ref_resol
 		const halo_fused_op *f = &d->fused[i];
 		if (!f->prologue)
 			continue;
-		if (f->op != OP_RMS_NORM || f->n_operand != 1)
+		if (f->op != OP_RMS_NORM || f->n_operand > 1)
 			return fail(&c, "only rms_norm can be a prologue", NULL);
 		int64_t D = last_dim(&c, 0), n = numel(&c, 0);
 		scratch = malloc((size_t)n * sizeof(float) + 1);
 		if (!scratch)
 			return fail(&c, "out of memory", NULL);
-		ref_rms_norm(x, c.p[f->operand[0]], scratch, n / D, D, attr_i(f->attr, f->n_attr, "group", 0),
+		/* no operand: a norm folded into the weights only normalises */
+		ref_rms_norm(x, f->n_operand ? c.p[f->operand[0]] : NULL, scratch, n / D, D,
+			     attr_i(f->attr, f->n_attr, "group", 0),
 			     attr_f(f->attr, f->n_attr, "eps", 1e-6f), (int)attr_i(f->attr, f->n_attr, "offset", 0));
 		x = scratch;
 	}

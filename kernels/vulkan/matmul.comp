@@ -8,7 +8,7 @@
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
-#if PRO_RMS
+#if PRO_NW
 layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #endif
 
@@ -35,7 +35,11 @@ void row_scales(uint lid, uint t0)
 	barrier();
 }
 
+#if PRO_NW
 float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r] * (nw[k] + PRO_OFFSET); }
+#else
+float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r]; }
+#endif
 #else
 float xin(uint t, uint k, uint r) { return x[t * K + k]; }
 #endif

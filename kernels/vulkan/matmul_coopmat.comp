@@ -47,7 +47,7 @@ layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = B_W) readonly buffer W4 { uvec4 w4[]; };
 #endif
-#if PRO_RMS
+#if PRO_NW
 layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #if VEC8
 layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
@@ -79,7 +79,7 @@ shared float rs[BM];
 
 // Step k+1 in flight: raw x (and norm weight) values, packed w halves.
 vec4 xr[2u * A_PER];
-#if PRO_RMS
+#if PRO_NW
 vec4 nr[2u * A_PER];
 #endif
 uvec4 wr[B_PER];
@@ -140,7 +140,7 @@ void fetch(uint t0, uint n0, uint k0)
 		uint idx = lid + c * LS_X, t = t0 + idx / CPR, k = k0 + (idx % CPR) * 8u;
 		xr[2u * c] = vec4(0.0);
 		xr[2u * c + 1u] = vec4(0.0);
-#if PRO_RMS
+#if PRO_NW
 		nr[2u * c] = vec4(0.0);
 		nr[2u * c + 1u] = vec4(0.0);
 #endif
@@ -148,7 +148,7 @@ void fetch(uint t0, uint n0, uint k0)
 		if (t < ROWS && k < K) {
 			xr[2u * c] = x4[(t * K + k) / 4u];
 			xr[2u * c + 1u] = x4[(t * K + k) / 4u + 1u];
-#if PRO_RMS
+#if PRO_NW
 			nr[2u * c] = nw4[k / 4u];
 			nr[2u * c + 1u] = nw4[k / 4u + 1u];
 #endif
@@ -157,7 +157,7 @@ void fetch(uint t0, uint n0, uint k0)
 		[[unroll]] for (uint e = 0u; e < 8u; e++)
 			if (t < ROWS && k + e < K) {
 				xr[2u * c + e / 4u][e % 4u] = x[t * K + k + e];
-#if PRO_RMS
+#if PRO_NW
 				nr[2u * c + e / 4u][e % 4u] = nw[k + e];
 #endif
 			}
@@ -196,9 +196,12 @@ void stash(uint base)
 	[[unroll]] for (uint c = 0u; c < A_PER; c++) {
 		uint idx = lid + c * LS_X, r = idx / CPR;
 		vec4 lo = xr[2u * c], hi = xr[2u * c + 1u];
-#if PRO_RMS
+#if PRO_NW
 		lo = lo * rs[r] * (nr[2u * c] + PRO_OFFSET);
 		hi = hi * rs[r] * (nr[2u * c + 1u] + PRO_OFFSET);
+#elif PRO_RMS
+		lo = lo * rs[r];
+		hi = hi * rs[r];
 #endif
 		stages[base + r * SROW + idx % CPR] =
 			uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));

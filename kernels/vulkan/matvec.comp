@@ -25,7 +25,8 @@
 // The fused rms_norm is factored out of the dot product: the group also sums
 // x[t,k]^2 over its chunks, reduced the same way, and scales the result by
 // (mean + eps)^-1/2 at the end, so x is read once, not once more per
-// workgroup for the norm. Grid: x = ceil(N / (GROUPS * NC)).
+// workgroup for the norm. With PRO_NW x is multiplied by the norm weight as
+// it is read; without (a folded norm) the weights already carry it. Grid: x = ceil(N / (GROUPS * NC)).
 //
 // Quantized weights (WQUANT, quant_weights.glsl): a chunk is one load of QW
 // 32-bit words (QW = 4: one 16-byte load, 16 weights of q8_0 or one
@@ -49,7 +50,7 @@ layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if VEC8
 layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
 #endif
-#if PRO_RMS
+#if PRO_NW
 layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #if VEC8
 layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };

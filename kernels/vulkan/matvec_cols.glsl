@@ -45,7 +45,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		vec4 wa[@NC@], wb[@NC@];
 		for (uint c = 0u; c < @NC@u; c++)
 			q4_unpack(WQ_WORD(w[c].v, q), wa[c], wb[c]);
-#if PRO_RMS
+#if PRO_NW
 		vec4 na = nw4[xi] + PRO_OFFSET, nb = nw4[xi + 1u] + PRO_OFFSET;
 #endif
 		for (uint t = 0u; t < T_MAX; t++) {
@@ -54,6 +54,8 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 			vec4 xa = x4[t * (K / 4u) + xi], xb = x4[t * (K / 4u) + xi + 1u];
 #if PRO_RMS
 			acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
+#endif
+#if PRO_NW
 			xa *= na;
 			xb *= nb;
 #endif
@@ -65,7 +67,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		vec4 wq[@NC@];
 		for (uint c = 0u; c < @NC@u; c++)
 			wq[c] = q8_unpack(WQ_WORD(w[c].v, q));
-#if PRO_RMS
+#if PRO_NW
 		vec4 na = nw4[xi] + PRO_OFFSET;
 #endif
 		for (uint t = 0u; t < T_MAX; t++) {
@@ -74,6 +76,8 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 			vec4 xa = x4[t * (K / 4u) + xi];
 #if PRO_RMS
 			acc[NDOT_@NC@ + t] += dot(xa, xa);
+#endif
+#if PRO_NW
 			xa *= na;
 #endif
 			for (uint c = 0u; c < @NC@u; c++)
@@ -107,6 +111,8 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		vec4 xa = x4[t * (K / 4u) + 2u * j], xb = x4[t * (K / 4u) + 2u * j + 1u];
 #if PRO_RMS
 		acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
+#endif
+#if PRO_NW
 		xa *= nw4[2u * j] + PRO_OFFSET;
 		xb *= nw4[2u * j + 1u] + PRO_OFFSET;
 #endif
@@ -119,6 +125,8 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		float xv = x[t * K + j];
 #if PRO_RMS
 		acc[NDOT_@NC@ + t] += xv * xv;
+#endif
+#if PRO_NW
 		xv *= nw[j] + PRO_OFFSET;
 #endif
 		for (uint c = 0u; c < @NC@u; c++)

@@ -21,7 +21,7 @@ void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_
 			float mean = (float)(sum_squares(xs, G) / (double)G);
 			float inv = 1.0f / sqrtf(mean + eps);
 			for (int64_t i = 0; i < G; i++)
-				y[r * D + g0 + i] = xs[i] * inv * (w[g0 + i] + (float)offset);
+				y[r * D + g0 + i] = w ? xs[i] * inv * (w[g0 + i] + (float)offset) : xs[i] * inv;
 		}
 }
 

@@ -57,7 +57,8 @@ void ref_matmul(const float *x, const float *w, float *y, int64_t T, int64_t K, 
 /* ---- normalisation ------------------------------------------------------ */
 
 /* x, y [rows, D]; per group of `group` elements (0 = D) of a row:
- * y = x * (mean(x^2) + eps)^-1/2 * (w + offset); w [D]. */
+ * y = x * (mean(x^2) + eps)^-1/2 * (w + offset); w [D], or NULL for
+ * y = x * (mean(x^2) + eps)^-1/2 (a norm folded into the next weights). */
 void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t D, int64_t group,
 		  float eps, int offset);
 

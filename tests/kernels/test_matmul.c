@@ -1,5 +1,6 @@
 /* matvec (T <= 8 rows) and tiled matmul (more) against ref_matmul: f32 and
- * f16 weights, fused rms_norm prologue, fused epilogue chains, several rows
+ * f16 weights, fused rms_norm prologue (with its weight, or folded into the
+ * matrix), fused epilogue chains, several rows
  * per token (the hyper-connection streams' a*T rows), and batch invariance
  * of the decode kernel.
  *
@@ -17,10 +18,20 @@
 
 #define TOL 2e-5
 
+/* The fused prologue: none, rms_norm with its weight (offset 1), or one
+ * whose weight is folded into the matrix (the test's w stands for the
+ * folded matrix: the kernel only normalises). */
+enum { PRO_NONE, PRO_W, PRO_FOLDED };
+
+static kv_prologue prologue(int pro)
+{
+	return (kv_prologue){.on = pro != PRO_NONE, .folded = pro == PRO_FOLDED, .eps = 1e-6f, .offset = pro == PRO_W};
+}
+
 typedef struct {
 	int64_t K, N, T, t_max;
 	halo_dtype wtype;
-	bool pro;
+	int pro; /* a PRO_* */
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE];
 	int64_t rpt; /* rows per token, 0 = 1 */
@@ -46,7 +57,7 @@ static void reference(const mm_case *c, const float *x, const float *w, const fl
 	int64_t R = rows_of(c);
 	float *xin = alloc_floats((size_t)(R * c->K));
 	if (c->pro)
-		ref_rms_norm(x, nw, xin, R, c->K, 0, 1e-6f, 1);
+		ref_rms_norm(x, c->pro == PRO_W ? nw : NULL, xin, R, c->K, 0, 1e-6f, 1);
 	else
 		memcpy(xin, x, (size_t)(R * c->K) * sizeof *x);
 	ref_matmul(xin, w, y, R, c->K, c->N);
@@ -85,7 +96,7 @@ static bool run_variant(harness *h, const mm_case *c, const kv_desc *d, uint32_t
 	int n = 0;
 	ops[n++] = (hop){x, nx * 4, false};
 	ops[n++] = c->wtype == HALO_F16 ? (hop){w16, nw * 2, false} : (hop){w, nw * 4, false};
-	if (c->pro)
+	if (c->pro == PRO_W)
 		ops[n++] = (hop){nwt, (size_t)c->K * 4, false};
 	for (int j = 0; j < c->n_epi; j++) {
 		if (c->epi[j].op != IR_OP_ADD && c->epi[j].op != IR_OP_SUB && c->epi[j].op != IR_OP_MUL &&
@@ -116,7 +127,7 @@ static bool run_variant(harness *h, const mm_case *c, const kv_desc *d, uint32_t
 static bool run_case(harness *h, const mm_case *c, bool all, uint32_t *seed)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = c->wtype,
-		     .pro = {c->pro, 1e-6f, 1}, .n_epi = c->n_epi};
+		     .pro = prologue(c->pro), .n_epi = c->n_epi};
 	d.u.matmul.K = c->K;
 	d.u.matmul.N = c->N;
 	d.u.matmul.rows_per_t = c->rpt;
@@ -133,11 +144,11 @@ static bool run_case(harness *h, const mm_case *c, bool all, uint32_t *seed)
 
 /* Decode batch invariance: rows of one T=m dispatch equal m T=1 dispatches
  * bitwise, for the decode kernel with tiles t. */
-static bool batch_invariance(harness *h, int64_t K, int64_t N, halo_dtype wtype, bool pro, kv_tiles tiles,
+static bool batch_invariance(harness *h, int64_t K, int64_t N, halo_dtype wtype, int pro, kv_tiles tiles,
 			     uint32_t *seed)
 {
 	const int64_t m = 5;
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = wtype, .pro = {pro, 1e-6f, 1}, .tiles = tiles};
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = wtype, .pro = prologue(pro), .tiles = tiles};
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
 	hkernel k;
@@ -161,7 +172,7 @@ static bool batch_invariance(harness *h, int64_t K, int64_t N, halo_dtype wtype,
 	int n = 0;
 	ops[n++] = (hop){x, (size_t)(m * K) * 4, false};
 	ops[n++] = wop;
-	if (pro)
+	if (pro == PRO_W)
 		ops[n++] = (hop){nw, (size_t)K * 4, false};
 	ops[n++] = (hop){yb, (size_t)(m * N) * 4, true};
 	bool ok = hk_run(h, &k, ops, n, (uint32_t)m, 0);
@@ -210,6 +221,10 @@ int main(void)
 		{64, 96, 2, 2, HALO_F32, false, 0, {{0}}, 4},
 		{130, 33, 1, 2, HALO_F16, true, 1, {add_res}, 4},
 		{129, 7, 7, 8, HALO_F32, true, 2, {add_res, silu}, 3},
+		/* the norm folded into the weights: matvec, tiled */
+		{4096, 40, 3, 8, HALO_F16, PRO_FOLDED, 2, {add_res, silu}, 0},
+		{129, 65, 3, 8, HALO_F32, PRO_FOLDED, 0, {{0}}, 0},
+		{300, 70, 33, 64, HALO_F32, PRO_FOLDED, 1, {add_res}, 0},
 	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -225,14 +240,15 @@ int main(void)
 	/* Batch invariance: the heuristic on a ragged scalar shape, and every
 	 * decode variant of a long-K vectorised one whose split spans subgroups. */
 	ok &= batch_invariance(h, 131, 37, HALO_F32, false, (kv_tiles){0}, &seed);
-	ok &= batch_invariance(h, 131, 37, HALO_F16, true, (kv_tiles){0}, &seed);
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = HALO_F16, .pro = {true, 1e-6f, 1}};
+	ok &= batch_invariance(h, 131, 37, HALO_F16, PRO_W, (kv_tiles){0}, &seed);
+	ok &= batch_invariance(h, 131, 37, HALO_F16, PRO_FOLDED, (kv_tiles){0}, &seed);
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = 8, .wtype = HALO_F16, .pro = prologue(PRO_W)};
 	d.u.matmul.K = 2048;
 	d.u.matmul.N = 24;
 	kv_tiles t[16];
 	int n = kv_variant_space(&d, t, 16);
 	for (int i = 0; i < n; i++)
-		ok &= batch_invariance(h, 2048, 24, HALO_F16, true, t[i], &seed);
+		ok &= batch_invariance(h, 2048, 24, HALO_F16, PRO_W, t[i], &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -42,7 +42,7 @@
 
 typedef struct {
 	int64_t K, N, T, t_max;
-	bool pro;
+	int pro; /* 0: none, 1: rms_norm with its weight, 2: folded into the matrix */
 	float x_amp; /* |x| range; large with the prologue: x' must stay in f16 range */
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE];
@@ -101,7 +101,7 @@ static void data_make(const mm_case *c, mm_data *m, uint32_t *seed)
 			fill_random(m->extra[j], ne, 1.0f, seed);
 		}
 	if (c->pro)
-		ref_rms_norm(m->x, m->nw, m->xin, c->T, c->K, 0, 1e-6f, 1);
+		ref_rms_norm(m->x, c->pro == 1 ? m->nw : NULL, m->xin, c->T, c->K, 0, 1e-6f, 1);
 	else
 		memcpy(m->xin, m->x, nx * sizeof *m->x);
 	ref_matmul(m->xin, m->w, m->want, c->T, c->K, c->N);
@@ -182,7 +182,7 @@ static bool run_variant(harness *h, const mm_case *c, mm_data *m, const kv_desc 
 	int n = 0;
 	ops[n++] = (hop){m->x, nx * 4, false};
 	ops[n++] = (hop){m->w16, nw * 2, false};
-	if (c->pro)
+	if (c->pro == 1)
 		ops[n++] = (hop){m->nw, (size_t)c->K * 4, false};
 	for (int j = 0; j < c->n_epi; j++)
 		if (m->extra[j])
@@ -252,8 +252,8 @@ static bool check_space(kv_desc d)
 
 static bool run_case(harness *h, const mm_case *c, uint32_t *seed, tally *tl)
 {
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = HALO_F16, .pro = {c->pro, 1e-6f, 1},
-		     .n_epi = c->n_epi};
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = HALO_F16, .n_epi = c->n_epi,
+		     .pro = {.on = c->pro != 0, .folded = c->pro == 2, .eps = 1e-6f, .offset = c->pro == 1}};
 	d.u.matmul.K = c->K;
 	d.u.matmul.N = c->N;
 	memcpy(d.epi, c->epi, sizeof d.epi);
@@ -306,13 +306,15 @@ int main(void)
 		 * dispatch of fewer rows than the variant's t_max */
 		{4096, 4096, 512, 512, true, 1.0f, 1, {add_res}, false},
 		{4096, 1024, 100, 512, false, 1.0f, 0, {{0}}, false},
+		/* the norm folded into the weights */
+		{320, 200, 77, 128, 2, 3e5f, 2, {add_res, silu}, true},
 	};
 	tally tl = {0};
 	kv_desc sd = {.op = IR_OP_MATMUL, .t_max = 512};
 	sd.u.matmul.K = 4096;
 	sd.u.matmul.N = 1024;
 	bool ok = check_space(sd);
-	sd.pro = (kv_prologue){true, 1e-6f, 1};
+	sd.pro = (kv_prologue){.on = true, .eps = 1e-6f, .offset = 1};
 	ok &= check_space(sd);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		mm_case *c = &cases[i];

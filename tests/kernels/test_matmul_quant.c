@@ -198,7 +198,7 @@ static bool run_variant(harness *h, const qcase *c, const kv_desc *d, uint32_t *
 
 static kv_desc desc_of(const qcase *c)
 {
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = c->wtype, .pro = {c->pro, 1e-6f, 1},
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = c->t_max, .wtype = c->wtype, .pro = {.on = c->pro, .eps = 1e-6f, .offset = 1},
 		     .n_epi = c->n_epi};
 	d.u.matmul.K = c->K;
 	d.u.matmul.N = c->N;

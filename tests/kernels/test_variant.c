@@ -60,7 +60,7 @@ static void test_matvec_space(void)
 		kv_desc d = matmul_desc(8);
 		d.u.matmul.K = shapes[s][0];
 		d.u.matmul.N = shapes[s][1];
-		d.pro = (kv_prologue){true, 1e-6f, 1};
+		d.pro = (kv_prologue){.on = true, .eps = 1e-6f, .offset = 1};
 		kv_tiles t[16];
 		int n = kv_variant_space(&d, t, 16);
 		char what[128], sigs[16][160], err[512];
@@ -117,7 +117,7 @@ static void test_signatures(void)
 	kv_kernel_free(&b);
 	d.n_epi = 1;
 	d.epi[0] = (kv_elem_op){.op = IR_OP_ADD, .bcast = KV_BCAST_FULL};
-	d.pro = (kv_prologue){true, 1e-6f, 1};
+	d.pro = (kv_prologue){.on = true, .eps = 1e-6f, .offset = 1};
 	expect("fused build", kernel_variant_build(&d, &b, err, sizeof err));
 	expect("fusion changes the signature", strcmp(a.signature, b.signature) != 0 &&
 						      strstr(b.signature, "pro=rms") &&

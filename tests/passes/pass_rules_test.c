@@ -5,9 +5,11 @@
  *    with {i} substituted in checkpoint names, and leaves no call;
  *  - dce drops an unused node but keeps every state_write sink;
  *  - fuse_norm_matmul fuses a norm read only by matmuls, not one that also
- *    feeds moe_experts, nor one whose readers' weights are large (a head of
- *    16384 x 2048 keeps its final norm, the small attention matmuls of the
- *    same model still take theirs);
+ *    feeds moe_experts; it folds the norm weight into per-layer readers'
+ *    matrices, never into a module-level one (a head of 16384 x 2048 keeps
+ *    its final norm) or one with a fallback name (a tied lm_head); unfolded
+ *    (no_fold_norms, as under --quant) it fuses no norm whose readers'
+ *    weights are large;
  *  - schedule names a node on a cycle instead of looping or dropping nodes,
  *    and the verifier rejects an out-of-range edge;
  *  - order_effects refuses a graph output that aliases a state overwritten
@@ -17,11 +19,13 @@
  *    a twin writing the producer's per-token states into the state's slots
  *    ([t_max, ...state], kind slots), and leaves decode's graph alone; it
  *    refuses a recurrent state written from anything but a recurrent op. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/ops.h"
 #include "ir/read_model.h"
 #include "passes/passes.h"
+#include "passes/pipeline.h"
 #include "tests/passes/test_util.h"
 
 #define MODEL "tests/models/hybrid_tiny.yaml"
@@ -124,18 +128,78 @@ static void norm_fusion(void)
 	ir_module_free(m);
 }
 
+/* The model through fuse_norm_matmul, with fuse_norm_matmul's folding
+ * turned off when no_fold. */
+static ir_module *run_fuse_norm(const char *model, const char *config, bool no_fold)
+{
+	ir_error err = {0};
+	ir_module *m = NULL;
+	int fuse = pipeline_find("fuse_norm_matmul");
+	halo_plan *p = NULL;
+	bool ok = test_try_run_to(model, config, "dce", &m, &p, &err);
+	if (ok) {
+		m->no_fold_norms = no_fold;
+		ok = pipeline_run_range(m, p, fuse, fuse, &err);
+	}
+	plan_free(p);
+	if (!ok) {
+		fprintf(stderr, "pipeline failed: %s\n", err.msg);
+		test_failures++;
+		ir_module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* The prologue of node name: NULL when it has none. */
+static const ir_fused *prologue_of(const ir_module *m, const char *name)
+{
+	int n = test_node(m, name);
+	const ir_node *node = n >= 0 ? &test_graph(m)->nodes[n] : NULL;
+	return node && node->n_fused == 1 && node->fused[0].pos == IR_FUSE_PROLOGUE &&
+			       node->fused[0].op == IR_OP_RMS_NORM
+		       ? &node->fused[0]
+		       : NULL;
+}
+
 static void norm_fusion_large_readers(void)
 {
-	ir_module *m = test_run_to(MODEL, "tests/passes/models/hybrid_wide_head.config.json", "fuse_norm_matmul", NULL);
-	if (!m)
-		return;
-	const ir_func *f = test_graph(m);
-	int logits = test_node(m, "logits"), q = test_node(m, "layers.1.attn.q_flat");
-	CHECK(logits >= 0 && f->nodes[logits].n_fused == 0, "the 16384 x 2048 head took the norm as a prologue");
-	CHECK(test_node(m, "xn") >= 0, "the final norm before a large head is not a node of its own");
-	CHECK(q >= 0 && f->nodes[q].n_fused == 1 && f->nodes[q].fused[0].op == IR_OP_RMS_NORM,
-	      "a small attention matmul lost its norm prologue");
-	ir_module_free(m);
+	const char *wide = "tests/passes/models/hybrid_wide_head.config.json";
+	ir_module *m = run_fuse_norm(MODEL, wide, false);
+	if (m) {
+		const ir_fused *qkv = prologue_of(m, "layers.0.gdn.qkv");
+		int w = ir_module_weight(m, "layers.0.gdn.w_qkv"), g = ir_module_weight(m, "layers.0.gdn.norm");
+		int head = ir_module_weight(m, "lm_head");
+		CHECK(qkv && qkv->n_extra == 0, "the GDN input projection did not take its norm folded");
+		CHECK(w >= 0 && m->weights[w].folded && m->weights[w].fold_norm == g && m->weights[w].fold_offset == 1,
+		      "w_qkv does not record the fold of its norm (offset 1)");
+		/* a module-level head is never folded (a draft head may share it)
+		 * and, this large, keeps its norm a node */
+		CHECK(head >= 0 && !m->weights[head].folded && !prologue_of(m, "logits") && test_node(m, "xn") >= 0,
+		      "the 16384 x 2048 module-level head was folded or took its norm");
+		ir_module_free(m);
+	}
+	m = run_fuse_norm(MODEL, wide, true);
+	if (m) {
+		const ir_fused *q = prologue_of(m, "layers.1.attn.q_flat");
+		CHECK(!prologue_of(m, "logits"), "unfolded, the 16384 x 2048 head took the norm as a prologue");
+		CHECK(test_node(m, "xn") >= 0, "unfolded, the final norm before a large head is not a node of its own");
+		CHECK(q && q->n_extra == 1, "unfolded, a small attention matmul lost its norm prologue");
+		for (int i = 0; i < m->n_weights; i++)
+			CHECK(!m->weights[i].folded, "weight %s folded under no_fold_norms", m->weights[i].name);
+		ir_module_free(m);
+	}
+	/* qwen3's lm_head falls back to the embedding table (tied): not folded,
+	 * its norm fused with the weight operand (the head is small here) */
+	m = run_fuse_norm("models/qwen3.yaml", "tests/fixtures/qwen3_tiny/config.json", false);
+	if (m) {
+		const ir_fused *head = prologue_of(m, "logits"), *q = prologue_of(m, "layers.0.decoder.q_flat");
+		int w = ir_module_weight(m, "lm_head");
+		CHECK(head && head->n_extra == 1 && w >= 0 && !m->weights[w].folded,
+		      "a head with a fallback name (tied embeddings) was folded");
+		CHECK(q && q->n_extra == 0, "qwen3's q projection did not take attn_norm folded");
+		ir_module_free(m);
+	}
 }
 
 /* Fusion folds elementwise ops only into ops whose kernels run an epilogue:
