@@ -8,6 +8,7 @@
 static const halo_command commands[] = {
 	{"compile", "compile a model graph and an HF checkpoint into a bundle", cmd_compile},
 	{"run", "load a bundle and generate tokens or text", cmd_run},
+	{"bench", "time prompt processing and generation (llama-bench's pp and tg)", cmd_bench},
 	{"chat", "talk with a bundle's model through its chat template", cmd_chat},
 	{"inspect", "run the pass pipeline and print the IR, schedule or memory plan", cmd_inspect},
 	{"tokenize", "text to token ids and back with the checkpoint's tokenizer", cmd_tokenize},

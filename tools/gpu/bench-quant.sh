@@ -39,6 +39,6 @@ print(int(per * L * (h * (q + 2 * kv) + q * h + 3 * h * f) + head * v * h))')
 		tee -a "$out/quant_compile.txt"
 	tail -2 /tmp/compile_$fmt.log >> "$out/quant_compile.txt"
 	python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "$model" "$active" "$ceiling" \
-		"$out/quant_$fmt.json" --tg "$tg" --pp "$pp" --reps 2 --dtype "$fmt" --no-tuning | tee "$out/quant_$fmt.md"
+		"$out/quant_$fmt.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$fmt" --no-tuning | tee "$out/quant_$fmt.md"
 	rm -f "$bundle"
 done

@@ -8,7 +8,7 @@
 # kernels are the full model's, the head weighs more in the total.
 # Every step writes to $OUT (or /tmp) as it ends, so a run cut short keeps
 # what it finished.
-# usage: tools/gpu/bench.sh [TG] [PP] [LAYERS] [TUNE_BUDGET_S]
+# usage: tools/gpu/bench.sh [TG] [PP] [LAYERS] [TUNE_BUDGET_S]   (TUNE_BUDGET_S 0: no tuning)
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -40,9 +40,10 @@ bench() { # NAME [halo run flags...]
 	name=$1
 	shift
 	python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "$model" "$active" "$ceiling" \
-		"$out/qwen3_8b_$name.json" --tg "$tg" --pp "$pp" --reps 2 "$@" | tee "$out/qwen3_8b_$name.md"
+		"$out/qwen3_8b_$name.json" --tg "$tg" --pp "$pp" --reps 3 "$@" | tee "$out/qwen3_8b_$name.md"
 }
 bench heuristic --no-tuning
+[ "$budget" -gt 0 ] || exit 0
 if "$HALO_BIN/halo" tune "$bundle" --db "$out/tuning.json" --budget "$budget" > "$out/tune.txt" 2> "$out/tune.log"; then
 	cat "$out/tune.txt"
 	bench tuned --tuning "$out/tuning.json"

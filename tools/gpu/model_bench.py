@@ -1,9 +1,9 @@
 """llama-bench-style table for one halo bundle on the GPU machine.
 
-Runs `halo run` for the prompt test (ppN: N prompt tokens, one generated)
-and the generation test (tgN: 16 prompt tokens, N generated), each REPS
-times after one discarded warm-up run, and reports tokens/s (median) beside the read ceiling measured by
-bench/read_bw in the same call: the fraction of the ceiling is
+Runs `halo bench` (prompt test ppN: N prompt tokens from an empty context;
+generation test tgN: N decode steps; each once untimed, then REPS times in
+the same process) and reports tokens/s (mean ± sd) beside the read ceiling
+measured by bench/read_bw in the same call: the fraction of the ceiling is
 (weight bytes read per decoded token / time per token) / ceiling.
 
 usage: model_bench.py HALO BUNDLE MODEL ACTIVE_BYTES CEILING_GBS OUT_JSON
@@ -11,24 +11,8 @@ usage: model_bench.py HALO BUNDLE MODEL ACTIVE_BYTES CEILING_GBS OUT_JSON
 """
 import argparse
 import json
-import re
-import statistics
 import subprocess
 import sys
-
-LINE = re.compile(r"prompt (\d+) tokens in ([\d.]+) s \(([\d.]+) t/s\), generated (\d+) in ([\d.]+) s \(([\d.]+) t/s\)")
-
-
-def run(halo, bundle, n_prompt, n_predict, extra):
-    tokens = ",".join(str(1 + i % 1000) for i in range(n_prompt))
-    cmd = [halo, "run", bundle, "--backend", "vulkan", "--tokens", tokens, "--n-predict", str(n_predict)] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"model_bench: {' '.join(cmd[:3])} failed: {p.stderr.strip()[-2000:]}")
-    m = LINE.search(p.stderr)
-    if not m:
-        sys.exit(f"model_bench: no timing line in halo run's output: {p.stderr[-2000:]}")
-    return float(m.group(3)), float(m.group(6))
 
 
 def main():
@@ -47,19 +31,17 @@ def main():
     ap.add_argument("--no-tuning", action="store_true")
     a = ap.parse_args()
     extra = ["--tuning", a.tuning] if a.tuning else ["--no-tuning"] if a.no_tuning else []
-    # One discarded run of each test first: on the H200 the first run after a
-    # compile or a pause decoded at 76 t/s against 134 t/s for the next.
-    run(a.halo, a.bundle, a.pp, 1, extra)
-    pp = [run(a.halo, a.bundle, a.pp, 1, extra)[0] for _ in range(a.reps)]
-    run(a.halo, a.bundle, 16, a.tg, extra)
-    tg = [run(a.halo, a.bundle, 16, a.tg, extra)[1] for _ in range(a.reps)]
+    cmd = [a.halo, "bench", a.bundle, "-p", str(a.pp), "-n", str(a.tg), "-r", str(a.reps), "-o", "json"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"model_bench: {' '.join(cmd[:3])} failed: {p.stderr.strip()[-2000:]}")
     rows = []
-    for test, ts in ((f"pp{a.pp}", pp), (f"tg{a.tg}", tg)):
-        med = statistics.median(ts)
-        row = {"model": a.model, "dtype": a.dtype, "backend": "vulkan", "test": test, "t/s": round(med, 2),
-               "runs": [round(t, 2) for t in ts]}
-        if test.startswith("tg"):
-            gbs = a.active_bytes * med / 1e9
+    for r in json.loads(p.stdout):
+        row = {"model": a.model, "dtype": a.dtype, "backend": r["backend"], "test": r["test"],
+               "t/s": round(r["avg_ts"], 2), "sd": round(r["stddev_ts"], 2),
+               "runs": [round(t, 2) for t in r["samples_ts"]]}
+        if r["test"].startswith("tg"):
+            gbs = a.active_bytes * r["avg_ts"] / 1e9
             row["weight_GB/s"] = round(gbs, 1)
             row["ceiling_GB/s"] = a.ceiling_gbs
             row["ceiling_fraction"] = round(gbs / a.ceiling_gbs, 4)
@@ -68,7 +50,8 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         frac = f"{100 * r['ceiling_fraction']:.1f}%" if "ceiling_fraction" in r else "-"
-        print(f"| {r['model']} | {r['dtype']} | vulkan | {r['test']} | {r['t/s']:.1f} | {r.get('weight_GB/s', '-')} | {frac} |")
+        print(f"| {r['model']} | {r['dtype']} | {r['backend']} | {r['test']} | {r['t/s']:.1f} ± {r['sd']:.1f} | "
+              f"{r.get('weight_GB/s', '-')} | {frac} |")
     with open(a.out_json, "w") as f:
         json.dump(rows, f, indent=1)
 
