@@ -7,9 +7,15 @@
  *   reject-last: the last draft of each round wrong, fixed K: what a
  *                rejection costs (the slot copy of halo_session_keep);
  *   never-right: every draft wrong, adaptive K up to K: what a useless
- *                drafter costs once adaptation turns drafting down.
+ *                drafter costs once adaptation turns drafting down;
+ *   head:        the head's own drafts, fixed K: what speculation gives with
+ *                this model on this prompt (meaningful with a trained head
+ *                and a real prompt: --prompt).
  *
  * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]
+ *                   [--prompt IDS.i32]
+ * --prompt: the prompt's token ids (little-endian int32, the first 64 are
+ * used; tools/train/heldout.py writes such files); default, fixed ids.
  * Plain decode runs twice and the second, warm run is the baseline. Then
  * verify(K+1) steps on their own against decode(1) (any bundle with a
  * verify entry: the dense models too). With a draft head, per K and run:
@@ -35,14 +41,16 @@ typedef struct {
 	int mode;             /* a run_mode */
 } oracle_drafter;
 
-enum run_mode { ACCEPT_ALL, REJECT_LAST, NEVER_RIGHT, N_MODES };
-static const char *const mode_names[N_MODES] = {"accept-all", "reject-last", "never-right"};
+enum run_mode { ACCEPT_ALL, REJECT_LAST, NEVER_RIGHT, HEAD, N_MODES };
+static const char *const mode_names[N_MODES] = {"accept-all", "reject-last", "never-right", "head"};
 
 static int oracle_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_draft *out, char *err,
 			  size_t errlen)
 {
 	oracle_drafter *o = self;
 	int m = o->mtp.propose(o->mtp.self, ctx, n, k, out, err, errlen);
+	if (o->mode == HEAD)
+		return m;
 	int64_t e = n - o->n_prompt;
 	for (int i = 0; i < m; i++) {
 		int32_t want = o->ref[e + i < o->n_ref ? e + i : o->n_ref - 1];
@@ -67,7 +75,10 @@ static void die(const char *what, const char *err)
 
 /* verify(K+1) against decode(1) on their own: steps of K + 1 of the plain
  * continuation's tokens, each kept to its first token (halo_session_keep),
- * so the position moves one token per step as in plain decoding. */
+ * so the position moves one token per step as in plain decoding. Each K
+ * runs twice and the second is timed: the first step of a new T records its
+ * command buffer and specialises its pipelines (on the H200 tens of ms,
+ * which in a 64-token run read as a verify step of 17-28 decode steps). */
 static void verify_ratio(halo_session *s, int64_t vocab, const int32_t *ref, int64_t n, const char *ks,
 			 double plain_step)
 {
@@ -78,31 +89,62 @@ static void verify_ratio(halo_session *s, int64_t vocab, const int32_t *ref, int
 		int32_t prompt[16];
 		for (int i = 0; i < 16; i++)
 			prompt[i] = ref[i];
-		if (!halo_session_reset(s, err, sizeof(err)) ||
-		    !halo_session_prefill(s, prompt, 16, NULL, NULL, err, sizeof(err)))
-			die("verify ratio", err);
 		int64_t steps = n - K - 1;
-		double t0 = now_s();
-		for (int64_t i = 0; i < steps; i++)
-			if (!halo_session_step(s, "verify", ref + i, K + 1, rows, err, sizeof(err)) ||
-			    !halo_session_keep(s, 1, err, sizeof(err)))
+		double t0 = 0;
+		for (int run = 0; run < 2; run++) {
+			if (!halo_session_reset(s, err, sizeof(err)) ||
+			    !halo_session_prefill(s, prompt, 16, NULL, NULL, err, sizeof(err)))
 				die("verify ratio", err);
+			t0 = now_s();
+			for (int64_t i = 0; i < steps; i++)
+				if (!halo_session_step(s, "verify", ref + i, K + 1, rows, err, sizeof(err)) ||
+				    !halo_session_keep(s, 1, err, sizeof(err)))
+					die("verify ratio", err);
+		}
 		double step = (now_s() - t0) / (double)steps;
 		printf("K=%d verify(%d) alone: %.2f ms = %.2fx decode(1)\n", K, K + 1, step * 1e3, step / plain_step);
 	}
 	free(rows);
 }
 
+/* Up to 64 ids from a little-endian int32 file into prompt; returns the
+ * count (at least 16: the spec runs' prompt) or dies naming the file. */
+static int read_prompt(const char *path, int64_t vocab, int32_t *prompt)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die(path, "cannot open");
+	int n = (int)fread(prompt, sizeof(int32_t), 64, f);
+	fclose(f);
+	if (n < 16)
+		die(path, "holds fewer than 16 token ids");
+	for (int i = 0; i < n; i++)
+		if (prompt[i] < 0 || prompt[i] >= vocab)
+			die(path, "holds an id outside the vocabulary");
+	return n;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 5 && argc != 6) {
-		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]\n");
+	const char *pos[5], *prompt_file = NULL;
+	int npos = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--prompt") == 0 && i + 1 < argc)
+			prompt_file = argv[++i];
+		else if (npos < 5)
+			pos[npos++] = argv[i];
+		else
+			npos = 6;
+	}
+	if (npos != 4 && npos != 5) {
+		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB] [--prompt IDS.i32]\n");
 		return 2;
 	}
+	argv = (char **)pos - 1; /* argv[1..npos]: the positional arguments */
 	char err[2048];
 	halo_tuning_db *db = NULL;
 	bool missing;
-	if (argc == 6 && !(db = halo_tuning_db_read(argv[5], &missing, err, sizeof(err))))
+	if (npos == 5 && !(db = halo_tuning_db_read(argv[5], &missing, err, sizeof(err))))
 		die(argv[5], err);
 	halo_open_options oo = {.backend = strcmp(argv[2], "ref") == 0 ? HALO_BACKEND_REF : HALO_BACKEND_VULKAN,
 				.tuning = db};
@@ -115,6 +157,8 @@ int main(int argc, char **argv)
 	int32_t prompt[64];
 	for (int i = 0; i < 64; i++)
 		prompt[i] = (int32_t)((100 + 37 * i) % vocab);
+	if (prompt_file)
+		read_prompt(prompt_file, vocab, prompt);
 	double tp = now_s();
 	if (!halo_session_set_profiling(s, true, err, sizeof(err)) ||
 	    !halo_session_prefill(s, prompt, 64, NULL, NULL, err, sizeof(err)))
@@ -153,7 +197,10 @@ int main(int argc, char **argv)
 	for (const char *k = has_draft ? argv[4] : ""; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		int K = atoi(k);
 		double round_s[N_MODES] = {0};
-		for (int mode = 0; mode < N_MODES; mode++) {
+		/* each mode twice, the second timed (first steps of a new T record
+		 * and specialise, as in verify_ratio) */
+		for (int run = 0; run < 2 * N_MODES; run++) {
+			int mode = run / 2;
 			halo_mtp_drafter *md = halo_mtp_drafter_create(m, s, &greedy, 0, err, sizeof(err));
 			if (!md || !halo_session_reset(s, err, sizeof(err)) ||
 			    !halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
@@ -166,14 +213,20 @@ int main(int argc, char **argv)
 			if (!halo_spec_generate(m, s, &d, &so, prompt, 16, row, n, out, &st, err, sizeof(err)))
 				die("speculate", err);
 			double dt = now_s() - t1;
+			if (run % 2 == 0) {
+				halo_mtp_drafter_free(md);
+				continue;
+			}
 			if (memcmp(out, ref, (size_t)n * sizeof(int32_t)) != 0)
 				die("speculate", "tokens differ from plain greedy decoding");
 			double rounds = (double)(st.rounds ? st.rounds : 1);
 			round_s[mode] = dt / rounds;
-			printf("K=%d %s: %.1f tokens/s (%.2fx plain), %lld rounds (%lld plain), %.2f tokens/round; "
+			printf("K=%d %s: %.1f tokens/s (%.2fx plain), %lld rounds (%lld plain), %lld of %lld drafts "
+			       "accepted, %.2f tokens/round; "
 			       "verify %.2f ms = %.2fx decode(1); draft %.2f ms/drafted token; accept %.3f ms/round\n",
 			       K, mode_names[mode], (double)n / dt, plain_step * (double)n / dt, (long long)st.rounds,
-			       (long long)st.plain_rounds, (double)st.emitted / rounds, st.verify_s / rounds * 1e3,
+			       (long long)st.plain_rounds, (long long)st.accepted, (long long)st.drafted,
+			       (double)st.emitted / rounds, st.verify_s / rounds * 1e3,
 			       st.verify_s / rounds / plain_step, st.draft_s / (double)(st.drafted ? st.drafted : 1) * 1e3,
 			       st.accept_s / rounds * 1e3);
 			halo_mtp_drafter_free(md);
