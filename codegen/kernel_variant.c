@@ -425,25 +425,31 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
 		t->cols *= 2;
 }
 
-/* Quantized weights: one 32-bit word per lane load (x is then read in
- * consecutive 16 or 32 bytes across the lanes, as f16's is; a 16-byte load
- * of q4_k would take 128 bytes of x per lane, 32 lines of x per subgroup
- * load), and more columns per group than f16's one, since x is re-read per
+/* Quantized weights: q8_0 two 32-bit words per lane load, q4_k one (x is
+ * then read in consecutive 32 bytes across the lanes; a 16-byte load of q4_k
+ * would take 128 bytes of x per lane, 32 lines of x per subgroup load), and
+ * more columns per group than f16's one, since x is re-read per
  * column group: 4 bytes of x per weight are 4 (q8_0) and 8 (q4_k) bytes per
  * weight byte against f16's 2, so 2 and 4 columns keep it at f16's 1. The
  * K split as f16's, over words; loads in flight for f16's 32 bytes per lane
  * at T = 1 (cols * unroll * qw * 4). Columns grow with T only where the
  * per-chunk sums and the chunks in flight stay within about 128 registers
  * at the largest T (for the shapes of the targets they do not: fixed
- * columns). Not measured yet on a GPU: the space (matvec_space_q) holds the
- * growing, 16-byte and 8-byte forms and the neighbours. */
+ * columns). q8_0 measured on the H200 (matvec_bench --dtype q8_0, 2026-12-03,
+ * bench/results-quant.txt): 8-byte loads (qw 2, unroll 2) beat 4-byte ones
+ * (unroll 4) at T = 1 on every shape (4096 x 12288: 26.1 against 30.6 us;
+ * the 4096 x 151936 head 221 against 293) and stayed within 1.2x of them at
+ * T = 8; 16-byte loads were up to 1.10x faster at T = 1 but 1.5-2.1x slower
+ * at T = 8, which verification runs. q4_k is not measured yet: the space
+ * (matvec_space_q) holds the growing, 16-byte and 8-byte forms and the
+ * neighbours. */
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool q4 = d->wtype == HALO_Q4_K;
-	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 2 : 4, .qw = 1, .grow = 1};
-	matvec_widen(N, kc, &t);
-	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
+	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = 2, .qw = q4 ? 1 : 2, .grow = 1};
+	matvec_widen(N, kc, &t); /* the split of one-word chunks, as measured */
+	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
 		t.unroll /= 2;
 	/* Growing columns also grow the per-chunk sums (a second array the size
