@@ -738,12 +738,39 @@ static bool build_rope(kv_build *b)
 	return true;
 }
 
+/* attention_partial of a prompt step (t_max past the decode kernels'):
+ * attention_rows.comp, RT query rows a workgroup sharing each staged chunk
+ * of keys and values, where D and DV suit it and its shared memory fits;
+ * false (nothing built) otherwise. */
+#define ATT_ROWS 16
+#define ATT_ROWS_KP 32
+
+static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
+{
+	const kv_desc *d = b->d;
+	int64_t hq = d->u.attention.hq, D = d->u.attention.D, dv = d->u.attention.dv;
+	int64_t wide = D > dv ? D : dv, lpr = ls / ATT_ROWS;
+	uint64_t shared = ((uint64_t)ATT_ROWS * D + (uint64_t)ATT_ROWS_KP * (wide + 4) + ATT_ROWS * ATT_ROWS_KP) * 4;
+	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || D % 4 || dv % 4 || lpr < 1 ||
+	    lpr > ATT_ROWS_KP || ATT_ROWS_KP % lpr || dv % lpr || d->u.attention.block % ATT_ROWS_KP ||
+	    shared > KV_SHARED_LIMIT)
+		return false;
+	b->p->template = "attention_rows";
+	def_uint(b, "RT", ATT_ROWS);
+	set_local(b, ls, 1);
+	set_grid(b, 0, 0, hq, 1);
+	set_grid(b, 1, 1, 0, ATT_ROWS);
+	set_grid(b, 2, 0, blocks, 1);
+	sb_printf(&b->tile, "ls%u,rows%d", ls, ATT_ROWS);
+	return true;
+}
+
 /* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over
  * the cache rows, MASKED; no fused epilogue on the masked form) and
  * attention_partial (PARTIAL: one workgroup per block of BLOCK keys, grid z,
  * writing the block's sums instead of y). Keys are scored LPK lanes per key
  * (vec4 loads when D is a multiple of 4); the default 128 lanes take 32 keys
- * a pass. */
+ * a pass. Prompt steps of attention_partial take build_attention_rows. */
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
@@ -770,7 +797,6 @@ static bool build_attention(kv_build *b)
 			    KV_SHARED_LIMIT);
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
-	b->p->template = "attention";
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
 		  masked ? "masked_attention" : partial ? "attention_partial" : "attention", hq, hk, D, dv, C,
 		  (double)d->u.attention.scale);
@@ -793,6 +819,9 @@ static bool build_attention(kv_build *b)
 		def_uint(b, "BLOCK", block);
 		def_uint(b, "NBLK", blocks);
 	}
+	if (build_attention_rows(b, ls, blocks))
+		return true;
+	b->p->template = "attention";
 	per_token_grid(b, ls, hq, 1);
 	set_grid(b, 2, 0, blocks, 1);
 	return true;

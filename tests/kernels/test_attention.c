@@ -3,7 +3,10 @@
  * and batch invariance: one dispatch of m tokens equals m single-token
  * dispatches bitwise. The same for split attention (attention_partial over
  * blocks of keys, then attention_combine), against the same unsplit
- * reference, with empty blocks past the last key.
+ * reference, with empty blocks past the last key: at t_max 8 (decode and
+ * verify: attention.comp) and t_max 64 (prompt steps: attention_rows.comp,
+ * 16 query rows a workgroup, ragged last tiles), whose rows equal single
+ * rows bitwise as well.
  *
  * Tolerance: max |got - want| / max(|want|, 1e-2) <= 2e-5. Scores are f32
  * dots of D terms; the online softmax rescales partial sums pass by pass and
@@ -111,9 +114,10 @@ typedef struct {
 	int64_t blocks;
 } split_kernels;
 
-static bool build_split(harness *h, const att_shape *s, int64_t block, split_kernels *k)
+static bool build_split(harness *h, const att_shape *s, int64_t block, int64_t t_max, split_kernels *k)
 {
 	kv_desc d = att_desc(IR_OP_ATTENTION_PARTIAL, s);
+	d.t_max = t_max;
 	d.u.attention.block = block;
 	k->blocks = (s->C + block - 1) / block;
 	kv_desc c = {.op = IR_OP_ATTENTION_COMBINE, .t_max = 64};
@@ -148,11 +152,11 @@ static bool run_split(harness *h, split_kernels *k, const att_shape *s, float *q
 
 /* Split attention against the unsplit reference, then its batch invariance
  * (m rows at once against m single rows). */
-static bool split_case(harness *h, att_shape s, int64_t block, int64_t T, uint32_t pos, double tol,
+static bool split_case(harness *h, att_shape s, int64_t block, int64_t t_max, int64_t T, uint32_t pos, double tol,
 		       uint32_t *seed)
 {
 	split_kernels k;
-	if (!build_split(h, &s, block, &k))
+	if (!build_split(h, &s, block, t_max, &k))
 		return false;
 	int64_t rq = s.hq * s.D, ry = s.hq * s.dv;
 	size_t nk = (size_t)(s.C * s.hk * s.D), nv = (size_t)(s.C * s.hk * s.dv);
@@ -197,10 +201,15 @@ int main(void)
 	ok &= att_case(h, (att_shape){8, 2, 128, 128, 512}, 3, 400, &seed); /* Qwen3's head, vec4 */
 	/* split: decode across blocks, a verify step, a prefill chunk whose
 	 * early rows leave later blocks empty, odd dims */
-	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 128, 1, 900, 2e-5, &seed);
-	ok &= split_case(h, (att_shape){4, 2, 16, 16, 512}, 128, 5, 300, 2e-5, &seed);
-	ok &= split_case(h, (att_shape){4, 2, 16, 16, 512}, 128, 40, 100, 2e-5, &seed);
-	ok &= split_case(h, (att_shape){3, 3, 7, 5, 300}, 64, 8, 250, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 128, 8, 1, 900, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){4, 2, 16, 16, 512}, 128, 8, 5, 300, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){4, 2, 16, 16, 512}, 128, 64, 40, 100, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){3, 3, 7, 5, 300}, 64, 64, 8, 250, 2e-5, &seed);
+	/* prompt steps on Qwen3's head (attention_rows): from position 0 (the
+	 * tiles' later blocks empty), a ragged tile mid-cache, one row */
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 40, 0, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 37, 500, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 1, 900, 2e-5, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }
