@@ -750,9 +750,10 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	const kv_desc *d = b->d;
 	int64_t hq = d->u.attention.hq, D = d->u.attention.D, dv = d->u.attention.dv;
 	int64_t wide = D > dv ? D : dv, lpr = ls / ATT_ROWS;
-	uint64_t shared = ((uint64_t)ATT_ROWS * D + (uint64_t)ATT_ROWS_KP * (wide + 4) + ATT_ROWS * ATT_ROWS_KP) * 4;
-	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || D % 4 || dv % 4 || lpr < 1 ||
-	    lpr > ATT_ROWS_KP || ATT_ROWS_KP % lpr || dv % lpr || d->u.attention.block % ATT_ROWS_KP ||
+	uint64_t shared =
+		((uint64_t)ATT_ROWS * (D + 4) + (uint64_t)ATT_ROWS_KP * (wide + 4) + ATT_ROWS * ATT_ROWS_KP) * 4;
+	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || D % 16 || lpr < 1 ||
+	    lpr > ATT_ROWS_KP || ATT_ROWS_KP % lpr || dv % (4 * lpr) || d->u.attention.block % ATT_ROWS_KP ||
 	    shared > KV_SHARED_LIMIT)
 		return false;
 	b->p->template = "attention_rows";

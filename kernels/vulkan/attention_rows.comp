@@ -14,13 +14,14 @@
 // Lanes: row r = lane / LPR of the tile, sub = lane % LPR. Passes of KP
 // keys from the block's first: the keys' rows are staged (row stride D + 4
 // floats, so the LPR lanes of a row, reading LPR different keys, fall in
-// different banks); lane (r, sub) scores keys sub, sub + LPR, ... of the
-// pass for row r, summing each q . k as attention.comp does (4 partial dots
-// over channels p, p + 4, ..., then those 4 in order); every lane of row r
-// takes the pass's max over its KP scores (exact in any order) and weights
+// different banks; q rows likewise); lane (r, sub) scores keys sub,
+// sub + LPR, ... of the pass for row r, each q load serving all of them,
+// summing each q . k as attention.comp does (4 partial dots over channels
+// p, p + 4, ..., then those 4 in order); every lane of row r takes the
+// pass's max over its KP scores (exact in any order) and weights
 // e^(s - max), 0 for a key past the row's last, and sums the denominator and
-// its output channels sub, sub + LPR, ... over the pass's keys in key order,
-// the values staged in the same shared rows. A key past the row's last adds
+// its output channels (vec4s sub, sub + LPR, ...) over the pass's keys in
+// key order, the values staged in the same shared rows. A key past the row's last adds
 // exactly 0 (its weight is 0, its values finite: written by this step or an
 // earlier one, or staged as 0 past the tile's last row's keys), so each
 // row's sums are written as attention.comp's are (at its default 32 keys a
@@ -37,12 +38,15 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 
 #define LPR (LS_X / RT)
 #define KP 32u
+#define KPL (KP / LPR) // keys a lane scores per pass
 #define NEG_BIG -3.0e38
-// staged row stride in vec4s: D + 4 (or DV + 4) floats
+// staged row strides in vec4s: D + 4 (or DV + 4) floats, so that rows read
+// together fall in different banks
 #define DW (max(D, DV) / 4u + 1u)
-#define NCH (DV / LPR)
+#define QW (D / 4u + 1u)
+#define NCH4 (DV / 4u / LPR) // vec4s of output channels per lane
 
-shared vec4 qs[RT * (D / 4u)];
+shared vec4 qs[RT * QW];
 shared vec4 kv[KP * DW];
 shared float sc[RT * KP];
 
@@ -68,25 +72,33 @@ void main()
 	uint hi_wg = min(step_pos + last + 1u, lo + BLOCK);
 	for (uint e = l; e < RT * (D / 4u); e += LS_X) {
 		uint rr = e / (D / 4u), tt = t0 + rr;
-		qs[e] = tt < STEP_T ? q4[(tt * HQ + j) * (D / 4u) + e % (D / 4u)] : vec4(0.0);
+		qs[rr * QW + e % (D / 4u)] = tt < STEP_T ? q4[(tt * HQ + j) * (D / 4u) + e % (D / 4u)] : vec4(0.0);
 	}
 	float m = NEG_BIG, lsum = 0.0;
-	float acc[NCH];
-	for (uint k = 0u; k < NCH; k++)
-		acc[k] = 0.0;
+	vec4 acc[NCH4];
+	for (uint k = 0u; k < NCH4; k++)
+		acc[k] = vec4(0.0);
 	for (uint c0 = lo; c0 < hi_wg; c0 += KP) {
 		barrier(); // the previous pass's reads of kv and sc are done
 		STAGE(kc4, D, c0, hi_wg, kvh)
 		barrier();
-		[[unroll]] for (uint ii = 0u; ii < KP / LPR; ii++) {
+		// key ii of the lane is sub + ii * LPR; d[ii][p] sums channels
+		// p, p + 4, ... in order, each q load serving all KPL keys
+		float d[KPL][4];
+		[[unroll]] for (uint ii = 0u; ii < KPL; ii++)
+			[[unroll]] for (uint p = 0u; p < 4u; p++)
+				d[ii][p] = 0.0;
+		for (uint c4 = 0u; c4 < D / 4u; c4 += 4u)
+			[[unroll]] for (uint p = 0u; p < 4u; p++) {
+				vec4 qv = qs[r * QW + c4 + p];
+				[[unroll]] for (uint ii = 0u; ii < KPL; ii++)
+					d[ii][p] += dot(qv, kv[(sub + ii * LPR) * DW + c4 + p]);
+			}
+		[[unroll]] for (uint ii = 0u; ii < KPL; ii++) {
 			uint i = sub + ii * LPR;
 			float s = 0.0;
-			[[unroll]] for (uint p = 0u; p < 4u; p++) {
-				float d = 0.0;
-				for (uint c = p; c < D / 4u; c += 4u)
-					d += dot(qs[r * (D / 4u) + c], kv[i * DW + c]);
-				s += d;
-			}
+			[[unroll]] for (uint p = 0u; p < 4u; p++)
+				s += d[ii][p];
 			sc[r * KP + i] = c0 + i < hi ? s * SCALE : NEG_BIG;
 		}
 		barrier();
@@ -105,19 +117,19 @@ void main()
 		barrier(); // every row's scores of the keys are read: stage the values
 		STAGE(vc4, DV, c0, hi_wg, kvh)
 		barrier();
-		for (uint k = 0u; k < NCH; k++) {
-			uint c = sub + k * LPR;
-			float a = acc[k] * corr;
+		for (uint k = 0u; k < NCH4; k++) {
+			vec4 a = acc[k] * corr;
 			[[unroll]] for (uint i = 0u; i < KP; i++)
-				a += w[i] * kv[i * DW + c / 4u][c % 4u];
+				a += w[i] * kv[i * DW + sub + k * LPR];
 			acc[k] = a;
 		}
 	}
 	if (t >= STEP_T)
 		return;
 	uint base = ((t * HQ + j) * NBLK + b) * (DV + 2u);
-	for (uint k = 0u; k < NCH; k++)
-		y[base + sub + k * LPR] = acc[k];
+	for (uint k = 0u; k < NCH4; k++)
+		for (uint e = 0u; e < 4u; e++)
+			y[base + 4u * (sub + k * LPR) + e] = acc[k][e];
 	if (sub == 0u) {
 		y[base + DV] = m;
 		y[base + DV + 1u] = lsum;

@@ -210,6 +210,7 @@ int main(void)
 	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 40, 0, 2e-5, &seed);
 	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 37, 500, 2e-5, &seed);
 	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 1, 900, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){4, 2, 32, 32, 512}, 64, 64, 21, 30, 2e-5, &seed); /* MHA-sized GQA, D 32 */
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }
