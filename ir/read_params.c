@@ -120,6 +120,23 @@ static bool override_ctx(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
 	return true;
 }
 
+/* With no context length asked for, param n_ctx keeps the model file's
+ * default, or max_position_embeddings where that is smaller: a default
+ * never sizes caches past the positions the model was trained for. */
+static bool clamp_default_ctx(rd_ctx *rd, ir_param *p)
+{
+	ir_cfg_kind kind;
+	int64_t max = 0;
+	double f;
+	if (p->is_float)
+		return true;
+	if (!ir_config_number(rd->cfg, "max_position_embeddings", &kind, &max, &f, rd->err))
+		return false;
+	if (kind == IR_CFG_INT && max > 0 && p->i > max)
+		p->i = max;
+	return true;
+}
+
 /* The draft count the caller asked for replaces param draft_max. */
 static bool override_draft_max(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
 {
@@ -160,6 +177,8 @@ bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 			if (overrides[k].value > 0 && strcmp(p->name, overrides[k].name) == 0 &&
 			    !overrides[k].apply(rd, key, p))
 				return false;
+		if (rd->n_ctx <= 0 && strcmp(p->name, "n_ctx") == 0 && !clamp_default_ctx(rd, p))
+			return false;
 		m->n_params = i + 1;
 	}
 	for (size_t k = 0; k < sizeof overrides / sizeof *overrides; k++)

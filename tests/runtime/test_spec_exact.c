@@ -392,10 +392,19 @@ int main(int argc, char **argv)
 	t.prompt = mc_read_file(mc_source_path(path), &bytes);
 	t.n_prompt = (int64_t)(bytes / sizeof(int32_t));
 	t.last = malloc((size_t)t.vocab * sizeof(float));
+	/* N_TOKENS, within the context the bundle holds (the fixture's
+	 * max_position_embeddings) with room for the final step's token and
+	 * the drafts check_drafter_state proposes after the last one */
+	int64_t n = atoll(argv[4]), room = halo_model_n_ctx(t.m) - t.n_prompt - 1 - HALO_SPEC_K_MAX;
+	if (n > room) {
+		printf("%lld tokens: the context of %lld holds %lld after the prompt\n", (long long)n,
+		       (long long)halo_model_n_ctx(t.m), (long long)room);
+		n = room;
+	}
 	if (strcmp(argv[1], "greedy") == 0)
-		check_greedy(&t, ks, n_ks, atoll(argv[4]));
+		check_greedy(&t, ks, n_ks, n);
 	else
-		check_sampled(&t, ks, n_ks, atoll(argv[4]));
+		check_sampled(&t, ks, n_ks, n);
 	MC_CHECK(halo_model_validation_messages(t.m) == 0, "validation messages");
 	halo_session_free(t.s);
 	halo_model_close(t.m);

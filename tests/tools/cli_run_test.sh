@@ -30,17 +30,18 @@ expect 1 "model.embed_tokens.weight" compile --hf "$work/bad" --model "$root/mod
 [ -e "$bundle" ] && fail "a failed compile left $bundle behind"
 
 expect 0 "wrote" compile --hf "$fix" -o "$bundle"
-# The context length: the summary names it and the state it takes; beyond the
-# config's max_position_embeddings (512) or not a count is refused, and the
-# bundle of --ctx 512 generates what the default's does.
-grep -q "context 2048 tokens, state" "$err" || fail "the compile summary lacks the context: $(cat "$err")"
+# The context length: the summary names it and the state it takes; by default
+# the model file's 2048 tokens cut to the config's max_position_embeddings
+# (512); beyond it or not a count is refused, and the bundle of --ctx 256
+# generates what the default's does.
+grep -q "context 512 tokens, state" "$err" || fail "the default context is not max_position_embeddings: $(cat "$err")"
 expect 2 "--ctx wants a context length" compile --hf "$fix" --ctx 0 -o "$work/ctx.halo"
 expect 1 "513 tokens is more than max_position_embeddings = 512" compile --hf "$fix" --ctx 513 -o "$work/ctx.halo"
 [ -e "$work/ctx.halo" ] && fail "a refused --ctx left $work/ctx.halo behind"
-expect 0 "context 512 tokens" compile --hf "$fix" --ctx 512 -o "$work/ctx.halo"
+expect 0 "context 256 tokens" compile --hf "$fix" --ctx 256 -o "$work/ctx.halo"
 "$halo" run "$work/ctx.halo" --backend ref --tokens 1,2,3 --n-predict 4 >"$work/ctx.out" 2>/dev/null &&
 	"$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 4 >"$work/full.out" 2>/dev/null &&
-	cmp -s "$work/ctx.out" "$work/full.out" || fail "--ctx 512 generated other tokens than the default context"
+	cmp -s "$work/ctx.out" "$work/full.out" || fail "--ctx 256 generated other tokens than the default context"
 expect 2 "give the prompt: --tokens, --prompt or --prompt-file" run "$bundle"
 expect 2 "comma-separated" run "$bundle" --tokens 1,,2
 expect 2 "--backend is ref or vulkan" run "$bundle" --tokens 1 --backend cuda
