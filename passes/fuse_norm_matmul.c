@@ -117,6 +117,37 @@ static void note_read(const ir_module *m, const ir_func *f, const func_uses *u, 
 	}
 }
 
+/* Calls fn on every node of every live function, with the function's uses. */
+typedef void (*node_visit_fn)(const ir_module *m, const ir_func *f, const func_uses *u, int n, void *ctx);
+
+static void visit_live_nodes(const ir_module *m, node_visit_fn fn, void *ctx)
+{
+	for (int i = 0; i < m->n_funcs; i++) {
+		const ir_func *f = &m->funcs[i];
+		if (!func_is_live(m, f))
+			continue;
+		func_uses u;
+		func_uses_build(f, &u);
+		for (int n = 0; n < f->n_nodes; n++)
+			if (!f->nodes[n].dead)
+				fn(m, f, &u, n, ctx);
+		func_uses_free(&u);
+	}
+}
+
+/* Every read of a module WEIGHT node's value, noted in the plan. */
+static void note_weight_reads(const ir_module *m, const ir_func *f, const func_uses *u, int n, void *ctx)
+{
+	const ir_node *wn = &f->nodes[n];
+	if (wn->op != IR_OP_WEIGHT || wn->ref_local || wn->ref < 0 || wn->ref >= m->n_weights)
+		return;
+	int v = wn->out[0];
+	for (int k = u->start[v]; k < u->start[v + 1]; k++)
+		note_read(m, f, u, wn->ref, v, u->user[k], ctx);
+	if (u->is_output[v])
+		note_read(m, f, u, wn->ref, v, -1, ctx);
+}
+
 /* Which module weights may be folded, from every read in every live
  * function (entries of several sizes, prefill_last, draft heads read the
  * same weights). false when out of memory. */
@@ -128,24 +159,7 @@ static bool plan_folds(const ir_module *m, fold_plan *fp)
 		return false;
 	for (int i = 0; i < m->n_weights; i++)
 		fp->norm[i] = m->no_fold_norms || m->weights[i].folded ? FOLD_NONE : FOLD_UNREAD;
-	for (int i = 0; i < m->n_funcs; i++) {
-		const ir_func *f = &m->funcs[i];
-		if (!func_is_live(m, f))
-			continue;
-		func_uses u;
-		func_uses_build(f, &u);
-		for (int n = 0; n < f->n_nodes; n++) {
-			const ir_node *wn = &f->nodes[n];
-			if (wn->dead || wn->op != IR_OP_WEIGHT || wn->ref_local || wn->ref < 0 || wn->ref >= m->n_weights)
-				continue;
-			int v = wn->out[0];
-			for (int k = u.start[v]; k < u.start[v + 1]; k++)
-				note_read(m, f, &u, wn->ref, v, u.user[k], fp);
-			if (u.is_output[v])
-				note_read(m, f, &u, wn->ref, v, -1, fp);
-		}
-		func_uses_free(&u);
-	}
+	visit_live_nodes(m, note_weight_reads, fp);
 	return true;
 }
 
@@ -168,36 +182,40 @@ static bool foldable(const ir_func *f, const func_uses *u, const ir_node *norm, 
 	return true;
 }
 
+typedef struct {
+	fold_plan *fp;
+	bool changed;
+} settle_ctx;
+
+/* A norm node that cannot fold: none of its readers' weights may. */
+static void unfold_readers(const ir_module *m, const ir_func *f, const func_uses *u, int n, void *ctx)
+{
+	settle_ctx *sc = ctx;
+	const ir_node *norm = &f->nodes[n];
+	(void)m;
+	if (norm->op != IR_OP_RMS_NORM || norm->n_in != 2 || !only_matmul_readers(f, u, norm->out[0]) ||
+	    foldable(f, u, norm, sc->fp))
+		return;
+	int v = norm->out[0];
+	for (int k = u->start[v]; k < u->start[v + 1]; k++) {
+		int w = module_weight(f, f->nodes[u->user[k]].in[1]);
+		if (w >= 0 && sc->fp->norm[w] >= 0) {
+			sc->fp->norm[w] = FOLD_NONE;
+			sc->changed = true;
+		}
+	}
+}
+
 /* A norm is folded only when all its readers' weights are, so a weight
  * whose norm has a reader that cannot fold is not folded either: its other
  * reads (another entry's graph) would then find it folded under a norm that
  * still applies its weight. Repeats until nothing changes. */
 static void settle_folds(const ir_module *m, fold_plan *fp)
 {
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (int i = 0; i < m->n_funcs; i++) {
-			const ir_func *f = &m->funcs[i];
-			if (!func_is_live(m, f))
-				continue;
-			func_uses u;
-			func_uses_build(f, &u);
-			for (int n = 0; n < f->n_nodes; n++) {
-				const ir_node *norm = &f->nodes[n];
-				if (norm->dead || norm->op != IR_OP_RMS_NORM || norm->n_in != 2 ||
-				    !only_matmul_readers(f, &u, norm->out[0]) || foldable(f, &u, norm, fp))
-					continue;
-				int v = norm->out[0];
-				for (int k = u.start[v]; k < u.start[v + 1]; k++) {
-					int w = module_weight(f, f->nodes[u.user[k]].in[1]);
-					if (w >= 0 && fp->norm[w] >= 0) {
-						fp->norm[w] = FOLD_NONE;
-						changed = true;
-					}
-				}
-			}
-			func_uses_free(&u);
-		}
+	settle_ctx sc = {fp, true};
+	while (sc.changed) {
+		sc.changed = false;
+		visit_live_nodes(m, unfold_readers, &sc);
 	}
 }
 
