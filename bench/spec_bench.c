@@ -126,13 +126,15 @@ static int read_prompt(const char *path, int64_t vocab, int32_t *prompt)
 
 int main(int argc, char **argv)
 {
-	const char *pos[5], *prompt_file = NULL;
+	/* pos[1..npos]: the positional arguments, read below as argv */
+	char *pos[6] = {argv[0]};
+	const char *prompt_file = NULL;
 	int npos = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--prompt") == 0 && i + 1 < argc)
 			prompt_file = argv[++i];
 		else if (npos < 5)
-			pos[npos++] = argv[i];
+			pos[1 + npos++] = argv[i];
 		else
 			npos = 6;
 	}
@@ -140,7 +142,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB] [--prompt IDS.i32]\n");
 		return 2;
 	}
-	argv = (char **)pos - 1; /* argv[1..npos]: the positional arguments */
+	argv = pos;
 	char err[2048];
 	halo_tuning_db *db = NULL;
 	bool missing;
