@@ -7,8 +7,8 @@
  * Folded: rms_norm(x) * g feeding W is (x / rms(x)) times W with column k
  * scaled by g[k] (+ the norm's offset), so where every reader's weight is a
  * per-layer matrix that every read normalises with g, the norm weight is
- * folded into the
- * stored weights (ir_weight.folded; the converter multiplies) and the
+ * folded into the stored weights (ir_weight.folded; the converter
+ * multiplies) and the
  * prologue only normalises: the kernels sum x^2 beside the dot product and
  * scale once, reading nothing more than a bare matmul. Such a norm is fused
  * whatever the weights' size. Not under --quant (m->no_fold_norms): a
