@@ -113,7 +113,7 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *tile, si
 
 static void bench_shape(bench *b, int64_t T, int64_t K, int64_t N, bool pro, bool residual)
 {
-	kv_desc d = {.op = IR_OP_MATMUL, .t_max = T, .wtype = HALO_F16, .pro = {pro, 1e-6f, 1}};
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = T, .wtype = HALO_F16, .pro = {.on = pro, .eps = 1e-6f, .offset = 1}};
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
 	if (residual) {
