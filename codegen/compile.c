@@ -27,8 +27,7 @@ typedef struct {
 	cg_split_checkpoint split;
 	cg_weights *weights;
 	halo_manifest man;
-	uint8_t *spirv;
-	size_t spirv_size;
+	cg_kernel_sections code;
 	char *json;
 	cg_tokenizer_sections tokenizer;
 } compile_state;
@@ -42,7 +41,7 @@ static void compile_free(compile_state *c)
 	free(c->man.weights); /* names borrowed from the module */
 	free(c->man.states);
 	free(c->json);
-	free(c->spirv);
+	cg_kernel_sections_free(&c->code);
 	cg_tokenizer_sections_free(&c->tokenizer);
 	cg_weights_free(c->weights);
 	halo_st_close(c->st);
@@ -171,7 +170,8 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 	return true;
 }
 
-static bool lower_entries(compile_state *c, bool vulkan, char *err, size_t errlen)
+/* want: the GPU targets to build kernels for (none: a ref-only bundle). */
+static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], char *err, size_t errlen)
 {
 	c->man.entries = calloc((size_t)c->plan->n_entries + 1, sizeof(*c->man.entries));
 	if (!c->man.entries) {
@@ -187,8 +187,9 @@ static bool lower_entries(compile_state *c, bool vulkan, char *err, size_t errle
 			return false;
 		}
 	}
-	c->man.has_vulkan = vulkan;
-	return !vulkan || cg_select_kernels(&c->man, &c->spirv, &c->spirv_size, err, errlen);
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		c->man.has_kernels |= c->man.has_target[t] = want[t];
+	return !c->man.has_kernels || cg_select_kernels(&c->man, want, &c->code, err, errlen);
 }
 
 static int64_t dispatch_attr(const halo_dispatch *d, const char *name)
@@ -228,8 +229,11 @@ static bool write_bundle(compile_state *c, const char *path, char *err, size_t e
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	bool ok = halo_bundle_writer_add(w, "manifest", c->json, strlen(c->json), 0, err, errlen) == 0 &&
-		  halo_bundle_writer_add(w, "spirv", c->spirv, c->spirv_size, 0, err, errlen) == 0 &&
+	bool ok = halo_bundle_writer_add(w, "manifest", c->json, strlen(c->json), 0, err, errlen) == 0;
+	for (int t = 0; ok && t < HALO_TARGET_COUNT; t++)
+		ok = !c->man.has_target[t] || halo_bundle_writer_add(w, halo_targets[t].section, c->code.data[t],
+								     c->code.size[t], 0, err, errlen) == 0;
+	ok = ok &&
 		  (!c->tokenizer.json ||
 		   (halo_bundle_writer_add(w, "tokenizer", c->tokenizer.json, c->tokenizer.json_size, 0, err, errlen) == 0 &&
 		    halo_bundle_writer_add(w, "tokenizer_meta", c->tokenizer.meta, strlen(c->tokenizer.meta), 0, err,
@@ -304,10 +308,13 @@ static void fill_stats(const compile_state *c, double weights_s, cg_compile_stat
 bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err, size_t errlen)
 {
 	compile_state c = {0};
+	bool want[HALO_TARGET_COUNT] = {false};
+	for (int t = 0; t < HALO_TARGET_COUNT && !o->ref_only; t++)
+		want[t] = o->targets ? (o->targets >> t & 1u) : t == HALO_TARGET_VULKAN;
 	bool ok = read_and_plan(&c, o, err, errlen) &&
 		  (o->no_tokenizer || cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
 		  open_weights(&c, o, err, errlen) &&
-		  declare_buffers(&c, err, errlen) && lower_entries(&c, !o->ref_only, err, errlen);
+		  declare_buffers(&c, err, errlen) && lower_entries(&c, want, err, errlen);
 	if (ok)
 		bound_ngram_tables(&c);
 	struct timespec t0, t1;

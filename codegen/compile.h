@@ -24,10 +24,13 @@ typedef struct {
 	bool no_fold_norms;
 	bool random_weights;
 	uint64_t seed;
-	/* A bundle for the CPU reference backend only, without SPIR-V kernels:
+	/* A bundle for the CPU reference backend only, without GPU kernels:
 	 * an op whose GPU kernel does not exist yet can still be run and tested.
-	 * The Vulkan backend refuses such a bundle. */
+	 * The GPU backends refuse such a bundle. */
 	bool ref_only;
+	/* The GPU targets to build kernels for, as bits 1u << halo_target
+	 * (kernels/gpu_target.h); 0: Vulkan alone. Ignored with ref_only. */
+	uint32_t targets;
 	/* The draft head (the model file's draft: section): no_mtp leaves it
 	 * out even when the config declares one; mtp_dir (NULL: none) names a
 	 * drafter sidecar whose mtp.* tensors and config complete a target

@@ -166,8 +166,15 @@ static json_object *kernel_json(const halo_kernel *k)
 	put(o, "key", json_object_new_string(k->key));
 	put(o, "tile", json_object_new_string(k->tile));
 	put(o, "needs", needs_json(k->needs));
-	put(o, "spirv_offset", i64((int64_t)k->spirv_offset));
-	put(o, "spirv_size", i64((int64_t)k->spirv_size));
+	json_object *code = json_object_new_object();
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		if (k->code[t].size) {
+			json_object *range = json_object_new_array();
+			json_object_array_add(range, i64((int64_t)k->code[t].offset));
+			json_object_array_add(range, i64((int64_t)k->code[t].size));
+			put(code, halo_targets[t].section, range);
+		}
+	put(o, "code", code);
 	put(o, "push_size", i64(k->push_size));
 	put(o, "bindings", i64(k->n_bindings));
 	json_object *local = json_object_new_array();
@@ -196,8 +203,9 @@ char *cg_emit_manifest(const halo_manifest *m)
 	put(root, "model", json_object_new_string(m->model));
 	json_object *targets = json_object_new_array();
 	json_object_array_add(targets, json_object_new_string("ref"));
-	if (m->has_vulkan)
-		json_object_array_add(targets, json_object_new_string("vulkan"));
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		if (m->has_target[t])
+			json_object_array_add(targets, json_object_new_string(halo_targets[t].name));
 	put(root, "targets", targets);
 	put(root, "vocab", i64(m->vocab));
 	put(root, "n_ctx", i64(m->n_ctx));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/emit_glsl.h"
+#include "codegen/emit_hip.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/strbuf.h"
 #include "kernels/op_table.h"
@@ -1452,7 +1453,8 @@ static bool check_grid(kv_build *b)
 	return true;
 }
 
-/* The key and tile of a planned variant, then its GLSL. */
+/* The key and tile of a planned variant, then its GLSL and, where its
+ * template has a HIP twin, its HIP-dialect source. */
 static bool finish(kv_build *b, kv_plan *plan)
 {
 	kv_kernel *out = b->k;
@@ -1468,6 +1470,8 @@ static bool finish(kv_build *b, kv_plan *plan)
 	out->push_size = 4;
 	out->n_bindings = b->next_binding + 1; /* + the step record, B_STEP */
 	out->source = kv_emit_glsl(b->d, plan, out->signature, &out->template_name, b->err, b->errlen);
+	char no_twin[256];
+	out->hip = kv_emit_hip(b->d, plan, out->signature, no_twin, sizeof no_twin);
 	return out->source != NULL;
 }
 
@@ -1496,6 +1500,7 @@ bool kernel_variant_build(const kv_desc *d, kv_kernel *out, char *err, size_t er
 void kv_kernel_free(kv_kernel *k)
 {
 	free(k->source);
+	free(k->hip);
 	free(k->signature);
 	free(k->key);
 	free(k->tile);

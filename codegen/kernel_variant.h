@@ -179,6 +179,9 @@ typedef struct {
 
 typedef struct {
 	char *source;        /* GLSL, malloc'd */
+	/* The HIP-dialect source for the hip and cuda targets (malloc'd), or
+	 * NULL when the template has no twin under kernels/hip yet. */
+	char *hip;
 	/* What the kernel computes, for a tuning database: the op, its dims,
 	 * dtypes, fused ops and t_max, not the tiles (malloc'd). Variants of
 	 * one descriptor that differ only in tiles share the key. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codegen/glsl_compile.h"
+#include "codegen/hip_compile.h"
 #include "codegen/parallel.h"
 #include "codegen/kernel_variant.h"
 #include "ir/ops.h"
@@ -450,9 +451,10 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
  * portable candidate past the first SK_MAX_CANDIDATES can still be found. */
 #define SK_SPACE_MAX 32
 
-/* A kernel waiting for its SPIR-V: its GLSL and the name messages give. */
+/* A kernel waiting for its code: its GLSL, its HIP-dialect source (NULL:
+ * its template has no twin) and the name messages give. */
 typedef struct {
-	char *source, *name;
+	char *source, *hip, *name;
 } pending_kernel;
 
 typedef struct {
@@ -511,9 +513,9 @@ static int kernel_for(selector *s, const kv_kernel *v, char *err, size_t errlen)
 	halo_kernel *k = &m->kernels[m->n_kernels];
 	pending_kernel *p = &s->pending[m->n_kernels];
 	memset(k, 0, sizeof(*k));
-	*p = (pending_kernel){strdup(v->source), strdup(v->template_name)};
+	*p = (pending_kernel){strdup(v->source), v->hip ? strdup(v->hip) : NULL, strdup(v->template_name)};
 	m->n_kernels++; /* even on failure, so cleanup frees what was made */
-	if (!describe_kernel(v, k) || !p->source || !p->name) {
+	if (!describe_kernel(v, k) || !p->source || !p->name || (v->hip && !p->hip)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -654,117 +656,180 @@ static bool select_dispatch(selector *s, const halo_entry *e, halo_dispatch *d, 
 	return d->choice >= 0;
 }
 
-/* Kernels are compiled on every core: glslang dominates a compile's time.
- * Each thread takes the next kernel index and has its own compiler; the
- * modules land in an array by index and are concatenated in index order, so
- * the bundle's bytes do not depend on the threads. */
+/* Kernels are compiled on every core: glslang and clang dominate a
+ * compile's time. A work item is one kernel for one target; each thread
+ * takes the next item and has its own GLSL compiler. The code lands in an
+ * array by item and is concatenated in kernel order per target, so the
+ * bundle's bytes do not depend on the threads. */
 #define SK_MAX_THREADS 32
 
 typedef struct {
+	uint8_t *bytes; /* NULL: none (a template without a twin on this target) */
+	size_t size;
+} kernel_code;
+
+typedef struct {
 	const pending_kernel *pending;
-	glsl_spirv *code;
-	char (*why)[1024]; /* [n]: a kernel's compile error, "" if none */
-	int n;
+	int n_kernels;
+	int target[HALO_TARGET_COUNT]; /* the wanted targets */
+	int n_targets;
+	kernel_code *code; /* [item], item = kernel * n_targets + target position */
+	char (*why)[1024]; /* [item]: a compile error, "" if none */
 	atomic_int next;
 } compile_queue;
+
+static void compile_item(compile_queue *q, glsl_compiler **cc, int item)
+{
+	const pending_kernel *k = &q->pending[item / q->n_targets];
+	int t = q->target[item % q->n_targets];
+	kernel_code *out = &q->code[item];
+	char *why = q->why[item];
+	if (t != HALO_TARGET_VULKAN) {
+		if (k->hip)
+			cg_hip_compile(t == HALO_TARGET_HIP_GFX1151 ? CG_ARCH_GFX1151 : CG_ARCH_SM90, k->hip, k->name,
+				       &out->bytes, &out->size, why, sizeof q->why[0]);
+		return;
+	}
+	glsl_spirv spv = {0};
+	if (!*cc && !(*cc = glsl_compiler_new()))
+		snprintf(why, sizeof q->why[0], "shaderc failed to start");
+	else if (!glsl_compile(*cc, k->source, k->name, true, &spv, why, sizeof q->why[0]) && !why[0])
+		snprintf(why, sizeof q->why[0], "%s: compilation failed", k->name);
+	out->bytes = (uint8_t *)spv.words;
+	out->size = spv.n_words * 4;
+}
 
 static void *compile_worker(void *arg)
 {
 	compile_queue *q = arg;
-	glsl_compiler *cc = glsl_compiler_new();
-	for (int i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) {
-		if (!cc)
-			snprintf(q->why[i], sizeof(q->why[i]), "shaderc failed to start");
-		else if (!glsl_compile(cc, q->pending[i].source, q->pending[i].name, true, &q->code[i], q->why[i],
-				       sizeof(q->why[i])) && !q->why[i][0])
-			snprintf(q->why[i], sizeof(q->why[i]), "%s: compilation failed", q->pending[i].name);
-	}
+	glsl_compiler *cc = NULL;
+	for (int i; (i = atomic_fetch_add(&q->next, 1)) < q->n_kernels * q->n_targets;)
+		compile_item(q, &cc, i);
 	glsl_compiler_free(cc);
 	return NULL;
 }
 
-static int compile_threads(int n_kernels)
+static int compile_threads(int n_items)
 {
 	int n = cg_cores() < SK_MAX_THREADS ? cg_cores() : SK_MAX_THREADS;
-	return n < n_kernels ? n : n_kernels;
+	return n < n_items ? n : n_items;
 }
 
-/* Compiles every pending kernel; the first failure by kernel index is the
- * error (the same one whatever the threads did). */
-static bool compile_kernels(const pending_kernel *pending, int n, glsl_spirv *code, char *err, size_t errlen)
+/* Compiles every item; the first failure by item is the error (the same
+ * one whatever the threads did). */
+static bool compile_items(compile_queue *q, char *err, size_t errlen)
 {
-	compile_queue q = {.pending = pending, .code = code, .why = calloc((size_t)n + 1, sizeof(*q.why)), .n = n};
-	if (!q.why) {
-		snprintf(err, errlen, "out of memory");
-		return false;
-	}
-	atomic_init(&q.next, 0);
+	int n = q->n_kernels * q->n_targets;
+	atomic_init(&q->next, 0);
 	pthread_t th[SK_MAX_THREADS];
 	int started = 0, want = compile_threads(n);
-	while (started < want - 1 && pthread_create(&th[started], NULL, compile_worker, &q) == 0)
+	while (started < want - 1 && pthread_create(&th[started], NULL, compile_worker, q) == 0)
 		started++;
-	compile_worker(&q); /* the calling thread works too, so none started is no failure */
+	compile_worker(q); /* the calling thread works too, so none started is no failure */
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	bool ok = true;
-	for (int i = 0; ok && i < n; i++)
-		if (q.why[i][0]) {
-			snprintf(err, errlen, "%s", q.why[i]);
-			ok = false;
+	for (int i = 0; i < n; i++)
+		if (q->why[i][0]) {
+			snprintf(err, errlen, "%s", q->why[i]);
+			return false;
 		}
-	free(q.why);
-	return ok;
+	return true;
 }
 
-/* The "spirv" section: every kernel's module, in kernel order. */
-static bool concat_spirv(halo_manifest *m, const glsl_spirv *code, uint8_t **spirv, size_t *size)
+/* Target t's section: its kernels' code in kernel order. */
+static bool concat_target(halo_manifest *m, const compile_queue *q, int pos, cg_kernel_sections *out)
 {
+	int t = q->target[pos];
 	size_t total = 0;
 	for (int i = 0; i < m->n_kernels; i++)
-		total += code[i].n_words * 4;
+		total += q->code[i * q->n_targets + pos].size;
 	uint8_t *buf = malloc(total ? total : 1);
 	if (!buf)
 		return false;
 	size_t at = 0;
 	for (int i = 0; i < m->n_kernels; i++) {
-		size_t bytes = code[i].n_words * 4;
-		memcpy(buf + at, code[i].words, bytes);
-		m->kernels[i].spirv_offset = at;
-		m->kernels[i].spirv_size = bytes;
-		at += bytes;
+		const kernel_code *c = &q->code[i * q->n_targets + pos];
+		if (c->size)
+			memcpy(buf + at, c->bytes, c->size);
+		m->kernels[i].code[t].offset = c->size ? at : 0;
+		m->kernels[i].code[t].size = c->size;
+		at += c->size;
 	}
-	*spirv = buf;
-	*size = total;
+	out->data[t] = buf;
+	out->size[t] = total;
 	return true;
 }
 
-static bool compile_all(selector *s, uint8_t **spirv, size_t *size, char *err, size_t errlen)
+/* Every choice runs on every target: some candidate has code for it. */
+static bool check_coverage(const halo_manifest *m, const compile_queue *q, char *err, size_t errlen)
 {
-	int n = s->man->n_kernels;
-	glsl_spirv *code = calloc((size_t)n + 1, sizeof(*code));
-	bool ok = code && compile_kernels(s->pending, n, code, err, errlen);
-	if (ok && !(ok = concat_spirv(s->man, code, spirv, size)))
+	for (int c = 0; c < m->n_choices; c++)
+		for (int pos = 0; pos < q->n_targets; pos++) {
+			int t = q->target[pos];
+			bool any = false;
+			for (int j = 0; j < m->choices[c].n; j++)
+				any |= m->kernels[m->choices[c].kernel[j]].code[t].size != 0;
+			if (!any) {
+				const char *tmpl = q->pending[m->choices[c].kernel[0]].name;
+				snprintf(err, errlen, "target %s: kernel template '%.*s' has no twin under kernels/hip yet "
+					 "(%.*s.hip), so '%.200s' cannot run there (leave %s out of --targets)",
+					 halo_targets[t].name, (int)strcspn(tmpl, "."), tmpl, (int)strcspn(tmpl, "."), tmpl,
+					 m->choices[c].key, halo_targets[t].short_name);
+				return false;
+			}
+		}
+	return true;
+}
+
+static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
+			size_t errlen)
+{
+	compile_queue q = {.pending = s->pending, .n_kernels = s->man->n_kernels};
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		if (want[t])
+			q.target[q.n_targets++] = t;
+	size_t n = (size_t)q.n_kernels * (size_t)q.n_targets + 1;
+	q.code = calloc(n, sizeof *q.code);
+	q.why = calloc(n, sizeof *q.why);
+	bool ok = q.code && q.why;
+	if (!ok)
 		snprintf(err, errlen, "out of memory");
-	else if (!code)
-		snprintf(err, errlen, "out of memory");
-	for (int i = 0; code && i < n; i++)
-		glsl_spirv_free(&code[i]);
-	free(code);
+	ok = ok && compile_items(&q, err, errlen);
+	for (int pos = 0; ok && pos < q.n_targets; pos++)
+		if (!(ok = concat_target(s->man, &q, pos, out)))
+			snprintf(err, errlen, "out of memory");
+	ok = ok && check_coverage(s->man, &q, err, errlen);
+	for (size_t i = 0; q.code && i < n; i++)
+		free(q.code[i].bytes);
+	free(q.code);
+	free(q.why);
 	return ok;
 }
 
-bool cg_select_kernels(halo_manifest *man, uint8_t **spirv, size_t *spirv_size, char *err, size_t errlen)
+void cg_kernel_sections_free(cg_kernel_sections *s)
+{
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		free(s->data[t]);
+	memset(s, 0, sizeof *s);
+}
+
+bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
+		       size_t errlen)
 {
 	selector s = {.man = man};
 	bool ok = true;
+	memset(out, 0, sizeof *out);
 	for (int i = 0; ok && i < man->n_entries; i++)
 		for (int j = 0; ok && j < man->entries[i].n_dispatch; j++)
 			ok = select_dispatch(&s, &man->entries[i], &man->entries[i].dispatch[j], err, errlen);
-	ok = ok && compile_all(&s, spirv, spirv_size, err, errlen);
+	ok = ok && compile_all(&s, want, out, err, errlen);
 	for (int i = 0; s.pending && i < man->n_kernels; i++) {
 		free(s.pending[i].source);
+		free(s.pending[i].hip);
 		free(s.pending[i].name);
 	}
 	free(s.pending);
+	if (!ok)
+		cg_kernel_sections_free(out);
 	return ok;
 }

@@ -25,8 +25,10 @@ typedef struct {
 	const halo_manifest *manifest;
 	const void *weights;
 	uint64_t weights_size;
-	const void *spirv;
-	uint64_t spirv_size;
+	/* Each GPU target's kernel section (kernels/gpu_target.h), NULL and 0
+	 * where the bundle has none. */
+	const void *code[HALO_TARGET_COUNT];
+	uint64_t code_size[HALO_TARGET_COUNT];
 	int device;
 	bool validation;
 	/* Picks per choice for this device: a record's tile when the device has

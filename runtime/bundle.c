@@ -295,6 +295,15 @@ const void *halo_bundle_section(const halo_bundle *b, const char *name, size_t *
 	return NULL;
 }
 
+void halo_bundle_code_sizes(const halo_bundle *b, uint64_t size[HALO_TARGET_COUNT])
+{
+	for (int t = 0; t < HALO_TARGET_COUNT; t++) {
+		size_t n;
+		halo_bundle_section(b, halo_targets[t].section, &n);
+		size[t] = n;
+	}
+}
+
 size_t halo_bundle_section_count(const halo_bundle *b)
 {
 	return b->n;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/gpu_target.h"
+
 /* ---- On-disk layout, format version 1 (all integers little-endian) ---- */
 #define HALO_BUNDLE_MAGIC "HALOBNDL"
 #define HALO_BUNDLE_MAGIC_LEN 8
@@ -77,6 +79,9 @@ halo_bundle *halo_bundle_open_mem(const void *data, size_t size, const char *lab
 /* Pointer to the named section's bytes inside the mapping (valid until
  * halo_bundle_close), its size in *size; NULL (and *size = 0) if absent. */
 const void *halo_bundle_section(const halo_bundle *b, const char *name, size_t *size);
+/* The size of each GPU target's kernel section (kernels/gpu_target.h), 0
+ * where the bundle has none: what manifest_parse checks kernels against. */
+void halo_bundle_code_sizes(const halo_bundle *b, uint64_t size[HALO_TARGET_COUNT]);
 size_t halo_bundle_section_count(const halo_bundle *b);
 /* Name of section i (file order), or NULL when i is out of range. */
 const char *halo_bundle_section_name(const halo_bundle *b, size_t i);

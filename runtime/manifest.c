@@ -14,7 +14,8 @@ typedef struct {
 	char *err;
 	size_t errlen;
 	bool failed;
-	uint64_t weights_size, spirv_size;
+	uint64_t weights_size;
+	const uint64_t *code_size; /* [HALO_TARGET_COUNT] */
 	/* The block-quantized weight declarations, in offset order without
 	 * repeats (aliases), disjoint: check_weight_ref looks operands up here. */
 	const halo_buffer_decl **quant;
@@ -341,7 +342,7 @@ static bool parse_fused(mctx *c, json_object *o, const char *path, int n_operand
 	return parse_attrs(c, o, path, f->attr, &f->n_attr);
 }
 
-/* The dispatch's choice: -1 in a bundle without Vulkan kernels, else an
+/* The dispatch's choice: -1 in a bundle without GPU kernels, else an
  * index into choices whose candidates bind the dispatch's operands and the
  * step record. Format 1's per-dispatch kernel and grid are refused by name. */
 static bool parse_dispatch_choice(mctx *c, json_object *o, const char *path, const halo_manifest *m,
@@ -354,10 +355,10 @@ static bool parse_dispatch_choice(mctx *c, json_object *o, const char *path, con
 				    "name a 'choice': recompile the bundle", old_keys[i], HALO_MANIFEST_FORMAT);
 	int64_t choice;
 	d->choice = -1;
-	if (!m->has_vulkan)
+	if (!m->has_kernels)
 		return get_i64(c, o, path, "choice", -1, -1, &choice);
 	if (m->n_choices == 0)
-		return fail(c, path, "the bundle has Vulkan kernels but no choices");
+		return fail(c, path, "the bundle has GPU kernels but no choices");
 	if (!get_i64(c, o, path, "choice", 0, m->n_choices - 1, &choice))
 		return false;
 	d->choice = (int)choice;
@@ -488,21 +489,24 @@ static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_en
 	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path);
 }
 
-/* "targets": ["ref"] or ["ref", "vulkan"]. */
-static bool parse_targets(mctx *c, json_object *root, bool *has_vulkan)
+/* "targets": "ref", then GPU targets (kernels/gpu_target.h), each once. */
+static bool parse_targets(mctx *c, json_object *root, halo_manifest *m)
 {
 	size_t n;
-	json_object *t = get_array(c, root, "root", "targets", 2, &n);
+	json_object *t = get_array(c, root, "root", "targets", 1 + HALO_TARGET_COUNT, &n);
 	if (!t)
 		return false;
-	*has_vulkan = false;
 	for (size_t i = 0; i < n; i++) {
 		json_object *v = json_object_array_get_idx(t, i);
 		const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-		if (strcmp(s, "vulkan") == 0)
-			*has_vulkan = true;
-		else if (strcmp(s, "ref") != 0)
-			return fail(c, "targets", "unknown target '%s' (ref or vulkan)", s);
+		int g = halo_target_find(s);
+		if (strcmp(s, "ref") == 0)
+			continue;
+		if (g < 0 || strcmp(s, halo_targets[g].name) != 0)
+			return fail(c, "targets", "unknown target '%s' (ref, vulkan, hip-gfx1151 or cuda-sm90)", s);
+		if (m->has_target[g])
+			return fail(c, "targets", "target '%s' is listed twice", s);
+		m->has_target[g] = m->has_kernels = true;
 	}
 	return true;
 }
@@ -716,25 +720,52 @@ static bool parse_local(mctx *c, json_object *o, const char *path, uint32_t loca
 	return true;
 }
 
-static bool parse_kernel(mctx *c, json_object *o, size_t index, halo_kernel *k)
+/* "code": {section: [offset, size], ...}: the kernel's bytes in the
+ * section of each target the bundle lists, aligned for the target and
+ * inside its section. */
+static bool parse_code(mctx *c, json_object *o, const char *path, const halo_manifest *m, halo_kernel *k)
+{
+	json_object *code;
+	if (!json_object_object_get_ex(o, "code", &code) || !json_object_is_type(code, json_type_object))
+		return fail(c, path, "missing object 'code'");
+	json_object_object_foreach(code, sec, range)
+	{
+		int t = 0;
+		while (t < HALO_TARGET_COUNT && strcmp(sec, halo_targets[t].section) != 0)
+			t++;
+		if (t == HALO_TARGET_COUNT || !m->has_target[t])
+			return fail(c, path, "kernel '%s' has code in section '%.64s', which is no target of the bundle",
+				    k->name, sec);
+		bool pair = json_object_is_type(range, json_type_array) && json_object_array_length(range) == 2;
+		json_object *off = pair ? json_object_array_get_idx(range, 0) : NULL;
+		json_object *size = pair ? json_object_array_get_idx(range, 1) : NULL;
+		if (!json_object_is_type(off, json_type_int) || !json_object_is_type(size, json_type_int))
+			return fail(c, path, "code '%.64s' must be [offset, size]", sec);
+		int64_t at = json_object_get_int64(off), n = json_object_get_int64(size);
+		uint32_t align = halo_targets[t].code_align;
+		if (at < 0 || n < 1 || !range_fits((uint64_t)at, (uint64_t)n, c->code_size[t]) || at % align || n % align)
+			return fail(c, path, "kernel '%s' range [%lld, +%lld) is outside the %s section or unaligned",
+				    k->name, (long long)at, (long long)n, sec);
+		k->code[t].offset = (uint64_t)at;
+		k->code[t].size = (uint64_t)n;
+	}
+	return true;
+}
+
+static bool parse_kernel(mctx *c, json_object *o, size_t index, const halo_manifest *m, halo_kernel *k)
 {
 	char path[32];
 	snprintf(path, sizeof(path), "kernels[%zu]", index);
-	int64_t off, size, push, nb;
+	int64_t push, nb;
 	if (!(k->name = get_str(c, o, path, "name")) || !(k->signature = get_str(c, o, path, "signature")) ||
 	    !(k->key = get_str(c, o, path, "key")) || !(k->tile = get_str(c, o, path, "tile")) ||
-	    !parse_needs(c, o, path, &k->needs) || !get_i64(c, o, path, "spirv_offset", 0, INT64_MAX, &off) ||
-	    !get_i64(c, o, path, "spirv_size", 4, INT64_MAX, &size) || !get_i64(c, o, path, "push_size", 0, 128, &push) ||
-	    !get_i64(c, o, path, "bindings", 0, HALO_MAX_OPERANDS + 1, &nb))
+	    !parse_needs(c, o, path, &k->needs) || !get_i64(c, o, path, "push_size", 0, 128, &push) ||
+	    !get_i64(c, o, path, "bindings", 0, HALO_MAX_OPERANDS + 1, &nb) || !parse_code(c, o, path, m, k))
 		return false;
 	if (!k->key[0])
 		return fail(c, path, "kernel '%s' has an empty key", k->name);
 	if (!signature_consistent(k))
 		return fail(c, path, "signature '%.200s' is not key + \" tile=\" + tile", k->signature);
-	if (!range_fits((uint64_t)off, (uint64_t)size, c->spirv_size) || off % 4 || size % 4)
-		return fail(c, path, "kernel '%s' SPIR-V range is outside the spirv section or unaligned", k->name);
-	k->spirv_offset = (uint64_t)off;
-	k->spirv_size = (uint64_t)size;
 	k->push_size = (uint32_t)push;
 	k->n_bindings = (uint32_t)nb;
 	return parse_local(c, o, path, k->local) && parse_grid(c, o, path, k->groups);
@@ -768,7 +799,7 @@ static bool parse_choice(mctx *c, json_object *o, size_t index, const halo_manif
 		return false;
 	if (n == 0)
 		return fail(c, path, "a choice needs at least one kernel");
-	bool portable = false;
+	bool portable = false, on[HALO_TARGET_COUNT] = {false};
 	for (size_t j = 0; j < n; j++) {
 		json_object *e = json_object_array_get_idx(arr, j);
 		int64_t k = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
@@ -778,10 +809,16 @@ static bool parse_choice(mctx *c, json_object *o, size_t index, const halo_manif
 		ch->n = (int)j + 1;
 		if (!check_candidate(c, path, m, ch, (int)j))
 			return false;
-		portable |= m->kernels[k].needs == 0;
+		portable |= m->kernels[k].needs == 0 && m->kernels[k].code[HALO_TARGET_VULKAN].size;
+		for (int t = 0; t < HALO_TARGET_COUNT; t++)
+			on[t] |= m->kernels[k].code[t].size != 0;
 	}
-	if (!portable)
-		return fail(c, path, "every candidate of '%.200s' needs a device feature: one must run everywhere", ch->key);
+	if (m->has_target[HALO_TARGET_VULKAN] && !portable)
+		return fail(c, path, "every Vulkan candidate of '%.200s' needs a device feature: one must run everywhere",
+			    ch->key);
+	for (int t = 0; t < HALO_TARGET_COUNT; t++)
+		if (m->has_target[t] && !on[t])
+			return fail(c, path, "no candidate of '%.200s' has %s code", ch->key, halo_targets[t].name);
 	return true;
 }
 
@@ -842,10 +879,10 @@ static bool check_format(mctx *c, json_object *root)
 				goto out;                                                              \
 	} while (0)
 
-halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size, uint64_t spirv_size, char *err,
-			      size_t errlen)
+halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size,
+			      const uint64_t code_size[HALO_TARGET_COUNT], char *err, size_t errlen)
 {
-	mctx c = {.err = err, .errlen = errlen, .weights_size = weights_size, .spirv_size = spirv_size};
+	mctx c = {.err = err, .errlen = errlen, .weights_size = weights_size, .code_size = code_size};
 	json_tokener *tok = json_tokener_new();
 	json_object *root = tok ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
 	if (!root || json_tokener_get_error(tok) != json_tokener_success) {
@@ -868,7 +905,7 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 	    !get_i64(&c, root, "root", "state_bytes", 0, INT64_MAX, &sb))
 		goto out;
 	m->state_bytes = (uint64_t)sb;
-	if (!parse_targets(&c, root, &m->has_vulkan))
+	if (!parse_targets(&c, root, m))
 		goto out;
 	PARSE_LIST("weights", 1 << 20, n_weights, weights,
 		   parse_decl(&c, json_object_array_get_idx(a_, i), "weights[]", false, weights_size, &m->weights[i]));
@@ -877,7 +914,7 @@ halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_siz
 	if (!index_quant_weights(&c, m) || !plan_recurrent(&c, m) || !plan_slots(&c, m))
 		goto out;
 	PARSE_LIST("kernels", 1 << 16, n_kernels, kernels,
-		   parse_kernel(&c, json_object_array_get_idx(a_, i), i, &m->kernels[i]));
+		   parse_kernel(&c, json_object_array_get_idx(a_, i), i, m, &m->kernels[i]));
 	PARSE_LIST("choices", 1 << 16, n_choices, choices,
 		   parse_choice(&c, json_object_array_get_idx(a_, i), i, m, &m->choices[i]));
 	if (!check_choice_keys(&c, m))

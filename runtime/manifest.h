@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/dtype.h"
+#include "kernels/gpu_target.h"
 
 #define HALO_MAX_RANK 4
 #define HALO_MAX_OPERANDS 16
@@ -107,7 +108,12 @@ typedef struct {
 	char *key;
 	char *tile;      /* "" for a kernel without tile parameters */
 	uint32_t needs;  /* HALO_NEED_* bits (kernels/device_features.h) the device must have */
-	uint64_t spirv_offset, spirv_size; /* bytes into the "spirv" section */
+	/* Bytes into each target's section (kernels/gpu_target.h): the kernel's
+	 * SPIR-V module, code object or PTX; size 0 where the bundle has no
+	 * code of it for that target (a template without a twin there). */
+	struct {
+		uint64_t offset, size;
+	} code[HALO_TARGET_COUNT];
 	uint32_t push_size;
 	uint32_t n_bindings;
 	uint32_t local[3];
@@ -155,7 +161,10 @@ typedef struct {
 
 typedef struct {
 	char *model;
-	bool has_vulkan; /* "targets" lists vulkan: every dispatch names a choice */
+	/* "targets" lists a GPU target: every dispatch names a choice, and each
+	 * listed target has a kernel in every choice. */
+	bool has_kernels;
+	bool has_target[HALO_TARGET_COUNT];
 	int64_t vocab;
 	int64_t n_ctx;
 	int n_weights;
@@ -182,13 +191,14 @@ typedef struct {
 } halo_manifest;
 
 /* The manifest format this reader reads (docs/manifest.md). */
-#define HALO_MANIFEST_FORMAT 3
+#define HALO_MANIFEST_FORMAT 4
 
 /* Parses the manifest JSON (json, len bytes) and checks it against the sizes
- * of the bundle's weights and spirv sections. On failure returns NULL and
+ * of the bundle's weights section and of each target's kernel section
+ * (code_size[t], 0 when the bundle has none). On failure returns NULL and
  * writes a message naming the manifest field into err. */
 halo_manifest *manifest_parse(const char *json, size_t len, uint64_t weights_size,
-			      uint64_t spirv_size, char *err, size_t errlen);
+			      const uint64_t code_size[HALO_TARGET_COUNT], char *err, size_t errlen);
 void manifest_free(halo_manifest *m);
 /* Frees m's kernels and choices (their strings too) and empties both lists;
  * for a manifest built in memory whose other parts are borrowed (codegen). */

@@ -50,30 +50,26 @@ halo_model *halo_model_open(const char *path, const halo_open_options *opts, cha
 	m->bundle = halo_bundle_open(path, err, errlen);
 	if (!m->bundle)
 		goto fail;
-	uint64_t msize, wsize, ssize;
+	uint64_t msize, wsize;
 	const char *json = section(m, "manifest", &msize, err, errlen);
 	const void *weights = json ? section(m, "weights", &wsize, err, errlen) : NULL;
-	const void *spirv = weights ? section(m, "spirv", &ssize, err, errlen) : NULL;
-	if (!spirv)
+	if (!weights)
 		goto fail;
+	halo_backend_load load = {.weights = weights, .weights_size = wsize, .device = opts->device,
+				  .validation = opts->validation, .tuning = opts->tuning, .tune = opts->tune};
+	for (int t = 0; t < HALO_TARGET_COUNT; t++) { /* each is optional: the backend says what it needs */
+		size_t n;
+		load.code[t] = halo_bundle_section(m->bundle, halo_targets[t].section, &n);
+		load.code_size[t] = n;
+	}
 	char merr[512];
-	m->manifest = manifest_parse(json, msize, wsize, ssize, merr, sizeof(merr));
+	m->manifest = manifest_parse(json, msize, wsize, load.code_size, merr, sizeof(merr));
 	if (!m->manifest) {
 		snprintf(err, errlen, "%s: %s", path, merr);
 		goto fail;
 	}
 	m->ops = opts->backend == HALO_BACKEND_VULKAN ? &halo_vulkan_backend : &halo_ref_backend;
-	halo_backend_load load = {
-		.manifest = m->manifest,
-		.weights = weights,
-		.weights_size = wsize,
-		.spirv = spirv,
-		.spirv_size = ssize,
-		.device = opts->device,
-		.validation = opts->validation,
-		.tuning = opts->tuning,
-		.tune = opts->tune,
-	};
+	load.manifest = m->manifest;
 	m->backend = m->ops->create(&load, err, errlen);
 	if (!m->backend)
 		goto fail;

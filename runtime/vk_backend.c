@@ -137,9 +137,11 @@ static bool upload_weights(halo_backend *b, const uint8_t *weights, char *err, s
 	return true;
 }
 
+/* A candidate runs when the bundle has its SPIR-V and the device its
+ * features. */
 static bool device_runs(const halo_backend *b, const halo_kernel *k)
 {
-	return (k->needs & ~b->ctx->info.features) == 0;
+	return k->code[HALO_TARGET_VULKAN].size && (k->needs & ~b->ctx->info.features) == 0;
 }
 
 static const halo_kernel *candidate(const halo_backend *b, int choice, int pos)
@@ -253,8 +255,9 @@ static bool create_pipelines(halo_backend *b, const uint8_t *spirv, char *err, s
 	for (int i = 0; i < m->n_kernels; i++) {
 		const halo_kernel *k = &m->kernels[i];
 		vk_error e;
-		if (want[i] && !vk_pipeline_create(b->ctx, (const uint32_t *)(spirv + k->spirv_offset), k->spirv_size / 4,
-						   k->n_bindings, k->push_size, &b->pipelines[i], &e)) {
+		if (want[i] && !vk_pipeline_create(b->ctx, (const uint32_t *)(spirv + k->code[HALO_TARGET_VULKAN].offset),
+						   k->code[HALO_TARGET_VULKAN].size / 4, k->n_bindings, k->push_size,
+						   &b->pipelines[i], &e)) {
 			snprintf(err, errlen, "vulkan backend: kernel '%s': %s", k->signature, e.msg);
 			free(want);
 			return false;
@@ -289,9 +292,9 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 	}
 	b->manifest = load->manifest;
 	b->tune = load->tune;
-	if (!b->manifest->has_vulkan) {
+	if (!b->manifest->has_target[HALO_TARGET_VULKAN] || !load->code[HALO_TARGET_VULKAN]) {
 		snprintf(err, errlen, "vulkan backend: the bundle was compiled without Vulkan kernels (halo compile "
-				      "--targets ref); run it with --backend ref or recompile it");
+				      "--targets without vulkan); run it with --backend ref or recompile it");
 		free(b);
 		return NULL;
 	}
@@ -302,7 +305,7 @@ static halo_backend *vk_backend_create(const halo_backend_load *load, char *err,
 		goto fail;
 	}
 	if (!choose_kernels(b, load, err, errlen) || !plan_chunks(b, err, errlen) ||
-	    !upload_weights(b, load->weights, err, errlen) || !create_pipelines(b, load->spirv, err, errlen))
+	    !upload_weights(b, load->weights, err, errlen) || !create_pipelines(b, load->code[HALO_TARGET_VULKAN], err, errlen))
 		goto fail;
 	return b;
 fail:

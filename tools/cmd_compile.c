@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "kernels/gpu_target.h"
 #include "ir/read_model.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
@@ -12,7 +13,7 @@
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k] [--random-weights SEED] [--targets ref|ref,vulkan]\n"
+	      "                    [--quant q8_0|q4_k] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    -o OUT.halo\n"
 	      "\n"
@@ -34,7 +35,9 @@ static void compile_usage(FILE *out)
 	      "                         of 32 cannot be quantized: an error\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
-	      "  --targets LIST         backends to build for: ref,vulkan (default) or ref (no GPU\n"
+	      "  --targets LIST         backends to build for, any of ref,vulkan,hip,cuda with ref\n"
+	      "                         (default ref,vulkan): hip builds gfx1151 code objects, cuda\n"
+	      "                         sm_90 PTX, both from kernels/hip with clang-19; ref alone (no GPU\n"
 	      "                         kernels: ops without one yet still run on --backend ref)\n"
 	      "  -o, --output FILE      the bundle to write\n"
 	      "  --mtp                  compile the MTP draft head when the config declares one\n"
@@ -97,6 +100,32 @@ static int parse_args(int argc, char **argv, compile_args *a)
 	return rc;
 }
 
+/* "ref,vulkan,hip,cuda", any subset with ref (every bundle runs on the
+ * reference backend), each once. */
+static bool parse_targets(const char *list, cg_compile_options *o)
+{
+	bool ref = false;
+	o->targets = 0;
+	for (const char *s = list; *s;) {
+		size_t n = strcspn(s, ",");
+		char name[16];
+		if (n == 0 || n >= sizeof name)
+			return false;
+		memcpy(name, s, n);
+		name[n] = 0;
+		int t = halo_target_find(name);
+		if (strcmp(name, "ref") == 0 ? ref : t < 0 || (o->targets >> t & 1u))
+			return false;
+		if (t < 0)
+			ref = true;
+		else
+			o->targets |= 1u << t;
+		s += n + (s[n] == ',');
+	}
+	o->ref_only = o->targets == 0;
+	return ref;
+}
+
 static int check_args(const compile_args *a, cg_compile_options *o)
 {
 	if (!a->hf)
@@ -111,9 +140,9 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->no_tokenizer = a->no_tokenizer;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
-	o->ref_only = a->targets && strcmp(a->targets, "ref") == 0;
-	if (a->targets && !o->ref_only && strcmp(a->targets, "ref,vulkan") != 0)
-		return cli_usage_error("compile", "--targets is ref or ref,vulkan, not '%s'", a->targets);
+	if (a->targets && !parse_targets(a->targets, o))
+		return cli_usage_error("compile", "--targets is a list of ref, vulkan, hip and cuda that has ref, not '%s'",
+				       a->targets);
 	if (a->dtype && strcmp(a->dtype, "f16") == 0)
 		o->matrix_dtype = HALO_F16;
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)

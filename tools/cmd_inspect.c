@@ -153,11 +153,12 @@ static int inspect_bundle(const char *path)
 		fprintf(stderr, "halo inspect: %s\n", err);
 		return 1;
 	}
-	size_t jsize = 0, wsize = 0, ssize = 0;
+	size_t jsize = 0, wsize = 0;
 	const char *json = halo_bundle_section(b, "manifest", &jsize);
 	halo_bundle_section(b, "weights", &wsize);
-	halo_bundle_section(b, "spirv", &ssize);
-	halo_manifest *m = json ? manifest_parse(json, jsize, wsize, ssize, err, sizeof err) : NULL;
+	uint64_t code_size[HALO_TARGET_COUNT];
+	halo_bundle_code_sizes(b, code_size);
+	halo_manifest *m = json ? manifest_parse(json, jsize, wsize, code_size, err, sizeof err) : NULL;
 	if (!m) {
 		fprintf(stderr, "halo inspect: %s: %s\n", path, json ? err : "no manifest section");
 		halo_bundle_close(b);

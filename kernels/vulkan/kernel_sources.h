@@ -1,4 +1,5 @@
-/* The GLSL kernel templates of kernels/vulkan/, embedded at build time by
+/* The kernel templates of kernels/vulkan/ (GLSL) and kernels/hip/ (the HIP
+ * dialect), embedded at build time by
  * tools/embed_files.c (static storage, never freed). */
 #ifndef HALO_KERNEL_SOURCES_H
 #define HALO_KERNEL_SOURCES_H

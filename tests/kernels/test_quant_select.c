@@ -31,10 +31,10 @@ static halo_tensor_ref ref2(halo_space sp, halo_dtype t, halo_affine a, int64_t 
 static bool select_one(halo_dispatch d, int64_t t_max, char *err, size_t errlen, char *key, size_t keylen)
 {
 	halo_entry e = {.name = "step", .t_min = 1, .t_max = t_max, .n_dispatch = 1, .dispatch = &d};
-	halo_manifest m = {.model = "q", .has_vulkan = true, .n_entries = 1, .entries = &e};
-	uint8_t *spirv = NULL;
-	size_t size = 0;
-	bool ok = cg_select_kernels(&m, &spirv, &size, err, errlen);
+	halo_manifest m = {.model = "q", .has_kernels = true, .has_target = {[HALO_TARGET_VULKAN] = true},
+			   .n_entries = 1, .entries = &e};
+	cg_kernel_sections code;
+	bool ok = cg_select_kernels(&m, m.has_target, &code, err, errlen);
 	if (ok && m.n_kernels > 0)
 		snprintf(key, keylen, "%s", m.kernels[0].key);
 	for (int i = 0; i < m.n_kernels; i++) {
@@ -43,7 +43,8 @@ static bool select_one(halo_dispatch d, int64_t t_max, char *err, size_t errlen,
 	}
 	for (int i = 0; i < m.n_choices; i++)
 		free(m.choices[i].key);
-	free(m.kernels), free(m.choices), free(spirv);
+	free(m.kernels), free(m.choices);
+	cg_kernel_sections_free(&code);
 	return ok;
 }
 

@@ -1,4 +1,4 @@
-/* Kernel choices in the manifest (format 3, docs/manifest.md): a small
+/* Kernel choices in the manifest (format 4, docs/manifest.md): a small
  * manifest with a two-candidate choice and a one-candidate one parses with
  * every kernel's key, tile, needs and grid and every dispatch's choice; each
  * row of the table below breaks one rule and must be refused with a message
@@ -6,7 +6,9 @@
  * of range, a repeated candidate, candidates of another key or other
  * bindings or push size, a choice whose every candidate needs a device
  * feature, unknown feature names, a signature that is not key + tile, two
- * choices of one key, a dispatch whose operands its kernels do not bind. */
+ * choices of one key, a dispatch whose operands its kernels do not bind,
+ * kernel code outside its section, unaligned, or for a target the bundle
+ * does not list, and a listed target that a choice has no code for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +19,11 @@
 
 #define KERNEL(sig, key, tile, needs, bindings, push)                                                           \
 	"{\"name\":\"matvec\",\"signature\":\"" sig "\",\"key\":\"" key "\",\"tile\":\"" tile "\",\"needs\":[" needs \
-	"],\"spirv_offset\":0,\"spirv_size\":8,\"push_size\":" push ",\"bindings\":" bindings                     \
+	"],\"code\":{\"spirv\":[0,8]},\"push_size\":" push ",\"bindings\":" bindings                     \
 	",\"local\":[64,1,1],\"groups\":[[0,9,4],[1,0,1],[0,1,1]]}"
 
 static const char base[] =
-	"{\"format\":3,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
+	"{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
 	"\"weights\":[],\"states\":[],\"kernels\":["
 	KERNEL("k A tile=t0", "k A", "t0", "\"subgroup_shuffle\"", "3", "4") ","
 	KERNEL("k A tile=t1", "k A", "t1", "", "3", "4") ","
@@ -40,7 +42,8 @@ static const char base[] =
 	"{\"space\":\"act\",\"offset\":512,\"dtype\":\"f32\",\"shape\":[[1,0],[0,4]]}],"
 	"\"fused\":[],\"choice\":1,\"barrier\":true}]}]}";
 
-enum { SPIRV = 64 };
+/* The kernel sections' sizes: spirv 64 bytes, hsaco-gfx1151 32, no ptx. */
+static const uint64_t code_size[HALO_TARGET_COUNT] = {[HALO_TARGET_VULKAN] = 64, [HALO_TARGET_HIP_GFX1151] = 32};
 
 /* base with the first occurrence of `from` replaced by `to` (malloc'd). */
 static char *edit(const char *from, const char *to)
@@ -62,7 +65,7 @@ static char *edit(const char *from, const char *to)
 static void check_valid(void)
 {
 	char err[512];
-	halo_manifest *m = manifest_parse(base, strlen(base), 0, SPIRV, err, sizeof(err));
+	halo_manifest *m = manifest_parse(base, strlen(base), 0, code_size, err, sizeof(err));
 	CHECK(m != NULL, "the base manifest is refused: %s", err);
 	if (!m)
 		return;
@@ -84,8 +87,22 @@ typedef struct {
 } refusal;
 
 static const refusal refusals[] = {
-	{"format 1", "\"format\":3", "\"format\":1", "'format' is 1"},
-	{"format 2", "\"format\":3", "\"format\":2", "'format' is 2; this reader reads format 3"},
+	{"format 1", "\"format\":4", "\"format\":1", "'format' is 1"},
+	{"format 3", "\"format\":4", "\"format\":3", "'format' is 3; this reader reads format 4"},
+	{"code outside its section", "\"code\":{\"spirv\":[0,8]}", "\"code\":{\"spirv\":[60,8]}",
+	 "kernels[0]: kernel 'matvec' range [60, +8) is outside the spirv section or unaligned"},
+	{"unaligned SPIR-V", "\"code\":{\"spirv\":[0,8]}", "\"code\":{\"spirv\":[2,8]}", "or unaligned"},
+	{"code that is no pair", "\"code\":{\"spirv\":[0,8]}", "\"code\":{\"spirv\":[0]}",
+	 "code 'spirv' must be [offset, size]"},
+	{"no code object", "\"code\":{\"spirv\":[0,8]}", "\"code\":[]", "missing object 'code'"},
+	{"code for a target not listed", "\"code\":{\"spirv\":[0,8]}",
+	 "\"code\":{\"spirv\":[0,8],\"hsaco-gfx1151\":[0,5]}", "section 'hsaco-gfx1151', which is no target"},
+	{"a listed target without code", "\"targets\":[\"ref\",\"vulkan\"]",
+	 "\"targets\":[\"ref\",\"vulkan\",\"hip-gfx1151\"]", "no candidate of 'k A' has hip-gfx1151 code"},
+	{"an unknown target", "\"targets\":[\"ref\",\"vulkan\"]", "\"targets\":[\"ref\",\"metal\"]",
+	 "unknown target 'metal'"},
+	{"a target listed twice", "\"targets\":[\"ref\",\"vulkan\"]", "\"targets\":[\"ref\",\"vulkan\",\"vulkan\"]",
+	 "target 'vulkan' is listed twice"},
 	{"a dispatch naming a kernel", "\"choice\":0,", "\"kernel\":0,\"choice\":0,", "'kernel' is manifest format 1"},
 	{"a dispatch with a grid", "\"choice\":0,", "\"groups\":[],\"choice\":0,", "'groups' is manifest format 1"},
 	{"no choice", "\"choice\":0,", "", "missing key 'choice'"},
@@ -118,7 +135,7 @@ static void check_refusal(const refusal *r)
 {
 	char err[512];
 	char *json = edit(r->from, r->to);
-	halo_manifest *m = manifest_parse(json, strlen(json), 0, SPIRV, err, sizeof(err));
+	halo_manifest *m = manifest_parse(json, strlen(json), 0, code_size, err, sizeof(err));
 	CHECK(m == NULL, "%s: accepted", r->what);
 	manifest_free(m);
 	CHECK(m != NULL || strstr(err, r->message) != NULL, "%s: refused with '%s', want '%s'", r->what, err, r->message);
@@ -130,10 +147,13 @@ int main(void)
 	check_valid();
 	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
 		check_refusal(&refusals[i]);
-	/* A bundle without Vulkan kernels: every dispatch's choice is -1. */
+	/* A bundle without GPU kernels: every dispatch's choice is -1 (its
+	 * kernels' code would be refused first, so they have none here). */
 	char *ref = edit("\"targets\":[\"ref\",\"vulkan\"]", "\"targets\":[\"ref\"]");
+	for (char *at; (at = strstr(ref, "\"spirv\":[0,8]"));)
+		memset(at, ' ', strlen("\"spirv\":[0,8]"));
 	char err[512];
-	halo_manifest *m = manifest_parse(ref, strlen(ref), 0, SPIRV, err, sizeof(err));
+	halo_manifest *m = manifest_parse(ref, strlen(ref), 0, code_size, err, sizeof(err));
 	CHECK(m == NULL && strstr(err, "'choice' = 0 is outside [-1, -1]"), "a ref-only bundle with a choice: %s",
 	      m ? "accepted" : err);
 	manifest_free(m);

@@ -15,6 +15,8 @@
 #include "runtime/manifest.h"
 #include "tests/check.h"
 
+static const uint64_t no_code[HALO_TARGET_COUNT]; /* a bundle without kernel sections */
+
 #define MATMUL(w_offset, w_dtype, w_shape, out)                                                               \
 	"{\"node\":\"mm\",\"op\":9,\"attrs\":{},\"n_in\":2,\"n_extra\":0,\"n_out\":1,\"operands\":["           \
 	"{\"space\":\"act\",\"offset\":0,\"dtype\":\"f32\",\"shape\":[[1,0],[0,256]]},"                          \
@@ -24,7 +26,7 @@
 
 /* w8: q8_0 [4, 256] = 4 * 8 blocks of 34 bytes; w4: q4_k [4, 256] = 4 super-blocks of 144 bytes */
 static const char base[] =
-	"{\"format\":3,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
+	"{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
 	"\"weights\":[{\"name\":\"w8\",\"dtype\":\"q8_0\",\"shape\":[4,256],\"offset\":0,\"size\":1088},"
 	"{\"name\":\"w4\",\"dtype\":\"q4_k\",\"shape\":[4,256],\"offset\":1280,\"size\":576},"
 	"{\"name\":\"n\",\"dtype\":\"f32\",\"shape\":[256],\"offset\":2048,\"size\":1024}],"
@@ -96,7 +98,7 @@ static const refusal refusals[] = {
 int main(void)
 {
 	char err[512];
-	halo_manifest *m = manifest_parse(base, strlen(base), WEIGHTS, 0, err, sizeof err);
+	halo_manifest *m = manifest_parse(base, strlen(base), WEIGHTS, no_code, err, sizeof err);
 	CHECK(m != NULL, "the base manifest is refused: %s", err);
 	if (m) {
 		const halo_tensor_ref *w8 = &m->entries[0].dispatch[0].operand[1], *w4 = &m->entries[0].dispatch[1].operand[1];
@@ -115,7 +117,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
 		const refusal *r = &refusals[i];
 		char *json = edit(r->from, r->to);
-		m = manifest_parse(json, strlen(json), WEIGHTS, 0, err, sizeof err);
+		m = manifest_parse(json, strlen(json), WEIGHTS, no_code, err, sizeof err);
 		CHECK(m == NULL, "%s: accepted", r->what);
 		CHECK(m != NULL || strstr(err, r->message) != NULL, "%s: refused with '%s', want '%s'", r->what, err,
 		      r->message);

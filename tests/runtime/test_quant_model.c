@@ -99,12 +99,13 @@ static opened open_bundle(const char *path)
 {
 	char err[1024];
 	opened o = {.b = halo_bundle_open(path, err, sizeof err)};
-	size_t js = 0, ws = 0, ss = 0;
+	size_t js = 0, ws = 0;
 	const char *json = o.b ? halo_bundle_section(o.b, "manifest", &js) : NULL;
 	o.weights = o.b ? halo_bundle_section(o.b, "weights", &ws) : NULL;
+	uint64_t code_size[HALO_TARGET_COUNT] = {0};
 	if (o.b)
-		halo_bundle_section(o.b, "spirv", &ss);
-	o.m = json ? manifest_parse(json, js, ws, ss, err, sizeof err) : NULL;
+		halo_bundle_code_sizes(o.b, code_size);
+	o.m = json ? manifest_parse(json, js, ws, code_size, err, sizeof err) : NULL;
 	if (!o.m) {
 		fprintf(stderr, "FAIL: open %s: %s\n", path, err);
 		exit(1);

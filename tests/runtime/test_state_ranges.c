@@ -11,7 +11,9 @@
 #include "runtime/manifest.h"
 #include "tests/check.h"
 
-#define HEAD "{\"format\":3,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
+static const uint64_t no_code[HALO_TARGET_COUNT]; /* a bundle without kernel sections */
+
+#define HEAD "{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
 	     "\"weights\":[],\"kernels\":[],\"choices\":[],\"entries\":[],\"states\":["
 #define SLOTS(name, of, shape, offset, size)                                                              \
 	"{\"name\":\"" name "\",\"kind\":\"slots\",\"slots_of\":\"" of "\",\"dtype\":\"f32\",\"shape\":" shape \
@@ -23,7 +25,7 @@
 static halo_manifest *parse(const char *json)
 {
 	char err[512];
-	halo_manifest *m = manifest_parse(json, strlen(json), 0, 0, err, sizeof(err));
+	halo_manifest *m = manifest_parse(json, strlen(json), 0, no_code, err, sizeof(err));
 	CHECK(m != NULL, "%s", err);
 	return m;
 }
@@ -101,7 +103,7 @@ static void check_slots(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char err[512] = "";
 		snprintf(json, sizeof json, "%s%s,%s,%s]}", HEAD, conv, STATE("k", "kv", 1024, 32), bad[i].slots);
-		halo_manifest *b = manifest_parse(json, strlen(json), 0, 0, err, sizeof(err));
+		halo_manifest *b = manifest_parse(json, strlen(json), 0, no_code, err, sizeof(err));
 		CHECK(!b && strstr(err, bad[i].want), "%s: %s (want '%s')", bad[i].what, b ? "accepted" : err,
 		      bad[i].want);
 		manifest_free(b);

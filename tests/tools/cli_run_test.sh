@@ -68,7 +68,14 @@ run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 2
 [ "$(run_sampled 5)" != "$(run_sampled 6)" ] || fail "seeds 5 and 6 gave the same 24 sampled tokens"
 
 # A bundle for the reference backend only: runs there, refused by Vulkan.
-expect 2 "--targets is ref or ref,vulkan" compile --hf "$fix" --targets gpu -o "$work/r.halo"
+expect 2 "--targets is a list of ref, vulkan, hip and cuda that has ref" compile --hf "$fix" --targets gpu -o "$work/r.halo"
+expect 2 "not 'vulkan'" compile --hf "$fix" --targets vulkan -o "$work/r.halo"
+expect 2 "not 'ref,hip,hip'" compile --hf "$fix" --targets ref,hip,hip -o "$work/r.halo"
+# Kernels the HIP dialect has no twin of yet: refused naming the template, nothing written.
+if command -v clang-19 >/dev/null; then
+	expect 1 "has no twin under kernels/hip yet" compile --hf "$fix" --targets ref,vulkan,hip -o "$work/h.halo"
+	[ ! -e "$work/h.halo" ] || fail "a refused --targets hip compile left a bundle"
+fi
 expect 0 "wrote" compile --hf "$fix" --targets ref -o "$work/r.halo"
 [ "$("$halo" run "$work/r.halo" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" = \
   "$("$halo" run "$bundle" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" ] ||

@@ -1,0 +1,71 @@
+/* HIP-dialect source for a kernel plan (emit_hip.h). */
+#include "codegen/emit_hip.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/emit_kernel.h"
+
+/* A kernels/hip file's text above its `// @struct` line goes to file
+ * scope (shared memory), the rest into the kernel's struct; a file without
+ * the line is all members. */
+#define STRUCT_MARK "// @struct\n"
+
+static void split(const char *text, strbuf *file_scope, strbuf *members)
+{
+	const char *at = strstr(text, STRUCT_MARK);
+	if (!at) {
+		sb_printf(members, "%s", text);
+		return;
+	}
+	sb_printf(file_scope, "%.*s", (int)(at - text), text);
+	sb_printf(members, "%s", at + strlen(STRUCT_MARK));
+}
+
+char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, char *err, size_t errlen)
+{
+	const kernel_source *compat = kv_source_file("halo_hip.h"), *prelude = kv_source_file("prelude.hip");
+	const kernel_source *tmpl = kv_source_of(p->template, ".hip");
+	const kernel_source *cols = p->cols ? kv_source_file("matvec_cols.hip") : NULL;
+	const kernel_source *lib = p->library ? kv_source_of(p->library, ".hip") : NULL;
+	const kernel_source *quant = p->quant ? kv_source_of(p->quant, ".hip") : NULL;
+	const struct {
+		bool wanted;
+		const kernel_source *found;
+		const char *name, *suffix;
+	} files[] = {{true, compat, "halo_hip.h", ""},
+		     {true, prelude, "prelude.hip", ""},
+		     {true, tmpl, p->template, ".hip"},
+		     {p->cols != 0, cols, "matvec_cols.hip", ""},
+		     {p->library != NULL, lib, p->library, ".hip"},
+		     {p->quant != NULL, quant, p->quant, ".hip"}};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		if (files[i].wanted && !files[i].found) {
+			snprintf(err, errlen, "kernel template '%s' has no HIP twin (kernels/hip/%s%s)", p->template,
+				 files[i].name, files[i].suffix);
+			return NULL;
+		}
+	strbuf defs = {0}, scope = {0}, members = {0}, tail = {0}, src = {0};
+	kv_emit_consts(&defs, &kv_dialect_hip, p);
+	if (cols)
+		kv_emit_matvec_paths(&defs, &tail, p, cols->text);
+	split(prelude->text, &scope, &members);
+	kv_emit_fused(&members, &kv_dialect_hip, d, p);
+	const kernel_source *rest[] = {quant, lib, tmpl}; /* the GLSL emitter's order */
+	for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+		if (rest[i])
+			split(rest[i]->text, &scope, &members);
+	sb_printf(&src, "// halo kernel: %s\n#pragma clang force_cuda_host_device begin\n%s\n%s%s\n", signature,
+		  compat->text, defs.s ? defs.s : "", scope.s ? scope.s : "");
+	sb_printf(&src, "struct halo_kernel {\nhalo_args args;\n%s\n%s};\n", members.s ? members.s : "",
+		  tail.s ? tail.s : "");
+	sb_printf(&src, "#pragma clang force_cuda_host_device end\n\n"
+			"HALO_GLOBAL void HALO_LAUNCH_BOUNDS(LS_X * LS_Y) halo_main(halo_args a)\n"
+			"{\n\thalo_kernel k{a};\n\tk.main();\n}\n");
+	free(defs.s);
+	free(scope.s);
+	free(members.s);
+	free(tail.s);
+	return sb_take(&src);
+}

@@ -1,0 +1,161 @@
+// The HIP dialect's compatibility layer: what the kernel templates under
+// kernels/hip/ may use, for both compilers of that dialect (README.md):
+//   clang-19 -x hip  --offload-arch=gfx1151 (AMDGPU, wave32)   __AMDGCN__
+//   clang-19 -x cuda --cuda-gpu-arch=sm_90  (NVPTX, warp 32)    __NVPTX__
+// Neither ROCm's nor CUDA's headers are used (-nogpuinc / -nocudainc): the
+// builtins below are the compilers' own, so a bundle builds anywhere
+// clang-19 is installed. No device library is linked either, so math is
+// spelled with hardware instructions here; a call to a libm function would
+// stay undefined and the compile tests refuse it.
+//
+// The names follow GLSL (vec4, uint, barrier(), gl_WorkGroupID, exp ...) so a
+// template reads like its kernels/vulkan twin and computes the same thing in
+// the same order. Everything is device code: codegen/emit_hip.c opens
+// `#pragma clang force_cuda_host_device begin` before this file.
+
+#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+#error "kernels/hip: compile for amdgcn (gfx1151) or nvptx (sm_90) only"
+#endif
+
+typedef unsigned int uint;
+typedef unsigned long long uint64;
+typedef float vec2 __attribute__((ext_vector_type(2)));
+typedef float vec4 __attribute__((ext_vector_type(4)));
+typedef uint uvec2 __attribute__((ext_vector_type(2)));
+typedef uint uvec3 __attribute__((ext_vector_type(3)));
+typedef uint uvec4 __attribute__((ext_vector_type(4)));
+typedef int ivec4 __attribute__((ext_vector_type(4)));
+
+#define HALO_SHARED __attribute__((shared))
+#define HALO_CONSTANT __attribute__((constant))
+#define HALO_GLOBAL extern "C" __attribute__((global))
+
+// The kernel ABI (README.md): binding i of the Vulkan twin is b[i]; T is the
+// step's token count (Vulkan's push constant).
+#define HALO_MAX_BINDINGS 24
+struct halo_args {
+	void *b[HALO_MAX_BINDINGS];
+	uint T;
+};
+
+// ---- work-item ids --------------------------------------------------------
+#if defined(__AMDGCN__)
+static inline uint halo_lid(int a)
+{
+	return a == 0 ? __builtin_amdgcn_workitem_id_x() : a == 1 ? __builtin_amdgcn_workitem_id_y()
+	                                                          : __builtin_amdgcn_workitem_id_z();
+}
+static inline uint halo_gid(int a)
+{
+	return a == 0 ? __builtin_amdgcn_workgroup_id_x() : a == 1 ? __builtin_amdgcn_workgroup_id_y()
+	                                                           : __builtin_amdgcn_workgroup_id_z();
+}
+// Code object v5: the grid's workgroup counts are the implicit kernarg's
+// first three u32.
+static inline uint halo_ngroups(int a)
+{
+	return ((const __attribute__((address_space(4))) uint *)__builtin_amdgcn_implicitarg_ptr())[a];
+}
+#else
+static inline uint halo_lid(int a)
+{
+	return a == 0 ? __nvvm_read_ptx_sreg_tid_x() : a == 1 ? __nvvm_read_ptx_sreg_tid_y() : __nvvm_read_ptx_sreg_tid_z();
+}
+static inline uint halo_gid(int a)
+{
+	return a == 0 ? __nvvm_read_ptx_sreg_ctaid_x() : a == 1 ? __nvvm_read_ptx_sreg_ctaid_y()
+	                                                        : __nvvm_read_ptx_sreg_ctaid_z();
+}
+static inline uint halo_ngroups(int a)
+{
+	return a == 0 ? __nvvm_read_ptx_sreg_nctaid_x() : a == 1 ? __nvvm_read_ptx_sreg_nctaid_y()
+	                                                         : __nvvm_read_ptx_sreg_nctaid_z();
+}
+#endif
+
+#define gl_LocalInvocationID (uvec3{halo_lid(0), halo_lid(1), halo_lid(2)})
+#define gl_WorkGroupID (uvec3{halo_gid(0), halo_gid(1), halo_gid(2)})
+#define gl_NumWorkGroups (uvec3{halo_ngroups(0), halo_ngroups(1), halo_ngroups(2)})
+#define gl_GlobalInvocationID                                                                              \
+	(uvec3{halo_gid(0) * LS_X + halo_lid(0), halo_gid(1) * LS_Y + halo_lid(1), halo_gid(2) + halo_lid(2)})
+
+// ---- barriers and the subgroup (32 lanes on both targets) ----------------
+#define gl_SubgroupSize 32u
+#define gl_SubgroupInvocationID (halo_lid(0) & 31u)
+#define gl_SubgroupID (halo_lid(0) >> 5)
+
+#if defined(__AMDGCN__)
+// GLSL's barrier(): every invocation's shared-memory writes before it are
+// visible to the workgroup after it (HIP's __syncthreads).
+static inline void barrier()
+{
+	__builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+	__builtin_amdgcn_s_barrier();
+	__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+// A wave runs in lockstep: ordering its shared-memory accesses is enough.
+static inline void subgroupBarrier() { __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "wavefront"); }
+static inline float subgroupShuffleXor(float v, uint mask)
+{
+	int lane = (int)__builtin_amdgcn_mbcnt_lo(~0u, 0u);
+	return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ (int)mask) << 2, __builtin_bit_cast(int, v)));
+}
+#else
+static inline void barrier() { __syncthreads(); }
+static inline void subgroupBarrier() { __nvvm_bar_warp_sync(0xffffffffu); }
+static inline float subgroupShuffleXor(float v, uint mask) { return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, (int)mask, 31); }
+#endif
+
+// ---- bits and halves ------------------------------------------------------
+static inline float uintBitsToFloat(uint u) { return __builtin_bit_cast(float, u); }
+static inline uint floatBitsToUint(float f) { return __builtin_bit_cast(uint, f); }
+static inline vec2 unpackHalf2x16(uint u)
+{
+	return vec2{(float)__builtin_bit_cast(_Float16, (unsigned short)(u & 0xffffu)),
+	            (float)__builtin_bit_cast(_Float16, (unsigned short)(u >> 16))};
+}
+// Round to nearest even, as GLSL's packHalf2x16 on every driver we run.
+static inline uint packHalf2x16(vec2 v)
+{
+	return (uint)__builtin_bit_cast(unsigned short, (_Float16)v.x) |
+	       (uint)__builtin_bit_cast(unsigned short, (_Float16)v.y) << 16;
+}
+static inline vec4 unpack8(uint u) /* the four signed bytes of u, low first */
+{
+	return vec4{(float)(signed char)(u & 0xffu), (float)(signed char)(u >> 8 & 0xffu),
+	            (float)(signed char)(u >> 16 & 0xffu), (float)(signed char)(u >> 24)};
+}
+
+// ---- math: the GLSL built-ins the templates call ------------------------
+// exp and log go through the hardware's base-2 instructions, as Vulkan
+// drivers compile GLSL's exp/log (within a few ulp; the oracle tests' stated
+// tolerances cover it). sqrt is correctly rounded on both targets.
+#if defined(__AMDGCN__)
+static inline float halo_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
+static inline float halo_log2(float x) { return __builtin_amdgcn_logf(x); }
+#else
+static inline float halo_exp2(float x) { return __nvvm_ex2_approx_f(x); }
+static inline float halo_log2(float x) { return __nvvm_lg2_approx_f(x); }
+#endif
+static inline float exp(float x) { return halo_exp2(x * 1.44269504088896341f); }
+static inline float log(float x) { return halo_log2(x) * 0.693147180559945309f; }
+static inline float sqrt(float x) { return __builtin_sqrtf(x); }
+static inline float inversesqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
+static inline float abs(float x) { return __builtin_fabsf(x); }
+static inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
+static inline float min(float a, float b) { return __builtin_fminf(a, b); }
+static inline uint max(uint a, uint b) { return a > b ? a : b; }
+static inline uint min(uint a, uint b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline float clamp(float x, float lo, float hi) { return min(max(x, lo), hi); }
+static inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+static inline float dot(vec4 a, vec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+static inline float dot(vec2 a, vec2 b) { return a.x * b.x + a.y * b.y; }
+
+// The entry point's workgroup size bound (LS_X * LS_Y, the plan's).
+#if defined(__AMDGCN__)
+#define HALO_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#else
+#define HALO_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
+#endif
