@@ -22,13 +22,14 @@ static void shape_str(const int64_t *shape, int rank, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, "]");
 }
 
-static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int rank, float *dst, char *err,
-		      size_t errlen)
+/* Tensor `name`, when it exists with the shape the model file expects. */
+static const halo_st_tensor *find_shaped(void *ctx, const char *name, const int64_t *shape, int rank, char *err,
+					 size_t errlen)
 {
 	const halo_st_tensor *t = halo_st_find(ctx, name);
 	if (!t) {
 		snprintf(err, errlen, "checkpoint has no tensor '%s'", name);
-		return false;
+		return NULL;
 	}
 	bool same = t->rank == rank;
 	for (int i = 0; same && i < rank; i++)
@@ -39,9 +40,28 @@ static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int ran
 		shape_str(t->shape, t->rank, have, sizeof(have));
 		snprintf(err, errlen, "%s: tensor '%s' has shape %s, the model file expects %s", t->file, name, have,
 			 want);
-		return false;
+		return NULL;
 	}
-	return halo_st_read_f32(ctx, name, dst, t->numel, err, errlen) == 0;
+	return t;
+}
+
+static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int rank, float *dst, char *err,
+		      size_t errlen)
+{
+	const halo_st_tensor *t = find_shaped(ctx, name, shape, rank, err, errlen);
+	return t && halo_st_read_f32(ctx, name, dst, t->numel, err, errlen) == 0;
+}
+
+static bool ckpt_is_f8(void *ctx, const char *name)
+{
+	return halo_st_is_f8_blocks(ctx, name);
+}
+
+static bool ckpt_read_f8(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
+			 float *scales, char *err, size_t errlen)
+{
+	return find_shaped(ctx, name, shape, rank, err, errlen) &&
+	       halo_st_read_f8_blocks(ctx, name, values, scales, err, errlen) == 0;
 }
 
 void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
@@ -49,5 +69,7 @@ void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
 	src->read = ckpt_read;
 	src->exists = ckpt_exists;
 	src->rows = ckpt_rows;
+	src->is_f8 = ckpt_is_f8;
+	src->read_f8 = ckpt_read_f8;
 	src->ctx = st;
 }

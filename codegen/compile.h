@@ -14,9 +14,9 @@ typedef struct {
 	const char *hf_dir;       /* holds config.json and, unless random, *.safetensors */
 	const char *out_path;     /* bundle to write (temp file + rename) */
 	halo_dtype matrix_dtype;  /* f32 or f16 for rank >= 2 weights */
-	/* q8_0 or q4_k: linear-layer weights in that block format (halo compile
-	 * --quant; docs/quantization.md); any other value (HALO_F32, the
-	 * zero value): none. */
+	/* q8_0, q4_k or f8e4m3_b128: linear-layer weights in that block format
+	 * (halo compile --quant; docs/quantization.md); any other value
+	 * (HALO_F32, the zero value): none. */
 	halo_dtype quant;
 	/* Keep every norm weight out of the matrices (set by quant anyway;
 	 * passes/fuse_norm_matmul.c): the stored matrices are the checkpoint's
@@ -65,8 +65,9 @@ typedef struct {
 	/* Bytes of the weights section per stored dtype (alignment padding
 	 * not counted), indexed by halo_dtype. */
 	uint64_t dtype_bytes[HALO_DTYPE_COUNT];
-	/* Weights --quant q4_k stored q8_0 (K not a multiple of 256): how many,
-	 * and their names and shapes (truncated to fit). */
+	/* Weights --quant q4_k or f8e4m3 stored q8_0 (K not a multiple of the
+	 * format's block): how many, and their names and shapes (truncated to
+	 * fit). */
 	int quant_fallbacks;
 	char fallback[512];
 	/* Checkpoint tensors the graph does not read (a vision tower's, an MTP

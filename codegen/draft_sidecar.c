@@ -107,10 +107,27 @@ static bool split_read(void *ctx, const char *name, const int64_t *shape, int ra
 	return one.read(one.ctx, name, shape, rank, dst, err, errlen);
 }
 
+static bool split_is_f8(void *ctx, const char *name)
+{
+	cg_weight_source one;
+	cg_checkpoint_source(route(ctx, name), &one);
+	return one.is_f8(one.ctx, name);
+}
+
+static bool split_read_f8(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
+			  float *scales, char *err, size_t errlen)
+{
+	cg_weight_source one;
+	cg_checkpoint_source(route(ctx, name), &one);
+	return one.read_f8(one.ctx, name, shape, rank, values, scales, err, errlen);
+}
+
 void cg_split_checkpoint_source(cg_split_checkpoint *split, cg_weight_source *src)
 {
 	src->read = split_read;
 	src->exists = split_exists;
 	src->rows = split_rows;
+	src->is_f8 = split_is_f8;
+	src->read_f8 = split_read_f8;
 	src->ctx = split;
 }

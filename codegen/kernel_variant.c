@@ -311,6 +311,7 @@ static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 	def_int(b, "WTYPE_F16", 0);
 	def_int(b, "WQUANT", 1);
 	def_int(b, "WQ4K", t == HALO_Q4_K ? 1 : 0);
+	def_int(b, "WQF8", t == HALO_F8E4M3_B128 ? 1 : 0);
 	def_uint(b, "WQ_ROWS", rows);
 	def_uint(b, "WQ_LEN", len);
 	b->p->quant = "quant_weights";
@@ -360,7 +361,7 @@ static int64_t mm_rows_max(const kv_desc *d)
 /* Quantized weights: weights per 32-bit word (0 for f32 and f16). */
 static uint32_t q_per_word(const kv_desc *d)
 {
-	return d->wtype == HALO_Q8_0 ? 4 : d->wtype == HALO_Q4_K ? 8 : 0;
+	return d->wtype == HALO_Q8_0 || d->wtype == HALO_F8E4M3_B128 ? 4 : d->wtype == HALO_Q4_K ? 8 : 0;
 }
 
 /* A lane's loads of row k: 8 weights (16 bytes of f16) with K % 8 == 0,
@@ -396,8 +397,9 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
 	if (!q_per_word(d) && t.qw)
 		return "qw applies to quantized weights only";
-	/* A quantized chunk in registers: its qw words and its scales (q8_0:
-	 * one f32; q4_k: 4 words); at most 64 such registers per lane. */
+	/* A quantized chunk in registers: its qw words and its scales (q8_0,
+	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
+	 * lane. */
 	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 ||
 			      nc_max * t.unroll * (t.qw + (d->wtype == HALO_Q4_K ? 4 : 1)) > 64))
 		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 at the"
@@ -443,7 +445,9 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * T = 8; 16-byte loads were up to 1.10x faster at T = 1 but 1.5-2.1x slower
  * at T = 8, which verification runs. q4_k is not measured yet: the space
  * (matvec_space_q) holds the growing, 16-byte and 8-byte forms and the
- * neighbours. */
+ * neighbours. f8e4m3_b128 takes q8_0's choice: the same byte per weight and
+ * one scale per block (not measured either; its decode is a few more
+ * integer operations per word). */
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);

@@ -7,19 +7,20 @@
 
 /* What --quant does to each class (docs/quantization.md says why): KEEP
  * stores the weight in --dtype, FORMAT in the requested format, Q8 in q8_0
- * whatever the format (at least 8 bits). Columns: q8_0, q4_k. */
+ * whatever the format (at least 8 bits), by the requested format. */
 typedef enum { KEEP, FORMAT, Q8 } quant_rule;
 
 static const struct {
 	const char *name;
-	quant_rule q8_0, q4_k;
+	quant_rule rule[HALO_DTYPE_COUNT];
 } policy[CG_WCLASS_COUNT] = {
-	[CG_WCLASS_OTHER] = {"other", KEEP, KEEP},
-	[CG_WCLASS_LINEAR] = {"linear", FORMAT, FORMAT},
-	[CG_WCLASS_EXPERT] = {"expert", FORMAT, FORMAT},
-	[CG_WCLASS_HEAD] = {"head", FORMAT, Q8},
-	[CG_WCLASS_ROUTER] = {"router", KEEP, KEEP},
-	[CG_WCLASS_GATE] = {"gate", KEEP, KEEP},
+	[CG_WCLASS_OTHER] = {"other", {0}},
+	[CG_WCLASS_LINEAR] = {"linear", {[HALO_Q8_0] = FORMAT, [HALO_Q4_K] = FORMAT, [HALO_F8E4M3_B128] = FORMAT}},
+	[CG_WCLASS_EXPERT] = {"expert", {[HALO_Q8_0] = FORMAT, [HALO_Q4_K] = FORMAT, [HALO_F8E4M3_B128] = FORMAT}},
+	/* fp8 is 8 bits already: the head too */
+	[CG_WCLASS_HEAD] = {"head", {[HALO_Q8_0] = FORMAT, [HALO_Q4_K] = Q8, [HALO_F8E4M3_B128] = FORMAT}},
+	[CG_WCLASS_ROUTER] = {"router", {0}},
+	[CG_WCLASS_GATE] = {"gate", {0}},
 };
 
 const char *cg_weight_class_name(cg_weight_class c)
@@ -153,12 +154,13 @@ bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo
 	*fallback = false;
 	if (!halo_dtype_is_quant(quant) || (unsigned)c >= CG_WCLASS_COUNT || s->rank < 1)
 		return true;
-	quant_rule r = quant == HALO_Q4_K ? policy[c].q4_k : policy[c].q8_0;
+	quant_rule r = policy[c].rule[quant];
 	if (r == KEEP)
 		return true;
 	halo_dtype t = r == Q8 ? HALO_Q8_0 : quant;
 	int64_t k = s->dim[s->rank - 1].c;
-	if (t == HALO_Q4_K && k % (int64_t)halo_dtype_block(HALO_Q4_K) != 0) {
+	/* a format whose block does not divide K falls back to q8_0's 32 */
+	if (t != HALO_Q8_0 && k % (int64_t)halo_dtype_block(t) != 0) {
 		t = HALO_Q8_0;
 		*fallback = true;
 	}

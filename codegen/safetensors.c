@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "codegen/parallel.h"
+#include "runtime/ref/quant.h"
 
 /* Real headers are a few MB at most; this bounds what a bad length can make us parse. */
 #define MAX_HEADER_BYTES (100u << 20)
@@ -478,18 +479,6 @@ static float half_to_f32(uint16_t h)
 	return bits_f32(sign | (e + 112) << 23 | m << 13);
 }
 
-/* E4M3 "fn": bias 7, no infinities, S.1111.111 is NaN. */
-static float e4m3_to_f32(uint8_t b)
-{
-	float sign = (b & 0x80) ? -1.0f : 1.0f;
-	int e = (b >> 3) & 15, m = b & 7;
-	if (e == 15 && m == 7)
-		return NAN;
-	if (e == 0)
-		return sign * ldexpf((float)m, -9);
-	return sign * ldexpf((float)(8 + m), e - 10);
-}
-
 static uint16_t f32_to_half(float f)
 {
 	uint32_t u;
@@ -530,7 +519,7 @@ static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float
 			dst[i] = bits_f32((uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16);
 			break;
 		case HALO_F8E4M3:
-			dst[i] = e4m3_to_f32(p[i]);
+			dst[i] = halo_f8e4m3_to_f32(p[i]); /* the format's own decoder: kept bytes match */
 			break;
 		case HALO_I32: {
 			int32_t v;
@@ -648,6 +637,52 @@ int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out
 	int rc = open_source(st, name, n, &src, err, errlen);
 	if (rc == 0)
 		cg_parallel_for(n, ST_GRAIN, produce_f16, &(produce_job){.src = &src, .f16 = out});
+	free(src.scale);
+	return rc;
+}
+
+bool halo_st_is_f8_blocks(const halo_safetensors *st, const char *name)
+{
+	char sname[1024];
+	const halo_st_tensor *t = halo_st_find(st, name);
+	snprintf(sname, sizeof sname, "%s%s", name, HALO_ST_SCALE_SUFFIX);
+	return t && t->dtype == HALO_F8E4M3 && halo_st_find(st, sname);
+}
+
+/* The codes of t, checked: NaN (S.1111.111) has no place in a weight. */
+static int copy_codes(const halo_st_tensor *t, uint8_t *values, char *err, size_t errlen)
+{
+	for (uint64_t i = 0; i < t->numel; i++)
+		if ((t->data[i] & 0x7f) == 0x7f)
+			return failf(err, errlen, "%s: tensor '%s': element %llu is the fp8 NaN code 0x%02x; a weight kept "
+			             "as fp8 must be finite", t->file, t->name, (unsigned long long)i, t->data[i]);
+	memcpy(values, t->data, t->numel);
+	return 0;
+}
+
+int halo_st_read_f8_blocks(const halo_safetensors *st, const char *name, uint8_t *values, float *scales, char *err,
+                           size_t errlen)
+{
+	const halo_st_tensor *t = halo_st_find(st, name);
+	if (!t || !halo_st_is_f8_blocks(st, name))
+		return failf(err, errlen, "tensor '%s' is not an F8_E4M3 tensor with a '%s' block scale", name,
+		             HALO_ST_SCALE_SUFFIX);
+	source src;
+	int rc = open_source(st, name, t->numel, &src, err, errlen);
+	uint64_t blocks = src.cols / HALO_ST_SCALE_BLOCK, rows = src.cols ? t->numel / src.cols : 0;
+	if (rc == 0 && src.cols % HALO_ST_SCALE_BLOCK)
+		rc = failf(err, errlen, "%s: tensor '%s': its %llu columns are not whole %d-column blocks", t->file, name,
+		           (unsigned long long)src.cols, HALO_ST_SCALE_BLOCK);
+	for (uint64_t i = 0; rc == 0 && i < (rows + HALO_ST_SCALE_BLOCK - 1) / HALO_ST_SCALE_BLOCK * src.scale_cols; i++)
+		if (!isfinite(src.scale[i]))
+			rc = failf(err, errlen, "%s: tensor '%s%s': scale %llu is %g, not finite", t->file, name,
+			           HALO_ST_SCALE_SUFFIX, (unsigned long long)i, (double)src.scale[i]);
+	if (rc == 0)
+		rc = copy_codes(t, values, err, errlen);
+	/* block (r / 128, b)'s scale for each row r: the product with a code is
+	 * the one produce() forms */
+	for (uint64_t r = 0; rc == 0 && r < rows; r++)
+		memcpy(scales + r * blocks, src.scale + r / HALO_ST_SCALE_BLOCK * src.scale_cols, blocks * sizeof(float));
 	free(src.scale);
 	return rc;
 }

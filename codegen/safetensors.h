@@ -11,6 +11,7 @@
 #ifndef HALO_CODEGEN_SAFETENSORS_H
 #define HALO_CODEGEN_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,5 +55,18 @@ int halo_st_read_f32(const halo_safetensors *st, const char *name, float *out, s
 /* Same, to IEEE half bits (round to nearest even, overflow to infinity). */
 int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out, size_t n, char *err,
                      size_t errlen);
+
+/* Whether tensor `name` is F8_E4M3 with its block-scale companion: the form
+ * halo compile --quant f8e4m3 keeps as stored. */
+bool halo_st_is_f8_blocks(const halo_safetensors *st, const char *name);
+/* Such a tensor, 2-D [rows, cols] with cols a multiple of 128, in the
+ * layout of f8e4m3_b128 (runtime/ref/quant.h): its codes unchanged into
+ * values (rows * cols bytes), and its block scale, as f32, for each row's
+ * 128-column blocks into scales (rows * cols / 128), so that scale * code is
+ * the value halo_st_read_f32 gives. Returns 0, or -1 with a message naming
+ * the file and the tensor (a NaN code or a scale that is not finite
+ * included: the format stores finite weights). */
+int halo_st_read_f8_blocks(const halo_safetensors *st, const char *name, uint8_t *values, float *scales, char *err,
+                           size_t errlen);
 
 #endif

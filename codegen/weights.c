@@ -524,19 +524,68 @@ static bool apply_fold(cg_weights *w, const ir_weight *d, float *f, uint64_t n, 
 	return ok;
 }
 
-/* Materialises weight id's stored bytes into w->bytes. */
-static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
+/* The checkpoint tensor of piece e of weight id: expert e of a stack, else
+ * its one tensor. False when the name does not fit. */
+static bool piece_name(const cg_weights *w, int id, int64_t e, char *buf, size_t len)
+{
+	if (is_stack(&w->m->weights[id]))
+		return expert_name(w->name[id], e, buf, len);
+	return snprintf(buf, len, "%s", w->name[id]) < (int)len;
+}
+
+/* Whether weight id is stored f8e4m3_b128 straight from fp8 checkpoint
+ * tensors: each one it reads (every expert of a stack) is fp8 with block
+ * scales, and nothing changes the values on the way (no value transform, no
+ * folded norm). Else it is converted to f32 and quantized like any other. */
+static bool keeps_fp8(const cg_weights *w, int id)
+{
+	const ir_weight *d = &w->m->weights[id];
+	bool plain = !d->transform || strcmp(d->transform, "none") == 0 || strcmp(d->transform, "stack") == 0;
+	if (w->dtype[id] != HALO_F8E4M3_B128 || !w->src.is_f8 || !w->name[id] || d->folded || !plain)
+		return false;
+	int64_t pieces = is_stack(d) ? d->shape.dim[0].c : 1;
+	char name[MAX_TENSOR_NAME];
+	for (int64_t e = 0; e < pieces; e++)
+		if (!piece_name(w, id, e, name, sizeof name) || !w->src.is_f8(w->src.ctx, name))
+			return false;
+	return true;
+}
+
+/* Weight id's fp8 tensors copied into its f8e4m3_b128 bytes: a stack's
+ * expert e is rows e * N .. of the [E * N, K] rows, in both regions. */
+static bool read_fp8(cg_weights *w, int id, uint8_t *bytes, char *err, size_t errlen)
+{
+	const ir_weight *d = &w->m->weights[id];
+	int first = is_stack(d) ? 1 : 0, rank = d->shape.rank - first;
+	int64_t shape[IR_MAX_RANK] = {0};
+	uint64_t piece = 1;
+	for (int i = 0; i < rank; i++) {
+		shape[i] = d->shape.dim[first + i].c;
+		piece *= (uint64_t)shape[i];
+	}
+	uint64_t k = (uint64_t)shape[rank - 1], n = weight_numel(d);
+	halo_quant_layout l = halo_quant_layout_of(HALO_F8E4M3_B128, n / k, k);
+	/* the scales region starts at a multiple of 128 bytes: f32-aligned */
+	float *scales = (float *)(bytes + l.scales_offset);
+	char name[MAX_TENSOR_NAME];
+	for (uint64_t at = 0; at < n; at += piece)
+		if (!piece_name(w, id, (int64_t)(at / piece), name, sizeof name) || /* fits: keeps_fp8 checked */
+		    !w->src.read_f8(w->src.ctx, name, shape, rank, bytes + at, scales + at / 128, err, errlen))
+			return false;
+	return true;
+}
+
+/* The f32 values of weight id (read, transformed, folded) converted to its
+ * stored dtype into bytes. */
+static bool convert(cg_weights *w, int id, uint8_t *bytes, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
 	uint64_t n = weight_numel(d);
-	w->cached = -1; /* w->bytes is about to change */
-	if (!reserve((void **)&w->f32, &w->f32_cap, n * sizeof(float) + 1) ||
-	    !reserve((void **)&w->bytes, &w->bytes_cap, w->size[id] + 1)) {
+	if (!reserve((void **)&w->f32, &w->f32_cap, n * sizeof(float) + 1)) {
 		snprintf(err, errlen, "out of memory loading weight '%s'", d->name);
 		return false;
 	}
 	float *f = w->f32;
-	uint8_t *bytes = w->bytes;
 	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen) &&
 		  apply_fold(w, d, f, n, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
@@ -549,6 +598,18 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 		snprintf(err, errlen, "weight '%s': cannot store dtype %s", d->name, halo_dtype_name(w->dtype[id]));
 		ok = false;
 	}
+	return ok;
+}
+
+/* Materialises weight id's stored bytes into w->bytes. */
+static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
+{
+	w->cached = -1; /* w->bytes is about to change */
+	if (!reserve((void **)&w->bytes, &w->bytes_cap, w->size[id] + 1)) {
+		snprintf(err, errlen, "out of memory loading weight '%s'", w->m->weights[id].name);
+		return false;
+	}
+	bool ok = keeps_fp8(w, id) ? read_fp8(w, id, w->bytes, err, errlen) : convert(w, id, w->bytes, err, errlen);
 	if (ok)
 		w->cached = id;
 	return ok;

@@ -27,15 +27,28 @@ typedef bool (*cg_tensor_exists)(void *ctx, const char *name);
  * scalar: a stack_pad weight reads each piece at its own height. */
 typedef int64_t (*cg_tensor_rows)(void *ctx, const char *name);
 
+/* Whether checkpoint tensor `name` is fp8 with block scales, the form
+ * --quant f8e4m3 keeps as stored. */
+typedef bool (*cg_tensor_is_f8)(void *ctx, const char *name);
+/* Reads such a tensor of shape `shape[rank]` (its last dim a multiple of
+ * 128) in the f8e4m3_b128 layout: its codes unchanged into values, each
+ * row's per-128 block scales as f32 into scales (runtime/ref/quant.h).
+ * Returns false with a message naming the tensor. */
+typedef bool (*cg_tensor_read_f8)(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
+				  float *scales, char *err, size_t errlen);
+
 typedef struct {
 	cg_tensor_reader read;  /* NULL: seeded random weights */
 	cg_tensor_exists exists;
 	cg_tensor_rows rows;
+	cg_tensor_is_f8 is_f8;  /* NULL: the source holds no fp8 tensors */
+	cg_tensor_read_f8 read_f8;
 	void *ctx;
 	uint64_t seed;          /* random weights only */
 	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
-	/* q8_0 or q4_k: the block format of linear-layer weights (--quant;
-	 * codegen/quant_policy.h decides which); any other value: none. */
+	/* q8_0, q4_k or f8e4m3_b128: the block format of linear-layer weights
+	 * (--quant; codegen/quant_policy.h decides which); any other value:
+	 * none. */
 	halo_dtype quant;
 } cg_weight_source;
 
@@ -50,8 +63,8 @@ const uint64_t *cg_weights_offsets(const cg_weights *w);
 halo_dtype cg_weights_dtype(const cg_weights *w, int id);
 /* Stored dtype of each module weight, indexed by weight id. */
 const halo_dtype *cg_weights_dtypes(const cg_weights *w);
-/* The weights --quant lowered from q4_k to q8_0 because their K is not a
- * multiple of 256: how many, and their names and shapes in buf (truncated
+/* The weights --quant lowered from q4_k or f8e4m3_b128 to q8_0 because their
+ * K is not a multiple of the format's block (256, 128): how many, and their names and shapes in buf (truncated
  * with "..." to fit). */
 int cg_weights_quant_fallbacks(const cg_weights *w, char *buf, size_t len);
 uint64_t cg_weights_size(const cg_weights *w);

@@ -17,13 +17,18 @@ typedef enum {
 	 * bytes mean): elements come in blocks along a row, never one alone. */
 	HALO_Q8_0 = 6,
 	HALO_Q4_K = 7,
+	/* fp8 E4M3 values with an f32 scale per row and 128-block along K: the
+	 * form of fp8 checkpoints (DeepSeek, Qwen FP8), kept as stored. Not
+	 * HALO_F8E4M3, the plain element type a checkpoint's tensor has. */
+	HALO_F8E4M3_B128 = 8,
 	HALO_DTYPE_COUNT
 } halo_dtype;
 
 /* Bytes per element of a plain type; 0 for block formats, whose elements
  * have no whole size of their own (use halo_dtype_bytes). */
 size_t halo_dtype_size(halo_dtype t);
-/* Elements per block: 1 for plain types, 32 for q8_0, 256 for q4_k. */
+/* Elements per block: 1 for plain types, 32 for q8_0, 256 for q4_k, 128
+ * for f8e4m3_b128. */
 size_t halo_dtype_block(halo_dtype t);
 /* Bytes of n elements; n must be a multiple of halo_dtype_block(t). */
 size_t halo_dtype_bytes(halo_dtype t, size_t n);

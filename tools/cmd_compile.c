@@ -10,10 +10,26 @@
 #include "tools/commands.h"
 #include "tools/model_select.h"
 
+/* --quant's names: the block formats, f8e4m3 meaning its block form (the
+ * plain dtype f8e4m3 is a checkpoint's element type, never stored). */
+static bool quant_format(const char *name, halo_dtype *out)
+{
+	static const struct {
+		const char *name;
+		halo_dtype t;
+	} names[] = {{"q8_0", HALO_Q8_0}, {"q4_k", HALO_Q4_K}, {"f8e4m3", HALO_F8E4M3_B128}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(name, names[i].name) == 0) {
+			*out = names[i].t;
+			return true;
+		}
+	return false;
+}
+
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
+	      "                    [--quant q8_0|q4_k|f8e4m3] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    -o OUT.halo\n"
 	      "\n"
@@ -27,10 +43,14 @@ static void compile_usage(FILE *out)
 	      "                         whose hf_model_types lists config.json's model_type;\n"
 	      "                         HALO_MODELS_DIR overrides the directory)\n"
 	      "  --dtype f32|f16        storage type of matrix weights (default f32)\n"
-	      "  --quant q8_0|q4_k      store linear-layer weights (matmul and MoE expert\n"
+	      "  --quant q8_0|q4_k|f8e4m3\n"
+	      "                         store linear-layer weights (matmul and MoE expert\n"
 	      "                         weights) block-quantized; embeddings, norms, routers and\n"
 	      "                         small gates keep --dtype; under q4_k the output head and\n"
-	      "                         weights whose K is not a multiple of 256 are stored q8_0\n"
+	      "                         weights whose K is not a multiple of 256 are stored q8_0;\n"
+	      "                         f8e4m3 stores dtype f8e4m3_b128 (fp8 with a scale per 128\n"
+	      "                         weights of a row; a checkpoint's fp8 weights as they are),\n"
+	      "                         q8_0 where K is not a multiple of 128\n"
 	      "                         (docs/quantization.md). A weight whose K is not a multiple\n"
 	      "                         of 32 cannot be quantized: an error\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
@@ -147,8 +167,8 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		o->matrix_dtype = HALO_F16;
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
-	if (a->quant && !(halo_dtype_from_name(a->quant, &o->quant) && halo_dtype_is_quant(o->quant)))
-		return cli_usage_error("compile", "--quant must be q8_0 or q4_k, not '%s'", a->quant);
+	if (a->quant && !quant_format(a->quant, &o->quant))
+		return cli_usage_error("compile", "--quant must be q8_0, q4_k or f8e4m3, not '%s'", a->quant);
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))
@@ -242,9 +262,9 @@ int cmd_compile(int argc, char **argv)
 		fprintf(stderr, ", %.0f MB/s of checkpoint read", (double)st.source_bytes / st.weights_s / 1e6);
 	fprintf(stderr, ")\n");
 	if (st.quant_fallbacks)
-		fprintf(stderr, "halo compile: note: %d weight%s stored q8_0, not q4_k: %s not a multiple of 256: %s\n",
-			st.quant_fallbacks, st.quant_fallbacks == 1 ? "" : "s", st.quant_fallbacks == 1 ? "its K is" : "their K is",
-			st.fallback);
+		fprintf(stderr, "halo compile: note: %d weight%s stored q8_0, not %s: %s not a multiple of %zu: %s\n",
+			st.quant_fallbacks, st.quant_fallbacks == 1 ? "" : "s", halo_dtype_name(o.quant),
+			st.quant_fallbacks == 1 ? "its K is" : "their K is", halo_dtype_block(o.quant), st.fallback);
 	if (st.unused_tensors)
 		fprintf(stderr, "halo compile: note: %d checkpoint tensor%s not used by the graph: %s\n", st.unused_tensors,
 			st.unused_tensors == 1 ? "" : "s", st.unused);

@@ -166,7 +166,7 @@ static int inspect_bundle(const char *path)
 	}
 	uint64_t bytes[HALO_DTYPE_COUNT] = {0}, params[HALO_DTYPE_COUNT] = {0}, total = 0;
 	int count[HALO_DTYPE_COUNT] = {0};
-	printf("# %s: model %s, weights section %zu bytes\n# %-46s %-6s %-20s %12s %12s\n", path, m->model, wsize,
+	printf("# %s: model %s, weights section %zu bytes\n# %-46s %-11s %-20s %12s %12s\n", path, m->model, wsize,
 	       "weight", "dtype", "shape", "offset", "bytes");
 	for (int i = 0; i < m->n_weights; i++) {
 		const halo_buffer_decl *d = &m->weights[i];
@@ -180,7 +180,7 @@ static int inspect_bundle(const char *path)
 		}
 		if (n > 0 && (size_t)n < sizeof shape)
 			snprintf(shape + n, sizeof shape - (size_t)n, "]");
-		printf("  %-46s %-6s %-20s %12llu %12llu%s\n", d->name, halo_dtype_name(d->dtype), shape,
+		printf("  %-46s %-11s %-20s %12llu %12llu%s\n", d->name, halo_dtype_name(d->dtype), shape,
 		       (unsigned long long)d->offset, (unsigned long long)d->size, alias ? " (alias: stored once)" : "");
 		if (alias)
 			continue;
@@ -192,7 +192,7 @@ static int inspect_bundle(const char *path)
 	printf("# bytes per dtype (alignment padding not counted):\n");
 	for (int t = 0; t < HALO_DTYPE_COUNT; t++)
 		if (count[t])
-			printf("  %-6s %4d weights %14llu elements %14llu bytes %5.1f%%  %.2f bits/weight\n",
+			printf("  %-11s %4d weights %14llu elements %14llu bytes %5.1f%%  %.2f bits/weight\n",
 			       halo_dtype_name((halo_dtype)t), count[t], (unsigned long long)params[t],
 			       (unsigned long long)bytes[t], total ? 100.0 * (double)bytes[t] / (double)total : 0.0,
 			       params[t] ? 8.0 * (double)bytes[t] / (double)params[t] : 0.0);

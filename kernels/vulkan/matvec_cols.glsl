@@ -66,7 +66,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 #else
 		vec4 wq[@NC@];
 		for (uint c = 0u; c < @NC@u; c++)
-			wq[c] = q8_unpack(WQ_WORD(w[c].v, q));
+			wq[c] = b8_unpack(WQ_WORD(w[c].v, q));
 #if PRO_NW
 		vec4 na = nw4[xi] + PRO_OFFSET;
 #endif

@@ -19,7 +19,7 @@ void load8_a(uint c, out vec4 a, out vec4 b)
 	q4_deq8(qa4[wq_meta_index(n, k)], qa1[i], k, a, b);
 #else
 	uint si = wq_scale_index(n, k);
-	q8_deq8(wq_half(qa1[si >> 1], si), qa1[i], qa1[i + 1u], a, b);
+	b8_deq8(wq_scale_of(qa1[wq_scale_word(si)], si), qa1[i], qa1[i + 1u], a, b);
 #endif
 }
 #ifdef B_B
@@ -32,7 +32,7 @@ void load8_b(uint c, out vec4 a, out vec4 b)
 	q4_deq8(qb4[wq_meta_index(n, k)], qb1[i], k, a, b);
 #else
 	uint si = wq_scale_index(n, k);
-	q8_deq8(wq_half(qb1[si >> 1], si), qb1[i], qb1[i + 1u], a, b);
+	b8_deq8(wq_scale_of(qb1[wq_scale_word(si)], si), qb1[i], qb1[i + 1u], a, b);
 #endif
 }
 #endif

@@ -1,5 +1,7 @@
 // Block-quantized weights (WQUANT; runtime/ref/quant.h defines the bytes):
-// q8_0 (WQ4K 0) and q4_k (WQ4K 1). A tensor of WQ_ROWS rows of WQ_LEN
+// q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and f8e4m3_b128 (WQF8 1). q8_0 and
+// f8e4m3_b128 hold a byte per weight and one scale per block (an f16 per
+// 32, an f32 per 128) and share every path but the byte's decoding. A tensor of WQ_ROWS rows of WQ_LEN
 // elements is its values region (row r at r * WQ_LEN * bits / 8 bytes) then
 // its scales region (row r's at WQ_ROWS * WQ_LEN * bits / 8 + r * the row's
 // scale bytes); the binding starts at the tensor's first byte.
@@ -15,6 +17,30 @@ vec4 q8_unpack(uint u)
 {
 	uvec4 b = (uvec4(u) >> uvec4(0u, 8u, 16u, 24u)) & 0xffu;
 	return uintBitsToFloat((b ^ 0x80u) | 0x4b000000u) - 8388736.0;
+}
+
+// The four fp8 E4M3 codes of u, in byte order, by integer operations: a
+// normal code's exponent and mantissa bits, moved to an f32's and rebiased
+// by 127 - 7 = 120, are its value; a subnormal's (exponent 0) take exponent
+// 1 instead, 2^-6 (1 + m/8), and subtracting 2^-6 leaves m * 2^-9, exact
+// (no f32 subnormal is formed, so flushing them changes nothing). The NaN
+// codes are never stored.
+vec4 f8_unpack(uint u)
+{
+	uvec4 b = (uvec4(u) >> uvec4(0u, 8u, 16u, 24u)) & 0xffu, em = b & 0x7fu;
+	uvec4 sub = uvec4(lessThan(em, uvec4(8u)));
+	vec4 mag = uintBitsToFloat((em << 20u) + ((120u + sub) << 23u)) - vec4(sub) * 0.015625;
+	return uintBitsToFloat(floatBitsToUint(mag) | ((b & 0x80u) << 24u));
+}
+
+// The four weights of a byte format's word, before their block's scale.
+vec4 b8_unpack(uint u)
+{
+#if WQF8
+	return f8_unpack(u);
+#else
+	return q8_unpack(u);
+#endif
 }
 
 // The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w).
@@ -45,19 +71,28 @@ vec2 q4_scales(uvec4 s, uint j)
 #endif
 
 // Where things are, for element k of row n: the 32-bit word of its value,
-// the 16-byte word of its q4_k super-block's scales, the f16 (index in
-// halves) of its q8_0 block's scale.
+// the 16-byte word of its q4_k super-block's scales, the scale of its q8_0
+// block (index i in halves: in word i >> 1) or f8e4m3_b128 block (index i
+// in words), and that scale from its word.
 uint wq_word_index(uint n, uint k) { return n * (WQ_LEN / QPW_) + k / QPW_; }
 uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * (WQ_LEN / 256u) + k / 256u; }
+#if WQF8
+uint wq_scale_index(uint n, uint k) { return WQ_VALUE_WORDS + n * (WQ_LEN / 128u) + k / 128u; }
+uint wq_scale_word(uint i) { return i; }
+float wq_scale_of(uint word, uint i) { return uintBitsToFloat(word); }
+#else
 uint wq_scale_index(uint n, uint k) { return 2u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
-float wq_half(uint word, uint i)
+uint wq_scale_word(uint i) { return i >> 1; }
+float wq_scale_of(uint word, uint i)
 {
 	vec2 p = unpackHalf2x16(word);
 	return (i & 1u) == 0u ? p.x : p.y;
 }
+#endif
 
 // Weights k .. k + 7 (k a multiple of 8) from their words (w0, and w1 for
-// q8_0) and scales (meta for q4_k, d for q8_0), dequantized: the values
+// the byte formats) and scales (meta for q4_k, d for the byte formats),
+// dequantized: the values
 // halo_dequantize_rows gives, up to the contraction of q4_k's
 // (d*sc) * q - (dmin*m) into one fma.
 void q4_deq8(uvec4 meta, uint w0, uint k, out vec4 a, out vec4 b)
@@ -67,10 +102,10 @@ void q4_deq8(uvec4 meta, uint w0, uint k, out vec4 a, out vec4 b)
 	a = so.x * a - so.y;
 	b = so.x * b - so.y;
 }
-void q8_deq8(float d, uint w0, uint w1, out vec4 a, out vec4 b)
+void b8_deq8(float d, uint w0, uint w1, out vec4 a, out vec4 b)
 {
-	a = d * q8_unpack(w0);
-	b = d * q8_unpack(w1);
+	a = d * b8_unpack(w0);
+	b = d * b8_unpack(w1);
 }
 
 #ifdef B_W
@@ -81,11 +116,11 @@ layout(set = 0, binding = B_W) readonly buffer WQ1 { uint wq1[]; };
 // The 16 scale bytes of the super-block holding element k of row n.
 uvec4 wq_meta(uint n, uint k) { return wq4[wq_meta_index(n, k)]; }
 #else
-// The f16 scale of the block holding element k of row n.
+// The scale of the block holding element k of row n.
 float wq_scale(uint n, uint k)
 {
 	uint i = wq_scale_index(n, k);
-	return wq_half(wq1[i >> 1], i);
+	return wq_scale_of(wq1[wq_scale_word(i)], i);
 }
 #endif
 
@@ -96,7 +131,7 @@ void wq_load8(uint n, uint k, out vec4 a, out vec4 b)
 #if WQ4K
 	q4_deq8(wq_meta(n, k), wq1[i], k, a, b);
 #else
-	q8_deq8(wq_scale(n, k), wq1[i], wq1[i + 1u], a, b);
+	b8_deq8(wq_scale(n, k), wq1[i], wq1[i + 1u], a, b);
 #endif
 }
 #endif

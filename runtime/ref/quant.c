@@ -11,16 +11,8 @@ enum {
 	Q4_SUB = 32,
 	Q4_SUBS = Q4_SUPER / Q4_SUB,
 	Q4_META = 16, /* scale bytes per super-block */
+	F8_BLOCK = 128,
 };
-
-halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
-{
-	uint64_t blocks = k / halo_dtype_block(t);
-	if (t == HALO_Q8_0)
-		return (halo_quant_layout){.values_row_bytes = k, .scales_offset = rows * k, .scales_row_bytes = blocks * 2};
-	return (halo_quant_layout){.values_row_bytes = k / 2, .scales_offset = rows * k / 2,
-	                           .scales_row_bytes = blocks * Q4_META};
-}
 
 /* roundf(v) (halves away from zero) clamped to [lo, hi], without libm's
  * roundf call (the quantizer's inner loop): v is first clamped to
@@ -46,13 +38,28 @@ static uint32_t get_u32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static float bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
 /* ---- q8_0 ---- */
 
 /* The scale is quantized first and q computed against the stored value, so
  * that dequantization multiplies by exactly the scale q was rounded for. A
  * block whose largest magnitude exceeds 127 * 65504 saturates. */
-static void q8_row(const float *x, uint64_t k, int8_t *q, uint8_t *scales)
+static void q8_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 {
+	int8_t *q = (int8_t *)values;
 	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
 		const float *xb = x + b * Q8_BLOCK;
 		float amax = 0.0f;
@@ -67,8 +74,9 @@ static void q8_row(const float *x, uint64_t k, int8_t *q, uint8_t *scales)
 	}
 }
 
-static void q8_dequant_row(const int8_t *q, const uint8_t *scales, uint64_t k, float *x)
+static void q8_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
 {
+	const int8_t *q = (const int8_t *)values;
 	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
 		float d = half_to_f32((uint16_t)(scales[2 * b] | scales[2 * b + 1] << 8));
 		for (int i = 0; i < Q8_BLOCK; i++)
@@ -257,29 +265,90 @@ static void q4_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_
 	}
 }
 
+/* ---- f8e4m3_b128 ---- */
+
+/* Codes 0x01-0x07 are m * 2^-9 and 0x08 and up 2^(e-7) * (1 + m/8): a
+ * normal code's 7 low bits are an f32's exponent and top mantissa bits,
+ * shifted down 20 bits and rebiased by 127 - 7 = 120. */
+float halo_f8e4m3_to_f32(uint8_t q)
+{
+	uint32_t em = q & 0x7fu;
+	float mag = em == 0x7fu ? NAN : em < 8u ? (float)em * 0x1p-9f : bits_f32((em << 20) + (120u << 23));
+	return q & 0x80u ? -mag : mag;
+}
+
+uint8_t halo_f8e4m3_from_f32(float v)
+{
+	uint32_t u = f32_bits(v), a = u & 0x7fffffffu, code;
+	if (a >= 0x43e00000u) /* 448 and up (not NaN: callers pass finite values) */
+		code = 0x7eu;
+	else if (a < 0x3c800000u) /* below 2^-6, the smallest normal: a multiple of 2^-9, 8 being 2^-6 */
+		code = (uint32_t)rintf(bits_f32(a) * 512.0f); /* the default rounding: to nearest even */
+	else /* the 20 dropped mantissa bits rounded to nearest even; a carry steps the exponent */
+		code = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
+	return (uint8_t)((u >> 24 & 0x80u) | code);
+}
+
+/* The scale s = amax / 448 maps the block's largest magnitude to fp8's;
+ * each code is x / s rounded to the nearest fp8 value (a quotient one ulp
+ * past 448 saturates to it). An all-zero block has s = 0 and codes 0. */
+static void f8_row(const float *x, uint64_t k, uint8_t *q, uint8_t *scales)
+{
+	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
+		const float *xb = x + b * F8_BLOCK;
+		float amax = 0.0f;
+		for (int i = 0; i < F8_BLOCK; i++)
+			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		float s = amax / 448.0f;
+		for (int i = 0; i < F8_BLOCK; i++)
+			q[b * F8_BLOCK + i] = s > 0.0f ? halo_f8e4m3_from_f32(xb[i] / s) : 0;
+		put_u32(scales + 4 * b, f32_bits(s));
+	}
+}
+
+static void f8_dequant_row(const uint8_t *q, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
+		float s = bits_f32(get_u32(scales + 4 * b));
+		for (int i = 0; i < F8_BLOCK; i++)
+			x[b * F8_BLOCK + i] = s * halo_f8e4m3_to_f32(q[b * F8_BLOCK + i]);
+	}
+}
+
+/* ---- the formats ---- */
+
+static const struct {
+	unsigned bits;        /* per value */
+	unsigned scale_bytes; /* per block */
+	void (*quantize)(const float *x, uint64_t k, uint8_t *values, uint8_t *scales);
+	void (*dequantize)(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x);
+} formats[HALO_DTYPE_COUNT] = {
+	[HALO_Q8_0] = {8, 2, q8_row, q8_dequant_row},
+	[HALO_Q4_K] = {4, Q4_META, q4_row, q4_dequant_row},
+	[HALO_F8E4M3_B128] = {8, 4, f8_row, f8_dequant_row},
+};
+
+halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
+{
+	uint64_t row = k * formats[t].bits / 8;
+	return (halo_quant_layout){.values_row_bytes = row, .scales_offset = rows * row,
+	                           .scales_row_bytes = k / halo_dtype_block(t) * formats[t].scale_bytes};
+}
+
 void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
                         uint8_t *dst)
 {
 	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
-	for (uint64_t r = lo; r < hi; r++) {
-		uint8_t *values = dst + r * l.values_row_bytes, *scales = dst + l.scales_offset + r * l.scales_row_bytes;
-		if (t == HALO_Q8_0)
-			q8_row(src + r * k, k, (int8_t *)values, scales);
-		else
-			q4_row(src + r * k, k, values, scales);
-	}
+	for (uint64_t r = lo; r < hi; r++)
+		formats[t].quantize(src + r * k, k, dst + r * l.values_row_bytes,
+		                    dst + l.scales_offset + r * l.scales_row_bytes);
 }
 
 void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
                           float *dst)
 {
 	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
-	for (uint64_t r = lo; r < hi; r++) {
-		const uint8_t *values = src + r * l.values_row_bytes;
-		const uint8_t *scales = src + l.scales_offset + r * l.scales_row_bytes;
-		if (t == HALO_Q8_0)
-			q8_dequant_row((const int8_t *)values, scales, k, dst + r * k);
-		else
-			q4_dequant_row(values, scales, k, dst + r * k);
-	}
+	for (uint64_t r = lo; r < hi; r++)
+		formats[t].dequantize(src + r * l.values_row_bytes, src + l.scales_offset + r * l.scales_row_bytes, k,
+		                      dst + r * k);
 }

@@ -25,7 +25,16 @@
  *   and x = (d * sc) * q - (dmin * m), evaluated in f32 in that order.
  * The scale layout is llama.cpp's Q4_K one; the values are laid out
  * linearly instead of interleaved in pairs of sub-blocks, and the two
- * regions are split, for the kernels' loads. */
+ * regions are split, for the kernels' loads.
+ * f8e4m3_b128 (8.25 bits per weight): blocks of 128. Value byte i of a row
+ *   is the fp8 E4M3 code of element i, OCP's "fn" form: sign, 4 exponent
+ *   bits of bias 7, 3 mantissa bits; exponent 0 is subnormal (m * 2^-9),
+ *   no infinities, S.1111.111 (0x7f, 0xff) NaN, which is never stored; the
+ *   largest magnitude is 448 (0x7e). Each block has an f32 scale s (4
+ *   little-endian bytes) and x = s * fp8(q), one f32 product. An fp8
+ *   checkpoint's 128x128 block scale is written for each of its block's
+ *   rows, so its codes are stored unchanged and x is bit for bit the value
+ *   the checkpoint reader's dequantization gives. */
 #ifndef HALO_REF_QUANT_H
 #define HALO_REF_QUANT_H
 
@@ -49,6 +58,12 @@ halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k);
  * same bytes. Values must be finite. */
 void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
                         uint8_t *dst);
+
+/* The value of an fp8 E4M3 ("fn") code: exact; NaN for 0x7f and 0xff. */
+float halo_f8e4m3_to_f32(uint8_t q);
+/* The code nearest v (ties to the even code), saturated to +-448 (finite v;
+ * -0 and negative values that round to zero give 0x80). */
+uint8_t halo_f8e4m3_from_f32(float v);
 
 /* Dequantizes rows [lo, hi) of the tensor at src into dst (rows x k
  * floats, row-major; only rows [lo, hi) are written). */

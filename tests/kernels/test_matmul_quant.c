@@ -1,5 +1,5 @@
 /* matvec (T <= 8 rows), the tiled matmul (more) and the cooperative-matrix
- * matmul on q8_0 and q4_k weights (runtime/ref/quant.h), against ref_matmul
+ * matmul on q8_0, q4_k and f8e4m3_b128 weights (runtime/ref/quant.h), against ref_matmul
  * on the dequantized weights (halo_dequantize_rows: the dequantizer every
  * kernel is held to). Random weights and activations without zeros, the
  * weights quantized with halo_quantize_rows. matvec: the candidates a bundle
@@ -21,12 +21,13 @@
  *   each at most about 32 * 1 * (15 * d*sc + dmin*m) ~ 2 * 32 in size for
  *   q4_k, so up to ~1e-5 absolute per chunk; over K/8 chunks of random sign
  *   the error walks to ~1e-5 sqrt(K/8) ~ 2e-4 absolute in the worst
- *   (q4_k, K = 4096) case against |want| ~ 20. The test allows 1e-4 (q8_0:
- *   its one term per chunk is half that size) and 2e-4 (q4_k) of
+ *   (q4_k, K = 4096) case against |want| ~ 20. The test allows 1e-4 (q8_0
+ *   and f8e4m3_b128: their one term per chunk, d * s with |d q| <= 1, is
+ *   half that size) and 2e-4 (q4_k) of
  *   max(|want|, 1), so outputs near 0 are judged absolutely at that level:
  *   one chunk dropped, a wrong scale or sub-block (errors of order 1) fails.
- * - tiled matmul: the tile holds the dequantized weights (bitwise for q8_0,
- *   up to one fma rounding for q4_k) and sums in f32 as for f32 weights:
+ * - tiled matmul: the tile holds the dequantized weights (bitwise for q8_0
+ *   and f8e4m3_b128, up to one fma rounding for q4_k) and sums in f32 as for f32 weights:
  *   test_matmul_coopmat.c's f32 bound, 8 * 2^-24 sqrt(K) s_i + 2e-5
  *   max(|want|, 1), s_i = sqrt(sum_k (x'_k w_k)^2).
  * - coopmat: x' and the dequantized w are both rounded to f16 (u = 2^-11)
@@ -284,6 +285,7 @@ static bool refusals(void)
 	} bad[] = {
 		{IR_OP_MATMUL, HALO_Q4_K, 288, "not a multiple of its 256-element block"},
 		{IR_OP_MATMUL, HALO_Q8_0, 48, "not a multiple of its 32-element block"},
+		{IR_OP_MATMUL, HALO_F8E4M3_B128, 192, "not a multiple of its 128-element block"},
 		{IR_OP_EMBED, HALO_Q8_0, 64, "weight dtype q8_0: this op's kernel reads f32 or f16"},
 		{IR_OP_CONV1D_CAUSAL, HALO_Q4_K, 4, "weight dtype q4_k: this op's kernel reads f32 or f16"},
 	};
@@ -321,8 +323,8 @@ int main(void)
 	const kv_elem_op swiglu_up = {.op = IR_OP_SWIGLU, .operand = 1, .bcast = KV_BCAST_FULL};
 	const kv_elem_op scale = {.op = IR_OP_SCALE, .value = 0.37f};
 	bool ok = refusals();
-	halo_dtype types[2] = {HALO_Q8_0, HALO_Q4_K};
-	for (int q = 0; q < 2; q++) {
+	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128};
+	for (size_t q = 0; q < sizeof types / sizeof *types; q++) {
 		halo_dtype wt = types[q];
 		/* decode: every variant at T = 1..8, N off every column group */
 		qcase dec[] = {

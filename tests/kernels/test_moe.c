@@ -6,10 +6,11 @@
  * experts per token, an id outside [0,E) (the kernels read expert 0, so the
  * reference is given 0 there), and batch invariance: T tokens in one
  * dispatch pair equal T one-token pairs bitwise. Quantized experts (q8_0,
- * q4_k; runtime/ref/quant.h): the weights quantized with halo_quantize_rows
+ * q4_k, f8e4m3_b128; runtime/ref/quant.h): the weights quantized with halo_quantize_rows
  * as E * F rows of H (gate, up) and E * H rows of F (down), the reference
  * given their dequantized values (halo_dequantize_rows); the kernels
- * dequantize 8 weights at a time to those values (q4_k: up to one fma's
+ * dequantize 8 weights at a time to those values (bitwise for q8_0 and
+ * f8e4m3_b128, one f32 product each; q4_k: up to one fma's
  * rounding of (d*sc)*q - dmin*m) and sum in f32 as for f32 weights, so the
  * same tolerance holds.
  *
@@ -262,13 +263,16 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32}, 2, false, &seed); /* 16-byte loads, f32 */
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16}, 5, &seed);
 	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16}, 8, &seed);
-	/* quantized experts: H and F whole blocks (q4_k: 256) */
+	/* quantized experts: H and F whole blocks (q4_k: 256, f8e4m3_b128: 128) */
 	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0}, 3, true, &seed);
 	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K}, 2, false, &seed);
 	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K}, 1, true, &seed);
 	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0}, 5, false, &seed);
 	ok &= invariance(h, (moe_shape){256, 256, 5, 2, HALO_Q4_K}, 6, &seed);
 	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_Q8_0}, 8, &seed);
+	ok &= moe_case(h, (moe_shape){256, 128, 4, 2, HALO_F8E4M3_B128}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){128, 384, 3, 1, HALO_F8E4M3_B128}, 2, false, &seed);
+	ok &= invariance(h, (moe_shape){128, 128, 5, 2, HALO_F8E4M3_B128}, 6, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 /* Kernel selection (codegen/select_kernels.c) for dispatches that read
  * quantized tensors, without a device: matmul's [N, K] weight and the MoE
- * experts in q8_0 / q4_k get candidates whose keys name the dtype, and a
+ * experts in q8_0 / q4_k / f8e4m3_b128 get candidates whose keys name the dtype, and a
  * quantized operand anywhere else is refused with a message naming the
  * dispatch, the op and the dtype. */
 #include <stdio.h>
@@ -52,8 +52,8 @@ int main(void)
 {
 	char err[512], key[256];
 	halo_affine T = {1, 0};
-	halo_dtype types[2] = {HALO_Q8_0, HALO_Q4_K};
-	for (int q = 0; q < 2; q++) {
+	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128};
+	for (size_t q = 0; q < sizeof types / sizeof *types; q++) {
 		halo_dtype wt = types[q];
 		halo_dispatch mm = {.node = "proj", .op = IR_OP_MATMUL, .n_in = 2, .n_out = 1};
 		mm.operand[0] = ref2(HALO_SPACE_ACT, HALO_F32, T, 512);

@@ -1,7 +1,8 @@
-/* halo compile --quant end to end: a model compiled with q8_0 or q4_k
- * against the same model compiled f32, on the backend named by argv[1].
+/* halo compile --quant end to end: a model compiled with q8_0, q4_k or
+ * f8e4m3_b128 against the same model compiled f32, on the backend named by
+ * argv[1].
  *
- * usage: test_quant_model ref|vulkan CASE q8_0|q4_k
+ * usage: test_quant_model ref|vulkan CASE q8_0|q4_k|f8e4m3_b128
  *   CASE qwen3_tiny   the trained tiny Qwen3 checkpoint (K = 64 and 96: under
  *                     q4_k every matrix falls back to q8_0)
  *        qwen3_k256   Qwen3 at K = 256 and 512, seeded random weights (q4_k
@@ -18,7 +19,9 @@
  *    its dequantized values are halo_dequantize_rows(halo_quantize_rows(x))
  *    bit for bit; every other weight is the f32 bundle's bytes. The classes
  *    land as docs/quantization.md says: embeddings, norms, routers and
- *    gates unquantized, the head q8_0, q4_k only where K % 256 == 0.
+ *    gates unquantized, the head q8_0 under q4_k (f8e4m3_b128 under
+ *    f8e4m3_b128), q4_k only where K % 256 == 0, f8e4m3_b128 only where
+ *    K % 128 == 0.
  * 2. The logits of a prompt (prefill) and of 8 decode steps against the f32
  *    bundle's on ref, per row of relative L2 error. The tolerance is
  *    derived from the format's error, measured here from the bytes: eps,
@@ -177,7 +180,8 @@ static double check_bytes(const opened *f32, const opened *q, halo_dtype quant)
 			continue;
 		}
 		MC_CHECK(!keep, "weight '%s' should keep the f32 dtype, is %s", d->name, halo_dtype_name(d->dtype));
-		halo_dtype want = head || k % 256 ? HALO_Q8_0 : quant;
+		bool fallback = k % (int64_t)halo_dtype_block(quant) != 0;
+		halo_dtype want = (head && quant == HALO_Q4_K) || fallback ? HALO_Q8_0 : quant;
 		MC_CHECK(d->dtype == want, "weight '%s' (K = %lld) is %s, expected %s", d->name, (long long)k,
 			 halo_dtype_name(d->dtype), halo_dtype_name(want));
 		uint64_t rows = n / (uint64_t)k, bytes = halo_dtype_bytes(d->dtype, n);
@@ -238,7 +242,7 @@ int main(int argc, char **argv)
 	bool vulkan = argc == 4 && strcmp(argv[1], "vulkan") == 0;
 	if (!c || (!vulkan && strcmp(argv[1], "ref") != 0) || !halo_dtype_from_name(argv[3], &quant) ||
 	    !halo_dtype_is_quant(quant)) {
-		fprintf(stderr, "usage: test_quant_model ref|vulkan qwen3_tiny|qwen3_k256|next_k256 q8_0|q4_k\n");
+		fprintf(stderr, "usage: test_quant_model ref|vulkan qwen3_tiny|qwen3_k256|next_k256 q8_0|q4_k|f8e4m3_b128\n");
 		return 2;
 	}
 	char f32_path[64], f16_path[64], q_path[64];

@@ -2,14 +2,14 @@
 # halo compile --quant through the CLI: a bad format name is a usage error,
 # a weight whose K is not a whole number of q8_0 blocks and a non-finite
 # weight value are errors naming the weight that leave no bundle behind, the
-# q4_k fallback to q8_0 is noted, and halo inspect --bundle shows the dtypes.
+# q4_k and f8e4m3 fallbacks to q8_0 are noted, and halo inspect --bundle shows the dtypes.
 # usage: quant_cli_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 test_name="quant cli"
 . "$(dirname "$0")/test_lib.sh"
 tiny=$root/tests/fixtures/qwen3_tiny
 
-expect 2 "--quant must be q8_0 or q4_k, not 'q5_k'" compile --hf "$tiny" --quant q5_k -o "$work/x.halo"
-expect 2 "--quant must be q8_0 or q4_k, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
+expect 2 "--quant must be q8_0, q4_k or f8e4m3, not 'q5_k'" compile --hf "$tiny" --quant q5_k -o "$work/x.halo"
+expect 2 "--quant must be q8_0, q4_k or f8e4m3, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
 expect 2 "'--quant' needs a value" compile --hf "$tiny" -o "$work/x.halo" --quant
 [ ! -e "$work/x.halo" ] || fail "a refused command line left $work/x.halo"
 
@@ -22,9 +22,15 @@ ls "$work" | grep -q "next.halo" && fail "the block-size error left a temporary 
 # K = 64 and 96: under q4_k every matrix falls back to q8_0, with a note
 expect 0 "note: 14 weights stored q8_0, not q4_k: their K is not a multiple of 256: layers.0.decoder.wq \[64, 64\]" \
 	compile --hf "$tiny" --targets ref --quant q4_k -o "$work/q4.halo"
-expect 0 "q8_0     15 weights" inspect --bundle "$work/q4.halo"
+expect 0 "q8_0  *15 weights" inspect --bundle "$work/q4.halo"
 grep -q "^  lm_head  *q8_0  *\[256, 64\]" "$out" || fail "inspect --bundle does not show lm_head as q8_0: $(cat "$out")"
 grep -q "^  tok_embd  *f32 " "$out" || fail "inspect --bundle does not show tok_embd as f32: $(cat "$out")"
+# and under f8e4m3 (blocks of 128), the head included
+expect 0 "note: 15 weights stored q8_0, not f8e4m3_b128: their K is not a multiple of 128: lm_head \[256, 64\]" \
+	compile --hf "$tiny" --targets ref --quant f8e4m3 -o "$work/f8.halo"
+expect 0 "weights by dtype: f32 .* MiB, f8e4m3_b128 .* MiB" \
+	compile --hf "$root/tests/models/quant_k256/qwen3" --random-weights 1 --targets ref --quant f8e4m3 -o "$work/f8.halo"
+expect 0 "f8e4m3_b128  *15 weights .* 8.25 bits/weight" inspect --bundle "$work/f8.halo"
 expect 0 "weights by dtype: f32 .* MiB, q8_0 .* MiB" compile --hf "$tiny" --targets ref --quant q8_0 -o "$work/q8.halo"
 expect 0 "." run "$work/q8.halo" --backend ref --tokens 1,2,3 --n-predict 2
 
