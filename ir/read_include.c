@@ -99,6 +99,13 @@ static bool defined_twice(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t 
 		       (const char *)key->data.scalar.value, at.file, at.line, at.col);
 }
 
+/* What an entry of a name-mapping section is: "block" for blocks. */
+static const char *entry_noun(const char *section)
+{
+	return strcmp(section, "params") == 0 ? "param" : strcmp(section, "weights") == 0 ? "weight"
+	       : strcmp(section, "blocks") == 0 ? "block" : section;
+}
+
 /* Appends the entries of mapping from_id to mapping into_id (the same
  * section of the includer); a name both have is an error. */
 static bool merge_entries(rd_ctx *rd, int into_id, int from_id, const char *section)
@@ -110,7 +117,8 @@ static bool merge_entries(rd_ctx *rd, int into_id, int from_id, const char *sect
 		const yaml_node_pair_t pair = node(rd, from_id)->data.mapping.pairs.start[i];
 		int at = find_key(rd, into_id, (const char *)node(rd, pair.key)->data.scalar.value);
 		if (at >= 0)
-			return defined_twice(rd, node(rd, pair.key), rd_map_key(rd, node(rd, into_id), at), section);
+			return defined_twice(rd, node(rd, pair.key), rd_map_key(rd, node(rd, into_id), at),
+					     entry_noun(section));
 		if (!yaml_document_append_mapping_pair(&rd->doc, into_id, pair.key, pair.value))
 			abort();
 	}
