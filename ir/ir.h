@@ -169,6 +169,10 @@ typedef struct {
 	ir_loc loc;
 } ir_state;
 
+/* The most blocks one chain of blocks calling blocks may hold: a block of
+ * the layer list, the block it calls, ... (docs/ir.md). */
+#define IR_MAX_CALL_DEPTH 8
+
 /* A function: the graph body of a block or of a top-level graph. */
 typedef struct {
 	const char *name;

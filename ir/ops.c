@@ -20,8 +20,12 @@
 static const char *const at_choices[] = {"pos", "start", NULL};
 static const char *const act_choices[] = {"none", "silu", NULL};
 
-static const ir_attr_schema a_call[] = {REQ_INT("layer", 0, BIG),
-					 {.name = "hf_prefix", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL}};
+/* layer: an instance call's layer (absent on an inline call: a block's call
+ * of a block, or a graph's call of a block without weights or state); as:
+ * an inline call's name prefix (docs/ir.md, "Blocks that call blocks"). */
+static const ir_attr_schema a_call[] = {OPT_INT("layer", 0, BIG),
+					 {.name = "hf_prefix", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL},
+					 {.name = "as", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL}};
 static const ir_attr_schema a_state_write[] = {
 	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices}};
 static const ir_attr_schema a_reshape[] = {

@@ -386,8 +386,9 @@ static int *with_reads(body_ctx *bc, const yaml_node_t *at, const ir_func *blk, 
 	return all;
 }
 
-/* A call of block b named nname at map's location, as layer `layer`, on
- * operands in[0..n_in); returns its node id. */
+/* A call of block b named nname at map's location, as layer `layer` (-1:
+ * an inline call, without the attribute), on operands in[0..n_in); returns
+ * its node id. */
 static int add_call(body_ctx *bc, const yaml_node_t *map, const char *nname, int b, int *in, int n_in, int64_t layer)
 {
 	ir_module *m = bc->rd->m;
@@ -396,9 +397,17 @@ static int add_call(body_ctx *bc, const yaml_node_t *map, const char *nname, int
 	f->nodes[nid].ref = b;
 	f->nodes[nid].in = in;
 	f->nodes[nid].n_in = n_in;
-	ir_attr a = {.name = "layer", .kind = IR_ATTR_INT, .i = layer};
-	ir_node_add_attr(m, f, nid, &a);
+	if (layer >= 0) {
+		ir_attr a = {.name = "layer", .kind = IR_ATTR_INT, .i = layer};
+		ir_node_add_attr(m, f, nid, &a);
+	}
 	return nid;
+}
+
+static void add_str_attr(body_ctx *bc, int nid, const char *name, const char *value)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_STR, .s = value};
+	ir_node_add_attr(bc->rd->m, F(bc), nid, &a);
 }
 
 /* op: layers: one call per block instance (layer i's block, then the
@@ -460,38 +469,83 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 	return true;
 }
 
-/* op block: one instance of a block outside the layer stack (a draft head's
- * decoder layer), as layer `layer` (>= the stack's count, so it shares no
- * weight or state with the stack). With hf_prefix, its checkpoint names take
- * the prefix in place of their "...layers.{i}" part (pass_expand_blocks):
- * the stack's own blocks serve as the head's layer. Every graph that
- * instantiates the same block at the same layer shares its weights and
- * states. */
+/* Whether block b or a block it calls declares weights or state (the
+ * reader has refused call cycles before any graph body is read). */
+static bool block_declares(const ir_module *m, int b)
+{
+	const ir_func *f = &m->funcs[b];
+	bool found = f->n_weights > 0 || f->n_states > 0;
+	for (int i = 0; !found && i < f->n_nodes; i++)
+		found = f->nodes[i].op == IR_OP_CALL && block_declares(m, f->nodes[i].ref);
+	return found;
+}
+
+/* `layer` (and hf_prefix) of an instance call in a graph: layer >= the
+ * stack's count, so the instance shares no weight or state with it. */
+static bool read_instance_layer(body_ctx *bc, const yaml_node_t *ln, int64_t *layer)
+{
+	rd_ctx *rd = bc->rd;
+	if (!rd_int(rd, ln, "op block layer", layer))
+		return false;
+	if (*layer < rd->m->n_layers || *layer > INT32_MAX)
+		return rd_fail(rd, ln, "op block: layer %lld would alias the layer stack (layers 0..%d); use %d or more",
+			       (long long)*layer, rd->m->n_layers - 1, rd->m->n_layers);
+	return true;
+}
+
+/* Which kind of call a valid op block is: an instance (a graph's call with
+ * `layer`) or an inline call (in a block body, or a graph's call without
+ * `layer` of a block that, with the blocks it calls, declares no weights
+ * or state). Fails on keys that do not fit the kind. */
+static bool check_call_kind(body_ctx *bc, const yaml_node_t *map, int b)
+{
+	rd_ctx *rd = bc->rd;
+	const ir_func *f = F(bc);
+	yaml_node_t *ln = rd_get(rd, map, "layer"), *pn = rd_get(rd, map, "hf_prefix"), *an = rd_get(rd, map, "as");
+	if (f->is_block && (ln || pn))
+		return rd_fail(rd, ln ? ln : pn, "op block: '%s' is for a graph's call; a call inside block '%s' is "
+			       "part of the caller's layer instance", ln ? "layer" : "hf_prefix", f->name);
+	if (ln && an)
+		return rd_fail(rd, an, "op block: 'as' is for an inline call (without 'layer'); an instance's ops are "
+			       "named layers.<layer>.<block>.*");
+	if (!ln && pn)
+		return rd_fail(rd, pn, "op block: 'hf_prefix' needs 'layer'");
+	if (!f->is_block && !ln && block_declares(rd->m, b))
+		return rd_fail(rd, map, "op block: block '%s' declares weights or state (itself or a block it calls), so "
+			       "a graph's call of it needs 'layer'", rd->m->funcs[b].name);
+	return true;
+}
+
+/* op block: one call of a block. An instance call (a graph's, with
+ * `layer`: a draft head's decoder layer) is named layers.<layer>.<block>;
+ * with hf_prefix, its checkpoint names take the prefix in place of their
+ * "...layers.{i}" part (pass_expand_blocks): the stack's own blocks serve
+ * as the head's layer. Every graph that instantiates the same block at the
+ * same layer shares its weights and states. An inline call is named by its
+ * first out and carries `as`, the prefix of the callee's op names on
+ * expansion (default "<block>."). */
 static bool read_block_op(body_ctx *bc, const yaml_node_t *map)
 {
-	static const char *const keys[] = {"op", "block", "layer", "hf_prefix", "in", "out", NULL};
+	static const char *const keys[] = {"op", "block", "layer", "hf_prefix", "as", "in", "out", NULL};
 	rd_ctx *rd = bc->rd;
 	ir_module *m = rd->m;
 	if (!rd_check_keys(rd, map, keys, "op block"))
 		return false;
-	if (F(bc)->is_block)
-		return rd_fail(rd, map, "op block is for graphs, not inside block '%s'", F(bc)->name);
-	yaml_node_t *bn = rd_need(rd, map, "block", "op block"), *ln = bn ? rd_need(rd, map, "layer", "op block") : NULL;
-	yaml_node_t *pn = rd_get(rd, map, "hf_prefix");
-	yaml_node_t *ins = ln ? rd_need(rd, map, "in", "op block") : NULL;
+	yaml_node_t *bn = rd_need(rd, map, "block", "op block"), *ln = rd_get(rd, map, "layer");
+	yaml_node_t *pn = rd_get(rd, map, "hf_prefix"), *an = rd_get(rd, map, "as");
+	yaml_node_t *ins = bn ? rd_need(rd, map, "in", "op block") : NULL;
 	yaml_node_t *out = ins ? rd_need(rd, map, "out", "op block") : NULL;
 	const char *bname = out ? rd_scalar(rd, bn, "a block name") : NULL;
-	const char *prefix = NULL;
-	int64_t layer;
-	if (!bname || (pn && !(prefix = rd_str(rd, pn, "a checkpoint name prefix"))) ||
-	    !rd_int(rd, ln, "op block layer", &layer))
+	const char *prefix = NULL, *as = NULL;
+	int64_t layer = -1;
+	if (!bname)
 		return false;
 	int b = ir_module_func(m, bname);
 	if (b < 0 || !m->funcs[b].is_block)
 		return rd_fail(rd, bn, "op block: unknown block '%s'", bname);
-	if (layer < m->n_layers || layer > INT32_MAX)
-		return rd_fail(rd, ln, "op block: layer %lld would alias the layer stack (layers 0..%d); use %d or more",
-			       (long long)layer, m->n_layers - 1, m->n_layers);
+	if (!check_call_kind(bc, map, b) || (pn && !(prefix = rd_str(rd, pn, "a checkpoint name prefix"))) ||
+	    (an && !(as = rd_str(rd, an, "a name prefix"))) || (ln && !read_instance_layer(bc, ln, &layer)))
+		return false;
 	const ir_func *blk = &m->funcs[b];
 	const yaml_node_t *names[MAX_OUTS];
 	int n_out, n_in;
@@ -509,14 +563,15 @@ static bool read_block_op(body_ctx *bc, const yaml_node_t *map)
 	if (!(in = with_reads(bc, ins, blk, in, n_in)))
 		return false;
 	n_in = blk->n_inputs;
-	const char *nname = ir_arena_printf(&m->arena, "layers.%lld.%s", (long long)layer, bname);
-	if (!rd_name_free(rd, F(bc), map, nname) || !names_free(bc, names, n_out))
+	const char *nname = ln ? ir_arena_printf(&m->arena, "layers.%lld.%s", (long long)layer, bname)
+			       : rd_scalar(rd, names[0], "a name");
+	if ((ln && !rd_name_free(rd, F(bc), map, nname)) || !names_free(bc, names, n_out))
 		return false;
 	int nid = add_call(bc, map, nname, b, in, n_in, layer);
-	if (prefix) {
-		ir_attr pa = {.name = "hf_prefix", .kind = IR_ATTR_STR, .s = prefix};
-		ir_node_add_attr(m, F(bc), nid, &pa);
-	}
+	if (prefix)
+		add_str_attr(bc, nid, "hf_prefix", prefix);
+	if (!ln)
+		add_str_attr(bc, nid, "as", as ? as : ir_arena_printf(&m->arena, "%s.", bname));
 	add_outputs(bc, nid, names, n_out);
 	return true;
 }

@@ -3,6 +3,7 @@
 #include "ir/read_parts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_IO = 8 };
@@ -103,8 +104,12 @@ static bool read_shell(rd_ctx *rd, const yaml_node_t *map, int i, bool is_block,
 	yaml_node_t *w = is_block ? rd_get(rd, spec, "weights") : NULL, *s = is_block ? rd_get(rd, spec, "state") : NULL;
 	if ((w && !rd_weights(rd, w, &f->weights, &f->n_weights)) || (s && !rd_states(rd, s, &f->states, &f->n_states)))
 		return false;
-	return (is_block ? block_inputs(rd, f, ins, rd_get(rd, spec, "reads")) : graph_inputs(rd, f, ins)) &&
-	       want_outputs(rd, f, outs);
+	if (!(is_block ? block_inputs(rd, f, ins, rd_get(rd, spec, "reads")) : graph_inputs(rd, f, ins)) ||
+	    !want_outputs(rd, f, outs))
+		return false;
+	/* known before the bodies are read: a block may call one defined later */
+	f->n_outputs = rd_seq_len(outs);
+	return true;
 }
 
 static bool read_bodies(rd_ctx *rd, const yaml_node_t *map, int first)
@@ -115,6 +120,86 @@ static bool read_bodies(rd_ctx *rd, const yaml_node_t *map, int first)
 			return false;
 	}
 	return true;
+}
+
+typedef struct {
+	rd_ctx *rd;
+	char *color; /* per function: 0 not seen, 1 on the current chain, 2 done */
+	int *height; /* per block once done: the most blocks a chain of calls below it has */
+	int chain[IR_MAX_CALL_DEPTH + 1];
+	int depth;
+} calls_ctx;
+
+/* "a -> b -> c": the chain from its block `from` on, then callee. */
+static const char *chain_str(const calls_ctx *c, int from, int callee, char *buf, size_t len)
+{
+	const ir_func *fs = c->rd->m->funcs;
+	size_t pos = 0;
+	for (int i = from; i < c->depth && pos < len; i++)
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s -> ", fs[c->chain[i]].name);
+	if (pos < len)
+		snprintf(buf + pos, len - pos, "%s", fs[callee].name);
+	return buf;
+}
+
+static bool visit_calls(calls_ctx *c, int b);
+
+/* The call n (in the block on top of the chain) of block callee. */
+static bool check_call(calls_ctx *c, const ir_node *n, int callee)
+{
+	char buf[512];
+	if (c->color[callee] == 1) {
+		int from = 0;
+		while (c->chain[from] != callee)
+			from++;
+		ir_error_set(c->rd->err, n->loc, "block '%s' calls itself: %s", c->rd->m->funcs[callee].name,
+			     chain_str(c, from, callee, buf, sizeof(buf)));
+		return false;
+	}
+	if (c->depth < IR_MAX_CALL_DEPTH && c->color[callee] == 0 && !visit_calls(c, callee))
+		return false;
+	if (c->depth >= IR_MAX_CALL_DEPTH || c->depth + 1 + c->height[callee] > IR_MAX_CALL_DEPTH) {
+		ir_error_set(c->rd->err, n->loc, "blocks calling blocks nest deeper than %d: %s%s", IR_MAX_CALL_DEPTH,
+			     chain_str(c, 0, callee, buf, sizeof(buf)), c->height[callee] ? " -> ..." : "");
+		return false;
+	}
+	return true;
+}
+
+static bool visit_calls(calls_ctx *c, int b)
+{
+	const ir_func *f = &c->rd->m->funcs[b];
+	c->color[b] = 1;
+	c->chain[c->depth++] = b;
+	int h = 0;
+	for (int i = 0; i < f->n_nodes; i++) {
+		const ir_node *n = &f->nodes[i];
+		if (n->op != IR_OP_CALL)
+			continue;
+		if (!check_call(c, n, n->ref))
+			return false;
+		h = c->height[n->ref] + 1 > h ? c->height[n->ref] + 1 : h;
+	}
+	c->depth--;
+	c->color[b] = 2;
+	c->height[b] = h;
+	return true;
+}
+
+/* Blocks calling blocks (functions 0..nb-1): no block calls itself, even
+ * through others, and no chain of calls holds more than IR_MAX_CALL_DEPTH
+ * blocks. */
+static bool check_block_calls(rd_ctx *rd, int nb)
+{
+	calls_ctx c = {rd, calloc((size_t)nb + 1, 1), calloc((size_t)nb + 1, sizeof(int)), {0}, 0};
+	if (!c.color || !c.height)
+		abort();
+	bool ok = true;
+	for (int b = 0; ok && b < nb; b++)
+		ok = c.color[b] || visit_calls(&c, b);
+	free(c.color);
+	free(c.height);
+	return ok;
 }
 
 bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, const yaml_node_t *draft_graphs,
@@ -139,7 +224,7 @@ bool rd_funcs(rd_ctx *rd, const yaml_node_t *blocks, const yaml_node_t *graphs, 
 		if (!read_shell(rd, draft_graphs, i, false, nb + ng + i))
 			return false;
 	/* layers need the blocks' outputs, graphs need the layers */
-	if (!read_bodies(rd, blocks, 0))
+	if (!read_bodies(rd, blocks, 0) || !check_block_calls(rd, nb))
 		return false;
 	if (layers && !rd_layers(rd, layers))
 		return false;

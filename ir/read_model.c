@@ -2,14 +2,15 @@
 #include "ir/read_model.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/read_parts.h"
 
-static const char *const top_keys[] = {"model",  "hf_model_types", "hf_prefixes", "params",  "weights", "state",
-				       "blocks", "layers",         "graphs",      "entries", "draft",   NULL};
+static const char *const top_keys[] = {"model",  "hf_model_types", "hf_prefixes", "params", "weights", "state",
+				       "blocks", "layers",         "graphs",      "entries", "draft",  "include", NULL};
 static const char *const prefix_keys[] = {"from", "to", NULL};
 static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", "recurrent", NULL};
 static const char *const logits_modes[] = {"all", "last", NULL};
@@ -178,8 +179,11 @@ static bool read_top(rd_ctx *rd, const yaml_node_t *root)
 	return !with_draft || (rd_draft_exports(rd, draft) && read_entries(rd, rd_get(rd, draft, "entries")));
 }
 
-ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
-			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err)
+/* ir_read_model_mem, where a model read from a path (canon: its realpath)
+ * may include files relative to include_dir (NULL: it may not). */
+static ir_module *read_model(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
+			     const char *config_json, size_t config_len, const ir_read_options *opts,
+			     const char *include_dir, const char *canon, ir_error *err)
 {
 	rd_ctx rd = {.err = err,
 		     .no_draft = opts && opts->no_draft,
@@ -190,18 +194,28 @@ ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t ya
 	if (!rd.cfg)
 		return NULL;
 	rd.m = ir_module_new(model_name);
-	bool ok = rd_load(&rd, yaml, yaml_len) && read_top(&rd, rd_root(&rd));
+	rd.path = rd.m->path;
+	rd.include_dir = include_dir ? ir_arena_strdup(&rd.m->arena, include_dir) : NULL;
+	rd.canon = canon ? strdup(canon) : NULL;
+	bool ok = rd_load(&rd, yaml, yaml_len) && rd_includes(&rd) && read_top(&rd, rd_root(&rd));
 	rd_unload(&rd);
 	ir_config_free(rd.cfg);
 	free(rd.module_weight_used);
+	free(rd.node_file);
+	free(rd.canon);
 	if (ok)
 		return rd.m;
 	ir_module_free(rd.m);
 	return NULL;
 }
 
-/* Whole file into a malloc'd buffer; NULL and err on failure. */
-static char *slurp(const char *path, size_t *len, ir_error *err)
+ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
+			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err)
+{
+	return read_model(model_name, yaml, yaml_len, config_name, config_json, config_len, opts, NULL, NULL, err);
+}
+
+char *rd_slurp(const char *path, size_t *len, ir_error *err)
 {
 	FILE *fp = fopen(path, "rb");
 	if (!fp) {
@@ -236,9 +250,15 @@ ir_module *ir_read_model_opts(const char *model_path, const char *config_path, c
 			      ir_error *err)
 {
 	size_t ylen = 0, clen = 0;
-	char *yaml = slurp(model_path, &ylen, err);
-	char *json = yaml ? slurp(config_path, &clen, err) : NULL;
-	ir_module *m = json ? ir_read_model_mem(model_path, yaml, ylen, config_path, json, clen, opts, err) : NULL;
+	char *yaml = rd_slurp(model_path, &ylen, err);
+	char *json = yaml ? rd_slurp(config_path, &clen, err) : NULL;
+	const char *slash = strrchr(model_path, '/');
+	char dir[PATH_MAX], canon[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == model_path ? 1 : slash - model_path) : 1,
+		 slash ? model_path : ".");
+	ir_module *m = json ? read_model(model_path, yaml, ylen, config_path, json, clen, opts, dir,
+					 realpath(model_path, canon), err)
+			    : NULL;
 	free(yaml);
 	free(json);
 	return m;

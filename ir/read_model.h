@@ -38,7 +38,9 @@ ir_module *ir_read_model_opts(const char *model_path, const char *config_path, c
 
 /* The same from memory (the fuzzer's entry): model_name and config_name are
  * used in messages and locations; the buffers need not be NUL-terminated and
- * are not kept. opts may be NULL (defaults). */
+ * are not kept. opts may be NULL (defaults). A model read from memory may
+ * not include files (`include:` is an error): only ir_read_model[_opts]
+ * resolve includes, relative to the model file's directory. */
 ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
 			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err);
 

@@ -9,7 +9,9 @@ enum { MAX_NESTING = 32 };
 
 ir_loc rd_loc(const rd_ctx *rd, const yaml_node_t *n)
 {
-	return (ir_loc){rd->m->path, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
+	int id = (int)(n - rd->doc.nodes.start) + 1;
+	const char *file = id < rd->n_node_file && rd->node_file[id] ? rd->node_file[id] : rd->path;
+	return (ir_loc){file, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
 }
 
 bool rd_fail(rd_ctx *rd, const yaml_node_t *n, const char *fmt, ...)
@@ -23,7 +25,7 @@ bool rd_fail(rd_ctx *rd, const yaml_node_t *n, const char *fmt, ...)
 
 static bool syntax_error(rd_ctx *rd, const yaml_parser_t *p)
 {
-	ir_loc loc = {rd->m->path, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1};
+	ir_loc loc = {rd->path, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1};
 	if (p->context)
 		ir_error_set(rd->err, loc, "YAML syntax error: %s %s", p->problem ? p->problem : "?", p->context);
 	else
@@ -114,7 +116,7 @@ bool rd_load(rd_ctx *rd, const char *yaml, size_t len)
 	rd->doc_loaded = true;
 	yaml_node_t *root = yaml_document_get_root_node(&rd->doc);
 	if (!root) {
-		ir_error_set(rd->err, (ir_loc){rd->m->path, 1, 1}, "empty file: expected a model mapping");
+		ir_error_set(rd->err, (ir_loc){rd->path, 1, 1}, "empty file: expected a model mapping");
 		ok = false;
 	} else {
 		yaml_document_t next;

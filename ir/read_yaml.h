@@ -9,23 +9,39 @@
 #include "ir/config.h"
 #include "ir/ir.h"
 
-typedef struct {
+typedef struct rd_ctx rd_ctx;
+struct rd_ctx {
 	ir_module *m;
 	yaml_document_t doc;
 	bool doc_loaded;
+	const char *path;        /* the file doc was read from (arena: locations keep it) */
+	/* Per node id of doc: the included file its node was copied from (arena
+	 * strings), NULL for path's own; malloc'd, n_node_file long. */
+	const char **node_file;
+	int n_node_file;
+	const char *include_dir; /* what include paths are relative to; NULL: include refused */
+	char *canon;             /* realpath of path (malloc'd), NULL when read from memory */
+	const rd_ctx *parent;    /* the file that included this one, NULL at the top */
 	ir_config *cfg;
 	ir_error *err;
 	bool *module_weight_used; /* per m->weights entry, malloc'd */
 	bool no_draft, force_draft; /* ir_read_options */
 	int64_t n_ctx;              /* ir_read_options; 0: the model file's */
 	int64_t draft_max;          /* ir_read_options; 0: the model file's */
-} rd_ctx;
+};
 
 /* Loads one YAML document from yaml[0..len) into rd->doc and checks the
  * tree: every mapping key is a scalar and unique, no node is reached twice
  * (anchors/aliases are not part of the format) and nesting is bounded. */
 bool rd_load(rd_ctx *rd, const char *yaml, size_t len);
 void rd_unload(rd_ctx *rd);
+/* The top-level `include:` list of the loaded document (docs/ir.md,
+ * "Sharing sections between files"): each file is loaded (its own includes
+ * first) and its sections are merged into rd->doc after the including
+ * file's own entries; its nodes keep their file for locations. */
+bool rd_includes(rd_ctx *rd);
+/* Whole file into a malloc'd buffer; NULL with err set on failure. */
+char *rd_slurp(const char *path, size_t *len, ir_error *err);
 
 yaml_node_t *rd_root(rd_ctx *rd);
 ir_loc rd_loc(const rd_ctx *rd, const yaml_node_t *n);

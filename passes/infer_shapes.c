@@ -32,9 +32,9 @@ static bool check_call_site(const ir_func *f, const ir_node *n, const ir_func *b
 		char sa[96], sp[96];
 		ir_error_set(err, n->loc,
 			     "call of block '%s' (layer %d): input %d '%s' is %s %s, but the block was "
-			     "inferred from its first call (layer %d, line %d) with %s %s",
+			     "inferred from its first call (layer %d, %s:%d) with %s %s (-1: an inline call)",
 			     b->name, call_layer(n), k, a->name, ir_shape_str(&a->shape, sa, sizeof sa),
-			     halo_dtype_name(a->dtype), site->layer, site->loc.line,
+			     halo_dtype_name(a->dtype), site->layer, site->loc.file, site->loc.line,
 			     ir_shape_str(&p->shape, sp, sizeof sp), halo_dtype_name(p->dtype));
 		return false;
 	}

@@ -51,7 +51,37 @@ typedef struct {
 	HEAD W "blocks:\n  b:\n    inputs: [x]\n    reads: [" r "]\n    body:\n      - {op: matmul, out: y, in: [x, w]}\n" \
 	       "    outputs: [y]\nlayers: {count: 2, pattern: [b]}\n" LAYERED_G ENTRY
 
+/* Block `name` whose body is the one op `op` (its out y), inputs [x]. */
+#define CALLER(name, op) "  " name ":\n    inputs: [x]\n    body:\n      - " op "\n    outputs: [y]\n"
+/* Blocks from line 7 (each CALLER 5 lines), the layer stack on block b, the graph. */
+#define CALLS(blocks) HEAD W "blocks:\n" blocks "layers: {count: 2, pattern: [b]}\n" LAYERED_G ENTRY
+#define CALL(callee) "{op: block, block: " callee ", in: [x], out: [y]}"
+/* A chain of n + 1 blocks b, c1 .. cn, each calling the next; cn does the matmul. */
+#define CHAIN8 CALLER("b", CALL("c1")) CALLER("c1", CALL("c2")) CALLER("c2", CALL("c3")) CALLER("c3", CALL("c4")) \
+	CALLER("c4", CALL("c5")) CALLER("c5", CALL("c6")) CALLER("c6", CALL("c7")) CALLER("c7", CALL("c8"))
+#define MM "{op: matmul, out: y, in: [x, w]}"
+
 static const err_case cases[] = {
+	{"block calls itself", CALLS(CALLER("b", CALL("b"))),
+	 "t.yaml:11:9: block 'b' calls itself: b -> b"},
+	{"blocks call each other", CALLS(CALLER("b", CALL("c")) CALLER("c", CALL("d")) CALLER("d", CALL("c"))),
+	 "t.yaml:21:9: block 'c' calls itself: c -> d -> c"},
+	{"call of an unknown block", CALLS(CALLER("b", CALL("nope"))), "t.yaml:11:28: op block: unknown block 'nope'"},
+	{"calls nest deeper than 8 blocks", CALLS(CHAIN8 CALLER("c8", CALL("c9")) CALLER("c9", MM)),
+	 "t.yaml:46:9: blocks calling blocks nest deeper than 8: b -> c1 -> c2 -> c3 -> c4 -> c5 -> c6 -> c7 -> c8"},
+	{"a layer in a block's call", CALLS(CALLER("b", "{op: block, block: c, layer: 2, in: [x], out: [y]}") CALLER("c", MM)),
+	 "t.yaml:11:38: op block: 'layer' is for a graph's call; a call inside block 'b' is part of the caller's layer "
+	 "instance"},
+	{"as on an instance call",
+	 HEAD W "blocks:\n" BLK("b", "[x]") "layers: {count: 2, pattern: [b]}\n" LAYERED_G ENTRY DRAFT("1", "", "        - {op: block, block: b, layer: 2, as: p_, in: [x], out: [y]}\n", "dr"),
+	 "t.yaml:30:47: op block: 'as' is for an inline call (without 'layer')"},
+	{"a graph's inline call of a block with weights",
+	 HEAD W "blocks:\n  b:\n    weights: {v: {shape: [H, H], hf: v}}\n    inputs: [x]\n    body:\n      - {op: matmul, out: y, in: [x, v]}\n    outputs: [y]\n"
+	 G "      - {op: block, block: b, in: [x], out: [z]}\n      - {op: matmul, out: y, in: [z, w]}\n" OUT_Y ENTRY,
+	 "t.yaml:19:9: op block: block 'b' declares weights or state (itself or a block it calls), so a graph's call of "
+	 "it needs 'layer'"},
+	{"include in a model read from memory", "model: m\nhf_model_types: [m]\ninclude: [x.yaml]\n",
+	 "t.yaml:3:10: include: this model was read from memory, with no directory to find the included files in"},
 	{"block reads a name the graph lacks", READS("nope"),
 	 "t.yaml:20:9: block 'b' reads 'nope', which graph 'g' does not define before this op"},
 	{"block reads one of its own inputs", READS("x"), "t.yaml:10:13: 'x' is defined twice (it is an input of 'b')"},

@@ -243,6 +243,15 @@ int main(void)
 		free(yr);
 		ir_module_free(rm);
 	}
+	/* blocks calling blocks, sections from an included file */
+	ir_module *nm = read_model_named("nested_tiny");
+	if (nm) {
+		size_t ln;
+		char *yn = dump(nm, false, &ln);
+		test_golden("nested_tiny", yn, ln);
+		free(yn);
+		ir_module_free(nm);
+	}
 	test_infer(a);
 	free(ya);
 	free(ya2);
