@@ -480,7 +480,7 @@ static bool block_declares(const ir_module *m, int b)
 	return found;
 }
 
-/* `layer` (and hf_prefix) of an instance call in a graph: layer >= the
+/* `layer` of an instance call in a graph: >= the layer
  * stack's count, so the instance shares no weight or state with it. */
 static bool read_instance_layer(body_ctx *bc, const yaml_node_t *ln, int64_t *layer)
 {

@@ -190,8 +190,7 @@ static bool check_chain(rd_ctx *rd, const yaml_node_t *at, const char *canon, co
 	return true;
 }
 
-/* The directory part of path ("." when it has none), in the arena. */
-static const char *dir_of(ir_arena *a, const char *path)
+const char *rd_dir_of(ir_arena *a, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	if (!slash)
@@ -213,12 +212,12 @@ static bool load_included(rd_ctx *rd, const yaml_node_t *it, rd_ctx *sub)
 		return rd_fail(rd, it, "include: cannot open %s: %s", path, strerror(errno));
 	if (!check_chain(rd, it, canon, path))
 		return false;
-	ir_error ignored = {0};
+	ir_error read_err = {0};
 	size_t len = 0;
-	char *text = rd_slurp(path, &len, &ignored);
+	char *text = rd_slurp(path, &len, &read_err);
 	if (!text)
-		return rd_fail(rd, it, "include: cannot read %s: %s", path, ignored.msg);
-	*sub = (rd_ctx){.m = rd->m, .err = rd->err, .path = path, .include_dir = dir_of(&rd->m->arena, path),
+		return rd_fail(rd, it, "include: %s", read_err.msg);
+	*sub = (rd_ctx){.m = rd->m, .err = rd->err, .path = path, .include_dir = rd_dir_of(&rd->m->arena, path),
 			.canon = strdup(canon), .parent = rd};
 	bool ok = rd_load(sub, text, len) && rd_want_map(sub, rd_root(sub), "an included file") && rd_includes(sub);
 	free(text);

@@ -179,11 +179,12 @@ static bool read_top(rd_ctx *rd, const yaml_node_t *root)
 	return !with_draft || (rd_draft_exports(rd, draft) && read_entries(rd, rd_get(rd, draft, "entries")));
 }
 
-/* ir_read_model_mem, where a model read from a path (canon: its realpath)
- * may include files relative to include_dir (NULL: it may not). */
+/* ir_read_model_mem; canon: the real path of the model file model_name
+ * when it was read from one (its includes resolve against its directory),
+ * NULL when from memory (it may not include). */
 static ir_module *read_model(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
 			     const char *config_json, size_t config_len, const ir_read_options *opts,
-			     const char *include_dir, const char *canon, ir_error *err)
+			     const char *canon, ir_error *err)
 {
 	rd_ctx rd = {.err = err,
 		     .no_draft = opts && opts->no_draft,
@@ -195,7 +196,7 @@ static ir_module *read_model(const char *model_name, const char *yaml, size_t ya
 		return NULL;
 	rd.m = ir_module_new(model_name);
 	rd.path = rd.m->path;
-	rd.include_dir = include_dir ? ir_arena_strdup(&rd.m->arena, include_dir) : NULL;
+	rd.include_dir = canon ? rd_dir_of(&rd.m->arena, model_name) : NULL;
 	rd.canon = canon ? strdup(canon) : NULL;
 	bool ok = rd_load(&rd, yaml, yaml_len) && rd_includes(&rd) && read_top(&rd, rd_root(&rd));
 	rd_unload(&rd);
@@ -212,7 +213,7 @@ static ir_module *read_model(const char *model_name, const char *yaml, size_t ya
 ir_module *ir_read_model_mem(const char *model_name, const char *yaml, size_t yaml_len, const char *config_name,
 			     const char *config_json, size_t config_len, const ir_read_options *opts, ir_error *err)
 {
-	return read_model(model_name, yaml, yaml_len, config_name, config_json, config_len, opts, NULL, NULL, err);
+	return read_model(model_name, yaml, yaml_len, config_name, config_json, config_len, opts, NULL, err);
 }
 
 char *rd_slurp(const char *path, size_t *len, ir_error *err)
@@ -252,11 +253,8 @@ ir_module *ir_read_model_opts(const char *model_path, const char *config_path, c
 	size_t ylen = 0, clen = 0;
 	char *yaml = rd_slurp(model_path, &ylen, err);
 	char *json = yaml ? rd_slurp(config_path, &clen, err) : NULL;
-	const char *slash = strrchr(model_path, '/');
-	char dir[PATH_MAX], canon[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == model_path ? 1 : slash - model_path) : 1,
-		 slash ? model_path : ".");
-	ir_module *m = json ? read_model(model_path, yaml, ylen, config_path, json, clen, opts, dir,
+	char canon[PATH_MAX];
+	ir_module *m = json ? read_model(model_path, yaml, ylen, config_path, json, clen, opts,
 					 realpath(model_path, canon), err)
 			    : NULL;
 	free(yaml);

@@ -40,6 +40,8 @@ void rd_unload(rd_ctx *rd);
  * first) and its sections are merged into rd->doc after the including
  * file's own entries; its nodes keep their file for locations. */
 bool rd_includes(rd_ctx *rd);
+/* The directory part of path ("." when it has none), in the arena. */
+const char *rd_dir_of(ir_arena *a, const char *path);
 /* Whole file into a malloc'd buffer; NULL with err set on failure. */
 char *rd_slurp(const char *path, size_t *len, ir_error *err);
 
