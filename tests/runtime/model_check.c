@@ -103,3 +103,36 @@ bool mc_bitwise(const char *what, const float *a, const float *b, size_t n)
 	}
 	return true;
 }
+
+mc_bundle mc_open_bundle(const char *path)
+{
+	char err[1024];
+	mc_bundle o = {.b = halo_bundle_open(path, err, sizeof err)};
+	size_t js = 0, ws = 0;
+	const char *json = o.b ? halo_bundle_section(o.b, "manifest", &js) : NULL;
+	o.weights = o.b ? halo_bundle_section(o.b, "weights", &ws) : NULL;
+	uint64_t code_size[HALO_TARGET_COUNT] = {0};
+	if (o.b)
+		halo_bundle_code_sizes(o.b, code_size);
+	o.m = json ? manifest_parse(json, js, ws, code_size, err, sizeof err) : NULL;
+	if (!o.m) {
+		fprintf(stderr, "FAIL: open %s: %s\n", path, err);
+		exit(1);
+	}
+	return o;
+}
+
+void mc_bundle_close(mc_bundle *o)
+{
+	manifest_free(o->m);
+	halo_bundle_close(o->b);
+	*o = (mc_bundle){0};
+}
+
+const halo_buffer_decl *mc_find_weight(const halo_manifest *m, const char *name)
+{
+	for (int i = 0; i < m->n_weights; i++)
+		if (strcmp(m->weights[i].name, name) == 0)
+			return &m->weights[i];
+	return NULL;
+}

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/bundle.h"
 #include "runtime/halo.h"
+#include "runtime/manifest.h"
 
 extern int mc_failures;
 
@@ -30,6 +32,20 @@ void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path,
 /* Opens a model and a session; exits on failure. */
 halo_model *mc_open(const char *bundle, halo_backend_kind backend);
 halo_session *mc_session(halo_model *m);
+
+/* A bundle opened for inspection: its manifest parsed and its weights
+ * section; mc_bundle_close releases both. */
+typedef struct {
+	halo_bundle *b;
+	halo_manifest *m;
+	const uint8_t *weights;
+} mc_bundle;
+
+/* Opens path and parses its manifest against its sections; exits on failure. */
+mc_bundle mc_open_bundle(const char *path);
+void mc_bundle_close(mc_bundle *o);
+/* The weight declaration named `name`, or NULL. */
+const halo_buffer_decl *mc_find_weight(const halo_manifest *m, const char *name);
 
 /* Per row of `cols`: ||got - want|| / ||want|| <= tol; reports the worst row. */
 bool mc_rows_close(const char *what, const float *got, const float *want, size_t rows, size_t cols, double tol);

@@ -190,42 +190,10 @@ static bool compile(const char *dir, halo_dtype quant, bool vulkan, const char *
 	return cg_compile(&o, NULL, err, errlen);
 }
 
-typedef struct {
-	halo_bundle *b;
-	halo_manifest *m;
-	const uint8_t *weights;
-} opened;
-
-static opened open_bundle(const char *path)
-{
-	char err[1024];
-	opened o = {.b = halo_bundle_open(path, err, sizeof err)};
-	size_t js = 0, ws = 0;
-	const char *json = o.b ? halo_bundle_section(o.b, "manifest", &js) : NULL;
-	o.weights = o.b ? halo_bundle_section(o.b, "weights", &ws) : NULL;
-	uint64_t code_size[HALO_TARGET_COUNT] = {0};
-	if (o.b)
-		halo_bundle_code_sizes(o.b, code_size);
-	o.m = json ? manifest_parse(json, js, ws, code_size, err, sizeof err) : NULL;
-	if (!o.m) {
-		fprintf(stderr, "FAIL: open %s: %s\n", path, err);
-		exit(1);
-	}
-	return o;
-}
-
-static const halo_buffer_decl *find_weight(const halo_manifest *m, const char *name)
-{
-	for (int i = 0; i < m->n_weights; i++)
-		if (strcmp(m->weights[i].name, name) == 0)
-			return &m->weights[i];
-	return NULL;
-}
-
 /* Parts 1 and 2, for one fp8 tensor. */
-static void check_kept(const opened *kept, const opened *f32, const tensor *t)
+static void check_kept(const mc_bundle *kept, const mc_bundle *f32, const tensor *t)
 {
-	const halo_buffer_decl *d = find_weight(kept->m, t->bundle_name), *a = find_weight(f32->m, t->bundle_name);
+	const halo_buffer_decl *d = mc_find_weight(kept->m, t->bundle_name), *a = mc_find_weight(f32->m, t->bundle_name);
 	MC_CHECK(d && a && d->dtype == HALO_F8E4M3_B128 && a->dtype == HALO_F32, "weight '%s' is %s, expected %s",
 		 t->bundle_name, d ? halo_dtype_name(d->dtype) : "missing", halo_dtype_name(HALO_F8E4M3_B128));
 	if (!d || !a || d->dtype != HALO_F8E4M3_B128)
@@ -297,7 +265,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		return 1;
 	}
-	opened kept = open_bundle(kept_path), f32 = open_bundle(f32_path);
+	mc_bundle kept = mc_open_bundle(kept_path), f32 = mc_open_bundle(f32_path);
 	int n_fp8 = 0;
 	for (int i = 0; i < n_tensors; i++)
 		if (tensors[i].scale) {
@@ -305,10 +273,8 @@ int main(int argc, char **argv)
 			n_fp8++;
 		}
 	printf("%d fp8 matrices kept as stored\n", n_fp8);
-	manifest_free(kept.m);
-	manifest_free(f32.m);
-	halo_bundle_close(kept.b);
-	halo_bundle_close(f32.b);
+	mc_bundle_close(&kept);
+	mc_bundle_close(&f32);
 
 	int32_t prompt[N_PROMPT], feed[N_DECODE];
 	for (int i = 0; i < N_PROMPT; i++)

@@ -92,44 +92,12 @@ static void compile(const quant_case *c, halo_dtype matrix, halo_dtype quant, bo
 	}
 }
 
-typedef struct {
-	halo_bundle *b;
-	halo_manifest *m;
-	const uint8_t *weights;
-} opened;
-
-static opened open_bundle(const char *path)
-{
-	char err[1024];
-	opened o = {.b = halo_bundle_open(path, err, sizeof err)};
-	size_t js = 0, ws = 0;
-	const char *json = o.b ? halo_bundle_section(o.b, "manifest", &js) : NULL;
-	o.weights = o.b ? halo_bundle_section(o.b, "weights", &ws) : NULL;
-	uint64_t code_size[HALO_TARGET_COUNT] = {0};
-	if (o.b)
-		halo_bundle_code_sizes(o.b, code_size);
-	o.m = json ? manifest_parse(json, js, ws, code_size, err, sizeof err) : NULL;
-	if (!o.m) {
-		fprintf(stderr, "FAIL: open %s: %s\n", path, err);
-		exit(1);
-	}
-	return o;
-}
-
-static const halo_buffer_decl *find_weight(const halo_manifest *m, const char *name)
-{
-	for (int i = 0; i < m->n_weights; i++)
-		if (strcmp(m->weights[i].name, name) == 0)
-			return &m->weights[i];
-	return NULL;
-}
-
 /* The largest relative RMS error of an f16 weight of f16 against its f32 twin. */
-static double f16_error(const opened *f32, const opened *f16)
+static double f16_error(const mc_bundle *f32, const mc_bundle *f16)
 {
 	double eps = 0;
 	for (int i = 0; i < f16->m->n_weights; i++) {
-		const halo_buffer_decl *d = &f16->m->weights[i], *a = find_weight(f32->m, d->name);
+		const halo_buffer_decl *d = &f16->m->weights[i], *a = mc_find_weight(f32->m, d->name);
 		if (d->dtype != HALO_F16 || !a || a->dtype != HALO_F32)
 			continue;
 		const float *x = (const float *)(f32->weights + a->offset);
@@ -156,12 +124,12 @@ static double row_error(const float *got, const float *want, int64_t vocab)
 }
 
 /* Part 1; returns the largest relative RMS error of a quantized weight. */
-static double check_bytes(const opened *f32, const opened *q, halo_dtype quant)
+static double check_bytes(const mc_bundle *f32, const mc_bundle *q, halo_dtype quant)
 {
 	double eps = 0;
 	int n_quant = 0, n_format = 0;
 	for (int i = 0; i < q->m->n_weights; i++) {
-		const halo_buffer_decl *d = &q->m->weights[i], *a = find_weight(f32->m, d->name);
+		const halo_buffer_decl *d = &q->m->weights[i], *a = mc_find_weight(f32->m, d->name);
 		MC_CHECK(a && a->dtype == HALO_F32 && a->rank == d->rank, "weight '%s' has no f32 twin", d->name);
 		if (!a || a->dtype != HALO_F32)
 			continue;
@@ -253,13 +221,12 @@ int main(int argc, char **argv)
 	compile(c, HALO_F16, HALO_F32, false, f16_path);
 	compile(c, HALO_F32, quant, vulkan, q_path);
 
-	opened a = open_bundle(f32_path), h = open_bundle(f16_path), q = open_bundle(q_path);
+	mc_bundle a = mc_open_bundle(f32_path), h = mc_open_bundle(f16_path), q = mc_open_bundle(q_path);
 	double eps = check_bytes(&a, &q, quant), eps16 = f16_error(&a, &h);
 	int64_t vocab = a.m->vocab;
-	opened all[] = {a, h, q};
+	mc_bundle all[] = {a, h, q};
 	for (int i = 0; i < 3; i++) {
-		manifest_free(all[i].m);
-		halo_bundle_close(all[i].b);
+		mc_bundle_close(&all[i]);
 	}
 
 	int32_t prompt[N_PROMPT], feed[N_DECODE];
