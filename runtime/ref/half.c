@@ -1,21 +1,5 @@
 #include "runtime/ref/half.h"
 
-#include <string.h>
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 /* Shifts a right by s bits rounding to nearest, ties to even. */
 static uint32_t shift_rne(uint32_t a, unsigned s)
 {

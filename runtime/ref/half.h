@@ -6,6 +6,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* The bits of an f32 and the f32 of given bits (a type pun without
+ * aliasing). */
+static inline uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline float f32_from_bits(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
 
 uint16_t half_from_f32(float f);
 float half_to_f32(uint16_t h);

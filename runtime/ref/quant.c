@@ -38,20 +38,6 @@ static uint32_t get_u32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static float bits_f32(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
 /* ---- q8_0 ---- */
 
 /* The scale is quantized first and q computed against the stored value, so
@@ -273,7 +259,7 @@ static void q4_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_
 float halo_f8e4m3_to_f32(uint8_t q)
 {
 	uint32_t em = q & 0x7fu;
-	float mag = em == 0x7fu ? NAN : em < 8u ? (float)em * 0x1p-9f : bits_f32((em << 20) + (120u << 23));
+	float mag = em == 0x7fu ? NAN : em < 8u ? (float)em * 0x1p-9f : f32_from_bits((em << 20) + (120u << 23));
 	return q & 0x80u ? -mag : mag;
 }
 
@@ -283,7 +269,7 @@ uint8_t halo_f8e4m3_from_f32(float v)
 	if (a >= 0x43e00000u) /* 448 and up (not NaN: callers pass finite values) */
 		code = 0x7eu;
 	else if (a < 0x3c800000u) /* below 2^-6, the smallest normal: a multiple of 2^-9, 8 being 2^-6 */
-		code = (uint32_t)rintf(bits_f32(a) * 512.0f); /* the default rounding: to nearest even */
+		code = (uint32_t)rintf(f32_from_bits(a) * 512.0f); /* the default rounding: to nearest even */
 	else /* the 20 dropped mantissa bits rounded to nearest even; a carry steps the exponent */
 		code = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
 	return (uint8_t)((u >> 24 & 0x80u) | code);
@@ -309,7 +295,7 @@ static void f8_row(const float *x, uint64_t k, uint8_t *q, uint8_t *scales)
 static void f8_dequant_row(const uint8_t *q, const uint8_t *scales, uint64_t k, float *x)
 {
 	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
-		float s = bits_f32(get_u32(scales + 4 * b));
+		float s = f32_from_bits(get_u32(scales + 4 * b));
 		for (int i = 0; i < F8_BLOCK; i++)
 			x[b * F8_BLOCK + i] = s * halo_f8e4m3_to_f32(q[b * F8_BLOCK + i]);
 	}
