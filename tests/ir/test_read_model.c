@@ -10,6 +10,7 @@
 #include "ir/ops.h"
 #include "ir/read_model.h"
 #include "tests/check.h"
+#include "tests/ir/golden.h"
 
 static char root[1024];
 
@@ -48,23 +49,6 @@ static char *dump(const ir_module *m, bool dot, size_t *len)
 	else
 		ir_dump_yaml(m, f);
 	fclose(f);
-	return buf;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-		abort();
-	fclose(f);
-	buf[n] = 0;
-	*len = (size_t)n;
 	return buf;
 }
 
@@ -126,8 +110,8 @@ static void test_types_from(const ir_module *ref)
 {
 	char y[1200], c[1200];
 	size_t ylen, clen;
-	char *yaml = slurp(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)), &ylen);
-	char *json = slurp(src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &clen);
+	char *yaml = golden_slurp(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)), &ylen);
+	char *json = golden_slurp(src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &clen);
 	CHECK(yaml && json, "cannot read hybrid_tiny");
 	if (!yaml || !json)
 		return;
@@ -195,24 +179,8 @@ static void test_golden(const char *name, const char *text, size_t len)
 	char rel[128], path[1200 + 128];
 	snprintf(rel, sizeof rel, "tests/ir/golden/%s.read.yaml", name);
 	src(rel, path, sizeof(path));
-	const char *regen = getenv("HALO_IR_REGEN");
-	if (regen && *regen == '1') {
-		FILE *f = fopen(path, "wb");
-		CHECK(f && fwrite(text, 1, len, f) == len, "cannot write %s", path);
-		if (f)
-			fclose(f);
-		return;
-	}
-	size_t glen = 0;
-	char *golden = slurp(path, &glen);
-	CHECK(golden, "cannot read %s (HALO_IR_REGEN=1 writes it)", path);
-	if (!golden)
-		return;
-	size_t at = 0;
-	while (at < len && at < glen && text[at] == golden[at])
-		at++;
-	CHECK(glen == len && at == len, "dump differs from %s at byte %zu (HALO_IR_REGEN=1 rewrites it)", path, at);
-	free(golden);
+	char why[1400];
+	CHECK(golden_matches(path, text, len, why, sizeof why), "%s", why);
 }
 
 int main(void)

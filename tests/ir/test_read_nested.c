@@ -11,6 +11,7 @@
 #include "ir/read_model.h"
 #include "passes/passes.h"
 #include "tests/check.h"
+#include "tests/ir/golden.h"
 
 static char root[1024];
 
@@ -34,40 +35,12 @@ static ir_module *read(const char *rel, bool expand, ir_error *err)
 	return m;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	FILE *mem = open_memstream(&buf, len);
-	int ch;
-	while ((ch = fgetc(f)) != EOF)
-		fputc(ch, mem);
-	fclose(f);
-	fclose(mem);
-	return buf;
-}
-
 static void check_golden(const char *text, size_t len)
 {
 	char path[1200];
 	src("tests/ir/golden/nested_tiny.expand.yaml", path, sizeof(path));
-	const char *regen = getenv("HALO_IR_REGEN");
-	if (regen && *regen == '1') {
-		FILE *f = fopen(path, "wb");
-		CHECK(f && fwrite(text, 1, len, f) == len, "cannot write %s", path);
-		if (f)
-			fclose(f);
-		return;
-	}
-	size_t glen = 0, at = 0;
-	char *golden = slurp(path, &glen);
-	CHECK(golden, "cannot read %s (HALO_IR_REGEN=1 writes it)", path);
-	while (golden && at < len && at < glen && text[at] == golden[at])
-		at++;
-	CHECK(golden && glen == len && at == len, "expanded dump differs from %s at byte %zu", path, at);
-	free(golden);
+	char why[1400];
+	CHECK(golden_matches(path, text, len, why, sizeof why), "%s", why);
 }
 
 /* Names and checkpoint names of nested_tiny once expanded. */

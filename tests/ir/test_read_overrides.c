@@ -8,6 +8,7 @@
 
 #include "ir/read_model.h"
 #include "passes/passes.h"
+#include "tests/ir/golden.h"
 
 static int fails;
 
@@ -20,28 +21,11 @@ static int fails;
 		}                                         \
 	} while (0)
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-		abort();
-	fclose(f);
-	buf[n] = 0;
-	*len = (size_t)n;
-	return buf;
-}
-
 /* The fixture's config with its ple_layer_ids list replaced by ids. */
 static char *config_with_ids(const char *fixture, const char *ids)
 {
 	size_t len;
-	char *c = slurp(fixture, &len);
+	char *c = golden_slurp(fixture, &len);
 	char *at = c ? strstr(c, "\"ple_layer_ids\": [") : NULL;
 	char *end = at ? strchr(at, ']') : NULL;
 	if (!end) {
@@ -85,7 +69,7 @@ static void check_ids(const char *root, const char *ids, const int *want_entry)
 	snprintf(c, sizeof(c), "%s/tests/fixtures/qwen4_exp_tiny/config.json", root);
 	char *cfg = config_with_ids(c, ids);
 	size_t ylen;
-	char *yaml = slurp(y, &ylen);
+	char *yaml = golden_slurp(y, &ylen);
 	CHECK(cfg && yaml, "cannot read %s or %s", y, c);
 	if (!cfg || !yaml) {
 		free(cfg);
