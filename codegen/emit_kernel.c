@@ -16,8 +16,6 @@ const kv_dialect kv_dialect_glsl = {
 	.table_head = "const %s %s[%" PRId64 "] = ",
 	.table_open = "%s[](",
 	.table_close = ");\n",
-	.uint_type = "uint",
-	.float_type = "float",
 };
 
 /* In the HIP dialect a buffer is a member of the kernel's struct, set from
@@ -31,8 +29,6 @@ const kv_dialect kv_dialect_hip = {
 	.table_head = "static HALO_CONSTANT const %s %s[%" PRId64 "] = ",
 	.table_open = "{",
 	.table_close = "};\n",
-	.uint_type = "uint",
-	.float_type = "float",
 };
 
 const kernel_source *kv_source_file(const char *name)
@@ -65,7 +61,7 @@ static const char *float_lit(char *buf, size_t len, const kv_dialect *dl, float 
 static void emit_table(strbuf *g, const kv_dialect *dl, const kv_const *c)
 {
 	bool u = c->kind == KV_CONST_UINT_ARRAY;
-	const char *type = u ? dl->uint_type : dl->float_type;
+	const char *type = u ? "uint" : "float";
 	char buf[48];
 	sb_printf(g, dl->table_head, type, c->name, c->n);
 	sb_printf(g, dl->table_open, type);

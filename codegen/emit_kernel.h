@@ -19,9 +19,9 @@ typedef struct {
 	const char *ro_buffer;
 	const char *wo_buffer; /* likewise, written */
 	/* A constant table: printf formats for its head (type, name, count)
-	 * and the element list's open and close. */
+	 * and the element list's open (type) and close; the type is uint or
+	 * float in both languages. */
 	const char *table_head, *table_open, *table_close;
-	const char *uint_type, *float_type;
 } kv_dialect;
 
 extern const kv_dialect kv_dialect_glsl, kv_dialect_hip;
