@@ -151,7 +151,7 @@ static void emit_epilogue(strbuf *g, const kv_dialect *dl, const kv_desc *d, con
 		const kv_elem_op *e = &d->epi[j];
 		char other[96] = "";
 		if (p->epi_binding[j] >= 0) {
-			char idx[48], block[8], name[8];
+			char idx[48], block[16], name[16];
 			bcast_index(idx, sizeof idx, e);
 			snprintf(block, sizeof block, "E%d", j);
 			snprintf(name, sizeof name, "e%d", j);
