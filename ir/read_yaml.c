@@ -1,16 +1,22 @@
 /* libyaml document loading and accessors for the model reader. */
 #include "ir/read_yaml.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { MAX_NESTING = 32 };
 
+/* A node of the loaded document has the file it came from (an included
+ * one's, rd->node_file); any other node (a second document's, reported as
+ * an error) is the top file's. Compared as addresses: pointer arithmetic
+ * between the document's node array and another object is undefined. */
 ir_loc rd_loc(const rd_ctx *rd, const yaml_node_t *n)
 {
-	int id = (int)(n - rd->doc.nodes.start) + 1;
-	const char *file = id < rd->n_node_file && rd->node_file[id] ? rd->node_file[id] : rd->path;
+	uintptr_t at = (uintptr_t)n, start = (uintptr_t)rd->doc.nodes.start, top = (uintptr_t)rd->doc.nodes.top;
+	int id = start && at >= start && at < top ? (int)((at - start) / sizeof *n) + 1 : 0;
+	const char *file = id > 0 && id < rd->n_node_file && rd->node_file[id] ? rd->node_file[id] : rd->path;
 	return (ir_loc){file, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
 }
 
