@@ -10,6 +10,7 @@
 #include "codegen/draft_sidecar.h"
 #include "codegen/emit_manifest.h"
 #include "codegen/lower.h"
+#include "codegen/quant_policy.h"
 #include "codegen/select_kernels.h"
 #include "codegen/tokenizer_section.h"
 #include "codegen/kernel_variant.h"
@@ -73,8 +74,13 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx,
 			      .draft_max = o->draft_max};
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
-	if (c->m)
+	if (c->m) {
 		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
+		/* fp8 weights are kept as the checkpoint stores them, block scales
+		 * and all, which a merged matrix (built in f32) would requantize */
+		c->m->no_merge_matmuls = o->no_merge || o->quant == HALO_F8E4M3_B128;
+		c->m->merge_min_rows = halo_dtype_is_quant(o->quant) ? CG_QUANT_MIN_ROWS : 0;
+	}
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {
 		snprintf(err, errlen, "%s", ierr.set ? ierr.msg : "out of memory");
@@ -140,6 +146,8 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 	}
 	const uint64_t *off = cg_weights_offsets(c->weights);
 	for (int i = 0; i < m->n_weights; i++) {
+		if (!cg_weights_stored(c->weights, i))
+			continue;
 		halo_buffer_decl *d = &c->man.weights[c->man.n_weights++];
 		d->name = (char *)m->weights[i].name;
 		d->dtype = cg_weights_dtype(c->weights, i);

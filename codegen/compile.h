@@ -22,6 +22,9 @@ typedef struct {
 	 * passes/fuse_norm_matmul.c): the stored matrices are the checkpoint's
 	 * values, for comparing bundles weight by weight. */
 	bool no_fold_norms;
+	/* Keep sibling matmuls apart (passes/merge_matmuls.c; halo compile
+	 * --no-merge): one dispatch per projection, for comparing kernels. */
+	bool no_merge;
 	bool random_weights;
 	uint64_t seed;
 	/* A bundle for the CPU reference backend only, without GPU kernels:

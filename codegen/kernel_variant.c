@@ -397,6 +397,8 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
 	if (!q_per_word(d) && t.qw)
 		return "qw applies to quantized weights only";
+	if (d->u.matmul.pair && t.cols < 2)
+		return "pair: a column group holds each gate column with its up, so cols >= 2";
 	/* A quantized chunk in registers: its qw words and its scales (q8_0,
 	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
 	 * lane. */
@@ -488,7 +490,7 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	if (q_per_word(d))
 		return matvec_heuristic_q(d);
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 0);
-	kv_tiles t = {.cols = 1, .grow = 1};
+	kv_tiles t = {.cols = d->u.matmul.pair ? 2 : 1, .grow = 1};
 	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	t.unroll = per_lane >= 2 ? 2 : 1;
@@ -633,6 +635,8 @@ static bool matmul_tiles(kv_build *b)
 			    bm, bn, bk, tm, tn);
 	if (q_per_word(b->d) && bk % 8)
 		return fail(b, "matmul: quantized weights are dequantized 8 at a time; bk = %u", bk);
+	if (b->d->u.matmul.pair && tn % 2)
+		return fail(b, "matmul: pair keeps each gate column with its up in one lane; tn = %u", tn);
 	uint32_t lx = bn / tn, ly = bm / tm;
 	if ((uint64_t)lx * ly > KV_MAX_LANES)
 		return fail(b, "matmul: %u x %u lanes exceed %d", lx, ly, KV_MAX_LANES);
@@ -647,6 +651,43 @@ static bool matmul_tiles(kv_build *b)
 	set_grid(b, 1, mm_rpt(b->d), 0, bm);
 	def_int(b, "USE_TREE", 0);
 	sb_printf(&b->tile, "bm%u,bn%u,bk%u,tm%u,tn%u", bm, bn, bk, tm, tn);
+	return true;
+}
+
+/* The results (matmul_out.glsl): split's segment ends SEG1..SEG3 (N past
+ * the last segment), or a pair's gate/up columns. */
+static bool matmul_results(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int n = d->u.matmul.n_split;
+	if (n == 1 || n < 0 || n > KV_MAX_SPLIT)
+		return fail(b, "split into %d results: 2 to %d, or none", n, KV_MAX_SPLIT);
+	if (n && d->u.matmul.pair)
+		return fail(b, "split and pair exclude each other");
+	if (n && d->n_epi)
+		return fail(b, "a split matmul takes no epilogue (its results are several)");
+	if (d->u.matmul.pair && d->u.matmul.N % 2)
+		return fail(b, "pair: %" PRId64 " weight rows, an even count expected", d->u.matmul.N);
+	static const char *const ends[] = {"SEG1", "SEG2", "SEG3"};
+	int64_t at = 0;
+	for (int i = 0; i < n; i++) {
+		if (d->u.matmul.split[i] < 1)
+			return fail(b, "split: result %d has %" PRId64 " columns", i, d->u.matmul.split[i]);
+		at += d->u.matmul.split[i];
+		sb_printf(&b->sig, "%s%" PRId64, i ? "," : " split=", d->u.matmul.split[i]);
+	}
+	if (n && at != d->u.matmul.N)
+		return fail(b, "split: %" PRId64 " columns in all, the weight has %" PRId64 " rows", at, d->u.matmul.N);
+	int64_t end = 0;
+	for (int i = 0; i < KV_MAX_SPLIT - 1; i++) {
+		end += i < n ? d->u.matmul.split[i] : 0;
+		def_uint(b, ends[i], i + 1 < n ? end : d->u.matmul.N);
+	}
+	def_int(b, "NSEG", n ? n : 1);
+	def_int(b, "PAIR", d->u.matmul.pair ? 1 : 0);
+	if (d->u.matmul.pair)
+		sb_printf(&b->sig, " pair=swiglu");
+	b->p->library = "matmul_out";
 	return true;
 }
 
@@ -666,6 +707,8 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "K", K);
 	def_uint(b, "N", N);
 	def_uint(b, "RPT", mm_rpt(b->d));
+	if (!matmul_results(b))
+		return false;
 	if (!weight_type_q(b, N, K))
 		return false;
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
@@ -1410,7 +1453,7 @@ static bool build_qsa_select(kv_build *b)
 typedef struct {
 	ir_op op;
 	bool (*dims)(kv_build *b);
-	const char *in[7], *out[3];
+	const char *in[7], *out[KV_MAX_SPLIT];
 	unsigned fuse;
 	bool elementwise; /* a, b and y are bound by position (emit_glsl.c declares them) */
 	int (*space)(const kv_desc *d, kv_tiles *out, int max);
@@ -1432,7 +1475,10 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		return false;
 	if (r->elementwise)
 		p->y_binding = (int)bind(b, NULL);
-	for (int i = 0; i < (b->d->steps ? 3 : 2) && r->out[i]; i++)
+	/* a matmul's split results, else up to two and the states after each token */
+	int n_out = b->d->op == IR_OP_MATMUL ? (b->d->u.matmul.n_split ? b->d->u.matmul.n_split : 1)
+					      : (b->d->steps ? 3 : 2);
+	for (int i = 0; i < n_out && r->out[i]; i++)
 		bind(b, r->out[i]);
 	if (b->d->steps) {
 		def_int(b, "STEPS", 1);
@@ -1703,7 +1749,8 @@ static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
 
 static const kv_op_row kv_ops[] = {
 	{IR_OP_EMBED, build_embed, {"B_W", "B_IDS"}, {"B_Y"}, 0, false, NULL},
-	{IR_OP_MATMUL, build_matmul, {"B_X", "B_W"}, {"B_Y"}, EPI | PRO, false, matmul_family_space},
+	{IR_OP_MATMUL, build_matmul, {"B_X", "B_W"}, {"B_Y", "B_Y1", "B_Y2", "B_Y3"}, EPI | PRO, false,
+	 matmul_family_space},
 	{IR_OP_RMS_NORM, build_rms_norm, {"B_X", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_L2_NORM, build_row_norm, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_GATED_RMS_NORM, build_row_norm, {"B_X", "B_Z", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},

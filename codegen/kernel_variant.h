@@ -29,6 +29,8 @@
 #include "kernels/device_features.h"
 
 #define KV_MAX_EPILOGUE 4
+/* The most results of a split matmul (passes/merge_matmuls.c). */
+#define KV_MAX_SPLIT 4
 /* The decode matrix-vector kernel serves dispatches of at most this many rows. */
 #define KV_MATVEC_MAX_T 8
 /* ngram_embed: the most orders and heads the op allows (ngram <= 16, heads_per_ngram <= 64). */
@@ -103,7 +105,16 @@ typedef struct {
 		/* (x[a*T,K], w[N,K]) -> y[a*T,N]: rows_per_t a rows per token (0 or
 		 * 1: one; hyper-connection streams are several); matvec when a*t_max
 		 * <= KV_MATVEC_MAX_T */
-		struct { int64_t K, N, rows_per_t; } matmul;
+		/* split (n_split >= 2): the N columns are n_split results of
+		 * split[i] columns each, in that order (no epilogue); pair: w's
+		 * rows are (gate, up) pairs and the one result, of N / 2 columns,
+		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl) */
+		struct {
+			int64_t K, N, rows_per_t;
+			int n_split;
+			int64_t split[KV_MAX_SPLIT];
+			bool pair;
+		} matmul;
 		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL

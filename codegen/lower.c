@@ -60,7 +60,7 @@ static bool lower_attrs(const ir_node *n, const ir_attr *attr, int n_attr, halo_
 	for (int i = 0; i < n_attr; i++) {
 		const ir_attr *a = &attr[i];
 		if (a->kind == IR_ATTR_INTS)
-			continue; /* shapes of views: resolved by the plan, not needed at run time */
+			continue; /* view shapes, resolved by the plan; a matmul's split, which its results' shapes carry */
 		if (*n_out >= HALO_MAX_ATTRS || strlen(a->name) >= sizeof(out->name))
 			return lower_fail(err, n, "too many or too long attributes for a dispatch");
 		halo_attr *h = &out[(*n_out)++];

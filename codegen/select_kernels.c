@@ -283,6 +283,16 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.matmul.K = cdim(x, 1);
 		k->u.matmul.N = cdim(&d->operand[1], 0);
 		k->u.matmul.rows_per_t = x->dim[0].coef_T;
+		k->u.matmul.pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
+		/* a split matmul's column counts are its results' widths */
+		if (d->n_out > KV_MAX_SPLIT) {
+			snprintf(err, errlen, "dispatch '%s': matmul with %d results, at most %d", d->node, d->n_out,
+				 KV_MAX_SPLIT);
+			return false;
+		}
+		k->u.matmul.n_split = d->n_out > 1 ? d->n_out : 0;
+		for (int i = 0; i < k->u.matmul.n_split; i++)
+			k->u.matmul.split[i] = cdim(&d->operand[d->n_in + d->n_extra + i], 1);
 		return true; /* tiles: kv_variant_space, the heuristic first */
 	case IR_OP_RMS_NORM:
 		k->u.rms_norm.rows_per_t = rows_per_token(x);

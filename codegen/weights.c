@@ -9,6 +9,7 @@
 
 #include "codegen/parallel.h"
 #include "codegen/quant_policy.h"
+#include "passes/graph_query.h"
 #include "runtime/ref/half.h"
 #include "runtime/ref/quant.h"
 
@@ -19,6 +20,7 @@ struct cg_weights {
 	uint64_t *size;
 	halo_dtype *dtype;
 	int *alias; /* the earlier weight whose bytes weight i shares, or -1 */
+	bool *stored; /* weight i is read by a node: it has bytes in the section */
 	char **name; /* the checkpoint name weight i reads (malloc'd; NULL: random weights) */
 	int64_t *need_rows; /* stack_pad weights: the real rows their readers reach (0: no bound) */
 	uint64_t total;
@@ -112,6 +114,24 @@ static bool choose_dtypes(cg_weights *w, char *err, size_t errlen)
 	return ok;
 }
 
+/* The weights some live node reads: the only ones the section holds. A
+ * weight that is only a merged matrix's part (passes/merge_matmuls.c) or a
+ * norm folded into its readers' matrices is read from the checkpoint while
+ * those are built, and stores nothing of its own. */
+static void mark_stored(const ir_module *m, bool *stored)
+{
+	for (int fi = 0; fi < m->n_funcs; fi++) {
+		const ir_func *f = &m->funcs[fi];
+		if (!func_is_live(m, f))
+			continue;
+		for (int i = 0; i < f->n_nodes; i++) {
+			const ir_node *n = &f->nodes[i];
+			if (!n->dead && n->op == IR_OP_WEIGHT && !n->ref_local && n->ref >= 0 && n->ref < m->n_weights)
+				stored[n->ref] = true;
+		}
+	}
+}
+
 cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen)
 {
 	cg_weights *w = calloc(1, sizeof(*w));
@@ -121,10 +141,11 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		w->size = calloc(n, sizeof(*w->size));
 		w->dtype = calloc(n, sizeof(*w->dtype));
 		w->alias = calloc(n, sizeof(*w->alias));
+		w->stored = calloc(n, sizeof(*w->stored));
 		w->name = calloc(n, sizeof(*w->name));
 		w->need_rows = calloc(n, sizeof(*w->need_rows));
 	}
-	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->name || !w->need_rows) {
+	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->stored || !w->name || !w->need_rows) {
 		cg_weights_free(w);
 		snprintf(err, errlen, "out of memory laying out weights");
 		return NULL;
@@ -136,6 +157,7 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		cg_weights_free(w);
 		return NULL;
 	}
+	mark_stored(m, w->stored);
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
 		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d));
@@ -144,6 +166,9 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 			snprintf(err, errlen, "out of memory resolving checkpoint names");
 			return NULL;
 		}
+		w->alias[i] = -1;
+		if (!w->stored[i])
+			continue; /* read only as a part of a merged matrix, or folded into one, or not at all */
 		w->alias[i] = alias_of(w, i);
 		if (w->alias[i] >= 0) {
 			w->offset[i] = w->offset[w->alias[i]];
@@ -163,6 +188,7 @@ void cg_weights_free(cg_weights *w)
 	free(w->size);
 	free(w->dtype);
 	free(w->alias);
+	free(w->stored);
 	for (int i = 0; w->name && i < w->m->n_weights; i++)
 		free(w->name[i]);
 	free(w->name);
@@ -175,6 +201,11 @@ void cg_weights_free(cg_weights *w)
 const uint64_t *cg_weights_offsets(const cg_weights *w)
 {
 	return w->offset;
+}
+
+bool cg_weights_stored(const cg_weights *w, int id)
+{
+	return w->stored[id];
 }
 
 halo_dtype cg_weights_dtype(const cg_weights *w, int id)
@@ -575,8 +606,42 @@ static bool read_fp8(cg_weights *w, int id, uint8_t *bytes, char *err, size_t er
 	return true;
 }
 
-/* The f32 values of weight id (read, transformed, folded) converted to its
- * stored dtype into bytes. */
+/* The f32 values of weight id as its readers see them: read,
+ * transformed, folded. */
+static bool values_of(cg_weights *w, int id, float *f, char *err, size_t errlen)
+{
+	const ir_weight *d = &w->m->weights[id];
+	uint64_t n = weight_numel(d);
+	return read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen) &&
+	       apply_fold(w, d, f, n, err, errlen);
+}
+
+/* A merged matrix (ir_weight.parts): each part's values, its rows one after
+ * another, or interleaved row by row. */
+static bool merged_values(cg_weights *w, const ir_weight *d, float *f, char *err, size_t errlen)
+{
+	uint64_t n = weight_numel(d), K = (uint64_t)d->shape.dim[1].c;
+	float *tmp = d->interleave ? malloc(n * sizeof(float) + 1) : NULL;
+	if (d->interleave && !tmp) {
+		snprintf(err, errlen, "out of memory merging '%s'", d->name);
+		return false;
+	}
+	float *dst = tmp ? tmp : f;
+	bool ok = true;
+	for (int k = 0; ok && k < d->n_parts; k++) {
+		ok = values_of(w, d->parts[k], dst, err, errlen);
+		dst += weight_numel(&w->m->weights[d->parts[k]]);
+	}
+	if (ok && tmp) { /* two parts of N rows each: row r of part k to row 2r + k */
+		uint64_t rows = n / K / 2;
+		for (uint64_t r = 0; r < 2 * rows; r++)
+			memcpy(f + ((r % rows) * 2 + r / rows) * K, tmp + r * K, K * sizeof(float));
+	}
+	free(tmp);
+	return ok;
+}
+
+/* The f32 values of weight id converted to its stored dtype into bytes. */
 static bool convert(cg_weights *w, int id, uint8_t *bytes, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
@@ -586,8 +651,7 @@ static bool convert(cg_weights *w, int id, uint8_t *bytes, char *err, size_t err
 		return false;
 	}
 	float *f = w->f32;
-	bool ok = read_f32(w, id, f, n, err, errlen) && apply_transform(d, f, n, err, errlen) &&
-		  apply_fold(w, d, f, n, err, errlen);
+	bool ok = d->n_parts ? merged_values(w, d, f, err, errlen) : values_of(w, id, f, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
 		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)
@@ -658,7 +722,7 @@ bool cg_weights_reads(const cg_weights *w, const char *name)
 void cg_weights_need_rows(cg_weights *w, uint64_t offset, int64_t rows)
 {
 	for (int i = 0; i < w->m->n_weights; i++)
-		if (w->offset[i] == offset && w->alias[i] < 0 && rows > w->need_rows[i])
+		if (w->stored[i] && w->offset[i] == offset && w->alias[i] < 0 && rows > w->need_rows[i])
 			w->need_rows[i] = rows;
 }
 
@@ -675,7 +739,7 @@ int cg_weights_fill(void *ctx, uint64_t offset, void *buf, size_t len, char *err
 	memset(out, 0, len); /* alignment padding is zero: same inputs, same bytes */
 	for (int i = 0; i < w->m->n_weights; i++) {
 		uint64_t lo = w->offset[i], hi = lo + w->size[i];
-		if (w->alias[i] >= 0 || hi <= offset || lo >= offset + len)
+		if (!w->stored[i] || w->alias[i] >= 0 || hi <= offset || lo >= offset + len)
 			continue; /* an alias's bytes are its original's */
 		if (w->cached != i && !load_weight(w, i, err, errlen))
 			return 1;

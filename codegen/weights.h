@@ -59,6 +59,10 @@ void cg_weights_free(cg_weights *w);
 
 /* Byte offset of each module weight in the section, indexed by weight id. */
 const uint64_t *cg_weights_offsets(const cg_weights *w);
+/* Whether weight id has bytes of its own in the section: a live node reads
+ * it. The others (a merged matrix's parts, norms folded into matrices) have
+ * no offset and stay out of the manifest. */
+bool cg_weights_stored(const cg_weights *w, int id);
 /* Stored dtype of weight id. */
 halo_dtype cg_weights_dtype(const cg_weights *w, int id);
 /* Stored dtype of each module weight, indexed by weight id. */

@@ -147,6 +147,14 @@ static void put_weight(FILE *out, const char *indent, const ir_weight *w, const 
 		put_str(out, table[w->fold_norm].name);
 		fprintf(out, ", fold_offset: %d", w->fold_offset);
 	}
+	if (w->n_parts) {
+		fprintf(out, ", %s: [", w->interleave ? "interleave" : "rows_of");
+		for (int i = 0; i < w->n_parts; i++) {
+			fputs(i ? ", " : "", out);
+			put_str(out, table[w->parts[i]].name);
+		}
+		fputc(']', out);
+	}
 	fputs("}\n", out);
 }
 

@@ -151,6 +151,14 @@ typedef struct {
 	bool folded;
 	int fold_norm;
 	int fold_offset;
+	/* Set by merge_matmuls on the matrix it makes for sibling matmuls:
+	 * the rows of module weights parts[0..n_parts) (each as stored: read,
+	 * transformed, folded), one after another, or with interleave the
+	 * rows of two parts alternating (row 2n is parts[0]'s row n, row
+	 * 2n + 1 parts[1]'s). Such a weight names no checkpoint tensor. */
+	int n_parts;
+	const int *parts;
+	bool interleave;
 } ir_weight;
 
 typedef struct {
@@ -265,6 +273,12 @@ typedef struct {
 	 * into a matrix (a block's scale would then carry the norm's
 	 * per-channel spread). */
 	bool no_fold_norms;
+	/* Set by halo compile: merge_matmuls leaves sibling matmuls apart
+	 * (--no-merge, or fp8 weights kept as stored), or keeps out those whose
+	 * weight has fewer than merge_min_rows rows (--quant keeps such small
+	 * gates in --dtype, and a merged matrix has one dtype). */
+	bool no_merge_matmuls;
+	int64_t merge_min_rows;
 } ir_module;
 
 /* ---- lifetime ------------------------------------------------------------- */
@@ -306,6 +320,8 @@ int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_lo
  * static) to m->states and returns its id; pointers into m->states do not
  * survive the call. */
 int ir_module_add_state(ir_module *m, const ir_state *s);
+/* The same for a weight (m->weights). */
+int ir_module_add_weight(ir_module *m, const ir_weight *w);
 /* Appends an attribute (copied, name and strings stay as given: they must
  * live in the module arena or be static) to node id nid of f. */
 void ir_node_add_attr(ir_module *m, ir_func *f, int nid, const ir_attr *a);

@@ -177,6 +177,13 @@ int ir_func_add_node(ir_module *m, ir_func *f, ir_op op, const char *name, ir_lo
 	return f->n_nodes++;
 }
 
+int ir_module_add_weight(ir_module *m, const ir_weight *w)
+{
+	m->weights = grow(m, m->weights, m->n_weights, &m->cap_weights, sizeof(ir_weight));
+	m->weights[m->n_weights] = *w;
+	return m->n_weights++;
+}
+
 int ir_module_add_state(ir_module *m, const ir_state *s)
 {
 	m->states = grow(m, m->states, m->n_states, &m->cap_states, sizeof(ir_state));

@@ -19,6 +19,7 @@
 /* at: pos writes rows [pos, pos+T) of axis 0, start rows [0, T) */
 static const char *const at_choices[] = {"pos", "start", NULL};
 static const char *const act_choices[] = {"none", "silu", NULL};
+static const char *const pair_choices[] = {"swiglu", NULL};
 
 /* layer: an instance call's layer (absent on an inline call: a block's call
  * of a block, or a graph's call of a block without weights or state); as:
@@ -34,6 +35,12 @@ static const ir_attr_schema a_slice[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1), RE
 					  REQ_INT("len", 1, BIG)};
 static const ir_attr_schema a_concat[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
 static const ir_attr_schema a_repeat[] = {REQ_INT("r", 1, BIG)};
+/* split: the column counts of several results (sibling matmuls merged by
+ * passes/merge_matmuls.c); pair: w's rows are (gate, up) pairs and the one
+ * result is silu(x gate^T) * (x up^T) (docs/ops.md). */
+static const ir_attr_schema a_matmul[] = {
+	{.name = "split", .kind = IR_ATTR_INTS, .presence = IR_ATTR_OPTIONAL},
+	{.name = "pair", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = pair_choices}};
 static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0, 1), DEF_INT("group", 0, 0, BIG)};
 static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
@@ -379,13 +386,38 @@ static bool infer_repeat_heads(infer_ctx *c)
 	return true;
 }
 
+/* One result y[rows, N] by default; with `split` one per listed column
+ * count, w's rows in that order; with `pair` one of N/2 columns. */
 static bool infer_matmul(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 2) || !need_float(c, 0) || !need_float(c, 1) ||
 	    !need_dim_eq(c, 0, 1, 1, 1, "inner dims"))
 		return false;
-	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 1)->dim[0]});
-	c->ot[0] = in_dtype(c, 0);
+	const ir_attr *split = ir_node_attr(c->n, "split");
+	bool pair = ir_node_attr_str(c->n, "pair", NULL) != NULL;
+	ir_dim rows = in_shape(c, 0)->dim[0], N = in_shape(c, 1)->dim[0];
+	int n_out = split ? split->n_ints : 1;
+	if (split && pair)
+		return fail(c, "split and pair exclude each other");
+	if (c->n->n_out != n_out)
+		return fail(c, "%d result(s) for %d column count(s) in split", c->n->n_out, n_out);
+	if (pair && (!ir_dim_is_const(N) || N.c % 2))
+		return fail(c, "pair needs an even number of weight rows, got %lld", (long long)N.c);
+	int64_t sum = 0;
+	for (int i = 0; split && i < split->n_ints; i++) {
+		if (split->ints[i] < 1)
+			return fail(c, "split column count %d is %lld, must be positive", i, (long long)split->ints[i]);
+		sum += split->ints[i];
+		c->os[i] = mk_shape(2, (ir_dim[]){rows, {0, split->ints[i]}});
+		c->ot[i] = in_dtype(c, 0);
+	}
+	if (split && (!ir_dim_is_const(N) || sum != N.c))
+		return fail(c, "split column counts add up to %lld, the weight has %lld rows", (long long)sum,
+			    (long long)N.c);
+	if (!split) {
+		c->os[0] = mk_shape(2, (ir_dim[]){rows, pair ? (ir_dim){0, N.c / 2} : N});
+		c->ot[0] = in_dtype(c, 0);
+	}
 	return true;
 }
 
@@ -763,7 +795,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = {{IR_OP_SLICE, 1, 1, 1, PURE, ATTRS(a_slice)}, infer_slice},
 	[IR_OP_CONCAT] = {{IR_OP_CONCAT, 2, 2, 1, PURE, ATTRS(a_concat)}, infer_concat},
 	[IR_OP_REPEAT_HEADS] = {{IR_OP_REPEAT_HEADS, 1, 1, 1, PURE, ATTRS(a_repeat)}, infer_repeat_heads},
-	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, 1, EPI, 0, NULL}, infer_matmul},
+	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, IR_OP_VARIADIC, EPI, ATTRS(a_matmul)}, infer_matmul},
 	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, EPI, ATTRS(a_rms)}, infer_rms_norm},
 	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, EPI, ATTRS(a_l2)}, infer_l2_norm},
 	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, EPI, ATTRS(a_gated_rms)}, infer_gated_rms_norm},

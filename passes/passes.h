@@ -49,6 +49,9 @@ bool pass_split_attention(ir_module *m, ir_error *err);
 bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */
 bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */
 bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like chains */
+/* Sibling matmuls of one input into one over their weights' rows
+ * (merge_matmuls.c); adds the merged matrices to m->weights. */
+bool pass_merge_matmuls(ir_module *m, ir_error *err);
 
 /* Turns the program order of effects on each state into after edges
  * (read before a later write, write before a later read, writes in order). */

@@ -223,6 +223,24 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 	}
 }
 
+/* matmul: one result, a (gate, up) pair's, or a split's results, each
+ * over the next rows of w (docs/ops.md). */
+static void exec_matmul(exec_ctx *c, const float *x)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	int64_t T = c->dim[0][0], K = c->dim[0][1];
+	if (halo_attr_find(d->attr, d->n_attr, "pair")) {
+		ref_matmul_pair(x, c->p[1], c->p[o], T, K, c->dim[1][0] / 2);
+		return;
+	}
+	const float *w = c->p[1];
+	for (int s = 0; s < d->n_out; s++) {
+		ref_matmul(x, w, c->p[o + s], T, K, c->dim[o + s][1]);
+		w += c->dim[o + s][1] * K;
+	}
+}
+
 /* The main op. x is operand 0 after the prologue (may differ from p[0]). */
 static bool exec_main(exec_ctx *c, const float *x)
 {
@@ -242,7 +260,7 @@ static bool exec_main(exec_ctx *c, const float *x)
 			return ref_failed(c, &e);
 		return true;
 	case OP_MATMUL:
-		ref_matmul(x, c->p[1], y, c->dim[0][0], c->dim[0][1], c->dim[1][0]);
+		exec_matmul(c, x);
 		return true;
 	case OP_ROPE:
 		ref_rope(x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], A_I("rot_dim", c->dim[0][2]),

@@ -31,6 +31,7 @@ static void compile_usage(FILE *out)
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
 	      "                    [--quant q8_0|q4_k|f8e4m3] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
+	      "                    [--no-merge]\n"
 	      "                    -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
@@ -63,6 +64,8 @@ static void compile_usage(FILE *out)
 	      "  --mtp                  compile the MTP draft head when the config declares one\n"
 	      "                         (mtp_num_hidden_layers; the default)\n"
 	      "  --no-mtp               leave the draft head out\n"
+	      "  --no-merge             keep sibling matmuls (q, k, v; gate, up) as separate\n"
+	      "                         dispatches instead of one over their rows (docs/passes.md)\n"
 	      "  --mtp-from DIR         take the draft head from a drafter sidecar (config.json and\n"
 	      "                         safetensors with the mtp.* tensors); refused when its config\n"
 	      "                         does not fit the target's\n"
@@ -86,7 +89,7 @@ static void compile_usage(FILE *out)
 
 typedef struct {
 	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
-	bool help, mtp, no_mtp, no_tokenizer;
+	bool help, mtp, no_mtp, no_tokenizer, no_merge;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -102,6 +105,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			a->no_mtp = true;
 		else if (strcmp(s, "--no-tokenizer") == 0)
 			a->no_tokenizer = true;
+		else if (strcmp(s, "--no-merge") == 0)
+			a->no_merge = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
@@ -158,6 +163,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->out_path = a->out;
 	o->no_mtp = a->no_mtp;
 	o->no_tokenizer = a->no_tokenizer;
+	o->no_merge = a->no_merge;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
 	if (a->targets && !parse_targets(a->targets, o))

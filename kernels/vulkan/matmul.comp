@@ -7,7 +7,6 @@
 // Quantized weights (WQUANT) are dequantized to f32 as the tile is loaded.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
-layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if PRO_NW
 layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #endif
@@ -92,10 +91,16 @@ void main()
 					acc[i][j] += xs[ty * TM + i][kk] * ws[tx * TN + j][kk];
 		barrier();
 	}
+	// With PAIR, TN is even: a lane holds each gate column's up beside it.
 	for (uint i = 0u; i < TM; i++)
-		for (uint j = 0u; j < TN; j++) {
+		for (uint j = 0u; j < TN; j += 1u + PAIR) {
 			uint t = t0 + ty * TM + i, n = n0 + tx * TN + j;
-			if (t < ROWS && n < N)
-				y[t * N + n] = epilogue(acc[i][j], t * N + n);
+			if (t >= ROWS || n >= N)
+				continue;
+#if PAIR
+			store_pair(t, n, acc[i][j], acc[i][j + 1u]);
+#else
+			store_y(t, n, acc[i][j]);
+#endif
 		}
 }

@@ -42,7 +42,6 @@
 #extension GL_EXT_control_flow_attributes : require
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
-layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if VEC8
 layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = B_W) readonly buffer W4 { uvec4 w4[]; };
@@ -262,8 +261,17 @@ void main()
 			[[unroll]] for (uint e = 0u; e < 8u; e++) {
 				uint idx = e * SG + lane;
 				uint t = t0 + rw + i * 16u + idx / 16u, n = n0 + cw + j * 16u + idx % 16u;
-				if (t < ROWS && n < N)
-					y[t * N + n] = epilogue(uintBitsToFloat(stages[scr + idx / 4u][idx % 4u]), t * N + n);
+				if (t >= ROWS || n >= N)
+					continue;
+				float v = uintBitsToFloat(stages[scr + idx / 4u][idx % 4u]);
+#if PAIR
+				// n even: the gate, whose up is the next element of the
+				// fragment's row in the scratch (n odd: stored with it)
+				if (n % 2u == 0u)
+					store_pair(t, n, v, uintBitsToFloat(stages[scr + (idx + 1u) / 4u][(idx + 1u) % 4u]));
+#else
+				store_y(t, n, v);
+#endif
 			}
 			subgroupBarrier();
 		}

@@ -47,7 +47,6 @@
 #endif
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
-layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if VEC8
 layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
 #endif

@@ -53,6 +53,11 @@ bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int6
 
 /* y[t,n] = sum_k x[t,k] * w[n,k]; x [T,K], w [N,K], y [T,N]. */
 void ref_matmul(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N);
+/* matmul with `pair` (docs/ops.md): w [2N, K] holds (gate, up) row pairs;
+ * y[t,n] = silu(g) * u of the two dot products, each rounded to f32 as a
+ * matmul's result is, so the value is the bit pattern of a matmul per
+ * weight followed by swiglu. */
+void ref_matmul_pair(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N);
 
 /* ---- normalisation ------------------------------------------------------ */
 
