@@ -9,6 +9,8 @@
 # Every step writes to $OUT (or /tmp) as it ends, so a run cut short keeps
 # what it finished.
 # usage: tools/gpu/bench.sh [TG] [PP] [LAYERS] [TUNE_BUDGET_S]   (TUNE_BUDGET_S 0: no tuning)
+# HALO_COMPILE_FLAGS: more `halo compile` flags (--no-merge: one dispatch per
+# projection), named in the table's model column.
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -22,10 +24,13 @@ cfg=/tmp/qwen3_8b_cfg
 python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 model="qwen3-8b-shape"
 [ "$layers" -eq 36 ] || model="qwen3-8b-shape-${layers}L"
+flags=${HALO_COMPILE_FLAGS:-}
+[ -z "$flags" ] || model="$model $flags"
 
 ceiling=$("$HALO_BIN/read_bw" | tee "$out/read_bw.txt" | sed -n 's/read ceiling: \([0-9]*\) GB.*/\1/p')
 t0=$(date +%s.%N)
-"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 -o "$bundle"
+# shellcheck disable=SC2086 # flags are words
+"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $flags -o "$bundle"
 t1=$(date +%s.%N)
 echo "compile ($layers layers): $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" |
 	tee "$out/compile.txt"
