@@ -58,8 +58,12 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 			split(rest[i]->text, &scope, &members);
 	sb_printf(&src, "// halo kernel: %s\n#pragma clang force_cuda_host_device begin\n%s\n%s%s\n", signature,
 		  compat->text, defs.s ? defs.s : "", scope.s ? scope.s : "");
-	sb_printf(&src, "struct halo_kernel {\nhalo_args args;\n%s\n%s};\n", members.s ? members.s : "",
-		  tail.s ? tail.s : "");
+	/* Every member function is inlined whatever its size: one called out
+	 * of line (matvec's per-column paths, the sm_90 matmul_coopmat's main)
+	 * takes the struct by address, which then lives in private memory. */
+	sb_printf(&src, "#pragma clang attribute push(__attribute__((always_inline)), apply_to = function)\n"
+			"struct halo_kernel {\nhalo_args args;\n%s\n%s};\n#pragma clang attribute pop\n",
+		  members.s ? members.s : "", tail.s ? tail.s : "");
 	sb_printf(&src, "#pragma clang force_cuda_host_device end\n\n"
 			"HALO_GLOBAL void HALO_LAUNCH_BOUNDS(LS_X * LS_Y) halo_main(halo_args a)\n"
 			"{\n\thalo_kernel k{a};\n\tk.main();\n}\n");

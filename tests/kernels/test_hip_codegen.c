@@ -1,18 +1,22 @@
 /* The HIP dialect's codegen (codegen/emit_hip.c, codegen/hip_compile.c):
- * for a variant of every template with a twin under kernels/hip (several
- * tiles, fused epilogues, a broadcast operand, a scaled op), the emitted
- * source compiles with clang-19 for both targets, and
+ * for variants of every template with a twin under kernels/hip (several
+ * tiles, fused prologues and epilogues, a broadcast operand, a scaled op,
+ * each weight type), the emitted source compiles with clang-19 for both
+ * targets, and
  *  - gfx1151: an AMDGPU HSA code object, code object v5 (ABI version 3),
  *    e_flags naming gfx1151, wave32 (the disassembly has no wave64 code);
  *  - sm_90: PTX for `.target sm_90` with the entry `halo_main`, no f64
  *    arithmetic (a `1.0` literal in a template would be a double), no call
  *    into a device library the compile does not link;
- *  - the same source gives the same bytes twice (bundles are deterministic).
+ *  - the same source gives the same bytes twice (bundles are deterministic);
+ *  - no local memory in the PTX: a twin's per-lane arrays stay in registers;
+ *  - the gfx1151 matmul_coopmat multiplies with v_wmma_f32_16x16x16_f16.
  * The code runs nowhere here: the CUDA twin's correctness is the H200's to
  * show (tools/gpu, README). Skipped (77) without clang-19. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/hip_compile.h"
 #include "codegen/kernel_variant.h"
@@ -40,6 +44,8 @@ static void check_ptx(const char *what, const char *ptx)
 	CHECK(strstr(ptx, ".target sm_90") != NULL, "%s: PTX is not for sm_90", what);
 	CHECK(strstr(ptx, ".entry halo_main(") != NULL, "%s: PTX has no entry halo_main", what);
 	CHECK(strstr(ptx, ".f64") == NULL, "%s: PTX computes in f64 (a double literal in the template?)", what);
+	CHECK(strstr(ptx, "__local_depot") == NULL, "%s: PTX keeps values in local memory (spilled or not inlined)",
+	      what);
 }
 
 static void compile_twice(const char *what, const char *src, cg_gpu_arch arch)
@@ -59,10 +65,11 @@ static void compile_twice(const char *what, const char *src, cg_gpu_arch arch)
 	free(b);
 }
 
-static void check_desc(const char *what, kv_desc d)
+/* The first `max` variants of d's space (at most 8). */
+static void check_desc(const char *what, kv_desc d, int max)
 {
 	kv_tiles t[8];
-	int n = kv_variant_space(&d, t, 8);
+	int n = kv_variant_space(&d, t, max < 8 ? max : 8);
 	for (int i = 0; i < n; i++) {
 		d.tiles = t[i];
 		kv_kernel k;
@@ -80,6 +87,94 @@ static void check_desc(const char *what, kv_desc d)
 	}
 }
 
+/* A matmul descriptor: K x N weights of type w, T up to t_max. */
+static kv_desc matmul_desc(int64_t K, int64_t N, int64_t t_max, halo_dtype w)
+{
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = t_max, .wtype = w};
+	d.u.matmul.K = K;
+	d.u.matmul.N = N;
+	return d;
+}
+
+/* With the rms prologue (folded: the norm weight is in w) and a residual
+ * add and an activation as the epilogue. */
+static kv_desc fused(kv_desc d, bool folded)
+{
+	d.pro = (kv_prologue){.on = true, .folded = folded, .eps = 1e-6f, .offset = !folded};
+	d.n_epi = 2;
+	d.epi[0] = (kv_elem_op){.op = IR_OP_ADD};
+	d.epi[1] = (kv_elem_op){.op = IR_OP_SILU};
+	return d;
+}
+
+/* matvec (T <= 8: f16 and f32, 16-byte and element chunks, the shuffle and
+ * tree reductions, growing columns), the quantized formats, the tiled
+ * matmul and matmul_coopmat. */
+static void check_matmuls(void)
+{
+	check_desc("matvec T=1 f16 pro", fused(matmul_desc(256, 320, 1, HALO_F16), false), 2);
+	check_desc("matvec T=8 f32 pro", fused(matmul_desc(256, 96, 8, HALO_F32), true), 2);
+	check_desc("matvec T=8 f16 ragged K", matmul_desc(100, 64, 8, HALO_F16), 1);
+	kv_desc tree = fused(matmul_desc(512, 64, 8, HALO_F16), false);
+	tree.tiles = (kv_tiles){.local = 128, .split = 32, .cols = 1, .unroll = 2, .tree = 1, .grow = 1};
+	check_desc("matvec T=8 tree", tree, 1);
+	check_desc("matvec T=4 q8_0 pro", fused(matmul_desc(256, 64, 4, HALO_Q8_0), false), 2);
+	check_desc("matvec T=2 q4_k pro", fused(matmul_desc(256, 64, 2, HALO_Q4_K), false), 2);
+	check_desc("matvec T=1 f8e4m3_b128", matmul_desc(256, 64, 1, HALO_F8E4M3_B128), 1);
+
+	kv_desc mm = fused(matmul_desc(200, 96, 64, HALO_F32), false);
+	check_desc("matmul f32 pro", mm, 1);
+	mm = matmul_desc(256, 96, 64, HALO_Q8_0);
+	mm.tiles = (kv_tiles){.bm = 64, .bn = 32, .bk = 8, .tm = 4, .tn = 2};
+	check_desc("matmul q8_0 tiles", mm, 1);
+	check_desc("matmul_coopmat f16 pro", fused(matmul_desc(256, 256, 512, HALO_F16), false), 2);
+	kv_desc cm = fused(matmul_desc(100, 200, 64, HALO_F16), true);
+	cm.tiles = (kv_tiles){.coopmat = 1, .bm = 64, .bn = 64, .bk = 16, .tm = 16, .tn = 32};
+	check_desc("matmul_coopmat ragged K", cm, 1);
+	check_desc("matmul_coopmat q4_k", matmul_desc(256, 128, 64, HALO_Q4_K), 1);
+}
+
+/* The gfx1151 matmul_coopmat object multiplies its tiles with WMMA: its
+ * disassembly (llvm-objdump-19, skipped where it is absent) has
+ * v_wmma_f32_16x16x16_f16. */
+static void check_wmma(void)
+{
+	if (system("llvm-objdump-19 --version >/dev/null 2>&1") != 0) {
+		printf("skip: llvm-objdump-19 is not installed (no WMMA check)\n");
+		return;
+	}
+	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
+	d.tiles = (kv_tiles){.coopmat = 1};
+	kv_kernel k;
+	char err[2048], path[] = "/tmp/halo-wmma-XXXXXX";
+	uint8_t *o = NULL;
+	size_t n = 0;
+	int fd = -1;
+	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
+	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
+	if (!ok || !k.hip)
+		return;
+	ok = cg_hip_compile(CG_ARCH_GFX1151, k.hip, k.signature, &o, &n, err, sizeof err);
+	CHECK(ok, "%s", err);
+	if (ok && (fd = mkstemp(path)) >= 0) {
+		ok = write(fd, o, n) == (ssize_t)n;
+		close(fd);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "llvm-objdump-19 -d --mcpu=gfx1151 %s", path);
+		FILE *p = ok ? popen(cmd, "r") : NULL;
+		char line[512];
+		int found = 0;
+		while (p && fgets(line, sizeof line, p))
+			found += strstr(line, "v_wmma_f32_16x16x16_f16") != NULL;
+		ok = p && pclose(p) == 0;
+		CHECK(ok && found > 0, "%s: the gfx1151 disassembly has %d v_wmma_f32_16x16x16_f16", k.signature, found);
+		unlink(path);
+	}
+	CHECK(fd >= 0 || !o, "cannot write %s", path);
+	free(o);
+	kv_kernel_free(&k);
+}
+
 int main(void)
 {
 	if (system("clang-19 --version >/dev/null 2>&1") != 0) {
@@ -93,14 +188,17 @@ int main(void)
 	rms.u.rms_norm.eps = 1e-6f;
 	rms.u.rms_norm.offset = 1;
 	rms.epi[0] = (kv_elem_op){.op = IR_OP_MUL, .bcast = KV_BCAST_TRAILING, .bcast_n = 256};
-	check_desc("rms_norm", rms);
+	check_desc("rms_norm", rms, 8);
 
 	kv_desc ew = {.op = IR_OP_SWIGLU, .t_max = 64, .n_epi = 2};
 	ew.u.elementwise.numel = (ir_dim){.coef_T = 512, .c = 0};
 	ew.u.elementwise.main = (kv_elem_op){.op = IR_OP_SWIGLU};
 	ew.epi[0] = (kv_elem_op){.op = IR_OP_SCALE, .value = 0.125f};
 	ew.epi[1] = (kv_elem_op){.op = IR_OP_SOFTPLUS};
-	check_desc("swiglu", ew);
+	check_desc("swiglu", ew, 8);
+
+	check_matmuls();
+	check_wmma();
 	if (check_failures)
 		return 1;
 	printf("hip codegen: ok\n");

@@ -1,0 +1,138 @@
+// matvec, for steps of ROWS = RPT * T <= T_MAX <= 8 rows of x: y[t,n] =
+// sum_k x'[t,k] w[n,k] (x' = x, or rms_norm(x) with the fused prologue),
+// then the epilogue. The twin of kernels/vulkan/matvec.comp, whose comment
+// gives the scheme: GROUPS = LS_X / SPLIT column groups per workgroup, group
+// g owns nc consecutive columns and splits K over its SPLIT lanes, lane l
+// summing the chunks j = l, l + SPLIT, ... in increasing order; the SPLIT
+// partial sums are combined in the same fixed order (subgroup butterfly then
+// subgroup order with SG_SHUFFLE, a pairwise tree without). The per-nc code
+// is matvec_cols.hip, instantiated once per nc value after this file.
+// Grid: x = ceil(N / (GROUPS * NC)).
+
+#define GROUPS (LS_X / SPLIT)
+#ifdef WQUANT
+// Weights per 32-bit word (QPW) and per chunk of QW words (QPC).
+#if WQ4K
+#define QPW 8u
+#else
+#define QPW 4u
+#endif
+#define QPC (uint(QW) * QPW)
+#define KC (K / QPC)
+#elif VEC8
+#define KC (K / 8u)
+#else
+#define KC K
+#endif
+
+// Columns per group for a step of `rows` rows (before the NC_MAX cap).
+#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : ((rows) <= 2u ? 2u : 4u)))
+// The reduction's values at the largest T: HIP has no specialisation
+// constants (GLSL's ROWS_C is T_MAX whenever T_SPEC is 0, as it is here).
+#define NC_C (NC_AT(T_MAX) < NC_MAX ? NC_AT(T_MAX) : NC_MAX)
+#define NVAL_C ((NC_C + PRO_RMS) * T_MAX)
+#if SG_SHUFFLE
+// Per-subgroup sums, one slot per subgroup of at least MIN_SG lanes.
+#define MIN_SG 4u
+HALO_SHARED float part[(LS_X / MIN_SG) * NVAL_C];
+#else
+HALO_SHARED float part[LS_X * NVAL_C];
+#endif
+// Live value v (matvec_cols.hip) of slot i.
+#define PART(i, v) part[(i) * NVAL_C + (v)]
+// @struct
+
+const float *__restrict__ x = (const float *)args.b[B_X];
+float *__restrict__ y = (float *)args.b[B_Y];
+#if VEC8
+const vec4 *__restrict__ x4 = (const vec4 *)args.b[B_X];
+#endif
+#if PRO_NW
+const float *__restrict__ nw = (const float *)args.b[B_NW];
+#if VEC8
+const vec4 *__restrict__ nw4 = (const vec4 *)args.b[B_NW];
+#endif
+#endif
+
+#ifdef WQUANT
+#if QW == 4
+#define WQV uvec4
+WQV wq_words(uint n, uint j) { return wq4[n * KC + j]; }
+#elif QW == 2
+const uvec2 *__restrict__ wq2 = (const uvec2 *)args.b[B_W];
+#define WQV uvec2
+WQV wq_words(uint n, uint j) { return wq2[n * KC + j]; }
+#else
+#define WQV uint
+WQV wq_words(uint n, uint j) { return wq1[n * KC + j]; }
+#endif
+#if QW == 1
+#define WQ_WORD(v, q) (v)
+#else
+#define WQ_WORD(v, q) (v)[q]
+#endif
+#if WQ4K
+struct WChunkQ {
+	WQV v;
+	uvec4 meta;
+};
+WChunkQ load_chunk(uint n, uint j) { return WChunkQ{wq_words(n, j), wq_meta(n, j * QPC)}; }
+#else
+struct WChunkQ {
+	WQV v;
+	float d;
+};
+WChunkQ load_chunk(uint n, uint j) { return WChunkQ{wq_words(n, j), wq_scale(n, j * QPC)}; }
+#endif
+#define WCHUNK WChunkQ
+#elif VEC8
+#if WTYPE_F16
+const uvec4 *__restrict__ w8 = (const uvec4 *)args.b[B_W];
+#define WCHUNK uvec4
+WCHUNK load_chunk(uint n, uint j) { return w8[n * KC + j]; }
+void unpack_chunk(WCHUNK u, vec4 &a, vec4 &b)
+{
+	vec2 p0 = unpackHalf2x16(u.x), p1 = unpackHalf2x16(u.y), p2 = unpackHalf2x16(u.z), p3 = unpackHalf2x16(u.w);
+	a = vec4{p0.x, p0.y, p1.x, p1.y};
+	b = vec4{p2.x, p2.y, p3.x, p3.y};
+}
+#else
+// GLSL's mat2x4: two vec4 columns, the chunk's 8 weights.
+struct WChunk8 {
+	vec4 lo, hi;
+};
+const vec4 *__restrict__ w4 = (const vec4 *)args.b[B_W];
+#define WCHUNK WChunk8
+WCHUNK load_chunk(uint n, uint j) { return WChunk8{w4[2u * (n * KC + j)], w4[2u * (n * KC + j) + 1u]}; }
+void unpack_chunk(WCHUNK u, vec4 &a, vec4 &b)
+{
+	a = u.lo;
+	b = u.hi;
+}
+#endif
+#else
+#define WCHUNK float
+WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
+#endif
+
+#if SG_SHUFFLE
+// Lanes are numbered by subgroup so that a column group is whole subgroups
+// (or a run of lanes inside one).
+uint lane_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
+#else
+uint lane_id() { return gl_LocalInvocationID.x; }
+#endif
+
+// The per-nc paths (matvec_cols.hip) follow in the struct; a member
+// function may call a later one, so MATVEC_PROTOTYPES (GLSL's forward
+// declarations, which would redeclare members here) is not used.
+void main()
+{
+	uint lane = lane_id(), g = lane / SPLIT, l = lane % SPLIT;
+	// ROWS is the same for every lane: one path per dispatch.
+	uint nc = min(NC_MAX, NC_AT(ROWS));
+	if (gl_WorkGroupID.x * GROUPS * nc >= N)
+		return;
+	uint grp = gl_WorkGroupID.x * GROUPS + g;
+	MATVEC_DISPATCH
+}

@@ -1,0 +1,132 @@
+// Block-quantized weights (WQUANT): q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and
+// f8e4m3_b128 (WQF8 1). The twin of kernels/vulkan/quant_weights.glsl, which
+// gives the layout (runtime/ref/quant.h defines the bytes) and why values
+// become f32 through the mantissa of 2^23 rather than a conversion: the same
+// integer operations here, so the same f32 values.
+// @struct
+
+// The four signed bytes of u, in byte order.
+static vec4 q8_unpack(uint u)
+{
+	uvec4 b = (uvec4(u) >> uvec4{0u, 8u, 16u, 24u}) & 0xffu;
+	uvec4 f = (b ^ 0x80u) | 0x4b000000u;
+	return vec4{uintBitsToFloat(f.x), uintBitsToFloat(f.y), uintBitsToFloat(f.z), uintBitsToFloat(f.w)} -
+	       8388736.0f;
+}
+
+// The four fp8 E4M3 codes of u, in byte order, by integer operations
+// (quant_weights.glsl: a normal code rebiased by 120, a subnormal's given
+// exponent 1 and 2^-6 subtracted, both exact).
+static vec4 f8_unpack(uint u)
+{
+	vec4 v;
+	for (uint e = 0u; e < 4u; e++) {
+		uint b = (u >> (8u * e)) & 0xffu, em = b & 0x7fu, sub = em < 8u ? 1u : 0u;
+		float mag = uintBitsToFloat((em << 20u) + ((120u + sub) << 23u)) - float(sub) * 0.015625f;
+		v[e] = uintBitsToFloat(floatBitsToUint(mag) | ((b & 0x80u) << 24u));
+	}
+	return v;
+}
+
+// The four weights of a byte format's word, before their block's scale.
+static vec4 b8_unpack(uint u)
+{
+#if WQF8
+	return f8_unpack(u);
+#else
+	return q8_unpack(u);
+#endif
+}
+
+// The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w).
+static void q4_unpack(uint u, vec4 &lo, vec4 &hi)
+{
+	for (uint e = 0u; e < 4u; e++) {
+		lo[e] = uintBitsToFloat(((u >> (4u * e)) & 0xfu) | 0x4b000000u) - 8388608.0f;
+		hi[e] = uintBitsToFloat(((u >> (16u + 4u * e)) & 0xfu) | 0x4b000000u) - 8388608.0f;
+	}
+}
+
+// q4_k sub-block j (0..7) of the super-block whose 16 scale bytes are s:
+// (d * sc, dmin * m), each one f32 product as the dequantizer forms it.
+static vec2 q4_scales(uvec4 s, uint j)
+{
+	vec2 dm = unpackHalf2x16(s.x);
+	uint sh = 8u * (j & 3u);
+	uint lo_sc = (s.y >> sh) & 63u, lo_m = (s.z >> sh) & 63u;
+	uint hi_sc = ((s.w >> sh) & 15u) | (((s.y >> sh) >> 6u) & 3u) << 4u;
+	uint hi_m = ((s.w >> (sh + 4u)) & 15u) | (((s.z >> sh) >> 6u) & 3u) << 4u;
+	return vec2{dm.x * float(j < 4u ? lo_sc : hi_sc), dm.y * float(j < 4u ? lo_m : hi_m)};
+}
+
+#if WQ4K
+#define QPW_ 8u
+#define WQ_VALUE_WORDS (WQ_ROWS * (WQ_LEN / 8u))
+#else
+#define QPW_ 4u
+#define WQ_VALUE_WORDS (WQ_ROWS * (WQ_LEN / 4u))
+#endif
+
+// Where things are, for element k of row n: the 32-bit word of its value,
+// the 16-byte word of its q4_k super-block's scales, the scale of its q8_0
+// block (index i in halves: in word i >> 1) or f8e4m3_b128 block (index i
+// in words), and that scale from its word.
+static uint wq_word_index(uint n, uint k) { return n * (WQ_LEN / QPW_) + k / QPW_; }
+static uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * (WQ_LEN / 256u) + k / 256u; }
+#if WQF8
+static uint wq_scale_index(uint n, uint k) { return WQ_VALUE_WORDS + n * (WQ_LEN / 128u) + k / 128u; }
+static uint wq_scale_word(uint i) { return i; }
+static float wq_scale_of(uint word, uint) { return uintBitsToFloat(word); }
+#else
+static uint wq_scale_index(uint n, uint k) { return 2u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
+static uint wq_scale_word(uint i) { return i >> 1; }
+static float wq_scale_of(uint word, uint i)
+{
+	vec2 p = unpackHalf2x16(word);
+	return (i & 1u) == 0u ? p.x : p.y;
+}
+#endif
+
+// Weights k .. k + 7 (k a multiple of 8) from their words (w0, and w1 for
+// the byte formats) and scales (meta for q4_k, d for the byte formats),
+// dequantized as quant_weights.glsl does.
+static void q4_deq8(uvec4 meta, uint w0, uint k, vec4 &a, vec4 &b)
+{
+	vec2 so = q4_scales(meta, (k / 32u) % 8u);
+	q4_unpack(w0, a, b);
+	a = so.x * a - so.y;
+	b = so.x * b - so.y;
+}
+static void b8_deq8(float d, uint w0, uint w1, vec4 &a, vec4 &b)
+{
+	a = d * b8_unpack(w0);
+	b = d * b8_unpack(w1);
+}
+
+#ifdef B_W
+const uvec4 *__restrict__ wq4 = (const uvec4 *)args.b[B_W];
+const uint *__restrict__ wq1 = (const uint *)args.b[B_W];
+
+#if WQ4K
+// The 16 scale bytes of the super-block holding element k of row n.
+uvec4 wq_meta(uint n, uint k) { return wq4[wq_meta_index(n, k)]; }
+#else
+// The scale of the block holding element k of row n.
+float wq_scale(uint n, uint k)
+{
+	uint i = wq_scale_index(n, k);
+	return wq_scale_of(wq1[wq_scale_word(i)], i);
+}
+#endif
+
+// Weights k .. k + 7 of row n (k a multiple of 8), dequantized.
+void wq_load8(uint n, uint k, vec4 &a, vec4 &b)
+{
+	uint i = wq_word_index(n, k);
+#if WQ4K
+	q4_deq8(wq_meta(n, k), wq1[i], k, a, b);
+#else
+	b8_deq8(wq_scale(n, k), wq1[i], wq1[i + 1u], a, b);
+#endif
+}
+#endif
