@@ -770,15 +770,17 @@ static bool concat_target(halo_manifest *m, const compile_queue *q, int pos, cg_
 	return true;
 }
 
-/* Every choice runs on every target: some candidate has code for it. */
+/* Every choice runs on every target: some candidate has source for it (a
+ * GLSL one always; a HIP twin for the others). Checked before anything is
+ * compiled, so that a refusal costs no compile. */
 static bool check_coverage(const halo_manifest *m, const compile_queue *q, char *err, size_t errlen)
 {
 	for (int c = 0; c < m->n_choices; c++)
 		for (int pos = 0; pos < q->n_targets; pos++) {
 			int t = q->target[pos];
-			bool any = false;
+			bool any = t == HALO_TARGET_VULKAN;
 			for (int j = 0; j < m->choices[c].n; j++)
-				any |= m->kernels[m->choices[c].kernel[j]].code[t].size != 0;
+				any |= q->pending[m->choices[c].kernel[j]].hip != NULL;
 			if (!any) {
 				const char *tmpl = q->pending[m->choices[c].kernel[0]].name;
 				snprintf(err, errlen, "target %s: kernel template '%.*s' has no twin under kernels/hip yet "
@@ -804,11 +806,10 @@ static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kern
 	bool ok = q.code && q.why;
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
-	ok = ok && compile_items(&q, err, errlen);
+	ok = ok && check_coverage(s->man, &q, err, errlen) && compile_items(&q, err, errlen);
 	for (int pos = 0; ok && pos < q.n_targets; pos++)
 		if (!(ok = concat_target(s->man, &q, pos, out)))
 			snprintf(err, errlen, "out of memory");
-	ok = ok && check_coverage(s->man, &q, err, errlen);
 	for (size_t i = 0; q.code && i < n; i++)
 		free(q.code[i].bytes);
 	free(q.code);

@@ -18,7 +18,6 @@ HALO_SHARED float rs[BM];
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
-float *__restrict__ y = (float *)args.b[B_Y];
 #if PRO_NW
 const float *__restrict__ nw = (const float *)args.b[B_NW];
 #endif
@@ -94,10 +93,16 @@ void main()
 					acc[i][j] += xs[ty * TM + i][kk] * ws[tx * TN + j][kk];
 		barrier();
 	}
+	// With PAIR, TN is even: a lane holds each gate column's up beside it.
 	for (uint i = 0u; i < TM; i++)
-		for (uint j = 0u; j < TN; j++) {
+		for (uint j = 0u; j < TN; j += 1u + PAIR) {
 			uint t = t0 + ty * TM + i, n = n0 + tx * TN + j;
-			if (t < ROWS && n < N)
-				y[t * N + n] = epilogue(acc[i][j], t * N + n);
+			if (t >= ROWS || n >= N)
+				continue;
+#if PAIR
+			store_pair(t, n, acc[i][j], acc[i][j + 1u]);
+#else
+			store_y(t, n, acc[i][j]);
+#endif
 		}
 }

@@ -61,7 +61,6 @@ typedef uint frag_in;
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
-float *__restrict__ y = (float *)args.b[B_Y];
 #if VEC8
 const vec4 *__restrict__ x4 = (const vec4 *)args.b[B_X];
 const uvec4 *__restrict__ w4 = (const uvec4 *)args.b[B_W];
@@ -321,7 +320,16 @@ void main()
 #pragma unroll
 			for (uint e = 0u; e < 8u; e++) {
 				uint t = t0 + rw + i * 16u + 2u * e + lane / 16u, n = n0 + cw + j * 16u + lane % 16u;
+				float v = acc[i * FN + j][e];
+#if PAIR
+				// column n ^ 1 of the same row is lane ^ 1's; every lane
+				// shuffles before any leaves
+				float other = subgroupShuffleXor(v, 1u);
+				if (t < ROWS && n < N && n % 2u == 0u)
+					store_pair(t, n, v, other);
+#else
 				if (t < ROWS && n < N)
-					y[t * N + n] = epilogue(acc[i * FN + j][e], t * N + n);
+					store_y(t, n, v);
+#endif
 			}
 }

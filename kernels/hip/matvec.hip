@@ -43,7 +43,6 @@ HALO_SHARED float part[LS_X * NVAL_C];
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
-float *__restrict__ y = (float *)args.b[B_Y];
 #if VEC8
 const vec4 *__restrict__ x4 = (const vec4 *)args.b[B_X];
 #endif

@@ -234,10 +234,18 @@ void run_@NC@(uint lane, uint g, uint l, uint grp)
 		uint c = r / T_MAX, t = r % T_MAX, n = n0 + c;
 		if (t >= ROWS || n >= N || (!leader_only && r % SPLIT != l))
 			continue;
-		float v = acc[r];
-#if PRO_RMS
-		v *= 1.0f / sqrt(acc[NDOT_@NC@ + t] / float(K) + PRO_EPS);
+#if PAIR
+		if (c % 2u == 1u)
+			continue; /* the up of column c - 1, stored with it */
 #endif
-		y[t * N + n] = epilogue(v, t * N + n);
+		float s = 1.0f;
+#if PRO_RMS
+		s = 1.0f / sqrt(acc[NDOT_@NC@ + t] / float(K) + PRO_EPS);
+#endif
+#if PAIR
+		store_pair(t, n, acc[r] * s, acc[r + T_MAX] * s);
+#else
+		store_y(t, n, acc[r] * s);
+#endif
 	}
 }

@@ -107,6 +107,16 @@ static kv_desc fused(kv_desc d, bool folded)
 	return d;
 }
 
+/* d with split results of the given widths, or as a (gate, up) pair. */
+static kv_desc merged(kv_desc d, const int64_t *split, int n_split, bool pair)
+{
+	d.u.matmul.pair = pair;
+	d.u.matmul.n_split = n_split;
+	for (int i = 0; i < n_split; i++)
+		d.u.matmul.split[i] = split[i];
+	return d;
+}
+
 /* matvec (T <= 8: f16 and f32, 16-byte and element chunks, the shuffle and
  * tree reductions, growing columns), the quantized formats, the tiled
  * matmul and matmul_coopmat. */
@@ -132,6 +142,13 @@ static void check_matmuls(void)
 	cm.tiles = (kv_tiles){.coopmat = 1, .bm = 64, .bn = 64, .bk = 16, .tm = 16, .tn = 32};
 	check_desc("matmul_coopmat ragged K", cm, 1);
 	check_desc("matmul_coopmat q4_k", matmul_desc(256, 128, 64, HALO_Q4_K), 1);
+
+	/* merged siblings (matmul_out.hip): three split results, a swiglu pair */
+	static const int64_t qkv[] = {128, 64, 64};
+	check_desc("matvec split", merged(matmul_desc(256, 256, 5, HALO_F16), qkv, 3, false), 1);
+	check_desc("matvec pair", merged(fused(matmul_desc(256, 192, 5, HALO_F16), true), NULL, 0, true), 1);
+	check_desc("matmul split", merged(matmul_desc(256, 256, 64, HALO_F32), qkv, 3, false), 1);
+	check_desc("matmul_coopmat pair", merged(matmul_desc(256, 192, 512, HALO_F16), NULL, 0, true), 1);
 }
 
 /* The gfx1151 matmul_coopmat object multiplies its tiles with WMMA: its
