@@ -76,10 +76,11 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	if (c->m) {
 		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
-		/* fp8 weights are kept as the checkpoint stores them, block scales
-		 * and all, which a merged matrix (built in f32) would requantize */
-		c->m->no_merge_matmuls = o->no_merge || o->quant == HALO_F8E4M3_B128;
-		c->m->merge_min_rows = halo_dtype_is_quant(o->quant) ? CG_QUANT_MIN_ROWS : 0;
+		c->m->no_merge_matmuls = o->no_merge;
+		/* under --quant such small gates keep --dtype (a merged matrix
+		 * has one dtype); left apart whatever the dtype, so that bundles
+		 * of two dtypes hold the same weights */
+		c->m->merge_min_rows = CG_QUANT_MIN_ROWS;
 	}
 	c->plan = c->m ? plan_new() : NULL;
 	if (!c->m || !c->plan || !pipeline_run(c->m, c->plan, &ierr)) {

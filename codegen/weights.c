@@ -340,8 +340,25 @@ static void quant_range(void *ctx, size_t lo, size_t hi)
 }
 
 /* f, n elements of weight d, into its block format t as rows of its last dim. */
-static bool quantize(const ir_weight *d, halo_dtype t, const float *f, uint64_t n, uint8_t *bytes, char *err,
-		     size_t errlen)
+/* Row r of weight d as the checkpoint's: a merged matrix's row is its
+ * part's (merged_values' placement undone). */
+static const ir_weight *source_row(const ir_module *m, const ir_weight *d, uint64_t *r)
+{
+	if (!d->n_parts)
+		return d;
+	if (d->interleave) {
+		const ir_weight *p = &m->weights[d->parts[*r % 2]];
+		*r /= 2;
+		return p;
+	}
+	int k = 0;
+	while (k + 1 < d->n_parts && *r >= (uint64_t)m->weights[d->parts[k]].shape.dim[0].c)
+		*r -= (uint64_t)m->weights[d->parts[k++]].shape.dim[0].c;
+	return &m->weights[d->parts[k]];
+}
+
+static bool quantize(const ir_module *m, const ir_weight *d, halo_dtype t, const float *f, uint64_t n,
+		     uint8_t *bytes, char *err, size_t errlen)
 {
 	uint64_t k = (uint64_t)d->shape.dim[d->shape.rank - 1].c;
 	quant_job j = {.t = t, .src = f, .rows = n / k, .k = k, .dst = bytes};
@@ -350,8 +367,10 @@ static bool quantize(const ir_weight *d, halo_dtype t, const float *f, uint64_t 
 	cg_parallel_for(j.rows, k >= 65536 ? 1 : 65536 / k, quant_range, &j);
 	uint64_t bad = atomic_load(&j.bad);
 	if (bad) {
+		uint64_t row = (bad - 1) / k;
+		const ir_weight *s = source_row(m, d, &row);
 		snprintf(err, errlen, "weight '%s': element %llu (row %llu, column %llu) is %g; %s stores finite values only",
-			 d->name, (unsigned long long)(bad - 1), (unsigned long long)((bad - 1) / k),
+			 s->name, (unsigned long long)(row * k + (bad - 1) % k), (unsigned long long)row,
 			 (unsigned long long)((bad - 1) % k), (double)f[bad - 1], halo_dtype_name(t));
 		return false;
 	}
@@ -564,15 +583,21 @@ static bool piece_name(const cg_weights *w, int id, int64_t e, char *buf, size_t
 	return snprintf(buf, len, "%s", w->name[id]) < (int)len;
 }
 
-/* Whether weight id is stored f8e4m3_b128 straight from fp8 checkpoint
- * tensors: each one it reads (every expert of a stack) is fp8 with block
- * scales, and nothing changes the values on the way (no value transform, no
- * folded norm). Else it is converted to f32 and quantized like any other. */
-static bool keeps_fp8(const cg_weights *w, int id)
+/* Whether weight id's values are fp8 checkpoint tensors as stored: each one
+ * it reads (every expert of a stack, every part of a merged matrix) is fp8
+ * with block scales, and nothing changes the values on the way (no value
+ * transform, no folded norm). */
+static bool fp8_as_stored(const cg_weights *w, int id)
 {
 	const ir_weight *d = &w->m->weights[id];
+	if (d->n_parts) { /* a merged matrix: when all its parts are */
+		bool all = true;
+		for (int k = 0; k < d->n_parts && all; k++)
+			all = fp8_as_stored(w, d->parts[k]);
+		return all;
+	}
 	bool plain = !d->transform || strcmp(d->transform, "none") == 0 || strcmp(d->transform, "stack") == 0;
-	if (w->dtype[id] != HALO_F8E4M3_B128 || !w->src.is_f8 || !w->name[id] || d->folded || !plain)
+	if (!w->src.is_f8 || !w->name[id] || d->folded || !plain)
 		return false;
 	int64_t pieces = is_stack(d) ? d->shape.dim[0].c : 1;
 	char name[MAX_TENSOR_NAME];
@@ -580,6 +605,13 @@ static bool keeps_fp8(const cg_weights *w, int id)
 		if (!piece_name(w, id, e, name, sizeof name) || !w->src.is_f8(w->src.ctx, name))
 			return false;
 	return true;
+}
+
+/* Whether weight id is stored f8e4m3_b128 straight from those tensors.
+ * Else it is converted to f32 and quantized like any other. */
+static bool keeps_fp8(const cg_weights *w, int id)
+{
+	return w->dtype[id] == HALO_F8E4M3_B128 && fp8_as_stored(w, id);
 }
 
 /* Weight id's fp8 tensors copied into its f8e4m3_b128 bytes: a stack's
@@ -604,6 +636,34 @@ static bool read_fp8(cg_weights *w, int id, uint8_t *bytes, char *err, size_t er
 		    !w->src.read_f8(w->src.ctx, name, shape, rank, bytes + at, scales + at / 128, err, errlen))
 			return false;
 	return true;
+}
+
+/* A merged matrix of kept fp8 parts: each part's rows, codes and block
+ * scales alike, placed as merged_values places f32 rows (the bytes are the
+ * checkpoint's, rearranged; no value is requantized). */
+static bool read_fp8_merged(cg_weights *w, const ir_weight *d, uint8_t *bytes, char *err, size_t errlen)
+{
+	uint64_t K = (uint64_t)d->shape.dim[1].c, spr = K / 128 * sizeof(float);
+	halo_quant_layout l = halo_quant_layout_of(HALO_F8E4M3_B128, (uint64_t)d->shape.dim[0].c, K);
+	uint64_t at = 0;
+	bool ok = true;
+	for (int k = 0; ok && k < d->n_parts; k++) {
+		int p = d->parts[k];
+		uint64_t rows = (uint64_t)w->m->weights[p].shape.dim[0].c;
+		halo_quant_layout pl = halo_quant_layout_of(HALO_F8E4M3_B128, rows, K);
+		uint8_t *part = malloc(halo_dtype_bytes(HALO_F8E4M3_B128, rows * K) + 1);
+		ok = part && read_fp8(w, p, part, err, errlen);
+		for (uint64_t r = 0; ok && r < rows; r++) {
+			uint64_t to = d->interleave ? 2 * r + (uint64_t)k : at + r;
+			memcpy(bytes + to * K, part + r * K, K);
+			memcpy(bytes + l.scales_offset + to * spr, part + pl.scales_offset + r * spr, spr);
+		}
+		if (!part)
+			snprintf(err, errlen, "out of memory merging '%s'", d->name);
+		free(part);
+		at += rows;
+	}
+	return ok;
 }
 
 /* The f32 values of weight id as its readers see them: read,
@@ -657,7 +717,7 @@ static bool convert(cg_weights *w, int id, uint8_t *bytes, char *err, size_t err
 	else if (ok && w->dtype[id] == HALO_F32)
 		memcpy(bytes, f, n * sizeof(float));
 	else if (ok && halo_dtype_is_quant(w->dtype[id]))
-		ok = quantize(d, w->dtype[id], f, n, bytes, err, errlen);
+		ok = quantize(w->m, d, w->dtype[id], f, n, bytes, err, errlen);
 	else if (ok) {
 		snprintf(err, errlen, "weight '%s': cannot store dtype %s", d->name, halo_dtype_name(w->dtype[id]));
 		ok = false;
@@ -673,7 +733,10 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory loading weight '%s'", w->m->weights[id].name);
 		return false;
 	}
-	bool ok = keeps_fp8(w, id) ? read_fp8(w, id, w->bytes, err, errlen) : convert(w, id, w->bytes, err, errlen);
+	const ir_weight *d = &w->m->weights[id];
+	bool ok = !keeps_fp8(w, id)  ? convert(w, id, w->bytes, err, errlen)
+		  : d->n_parts ? read_fp8_merged(w, d, w->bytes, err, errlen)
+			       : read_fp8(w, id, w->bytes, err, errlen);
 	if (ok)
 		w->cached = id;
 	return ok;

@@ -274,9 +274,9 @@ typedef struct {
 	 * per-channel spread). */
 	bool no_fold_norms;
 	/* Set by halo compile: merge_matmuls leaves sibling matmuls apart
-	 * (--no-merge, or fp8 weights kept as stored), or keeps out those whose
-	 * weight has fewer than merge_min_rows rows (--quant keeps such small
-	 * gates in --dtype, and a merged matrix has one dtype). */
+	 * (--no-merge), or keeps out those whose weight has fewer than
+	 * merge_min_rows rows (--quant keeps such small gates in --dtype, and a
+	 * merged matrix has one dtype). */
 	bool no_merge_matmuls;
 	int64_t merge_min_rows;
 } ir_module;

@@ -7,20 +7,24 @@
  * The checkpoint: Qwen3 at the dims of tests/models/quant_k256/qwen3 (K =
  * 256 and 512; the head's 320 rows end in a partial block of 64), random
  * codes (no NaN, never all zero) and scales that are not powers of two, the
- * vectors and the embedding table F32. Two compiles of it:
- *   kept: --dtype f32 --quant f8e4m3
- *   f32:  --dtype f32, no norm folded (the checkpoint reader dequantizes,
- *         x = code * scale in f32)
+ * vectors and the embedding table F32. Three compiles of it:
+ *   kept:   --dtype f32 --quant f8e4m3 --no-merge
+ *   f32:    --dtype f32 --no-merge, no norm folded (the checkpoint reader
+ *           dequantizes, x = code * scale in f32)
+ *   merged: --dtype f32 --quant f8e4m3 (q, k, v and gate, up merged:
+ *           passes/merge_matmuls.c)
  * 1. Every matrix of the kept bundle is f8e4m3_b128 whose values region is
  *    the checkpoint's codes byte for byte and whose scale for (row r,
  *    block b) is the checkpoint's scale [r / 128][b] bit for bit.
  * 2. Its dequantized values (halo_dequantize_rows) are the f32 bundle's
  *    bytes: the same f32 product.
- * 3. Logits of a prompt and 8 decode steps: on ref, the kept bundle's are
- *    the f32 bundle's bitwise (the ref backend runs both on the same f32
- *    weights). On Vulkan, the kept bundle's logits against ref's on the same
- *    bundle to 2e-4, as test_quant_model holds the other formats (only the
- *    order of f32 sums differs).
+ * 3. The merged matrices are f8e4m3_b128 too (their parts' codes and scales
+ *    rearranged). Logits of a prompt and 8 decode steps: on ref, the kept
+ *    and the merged bundles' are the f32 bundle's bitwise (the ref backend
+ *    runs all three on the same f32 weights, a merged matrix's columns each
+ *    their own row's sum). On Vulkan, the merged bundle's logits against
+ *    ref's on the same bundle to 2e-4, as test_quant_model holds the other
+ *    formats (only the order of f32 sums differs).
  * 4. A NaN code (0x7f) in a kept matrix: compile fails naming the file, the
  *    tensor and the element, and leaves no bundle. */
 #include <math.h>
@@ -181,12 +185,14 @@ static void write_checkpoint(const char *dir)
 	MC_CHECK(ok && fclose(f) == 0, "write %s", path);
 }
 
-static bool compile(const char *dir, halo_dtype quant, bool vulkan, const char *out, char *err, size_t errlen)
+static bool compile(const char *dir, halo_dtype quant, bool vulkan, bool merge, const char *out, char *err,
+		    size_t errlen)
 {
 	char model[4096];
 	snprintf(model, sizeof model, "%s", mc_source_path("models/qwen3.yaml"));
 	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = out, .matrix_dtype = HALO_F32,
-				.quant = quant, .no_fold_norms = true, .ref_only = !vulkan, .no_tokenizer = true};
+				.quant = quant, .no_fold_norms = true, .ref_only = !vulkan, .no_tokenizer = true,
+				.no_merge = !merge};
 	return cg_compile(&o, NULL, err, errlen);
 }
 
@@ -240,7 +246,7 @@ static void nan_code(const char *dir, const char *out)
 	write_checkpoint(dir);
 	head->data[5] = keep;
 	char err[2048] = "";
-	bool ok = compile(dir, HALO_F8E4M3_B128, false, out, err, sizeof err);
+	bool ok = compile(dir, HALO_F8E4M3_B128, false, false, out, err, sizeof err);
 	MC_CHECK(!ok && strstr(err, "model.safetensors: tensor 'lm_head.weight': element 5 is the fp8 NaN code 0x7f"),
 		 "a NaN code: compile %s (%s)", ok ? "succeeded" : "failed", err);
 	MC_CHECK(access(out, F_OK) != 0, "the failed compile left %s", out);
@@ -254,14 +260,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_fp8_checkpoint ref|vulkan\n");
 		return 2;
 	}
-	char dir[64], kept_path[64], f32_path[64], err[2048];
+	char dir[64], kept_path[64], f32_path[64], merged_path[64], err[2048];
 	snprintf(dir, sizeof dir, "fp8_ckpt_%d", (int)getpid());
 	snprintf(kept_path, sizeof kept_path, "fp8_kept_%d.halo", (int)getpid());
 	snprintf(f32_path, sizeof f32_path, "fp8_f32_%d.halo", (int)getpid());
+	snprintf(merged_path, sizeof merged_path, "fp8_merged_%d.halo", (int)getpid());
 	make_tensors();
 	write_checkpoint(dir);
-	if (!compile(dir, HALO_F8E4M3_B128, vulkan, kept_path, err, sizeof err) ||
-	    !compile(dir, HALO_F32, false, f32_path, err, sizeof err)) {
+	if (!compile(dir, HALO_F8E4M3_B128, false, false, kept_path, err, sizeof err) ||
+	    !compile(dir, HALO_F32, false, false, f32_path, err, sizeof err) ||
+	    !compile(dir, HALO_F8E4M3_B128, vulkan, true, merged_path, err, sizeof err)) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		return 1;
 	}
@@ -275,6 +283,14 @@ int main(int argc, char **argv)
 	printf("%d fp8 matrices kept as stored\n", n_fp8);
 	mc_bundle_close(&kept);
 	mc_bundle_close(&f32);
+	mc_bundle merged = mc_open_bundle(merged_path);
+	static const char *const merged_names[] = {"layers.0.decoder.wk+wq+wv", "layers.1.decoder.w_gate+w_up"};
+	for (int i = 0; i < 2; i++) {
+		const halo_buffer_decl *d = mc_find_weight(merged.m, merged_names[i]);
+		MC_CHECK(d && d->dtype == HALO_F8E4M3_B128, "merged weight '%s' is %s, expected f8e4m3_b128",
+			 merged_names[i], d ? halo_dtype_name(d->dtype) : "missing");
+	}
+	mc_bundle_close(&merged);
 
 	int32_t prompt[N_PROMPT], feed[N_DECODE];
 	for (int i = 0; i < N_PROMPT; i++)
@@ -282,22 +298,27 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N_DECODE; i++)
 		feed[i] = (i * 53 + 5) % VOCAB;
 	size_t n = (size_t)(N_PROMPT + N_DECODE) * VOCAB;
-	float *ref = run_logits(kept_path, HALO_BACKEND_REF, prompt, feed);
+	float *ref = run_logits(merged_path, HALO_BACKEND_REF, prompt, feed);
 	if (vulkan) {
-		float *got = run_logits(kept_path, HALO_BACKEND_VULKAN, prompt, feed);
-		MC_CHECK(mc_rows_close("vulkan vs ref, the kept fp8 bundle", got, ref, N_PROMPT + N_DECODE, VOCAB, 2e-4),
+		float *got = run_logits(merged_path, HALO_BACKEND_VULKAN, prompt, feed);
+		MC_CHECK(mc_rows_close("vulkan vs ref, the merged fp8 bundle", got, ref, N_PROMPT + N_DECODE, VOCAB,
+				       2e-4),
 			 "vulkan's logits differ from ref's");
 		free(got);
 	} else {
 		float *want = run_logits(f32_path, HALO_BACKEND_REF, prompt, feed);
-		MC_CHECK(mc_bitwise("ref: kept fp8 vs dequantized f32", ref, want, n), "the logits differ");
+		float *unmerged = run_logits(kept_path, HALO_BACKEND_REF, prompt, feed);
+		MC_CHECK(mc_bitwise("ref: merged fp8 vs dequantized f32", ref, want, n), "the logits differ");
+		MC_CHECK(mc_bitwise("ref: kept fp8 vs dequantized f32", unmerged, want, n), "the logits differ");
 		free(want);
+		free(unmerged);
 		remove(kept_path);
 		nan_code(dir, kept_path);
 	}
 	free(ref);
 	remove(kept_path);
 	remove(f32_path);
+	remove(merged_path);
 	char path[128];
 	snprintf(path, sizeof path, "%s/model.safetensors", dir);
 	remove(path);
