@@ -18,7 +18,12 @@
  *    graph it shares with decode, in which every recurrent state write has
  *    a twin writing the producer's per-token states into the state's slots
  *    ([t_max, ...state], kind slots), and leaves decode's graph alone; it
- *    refuses a recurrent state written from anything but a recurrent op. */
+ *    refuses a recurrent state written from anything but a recurrent op;
+ *  - merge_matmuls merges q, k and v (split, in weight-name order, under the
+ *    first part's name) and the shared expert's gate and up (pair), not the
+ *    router (its logits feed moe_route) nor matmuls with epilogues (the GDN
+ *    gates); a part under merge_min_rows rows stays apart, and
+ *    no_merge_matmuls merges nothing. */
 #include <stdio.h>
 #include <string.h>
 
@@ -344,6 +349,85 @@ static void state_slots_refusal(void)
 	ir_module_free(m);
 }
 
+/* hybrid_tiny through merge_matmuls, with the module's merge settings. */
+static ir_module *run_merge(bool no_merge, int64_t min_rows)
+{
+	ir_error err = {0};
+	ir_module *m = NULL;
+	int merge = pipeline_find("merge_matmuls");
+	halo_plan *p = NULL;
+	bool ok = test_try_run_to(MODEL, CONFIG, "fuse_elementwise", &m, &p, &err);
+	if (ok) {
+		m->no_merge_matmuls = no_merge;
+		m->merge_min_rows = min_rows;
+		ok = pipeline_run_range(m, p, merge, merge, &err);
+	}
+	plan_free(p);
+	if (!ok) {
+		fprintf(stderr, "pipeline failed: %s\n", err.msg);
+		test_failures++;
+		ir_module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Node name's matrix: its module weight, or NULL. */
+static const ir_weight *matrix_of(const ir_module *m, const ir_node *n)
+{
+	const ir_func *f = test_graph(m);
+	int p = f->values[n->in[1]].producer;
+	return p >= 0 && f->nodes[p].op == IR_OP_WEIGHT ? &m->weights[f->nodes[p].ref] : NULL;
+}
+
+static const ir_node *node_named(const ir_module *m, const char *name)
+{
+	int n = test_node(m, name);
+	return n >= 0 ? &test_graph(m)->nodes[n] : NULL;
+}
+
+static void merge_rules(void)
+{
+	ir_module *m = run_merge(false, 0);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	const ir_node *qkv = node_named(m, "layers.1.attn.k_flat");
+	const ir_weight *w = qkv ? matrix_of(m, qkv) : NULL;
+	const ir_attr *split = qkv ? ir_node_attr(qkv, "split") : NULL;
+	CHECK(qkv && qkv->n_out == 3 && split && split->n_ints == 3 && w && w->n_parts == 3 && !w->interleave &&
+	      strcmp(w->name, "layers.1.attn.wk+wq+wv") == 0 &&
+	      strcmp(f->values[qkv->out[0]].name, "layers.1.attn.k_flat") == 0 &&
+	      strcmp(f->values[qkv->out[1]].name, "layers.1.attn.q_flat") == 0 &&
+	      strcmp(f->values[qkv->out[2]].name, "layers.1.attn.v_flat") == 0,
+	      "q, k, v are not one split matmul over wk+wq+wv with results k, q, v");
+	CHECK(test_node(m, "layers.1.attn.q_flat") < 0 && test_node(m, "layers.1.attn.v_flat") < 0,
+	      "the merged q and v matmuls are still nodes");
+	const ir_node *su = node_named(m, "layers.0.moe_ffn.s_u");
+	w = su ? matrix_of(m, su) : NULL;
+	CHECK(su && strcmp(ir_node_attr_str(su, "pair", ""), "swiglu") == 0 && w && w->interleave &&
+	      w->n_parts == 2 && strcmp(m->weights[w->parts[0]].name, "layers.0.moe_ffn.sh_gate") == 0 &&
+	      su->n_fused == 0 && test_node(m, "layers.0.moe_ffn.s_g") < 0,
+	      "the shared expert's gate and up are not one pair matmul over sh_gate, sh_up");
+	const char *apart[] = {"layers.0.moe_ffn.r_logits", "layers.0.gdn.a", "layers.0.gdn.b"};
+	for (size_t i = 0; i < sizeof apart / sizeof *apart; i++) {
+		const ir_node *n = node_named(m, apart[i]);
+		CHECK(n && n->n_out == 1 && n->n_attr == 0, "%s was merged", apart[i]);
+	}
+	ir_module_free(m);
+
+	m = run_merge(false, 33); /* k and v have 32 rows: q is left alone */
+	qkv = m ? node_named(m, "layers.1.attn.q_flat") : NULL;
+	CHECK(qkv && qkv->n_out == 1 && qkv->n_attr == 0, "q merged though k and v are under merge_min_rows");
+	ir_module_free(m);
+
+	m = run_merge(true, 0);
+	for (int i = 0; m && i < test_graph(m)->n_nodes; i++)
+		CHECK(test_graph(m)->nodes[i].n_attr == 0 || test_graph(m)->nodes[i].op != IR_OP_MATMUL,
+		      "no_merge_matmuls: %s merged", test_graph(m)->nodes[i].name);
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -356,5 +440,6 @@ int main(void)
 	output_aliasing_state();
 	state_slots_graph();
 	state_slots_refusal();
+	merge_rules();
 	return test_finish("pass_rules_test");
 }
