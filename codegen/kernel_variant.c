@@ -765,10 +765,14 @@ static bool build_rope(kv_build *b)
 {
 	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D, rot = b->d->u.rope.rot_dim;
 	float base = b->d->u.rope.base;
+	bool pro = b->d->pro.on;
 	uint32_t ls;
+	/* with the prologue, rms_norm.comp's lanes for a row of D: its sums */
 	if (!check_index(b, "heads", HH) || !check_index(b, "D", D) ||
-	    !check_index(b, "T*heads*D", b->d->t_max * HH * D) || !lanes_1d(b, 64, &ls))
+	    !check_index(b, "T*heads*D", b->d->t_max * HH * D) || !lanes_1d(b, pro ? rms_norm_lanes(D) : 64, &ls))
 		return false;
+	if (pro && b->d->pro.folded)
+		return fail(b, "rope: its prologue's norm weight is an operand (a head's norm is never folded)");
 	if (rot <= 0 || rot > D || rot % 2)
 		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
 	if (!(base > 0.0f) || !isfinite(base))
@@ -780,9 +784,9 @@ static bool build_rope(kv_build *b)
 	def_uint(b, "D", D);
 	def_uint(b, "ROT", rot);
 	def_uint(b, "HALF", rot / 2);
-	def_int(b, "USE_TREE", 0);
+	def_int(b, "USE_TREE", pro ? 1 : 0);
 	rope_table(b, rot, base);
-	per_token_grid(b, ls, HH * D, ls);
+	per_token_grid(b, ls, pro ? HH : HH * D, pro ? 1 : ls);
 	return true;
 }
 
@@ -1754,7 +1758,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_RMS_NORM, build_rms_norm, {"B_X", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_L2_NORM, build_row_norm, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_GATED_RMS_NORM, build_row_norm, {"B_X", "B_Z", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
-	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI, false, NULL},
+	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI | PRO, false, NULL},
 	{IR_OP_ATTENTION, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},

@@ -47,6 +47,7 @@ bool pass_split_moe(ir_module *m, ir_error *err);
  * (split_attention.c) */
 bool pass_split_attention(ir_module *m, ir_error *err);
 bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */
+bool pass_fuse_norm_rope(ir_module *m, ir_error *err);   /* per-head rms_norm -> rope prologue */
 bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */
 bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like chains */
 /* Sibling matmuls of one input into one over their weights' rows

@@ -18,6 +18,7 @@ MODULE_PASS(expand_blocks)
 MODULE_PASS(state_slots)
 MODULE_PASS(dce)
 MODULE_PASS(fuse_norm_matmul)
+MODULE_PASS(fuse_norm_rope)
 MODULE_PASS(fuse_gates)
 MODULE_PASS(fuse_residual)
 MODULE_PASS(fuse_elementwise)
@@ -36,6 +37,7 @@ static const pipeline_pass passes[] = {
 	{"dce", "drop unused nodes (state_write sinks stay)", run_dce, false},
 	{"fuse_norm_matmul", "rms_norm into matmul prologues; its weight folded into theirs", run_fuse_norm_matmul,
 	 false},
+	{"fuse_norm_rope", "a per-head rms_norm read by a rope into its prologue", run_fuse_norm_rope, false},
 	{"fuse_gates", "swiglu and sigmoid-gate multiply into epilogues", run_fuse_gates, false},
 	{"fuse_residual", "residual adds into epilogues", run_fuse_residual, false},
 	{"fuse_elementwise", "elementwise chains into their producer's epilogue", run_fuse_elementwise, false},

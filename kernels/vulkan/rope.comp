@@ -3,10 +3,59 @@
 // f32 table (computed in f64), the angle is float(pos + t) * THETA[i] in f32.
 // Channels from ROT on pass through. Then the epilogue.
 // Grid: x = ceil(HH * D / LS_X), y = T.
+//
+// With the rms_norm prologue (PRO_RMS: a per-head q_norm or k_norm,
+// passes/fuse_norm_rope.c) one workgroup takes one head of one token: its
+// sum of squares by the fixed tree, as rms_norm.comp sums it with the same
+// LS_X, then each lane rotates channels l, l + LS_X, ... of the normalised
+// head, x * inv * (w + OFFSET) recomputed for both channels of a pair (the
+// same f32 operations as rms_norm.comp's outputs: the same bits as the two
+// dispatches). Grid: x = HH, y = T.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
+#if PRO_RMS
+layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
+#endif
 
+// Channel i of the head at base (as normalised with inv, under PRO_RMS).
+float at(uint base, uint i, float inv)
+{
+#if PRO_RMS
+	return x[base + i] * inv * (nw[i] + PRO_OFFSET);
+#else
+	return x[base + i];
+#endif
+}
+
+// Channel i of the head at base, rotated for position p.
+float rotated(uint base, uint i, float p, float inv)
+{
+	if (i < HALF) {
+		float a = p * THETA[i];
+		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * sin(a);
+	}
+	if (i < ROT) {
+		float a = p * THETA[i - HALF];
+		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * sin(a);
+	}
+	return at(base, i, inv);
+}
+
+#if PRO_RMS
+void main()
+{
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
+	uint base = (t * HH + gl_WorkGroupID.x) * D;
+	float s = 0.0;
+	for (uint i = l; i < D; i += LS_X)
+		s += x[base + i] * x[base + i];
+	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + PRO_EPS);
+	float p = float(step_pos + t);
+	for (uint i = l; i < D; i += LS_X)
+		y[base + i] = epilogue(rotated(base, i, p, inv), base + i);
+}
+#else
 void main()
 {
 	uint t = gl_WorkGroupID.y;
@@ -14,17 +63,6 @@ void main()
 	if (e >= HH * D)
 		return;
 	uint base = t * HH * D + (e / D) * D;
-	uint i = e % D;
-	float p = float(step_pos + t);
-	float v;
-	if (i < HALF) {
-		float a = p * THETA[i];
-		v = x[base + i] * cos(a) - x[base + i + HALF] * sin(a);
-	} else if (i < ROT) {
-		float a = p * THETA[i - HALF];
-		v = x[base + i] * cos(a) + x[base + i - HALF] * sin(a);
-	} else {
-		v = x[base + i];
-	}
-	y[base + i] = epilogue(v, base + i);
+	y[base + e % D] = epilogue(rotated(base, e % D, float(step_pos + t), 1.0), base + e % D);
 }
+#endif

@@ -19,6 +19,8 @@
  *    a twin writing the producer's per-token states into the state's slots
  *    ([t_max, ...state], kind slots), and leaves decode's graph alone; it
  *    refuses a recurrent state written from anything but a recurrent op;
+ *  - fuse_norm_rope makes q_norm and k_norm the ropes' prologues (with
+ *    their weights as operands), leaving no norm node;
  *  - merge_matmuls merges q, k and v (split, in weight-name order, under the
  *    first part's name) and the shared expert's gate and up (pair), not the
  *    router (its logits feed moe_route) nor matmuls with epilogues (the GDN
@@ -349,6 +351,20 @@ static void state_slots_refusal(void)
 	ir_module_free(m);
 }
 
+static void norm_rope_fusion(void)
+{
+	ir_module *m = test_run_to(MODEL, CONFIG, "fuse_norm_rope", NULL);
+	if (!m)
+		return;
+	const char *ropes[] = {"layers.1.attn.qr", "layers.1.attn.kr"}, *norms[] = {"layers.1.attn.qn", "layers.1.attn.kn"};
+	for (int i = 0; i < 2; i++) {
+		const ir_fused *p = prologue_of(m, ropes[i]);
+		CHECK(p && p->n_extra == 1 && test_node(m, norms[i]) < 0, "%s has no rms_norm prologue or %s is left",
+		      ropes[i], norms[i]);
+	}
+	ir_module_free(m);
+}
+
 /* hybrid_tiny through merge_matmuls, with the module's merge settings. */
 static ir_module *run_merge(bool no_merge, int64_t min_rows)
 {
@@ -440,6 +456,7 @@ int main(void)
 	output_aliasing_state();
 	state_slots_graph();
 	state_slots_refusal();
+	norm_rope_fusion();
 	merge_rules();
 	return test_finish("pass_rules_test");
 }
