@@ -2,11 +2,14 @@
 // y [T,H] = sum_j w[t,j] down[e] act[t,j], e = ids[t,j] (an id outside
 // [0,E) reads expert 0). The second half of a routed-expert FFN (moe_gate_up
 // is the first).
-// Each workgroup owns NR consecutive outputs h of one token; for each j in
-// order, lane l sums f = l, l + LS_X, ... (VEC8: 8-wide chunks), a fixed tree
-// combines the lanes, and lane i < NR adds w[t,j] times its row: the sum over
-// j runs in j order in one lane, so the result depends neither on T nor on
-// the subgroup size, and no atomics are needed. Grid: x = ceil(H / NR), y = T.
+// Each workgroup owns NR consecutive outputs h of one token. Lane l sums,
+// for each j in order, w[t,j] times its part of row h of expert e (f = l,
+// l + LS_X, ...; VEC8: 8-wide chunks), and one fixed tree combines the lanes
+// at the end: the order depends neither on T nor on the subgroup size, and
+// no atomics are needed. One tree for all KSEL experts, not one per expert:
+// with no barrier between them the experts' loads are in flight together (a
+// tree per expert left decode of 10 experts of 2560 x 640 f16 at 155 GB/s on
+// the H200, bench/results-h200-qwen4.txt). Grid: x = ceil(H / NR), y = T.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_IDS) readonly buffer Ids { int ids[]; };
@@ -19,9 +22,12 @@ layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, h0 = gl_WorkGroupID.x * NR;
-	float acc = 0.0;
+	float acc[NR];
+	for (uint i = 0u; i < NR; i++)
+		acc[i] = 0.0;
 	for (uint j = 0u; j < KSEL; j++) {
 		uint e = expert(ids[t * KSEL + j]), xb = (t * KSEL + j) * F;
+		float wj = wr[t * KSEL + j];
 		for (uint i = 0u; i < NR; i++) {
 			uint h = h0 + i;
 			float d = 0.0;
@@ -38,12 +44,12 @@ void main()
 					d += load_a(base + f) * x[xb + f];
 #endif
 			}
-			red[i][l] = d;
+			acc[i] += wj * d;
 		}
-		reduce_rows(l, NR);
-		if (l < NR)
-			acc += wr[t * KSEL + j] * red[l][0];
 	}
+	for (uint i = 0u; i < NR; i++)
+		red[i][l] = acc[i];
+	reduce_rows(l, NR);
 	if (l < NR && h0 + l < H)
-		y[t * H + h0 + l] = acc;
+		y[t * H + h0 + l] = red[l][0];
 }
