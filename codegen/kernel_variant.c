@@ -1202,9 +1202,16 @@ static bool build_topk(kv_build *b)
 	def_int(b, "ROUTE", route ? 1 : 0);
 	def_int(b, "NORM", norm ? 1 : 0);
 	def_int(b, "USE_TREE", route ? 1 : 0);
+	/* the selections' combine: subgroup shuffles, or (tree, for devices
+	 * without them) a shared-memory tree; a total order, so the same
+	 * element either way */
+	bool shuffle = !b->d->tiles.tree;
+	def_int(b, "SG_SHUFFLE", shuffle ? 1 : 0);
+	if (shuffle)
+		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->tile, "ls%u", ls);
+	sb_printf(&b->tile, "ls%u%s", ls, shuffle ? "" : ",tree");
 	return true;
 }
 
@@ -1737,6 +1744,18 @@ static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
+/* topk and moe_route: the shuffle combine first, the tree after it for
+ * devices without subgroup shuffles. */
+static int topk_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	(void)d;
+	int n = 0;
+	out[n++] = (kv_tiles){0};
+	if (n < max)
+		out[n++] = (kv_tiles){.tree = 1};
+	return n;
+}
+
 /* Prefill and decode share the matmul op: the most rows of a dispatch pick the kernel family. */
 static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
 {
@@ -1774,8 +1793,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_CONV1D_DILATED, build_conv1d_dilated, {"B_X", "B_S", "B_W"}, {"B_Y", "B_NS", "B_ST"}, 0, false, NULL},
 	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO", "B_ST"}, 0,
 	 false, NULL},
-	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
-	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
+	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
+	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},

@@ -4,9 +4,18 @@
 // are divided by their sum (taken in selection order).
 // Order: larger value first, equal values by lower index. Selection j scans
 // for the best element ranked after selection j-1, so nothing is marked:
-// lane l keeps the first best of n = l, l + LS_X, ..., then a fixed tree
-// keeps the better of each pair. A row's result never depends on T.
-// Grid: x = T.
+// lane l keeps the first best of its elements n = l, l + LS_X, ... (their
+// values computed once, into registers), then the lanes' bests are
+// combined: with SG_SHUFFLE a butterfly of shuffles in each subgroup and the
+// subgroups' winners through shared memory (two barriers a selection), else
+// a fixed tree in shared memory. The order is total, so every way of
+// combining picks the same element: a row's result depends neither on T nor
+// on the subgroup size. Grid: x = T.
+
+#if SG_SHUFFLE
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_IDS) writeonly buffer Ids { int ids[]; };
@@ -45,40 +54,76 @@ bool before(float v, uint i, float w, uint j)
 	return j == NONE || (i != NONE && (v > w || (v == w && i < j)));
 }
 
+// Elements per lane.
+#define M ((N + LS_X - 1u) / LS_X)
+
+// Leaves the best of all lanes' (best, idx) in every lane's best and idx.
+void combine(uint l, inout float best, inout uint idx)
+{
+#if SG_SHUFFLE
+	for (uint o = gl_SubgroupSize / 2u; o > 0u; o >>= 1) {
+		float ov = subgroupShuffleXor(best, o);
+		uint oi = subgroupShuffleXor(idx, o);
+		if (before(ov, oi, best, idx)) {
+			best = ov;
+			idx = oi;
+		}
+	}
+	if (gl_SubgroupInvocationID == 0u) {
+		bv[gl_SubgroupID] = best;
+		bi[gl_SubgroupID] = idx;
+	}
+	barrier();
+	for (uint s = 0u; s < gl_NumSubgroups; s++)
+		if (before(bv[s], bi[s], best, idx)) {
+			best = bv[s];
+			idx = bi[s];
+		}
+#else
+	bv[l] = best;
+	bi[l] = idx;
+	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l < s && before(bv[l + s], bi[l + s], bv[l], bi[l])) {
+			bv[l] = bv[l + s];
+			bi[l] = bi[l + s];
+		}
+	}
+	barrier();
+	best = bv[0];
+	idx = bi[0];
+#endif
+	barrier(); // every lane has read the winner before bv is reused
+}
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.x, row = t * N;
 #if ROUTE
 	softmax_stats(l, row);
 #endif
+	float cand[M];
+	for (uint m = 0u; m < M; m++)
+		cand[m] = l + m * LS_X < N ? value(row, l + m * LS_X) : 0.0;
 	float pv = 0.0, chosen[KSEL];
 	uint pi = NONE;
 	for (uint j = 0u; j < KSEL; j++) {
 		float best = 0.0;
 		uint idx = NONE;
-		for (uint n = l; n < N; n += LS_X) {
-			float v = value(row, n);
-			if ((pi == NONE || before(pv, pi, v, n)) && (idx == NONE || v > best)) {
+		for (uint m = 0u; m < M; m++) {
+			uint n = l + m * LS_X;
+			float v = cand[m];
+			if (n < N && (pi == NONE || before(pv, pi, v, n)) && (idx == NONE || v > best)) {
 				best = v;
 				idx = n;
 			}
 		}
-		bv[l] = best;
-		bi[l] = idx;
-		for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
-			barrier();
-			if (l < s && before(bv[l + s], bi[l + s], bv[l], bi[l])) {
-				bv[l] = bv[l + s];
-				bi[l] = bi[l + s];
-			}
-		}
-		barrier();
-		pv = bv[0];
-		pi = bi[0];
+		combine(l, best, idx);
+		pv = best;
+		pi = idx;
 		chosen[j] = pv;
 		if (l == 0u)
 			ids[t * KSEL + j] = int(pi);
-		barrier(); // every lane has read the winner before bv is reused
 	}
 	if (l != 0u)
 		return;

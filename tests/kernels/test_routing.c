@@ -44,16 +44,17 @@ static bool ids_equal(const char *what, const int32_t *a, const int32_t *b, size
 	return true;
 }
 
-static bool route_case(harness *h, bool route, int64_t T, int64_t N, int64_t kk, bool norm,
-		       uint32_t *seed)
+static bool route_variant(harness *h, const kv_desc *d, bool route, int64_t T, int64_t N, int64_t kk, bool norm,
+			  uint32_t *seed)
 {
-	kv_desc d = {.op = route ? IR_OP_MOE_ROUTE : IR_OP_TOPK, .t_max = T};
-	d.u.topk.N = N;
-	d.u.topk.k = kk;
-	d.u.topk.norm = norm;
 	hkernel k;
-	if (!hk_build(h, &d, &k))
+	if (!hk_build(h, d, &k))
 		return false;
+	if (!hk_supported(h, &k.k)) {
+		printf("skip (the device lacks what it needs): %s\n", k.k.signature);
+		hk_free(h, &k);
+		return true;
+	}
 	size_t nx = (size_t)(T * N), ns = (size_t)(T * kk);
 	float *x = alloc_floats(nx), *vals = alloc_floats(ns), *want = alloc_floats(ns);
 	int32_t *ids = calloc(ns, sizeof *ids), *want_ids = calloc(ns, sizeof *ids);
@@ -82,6 +83,23 @@ static bool route_case(harness *h, bool route, int64_t T, int64_t N, int64_t kk,
 	return ok;
 }
 
+/* Every variant: the subgroup-shuffle combine and the shared-memory tree. */
+static bool route_case(harness *h, bool route, int64_t T, int64_t N, int64_t kk, bool norm, uint32_t *seed)
+{
+	kv_desc d = {.op = route ? IR_OP_MOE_ROUTE : IR_OP_TOPK, .t_max = T};
+	d.u.topk.N = N;
+	d.u.topk.k = kk;
+	d.u.topk.norm = norm;
+	kv_tiles t[4];
+	int n = kv_variant_space(&d, t, 4);
+	bool ok = n == 2;
+	for (int i = 0; i < n; i++) {
+		d.tiles = t[i];
+		ok &= route_variant(h, &d, route, T, N, kk, norm, seed);
+	}
+	return ok;
+}
+
 int main(void)
 {
 	harness *h = harness_open();
@@ -93,6 +111,7 @@ int main(void)
 	ok &= route_case(h, true, 5, 64, 8, true, &seed);     /* 64 experts, top 8 */
 	ok &= route_case(h, true, 3, 37, 4, false, &seed);
 	ok &= route_case(h, true, 2, 300, 1, true, &seed);
+	ok &= route_case(h, true, 3, 512, 10, true, &seed);   /* Qwen3.8 Flash: 512 experts, top 10 */
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }
