@@ -445,16 +445,21 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * (unroll 4) at T = 1 on every shape (4096 x 12288: 26.1 against 30.6 us;
  * the 4096 x 151936 head 221 against 293) and stayed within 1.2x of them at
  * T = 8; 16-byte loads were up to 1.10x faster at T = 1 but 1.5-2.1x slower
- * at T = 8, which verification runs. q4_k is not measured yet: the space
- * (matvec_space_q) holds the growing, 16-byte and 8-byte forms and the
- * neighbours. f8e4m3_b128 takes q8_0's choice: the same byte per weight and
+ * at T = 8, which verification runs. q4_k (matvec_bench --dtype q4_k,
+ * 2026-12-04, bench/results-quant.txt) is bound by its unpacking, not its
+ * bytes: one 8-byte load a lane (qw 2, unroll 1) beat 4-byte loads two in
+ * flight (qw 1, unroll 2) on every shape at T = 1 (4096 x 12288 27.9
+ * against 31.3 us, 12288 x 4096 24.1 against 29.4, the 4096 x 151936 head
+ * 207 against 261) and T = 8 (106.5 against 128.8, 91.1 against 124.5);
+ * 16-byte loads (qw 4) tied at T = 1 and lost 1.3-1.6x at T = 8.
+ * f8e4m3_b128 takes q8_0's choice: the same byte per weight and
  * one scale per block (not measured either; its decode is a few more
  * integer operations per word). */
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool q4 = d->wtype == HALO_Q4_K;
-	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = 2, .qw = q4 ? 1 : 2, .grow = 1};
+	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 1 : 2, .qw = 2, .grow = 1};
 	matvec_widen(N, kc, &t); /* the split of one-word chunks, as measured */
 	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
