@@ -135,18 +135,22 @@ static void norm_fusion(void)
 	ir_module_free(m);
 }
 
-/* The model through fuse_norm_matmul, with fuse_norm_matmul's folding
- * turned off when no_fold. */
-static ir_module *run_fuse_norm(const char *model, const char *config, bool no_fold)
+/* The model through pass `pass` alone, after set(m, ctx) has changed the
+ * module's settings for it; NULL (a failure counted) when the pipeline
+ * fails. */
+typedef void (*module_setup)(ir_module *m, const void *ctx);
+
+static ir_module *run_one_pass(const char *model, const char *config, const char *pass, module_setup set,
+			       const void *ctx)
 {
 	ir_error err = {0};
 	ir_module *m = NULL;
-	int fuse = pipeline_find("fuse_norm_matmul");
+	int at = pipeline_find(pass);
 	halo_plan *p = NULL;
-	bool ok = test_try_run_to(model, config, "dce", &m, &p, &err);
+	bool ok = at > 0 && test_try_run_to(model, config, pipeline_pass_at(at - 1)->name, &m, &p, &err);
 	if (ok) {
-		m->no_fold_norms = no_fold;
-		ok = pipeline_run_range(m, p, fuse, fuse, &err);
+		set(m, ctx);
+		ok = pipeline_run_range(m, p, at, at, &err);
 	}
 	plan_free(p);
 	if (!ok) {
@@ -156,6 +160,18 @@ static ir_module *run_fuse_norm(const char *model, const char *config, bool no_f
 		return NULL;
 	}
 	return m;
+}
+
+static void set_no_fold(ir_module *m, const void *no_fold)
+{
+	m->no_fold_norms = *(const bool *)no_fold;
+}
+
+/* The model through fuse_norm_matmul, with fuse_norm_matmul's folding
+ * turned off when no_fold. */
+static ir_module *run_fuse_norm(const char *model, const char *config, bool no_fold)
+{
+	return run_one_pass(model, config, "fuse_norm_matmul", set_no_fold, &no_fold);
 }
 
 /* The prologue of node name: NULL when it has none. */
@@ -365,27 +381,23 @@ static void norm_rope_fusion(void)
 	ir_module_free(m);
 }
 
+typedef struct {
+	bool no_merge;
+	int64_t min_rows;
+} merge_settings;
+
+static void set_merge(ir_module *m, const void *ctx)
+{
+	const merge_settings *s = ctx;
+	m->no_merge_matmuls = s->no_merge;
+	m->merge_min_rows = s->min_rows;
+}
+
 /* hybrid_tiny through merge_matmuls, with the module's merge settings. */
 static ir_module *run_merge(bool no_merge, int64_t min_rows)
 {
-	ir_error err = {0};
-	ir_module *m = NULL;
-	int merge = pipeline_find("merge_matmuls");
-	halo_plan *p = NULL;
-	bool ok = test_try_run_to(MODEL, CONFIG, "fuse_elementwise", &m, &p, &err);
-	if (ok) {
-		m->no_merge_matmuls = no_merge;
-		m->merge_min_rows = min_rows;
-		ok = pipeline_run_range(m, p, merge, merge, &err);
-	}
-	plan_free(p);
-	if (!ok) {
-		fprintf(stderr, "pipeline failed: %s\n", err.msg);
-		test_failures++;
-		ir_module_free(m);
-		return NULL;
-	}
-	return m;
+	merge_settings s = {no_merge, min_rows};
+	return run_one_pass(MODEL, CONFIG, "merge_matmuls", set_merge, &s);
 }
 
 /* Node name's matrix: its module weight, or NULL. */
