@@ -42,8 +42,9 @@
 
 enum { FORM_SPLIT, FORM_PAIR };
 
-/* One group in one function: its nodes (the first is kept; for a pair the
- * host u, whose swiglu takes the gate) and their weights, in merge order. */
+/* One group in one function: its nodes and their weights, in the merged
+ * matrix's order (a split's by weight name; a pair's node[0] is the
+ * swiglu's host and weight[0] the gate's). */
 typedef struct {
 	int func, form, n;
 	int node[MERGE_MAX_PARTS];
