@@ -76,13 +76,15 @@ static inline uint halo_ngroups(int a)
 #define gl_LocalInvocationID (uvec3{halo_lid(0), halo_lid(1), halo_lid(2)})
 #define gl_WorkGroupID (uvec3{halo_gid(0), halo_gid(1), halo_gid(2)})
 #define gl_NumWorkGroups (uvec3{halo_ngroups(0), halo_ngroups(1), halo_ngroups(2)})
+// A workgroup is LS_X x LS_Y x 1 lanes (the launch bounds), so z is the group's.
 #define gl_GlobalInvocationID                                                                              \
-	(uvec3{halo_gid(0) * LS_X + halo_lid(0), halo_gid(1) * LS_Y + halo_lid(1), halo_gid(2) + halo_lid(2)})
+	(uvec3{halo_gid(0) * LS_X + halo_lid(0), halo_gid(1) * LS_Y + halo_lid(1), halo_gid(2)})
 
 // ---- barriers and the subgroup (32 lanes on both targets) ----------------
 #define gl_SubgroupSize 32u
-#define gl_SubgroupInvocationID (halo_lid(0) & 31u)
-#define gl_SubgroupID (halo_lid(0) >> 5)
+// subgroups are runs of 32 lanes in x-major order, as on both targets' hardware
+#define gl_SubgroupInvocationID ((halo_lid(1) * LS_X + halo_lid(0)) & 31u)
+#define gl_SubgroupID ((halo_lid(1) * LS_X + halo_lid(0)) >> 5)
 
 #if defined(__AMDGCN__)
 // GLSL's barrier(): every invocation's shared-memory writes before it are
