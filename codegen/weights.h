@@ -1,4 +1,5 @@
-/* The weights section: where each module weight lives in the bundle and how
+/* The weights section: where each module weight a node reads lives in the
+ * bundle (a merged matrix's parts and folded norms are read, not stored) and how
  * its bytes are produced (from a checkpoint or from a seeded generator),
  * transformed and converted to the stored dtype.
  *
@@ -57,7 +58,8 @@ typedef struct cg_weights cg_weights;
 cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char *err, size_t errlen);
 void cg_weights_free(cg_weights *w);
 
-/* Byte offset of each module weight in the section, indexed by weight id. */
+/* Byte offset of each module weight in the section, indexed by weight id
+ * (meaningful for stored weights only: cg_weights_stored). */
 const uint64_t *cg_weights_offsets(const cg_weights *w);
 /* Whether weight id has bytes of its own in the section: a live node reads
  * it. The others (a merged matrix's parts, norms folded into matrices) have
