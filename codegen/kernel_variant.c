@@ -1749,6 +1749,17 @@ static int lanes_space(const kv_desc *d, kv_tiles *out, int max)
 	return n;
 }
 
+/* rope: with the rms_norm prologue, the reduction's widths as rms_norm's
+ * (lanes_space); without, one kernel (a lane per element: the width
+ * changes nothing the tuner could find). */
+static int rope_space(const kv_desc *d, kv_tiles *out, int max)
+{
+	if (d->pro.on)
+		return lanes_space(d, out, max);
+	memset(out, 0, sizeof *out);
+	return 1;
+}
+
 /* topk and moe_route: the shuffle combine first, the tree after it for
  * devices without subgroup shuffles. */
 static int topk_space(const kv_desc *d, kv_tiles *out, int max)
@@ -1782,7 +1793,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_RMS_NORM, build_rms_norm, {"B_X", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_L2_NORM, build_row_norm, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_GATED_RMS_NORM, build_row_norm, {"B_X", "B_Z", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
-	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI | PRO, false, NULL},
+	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI | PRO, false, rope_space},
 	{IR_OP_ATTENTION, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},
