@@ -38,11 +38,17 @@ void *mc_read_file(const char *path, size_t *n)
 
 void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path, bool f16)
 {
+	mc_compile_for(model_rel, hf_rel, out_path, f16, HALO_BACKEND_VULKAN);
+}
+
+void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
+		    halo_backend_kind backend)
+{
 	char model[4096], hf[4096], err[2048];
 	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
-				.matrix_dtype = f16 ? HALO_F16 : HALO_F32};
+				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .ref_only = backend == HALO_BACKEND_REF};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile %s: %s\n", model_rel, err);
 		exit(1);

@@ -167,7 +167,7 @@ int main(int argc, char **argv)
 
 	fixture fx;
 	read_fixture(dir, &fx);
-	mc_compile(model, dir, bundle, false);
+	mc_compile_for(model, dir, bundle, false, backend);
 	halo_model *m = mc_open(bundle, backend);
 	check_prompt_and_continuation(m, &fx);
 	check_repeatable(m, &fx);
