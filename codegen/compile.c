@@ -77,6 +77,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	if (c->m) {
 		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
 		c->m->no_merge_matmuls = o->no_merge;
+		c->m->no_fuse_state_store = o->no_store_fusion;
 		/* under --quant such small gates keep --dtype (a merged matrix
 		 * has one dtype); left apart whatever the dtype, so that bundles
 		 * of two dtypes hold the same weights */

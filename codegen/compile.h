@@ -25,6 +25,9 @@ typedef struct {
 	/* Keep sibling matmuls apart (passes/merge_matmuls.c; halo compile
 	 * --no-merge): one dispatch per projection, for comparing kernels. */
 	bool no_merge;
+	/* Keep KV-cache writes as copy dispatches (passes/fuse_state_store.c;
+	 * halo compile --no-store-fusion), for comparing schedules. */
+	bool no_store_fusion;
 	bool random_weights;
 	uint64_t seed;
 	/* A bundle for the CPU reference backend only, without GPU kernels:

@@ -36,6 +36,8 @@ static json_object *tensor_json(const halo_tensor_ref *t)
 	for (int i = 0; i < t->rank; i++)
 		json_object_array_add(shape, pair(t->dim[i].coef_T, t->dim[i].c));
 	put(o, "shape", shape);
+	if (t->pos_rows)
+		put(o, "pos_rows", i64(t->pos_rows));
 	return o;
 }
 

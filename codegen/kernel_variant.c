@@ -235,8 +235,28 @@ static void sig_elem(strbuf *s, const kv_elem_op *e)
 	}
 }
 
-/* Which fused ops an op's kernels take. */
-enum { KV_FUSE_EPILOGUE = 1, KV_FUSE_PROLOGUE = 2 };
+/* Which fused ops an op's kernels take; AT_POS: outputs stored at rows
+ * pos.. of a state (kv_desc.out_at_pos). */
+enum { KV_FUSE_EPILOGUE = 1, KV_FUSE_PROLOGUE = 2, KV_FUSE_AT_POS = 4 };
+
+/* POS0..POS3: 1 where output i is stored from row pos of its binding (the
+ * template adds step_pos rows to its row index), else 0. */
+static bool bind_at_pos(kv_build *b, unsigned fuse)
+{
+	uint32_t at = b->d->out_at_pos;
+	if (at && !(fuse & KV_FUSE_AT_POS))
+		return fail(b, "no output stored at the step's position for this op");
+	if (!(fuse & KV_FUSE_AT_POS))
+		return true;
+	if (at >> KV_MAX_SPLIT)
+		return fail(b, "out_at_pos 0x%x names outputs past the %d a kernel has", at, KV_MAX_SPLIT);
+	static const char *const names[KV_MAX_SPLIT] = {"POS0", "POS1", "POS2", "POS3"};
+	for (int i = 0; i < KV_MAX_SPLIT; i++)
+		def_int(b, names[i], (int)(at >> i) & 1);
+	if (at)
+		sb_printf(&b->sig, " out_at_pos=%u", at);
+	return true;
+}
 
 /* Binds the prologue's and the epilogue's extra operands (in that order),
  * after the op's inputs, and records them in the key and the plan. */
@@ -273,7 +293,7 @@ static bool bind_fused(kv_build *b, unsigned fuse)
 		sig_elem(&b->sig, e);
 		b->p->epi_binding[j] = elem_is_binary(e->op) ? (int)bind(b, NULL) : -1;
 	}
-	return true;
+	return bind_at_pos(b, fuse);
 }
 
 /* ---- per-op builders ------------------------------------------------------------------- */
@@ -671,6 +691,8 @@ static bool matmul_results(kv_build *b)
 		return fail(b, "split and pair exclude each other");
 	if (n && d->n_epi)
 		return fail(b, "a split matmul takes no epilogue (its results are several)");
+	if (d->out_at_pos && mm_rpt(d) > 1)
+		return fail(b, "a result stored at the position has one row per token, not %" PRId64, mm_rpt(d));
 	if (d->u.matmul.pair && d->u.matmul.N % 2)
 		return fail(b, "pair: %" PRId64 " weight rows, an even count expected", d->u.matmul.N);
 	static const char *const ends[] = {"SEG1", "SEG2", "SEG3"};
@@ -1784,16 +1806,17 @@ static int matmul_family_space(const kv_desc *d, kv_tiles *out, int max)
 
 #define EPI KV_FUSE_EPILOGUE
 #define PRO KV_FUSE_PROLOGUE
+#define POS KV_FUSE_AT_POS
 #define ELEMENTWISE(id) {IR_OP_##id, build_elementwise, {NULL}, {NULL}, EPI, true, NULL}
 
 static const kv_op_row kv_ops[] = {
 	{IR_OP_EMBED, build_embed, {"B_W", "B_IDS"}, {"B_Y"}, 0, false, NULL},
-	{IR_OP_MATMUL, build_matmul, {"B_X", "B_W"}, {"B_Y", "B_Y1", "B_Y2", "B_Y3"}, EPI | PRO, false,
+	{IR_OP_MATMUL, build_matmul, {"B_X", "B_W"}, {"B_Y", "B_Y1", "B_Y2", "B_Y3"}, EPI | PRO | POS, false,
 	 matmul_family_space},
 	{IR_OP_RMS_NORM, build_rms_norm, {"B_X", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_L2_NORM, build_row_norm, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_GATED_RMS_NORM, build_row_norm, {"B_X", "B_Z", "B_NW"}, {"B_Y"}, EPI, false, lanes_space},
-	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI | PRO, false, rope_space},
+	{IR_OP_ROPE, build_rope, {"B_X"}, {"B_Y"}, EPI | PRO | POS, false, rope_space},
 	{IR_OP_ATTENTION, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},
@@ -1829,6 +1852,7 @@ static const kv_op_row kv_ops[] = {
 
 #undef EPI
 #undef PRO
+#undef POS
 #undef ELEMENTWISE
 #undef ELEMENTWISE_OTHER
 #undef ELEMENTWISE_UNARY

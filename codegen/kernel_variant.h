@@ -178,6 +178,10 @@ typedef struct {
 	 * (IR_OPF_STEPS; row t is the new state had the step ended after token t) */
 	bool steps;
 	kv_prologue pro;   /* matmul only */
+	/* matmul and rope: bit i set when output i is stored from row pos of
+	 * its binding, a state's rows (a KV-cache write fused into the
+	 * producer, passes/fuse_state_store.c); one row per token */
+	uint32_t out_at_pos;
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE]; /* matmul, rms_norm, l2_norm, gated_rms_norm, rope,
 					  attention, softmax, elementwise */

@@ -29,10 +29,13 @@ static uint64_t buffer_offset(const plan_buffer *b, const cg_weight_layout *wl)
 	return b->region == PLAN_WEIGHT ? wl->offset[b->ref] : (uint64_t)b->offset;
 }
 
-static halo_tensor_ref value_ref(const ir_func *f, const plan_entry *pe, const cg_weight_layout *wl, int v)
+static halo_tensor_ref value_ref(const ir_module *m, const ir_func *f, const plan_entry *pe,
+				 const cg_weight_layout *wl, int v)
 {
 	const plan_buffer *b = &pe->buffers[pe->value_buffer[v]];
 	halo_tensor_ref t = {.space = space_of(b->region), .offset = buffer_offset(b, wl)};
+	if (pe->value_at_pos[v])
+		t.pos_rows = m->states[b->ref].shape.dim[0].c;
 	/* A weight is read in the dtype it is stored in (--dtype f16), not the
 	 * dtype the model file declares. */
 	tensor_shape(&t, &f->values[v].shape, b->region == PLAN_WEIGHT ? wl->dtype[b->ref] : f->values[v].dtype);
@@ -91,7 +94,7 @@ static bool add_operand(halo_dispatch *d, const ir_node *n, halo_tensor_ref t, i
 	return true;
 }
 
-static bool lower_fused(const ir_func *f, const plan_entry *pe, const cg_weight_layout *wl, const ir_node *n,
+static bool lower_fused(const ir_module *m, const ir_func *f, const plan_entry *pe, const cg_weight_layout *wl, const ir_node *n,
 			halo_dispatch *d, ir_error *err)
 {
 	if (n->n_fused > HALO_MAX_FUSED)
@@ -108,7 +111,7 @@ static bool lower_fused(const ir_func *f, const plan_entry *pe, const cg_weight_
 		h->n_operand = fu->n_extra;
 		for (int j = 0; j < fu->n_extra; j++) {
 			h->operand[j] = d->n_in + d->n_extra;
-			if (!add_operand(d, n, value_ref(f, pe, wl, fu->extra[j]), err))
+			if (!add_operand(d, n, value_ref(m, f, pe, wl, fu->extra[j]), err))
 				return false;
 			d->n_extra++;
 		}
@@ -129,9 +132,9 @@ static bool lower_dispatch(const ir_module *m, const ir_func *f, const plan_entr
 	if (!d->node)
 		return lower_fail(err, n, "out of memory");
 	for (int i = 0; i < n->n_in; i++, d->n_in++)
-		if (!add_operand(d, n, value_ref(f, pe, wl, n->in[i]), err))
+		if (!add_operand(d, n, value_ref(m, f, pe, wl, n->in[i]), err))
 			return false;
-	if (!lower_fused(f, pe, wl, n, d, err))
+	if (!lower_fused(m, f, pe, wl, n, d, err))
 		return false;
 	if (n->op == IR_OP_STATE_WRITE) {
 		halo_tensor_ref t;
@@ -141,7 +144,7 @@ static bool lower_dispatch(const ir_module *m, const ir_func *f, const plan_entr
 		d->operand[d->n_in + d->n_extra] = t;
 	} else {
 		for (int i = 0; i < n->n_out; i++, d->n_out++)
-			if (!add_operand(d, n, value_ref(f, pe, wl, n->out[i]), err))
+			if (!add_operand(d, n, value_ref(m, f, pe, wl, n->out[i]), err))
 				return false;
 	}
 	return lower_attrs(n, n->attr, n->n_attr, d->attr, &d->n_attr, err);
@@ -165,8 +168,8 @@ bool cg_lower_entry(const ir_module *m, const plan_entry *pe, const cg_weight_la
 		return lower_fail(err, NULL, "out of memory");
 	if (f->n_inputs != 1 || f->n_outputs != 1)
 		return lower_fail(err, NULL, "an entry graph must take token ids and return logits (one each)");
-	out->input = (halo_io){strdup(f->values[f->inputs[0]].name), value_ref(f, pe, wl, f->inputs[0])};
-	out->output = (halo_io){strdup(f->output_names[0]), value_ref(f, pe, wl, f->outputs[0])};
+	out->input = (halo_io){strdup(f->values[f->inputs[0]].name), value_ref(m, f, pe, wl, f->inputs[0])};
+	out->output = (halo_io){strdup(f->output_names[0]), value_ref(m, f, pe, wl, f->outputs[0])};
 	if (!out->input.name || !out->output.name)
 		return lower_fail(err, NULL, "out of memory");
 	for (int i = 0; i < pe->n_dispatch; i++, out->n_dispatch++)

@@ -266,6 +266,9 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	k->wtype = HALO_F32;
 	k->steps = has_steps(d);
 	fused_into_desc(d, k);
+	for (int i = 0; i < d->n_out && i < 32; i++)
+		if (d->operand[d->n_in + d->n_extra + i].pos_rows)
+			k->out_at_pos |= 1u << i;
 	switch (d->op) {
 	case IR_OP_EMBED:
 		k->wtype = x->dtype;

@@ -195,6 +195,8 @@ static void put_ref(FILE *out, const ir_module *m, const ir_func *f, const ir_no
 		fputs(w ? ", weight: " : ", state: ", out);
 		put_str(out, w ? w->name : s->name);
 		fprintf(out, ", scope: %s", n->ref_local ? "block" : "module");
+		if (n->in_place)
+			fputs(", in_place: true", out);
 	} else if (n->op == IR_OP_CALL && n->ref >= 0 && n->ref < m->n_funcs) {
 		fputs(", block: ", out);
 		put_str(out, m->funcs[n->ref].name);

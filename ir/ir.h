@@ -122,6 +122,11 @@ typedef struct {
 	 * enclosing block function's own table (f->weights / f->states), false
 	 * when it indexes the module table (m->weights / m->states). */
 	bool ref_local;
+	/* STATE_WRITE `at: pos` only, set by passes/fuse_state_store.c: the
+	 * written value (in[0], through reshapes) is produced straight into the
+	 * state's rows pos.. by its producer, which is then the write's effect
+	 * (state_effect_writer); this node is no dispatch. */
+	bool in_place;
 } ir_node;
 
 typedef struct {
@@ -279,6 +284,9 @@ typedef struct {
 	 * merged matrix has one dtype). */
 	bool no_merge_matmuls;
 	int64_t merge_min_rows;
+	/* Set by halo compile --no-store-fusion: every state_write stays a
+	 * copy dispatch (passes/fuse_state_store.c). */
+	bool no_fuse_state_store;
 } ir_module;
 
 /* ---- lifetime ------------------------------------------------------------- */

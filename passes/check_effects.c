@@ -3,7 +3,9 @@
  * effects a before b (node order) on one state, at least one a write, b
  * must be reachable from a over data and after edges; and when a is a read
  * and b a write, b must also be reachable from every dispatch that reads
- * a's result, which aliases the state buffer. Node order is the program
+ * a's result, which aliases the state buffer. An in-place write
+ * (fuse_state_store) is performed by its value's producer, so that node is
+ * what must be reached. Node order is the program
  * order before scheduling and a topological order after it, so the same
  * check holds at both points. */
 #include "passes/dep_graph.h"
@@ -67,7 +69,9 @@ static bool check_pair(const ir_module *m, const ir_func *f, const reach_set *r,
 	const ir_node *na = &f->nodes[a], *nb = &f->nodes[b];
 	if (na->op == IR_OP_STATE_READ && nb->op == IR_OP_STATE_READ)
 		return true;
-	if (reaches(r, a, b))
+	/* b takes effect where it is performed (an in-place write: its
+	 * producer); a's marker is reached only after its producer ran */
+	if (reaches(r, a, state_effect_writer(f, b)))
 		return true;
 	ir_error_set(err, nb->loc,
 		     "check_effects: state '%s': %s '%s' must run after %s '%s' (listed before it), "
@@ -79,10 +83,10 @@ static bool check_pair(const ir_module *m, const ir_func *f, const reach_set *r,
 static bool check_readers(const ir_module *m, const ir_func *f, const func_uses *u,
 			  const reach_set *r, int rd, int w, int *scratch, ir_error *err)
 {
-	int n = state_read_readers(f, u, rd, scratch);
+	int n = state_read_readers(f, u, rd, scratch), wr = state_effect_writer(f, w);
 	for (int k = 0; k < n; k++) {
 		int c = scratch[k];
-		if (c == w || reaches(r, c, w))
+		if (c == w || c == wr || reaches(r, c, wr))
 			continue;
 		ir_error_set(err, f->nodes[w].loc,
 			     "check_effects: state '%s': write '%s' is not ordered after '%s', which "

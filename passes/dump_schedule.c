@@ -7,7 +7,7 @@ static void print_value(const ir_func *f, const plan_entry *e, int v, FILE *out)
 	const plan_buffer *b = &e->buffers[e->value_buffer[v]];
 	fputs(f->values[v].name ? f->values[v].name : "?", out);
 	if (b->region == PLAN_STATE)
-		fprintf(out, "=state:%s", b->name);
+		fprintf(out, "=state:%s%s", b->name, e->value_at_pos[v] ? "@pos" : "");
 }
 
 static void print_fused(const ir_func *f, const ir_node *n, FILE *out)

@@ -26,7 +26,8 @@ int node_read(const ir_node *n, int k)
 
 bool node_is_view(const ir_node *n)
 {
-	return n->op == IR_OP_WEIGHT || n->op == IR_OP_STATE_READ || n->op == IR_OP_RESHAPE;
+	return n->op == IR_OP_WEIGHT || n->op == IR_OP_STATE_READ || n->op == IR_OP_RESHAPE ||
+	       (n->op == IR_OP_STATE_WRITE && n->in_place);
 }
 
 bool func_is_live(const ir_module *m, const ir_func *f)

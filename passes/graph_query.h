@@ -14,8 +14,9 @@ int node_n_reads(const ir_node *n);
 int node_read(const ir_node *n, int k); /* 0 <= k < node_n_reads(n) */
 
 /* Views do no work and own no memory: a weight names a checkpoint tensor,
- * state_read names the state buffer, reshape reinterprets its input. Every
- * other node is one dispatch. */
+ * state_read names the state buffer, reshape reinterprets its input, an
+ * in-place state_write marks rows its value's producer already stored.
+ * Every other node is one dispatch. */
 bool node_is_view(const ir_node *n);
 
 /* The graph functions a module still runs: every function before

@@ -65,7 +65,8 @@ static bool order_group(ir_module *m, ir_func *f, const func_uses *u, const int 
 {
 	int last_write = -1, first_read = 0; /* reads since last_write: eff[first_read..] */
 	for (int k = 0; k < n_eff; k++) {
-		int e = eff[k];
+		/* a write waits where it is performed: an in-place write's producer */
+		int e = state_effect_writer(f, eff[k]);
 		if (last_write >= 0)
 			add_edge(m, f, e, last_write);
 		if (f->nodes[e].op == IR_OP_STATE_READ)
@@ -74,7 +75,7 @@ static bool order_group(ir_module *m, ir_func *f, const func_uses *u, const int 
 			if (f->nodes[eff[j]].op == IR_OP_STATE_READ &&
 			    !order_reads_before(m, f, u, e, eff[j], scratch, err))
 				return false;
-		last_write = e;
+		last_write = eff[k];
 		first_read = k + 1;
 	}
 	return true;

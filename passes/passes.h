@@ -53,6 +53,10 @@ bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like ch
 /* Sibling matmuls of one input into one over their weights' rows
  * (merge_matmuls.c); adds the merged matrices to m->weights. */
 bool pass_merge_matmuls(ir_module *m, ir_error *err);
+/* A state_write at: pos whose value a rope or matmul makes for it alone
+ * becomes in place: the producer stores into the state's rows
+ * (fuse_state_store.c). */
+bool pass_fuse_state_store(ir_module *m, ir_error *err);
 
 /* Turns the program order of effects on each state into after edges
  * (read before a later write, write before a later read, writes in order). */

@@ -23,6 +23,7 @@ MODULE_PASS(fuse_gates)
 MODULE_PASS(fuse_residual)
 MODULE_PASS(fuse_elementwise)
 MODULE_PASS(merge_matmuls)
+MODULE_PASS(fuse_state_store)
 MODULE_PASS(split_moe)
 MODULE_PASS(split_attention)
 MODULE_PASS(order_effects)
@@ -43,6 +44,8 @@ static const pipeline_pass passes[] = {
 	{"fuse_elementwise", "elementwise chains into their producer's epilogue", run_fuse_elementwise, false},
 	{"merge_matmuls", "sibling matmuls of one input into one over their weights' rows", run_merge_matmuls,
 	 false},
+	{"fuse_state_store", "KV-cache writes of a rope's or matmul's rows stored by that producer",
+	 run_fuse_state_store, false},
 	{"split_moe", "moe_experts into moe_gate_up and moe_down dispatches", run_split_moe, false},
 	{"split_attention", "attention into per-block partials and their combine", run_split_attention, false},
 	{"order_effects", "after edges from the program order of state effects", run_order_effects, false},

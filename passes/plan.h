@@ -14,10 +14,12 @@
  *                read-only, identical for every entry.
  * Aliases own no buffer: a reshape's result is its input's buffer, a
  * state_read's result is the state's buffer, a weight node's result is the
- * weight's buffer.
+ * weight's buffer, and the value an in-place state_write writes is the
+ * state's buffer at the step's rows (value_at_pos): its producer's write
+ * range is then the whole state buffer, as for state_write.
  *
  * Dispatches. Every scheduled node that is not a view (weight, state_read,
- * reshape) is one dispatch, in schedule order. Its reads are the buffers of
+ * reshape, in-place state_write) is one dispatch, in schedule order. Its reads are the buffers of
  * its operands and fused extras; its writes are the buffers of its results,
  * or for state_write the whole state buffer (a write `at: pos` touches rows
  * only known at run time, so the plan treats it as touching all of them).
@@ -79,6 +81,10 @@ typedef struct {
 	int n_buffers;
 	plan_buffer *buffers; /* weights, then states, then activations */
 	int *value_buffer;    /* per value of func: its buffer (aliases share one) */
+	/* per value: true when it lives in its (state) buffer at the rows of
+	 * the step's positions, pos.. (the value of an in-place state_write,
+	 * passes/fuse_state_store.c, and the reshapes between) */
+	bool *value_at_pos;
 	int64_t act_bytes;       /* activation arena size: the peak footprint */
 	int64_t live_peak_bytes; /* most activation bytes live at one dispatch */
 	int n_barriers;

@@ -69,11 +69,35 @@ static int own_buffer(plan_ctx *c, int v, int first)
 	return b;
 }
 
+/* Marks the values an in-place state_write takes over, from its operand up
+ * through reshapes to the producer's result: in_state[v] = the state's
+ * buffer, -1 elsewhere. */
+static void mark_in_place(plan_ctx *c, int *in_state)
+{
+	const ir_func *f = c->f;
+	for (int v = 0; v < f->n_values; v++)
+		in_state[v] = -1;
+	for (int i = 0; i < f->n_nodes; i++) {
+		const ir_node *n = &f->nodes[i];
+		if (n->op != IR_OP_STATE_WRITE || !n->in_place)
+			continue;
+		for (int v = n->in[0]; v >= 0;) {
+			in_state[v] = c->m->n_weights + n->ref;
+			int p = f->values[v].producer;
+			v = p >= 0 && f->nodes[p].op == IR_OP_RESHAPE ? f->nodes[p].in[0] : -1;
+		}
+	}
+}
+
 /* Gives every value its buffer: views share the buffer they look at. */
 static void assign_buffers(plan_ctx *c)
 {
 	const ir_func *f = c->f;
 	int weight0 = 0, state0 = c->m->n_weights;
+	int *in_state = calloc((size_t)f->n_values + 1, sizeof(int));
+	if (!in_state)
+		abort();
+	mark_in_place(c, in_state);
 	for (int i = 0; i < f->n_inputs; i++)
 		c->e->value_buffer[f->inputs[i]] = own_buffer(c, f->inputs[i], -1);
 	for (int i = 0; i < f->n_nodes; i++) {
@@ -85,9 +109,15 @@ static void assign_buffers(plan_ctx *c)
 		else if (n->op == IR_OP_RESHAPE)
 			c->e->value_buffer[n->out[0]] = c->e->value_buffer[n->in[0]];
 		else
-			for (int k = 0; k < n->n_out; k++)
-				c->e->value_buffer[n->out[k]] = own_buffer(c, n->out[k], c->dispatch_of[i]);
+			for (int k = 0; k < n->n_out; k++) {
+				int v = n->out[k];
+				c->e->value_buffer[v] = in_state[v] >= 0 ? in_state[v]
+									   : own_buffer(c, v, c->dispatch_of[i]);
+			}
 	}
+	for (int v = 0; v < f->n_values; v++)
+		c->e->value_at_pos[v] = in_state[v] >= 0;
+	free(in_state);
 }
 
 static void compute_liveness(plan_ctx *c)
@@ -200,6 +230,7 @@ static void plan_entry_build(halo_plan *p, const ir_module *m, int ei, plan_entr
 	int max_buffers = m->n_weights + m->n_states + f->n_values;
 	e->buffers = ir_arena_alloc(a, (size_t)(max_buffers ? max_buffers : 1) * sizeof(plan_buffer));
 	e->value_buffer = ir_arena_alloc(a, (size_t)(f->n_values ? f->n_values : 1) * sizeof(int));
+	e->value_at_pos = ir_arena_alloc(a, (size_t)(f->n_values ? f->n_values : 1) * sizeof(bool));
 	add_module_buffers(&c);
 	assign_buffers(&c);
 	compute_liveness(&c);

@@ -73,3 +73,13 @@ int state_read_readers(const ir_func *f, const func_uses *u, int r, int *out)
 {
 	return collect(f, u, f->nodes[r].out[0], out, 0);
 }
+
+int state_effect_writer(const ir_func *f, int n)
+{
+	if (f->nodes[n].op != IR_OP_STATE_WRITE || !f->nodes[n].in_place)
+		return n;
+	int p = f->values[f->nodes[n].in[0]].producer;
+	while (p >= 0 && f->nodes[p].op == IR_OP_RESHAPE)
+		p = f->values[f->nodes[p].in[0]].producer;
+	return p >= 0 ? p : n;
+}

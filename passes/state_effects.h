@@ -24,4 +24,9 @@ void state_effects_free(state_effects *se);
  * out (room for f->n_nodes) and returns how many. */
 int state_read_readers(const ir_func *f, const func_uses *u, int r, int *out);
 
+/* The node that performs effect node n: n itself, or for an in-place
+ * state_write (passes/fuse_state_store.c) the producer of its value, found
+ * through reshapes. */
+int state_effect_writer(const ir_func *f, int n);
+
 #endif

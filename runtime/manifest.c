@@ -253,6 +253,24 @@ static bool index_quant_weights(mctx *c, const halo_manifest *m)
 	return true;
 }
 
+/* "pos_rows" (optional): a state operand of T rows that lies in the
+ * pos_rows rows of a state tensor from row pos. */
+static bool parse_pos_rows(mctx *c, json_object *o, const char *path, halo_tensor_ref *t)
+{
+	if (!json_object_object_get_ex(o, "pos_rows", NULL))
+		return true;
+	int64_t rows;
+	if (!get_i64(c, o, path, "pos_rows", 1, INT32_MAX, &rows))
+		return false;
+	if (t->space != HALO_SPACE_STATE || t->rank < 1 || t->dim[0].coef_T != 1 || t->dim[0].c != 0)
+		return fail(c, path, "'pos_rows' is for a state operand whose first dim is T ([1, 0])");
+	for (int i = 1; i < t->rank; i++)
+		if (t->dim[i].coef_T)
+			return fail(c, path, "'pos_rows': a row's dims must not depend on T");
+	t->pos_rows = rows;
+	return true;
+}
+
 static bool parse_tensor(mctx *c, json_object *o, const char *path, halo_tensor_ref *t)
 {
 	json_object *sp = get(c, o, path, "space", json_type_string);
@@ -278,6 +296,8 @@ static bool parse_tensor(mctx *c, json_object *o, const char *path, halo_tensor_
 		if (!parse_affine(c, json_object_array_get_idx(shape, i), path, &t->dim[i]))
 			return false;
 	if (halo_dtype_is_quant(t->dtype) && !check_quant_ref(c, t, path))
+		return false;
+	if (!parse_pos_rows(c, o, path, t))
 		return false;
 	if (t->space == HALO_SPACE_WEIGHT && !range_fits(t->offset, halo_tensor_bytes(t, 0), c->weights_size))
 		return fail(c, path, "weight range ends past the weights section (%llu bytes)",
@@ -482,8 +502,12 @@ static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_en
 			if (!act_fits(c, t, e, dpath))
 				return false;
 			if (t->space == HALO_SPACE_STATE &&
-			    !range_fits(t->offset, halo_tensor_bytes(t, e->t_max), m->state_bytes))
+			    !range_fits(t->offset, halo_tensor_span(t, e->t_max), m->state_bytes))
 				return fail(c, dpath, "state range ends past state_bytes");
+			/* a step writes rows pos.. for any pos + T <= n_ctx */
+			if (t->pos_rows && t->pos_rows < m->n_ctx)
+				return fail(c, dpath, "an operand in %lld rows from the position, fewer than n_ctx %lld",
+					    (long long)t->pos_rows, (long long)m->n_ctx);
 		}
 	}
 	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path);
@@ -1008,6 +1032,14 @@ uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T)
 	if (block == 0 || n % block != 0 || __builtin_mul_overflow(n / block, per_block, &n))
 		return UINT64_MAX;
 	return n;
+}
+
+uint64_t halo_tensor_span(const halo_tensor_ref *t, int64_t T)
+{
+	if (!t->pos_rows)
+		return halo_tensor_bytes(t, T);
+	uint64_t row = halo_tensor_bytes(t, 1), span;
+	return row == UINT64_MAX || __builtin_mul_overflow(row, (uint64_t)t->pos_rows, &span) ? UINT64_MAX : span;
 }
 
 uint32_t halo_grid_eval(halo_grid_dim g, int64_t T)

@@ -38,6 +38,11 @@ typedef struct {
 	halo_dtype dtype;
 	int rank;
 	halo_affine dim[HALO_MAX_RANK];
+	/* 0, or (a state operand whose dim 0 is T) the rows of the state
+	 * tensor at offset that the operand's T rows lie in, from row pos:
+	 * the operand starts pos * (its row bytes) past offset. A rope's or
+	 * matmul's result stored straight into a KV cache (docs/manifest.md). */
+	int64_t pos_rows;
 } halo_tensor_ref;
 
 typedef struct {
@@ -191,7 +196,7 @@ typedef struct {
 } halo_manifest;
 
 /* The manifest format this reader reads (docs/manifest.md). */
-#define HALO_MANIFEST_FORMAT 4
+#define HALO_MANIFEST_FORMAT 5
 
 /* Parses the manifest JSON (json, len bytes) and checks it against the sizes
  * of the bundle's weights section and of each target's kernel section
@@ -207,6 +212,9 @@ void manifest_free_kernels(halo_manifest *m);
 const halo_entry *manifest_entry(const halo_manifest *m, const char *name);
 int64_t halo_affine_eval(halo_affine a, int64_t T);
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T);
+/* The bytes from t's offset that t may touch for any position: its bytes,
+ * or with pos_rows the whole pos_rows rows. */
+uint64_t halo_tensor_span(const halo_tensor_ref *t, int64_t T);
 uint32_t halo_grid_eval(halo_grid_dim g, int64_t T);
 
 /* Whether a state kind is positional (kv, indexer, hidden: row p belongs to

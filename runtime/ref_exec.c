@@ -371,6 +371,11 @@ bool ref_exec_dispatch(const halo_dispatch *d, int64_t T, int64_t pos, ref_resol
 				    "weight)", NULL);
 		for (int k = 0; k < d->operand[i].rank; k++)
 			c.dim[i][k] = halo_affine_eval(d->operand[i].dim[k], T);
+		if (d->operand[i].pos_rows) { /* rows pos.. of a state (manifest.h) */
+			if (pos < 0 || pos + T > d->operand[i].pos_rows)
+				return fail(&c, "rows past the end of the state an operand is stored in", NULL);
+			c.p[i] = (char *)c.p[i] + (size_t)pos * halo_tensor_bytes(&d->operand[i], 1);
+		}
 	}
 	const float *x = n_ops ? c.p[0] : NULL;
 	float *scratch = NULL;

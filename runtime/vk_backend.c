@@ -352,7 +352,7 @@ static void vk_device(const halo_backend *b, halo_device_id *out)
 /* The (buffer, offset, range) an operand binds, at the entry's t_max. */
 static bool operand_binding(halo_backend_session *s, const halo_entry *e, const halo_tensor_ref *t, vk_binding *out)
 {
-	uint64_t range = halo_tensor_bytes(t, e->t_max);
+	uint64_t range = halo_tensor_span(t, e->t_max); /* at pos: the kernel adds pos rows itself */
 	if (range == 0)
 		range = 4;
 	switch (t->space) {

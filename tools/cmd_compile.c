@@ -31,7 +31,7 @@ static void compile_usage(FILE *out)
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
 	      "                    [--quant q8_0|q4_k|f8e4m3] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
-	      "                    [--no-merge]\n"
+	      "                    [--no-merge] [--no-store-fusion]\n"
 	      "                    -o OUT.halo\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
@@ -65,7 +65,9 @@ static void compile_usage(FILE *out)
 	      "                         (mtp_num_hidden_layers; the default)\n"
 	      "  --no-mtp               leave the draft head out\n"
 	      "  --no-merge             keep sibling matmuls (q, k, v; gate, up) as separate\n"
-	      "                         dispatches instead of one over their rows (docs/passes.md)\n"
+	      "                         dispatches instead of one over their rows (docs/ir.md)\n"
+	      "  --no-store-fusion      keep KV-cache writes as copy dispatches instead of the rope\n"
+	      "                         or matmul storing its rows in the cache (docs/ir.md)\n"
 	      "  --mtp-from DIR         take the draft head from a drafter sidecar (config.json and\n"
 	      "                         safetensors with the mtp.* tensors); refused when its config\n"
 	      "                         does not fit the target's\n"
@@ -89,7 +91,7 @@ static void compile_usage(FILE *out)
 
 typedef struct {
 	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
-	bool help, mtp, no_mtp, no_tokenizer, no_merge;
+	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -107,6 +109,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			a->no_tokenizer = true;
 		else if (strcmp(s, "--no-merge") == 0)
 			a->no_merge = true;
+		else if (strcmp(s, "--no-store-fusion") == 0)
+			a->no_store_fusion = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
@@ -164,6 +168,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->no_mtp = a->no_mtp;
 	o->no_tokenizer = a->no_tokenizer;
 	o->no_merge = a->no_merge;
+	o->no_store_fusion = a->no_store_fusion;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
 	if (a->targets && !parse_targets(a->targets, o))

@@ -1,6 +1,6 @@
 // The results of the matmul twins (matvec, matmul, matmul_coopmat): the HIP
-// dialect's kernels/vulkan/matmul_out.glsl, which says what NSEG, SEG1..SEG3
-// and PAIR mean. Everything here is a member of the kernel struct.
+// dialect's kernels/vulkan/matmul_out.glsl, which says what NSEG, SEG1..SEG3,
+// PAIR and POS0..POS3 mean. Everything here is a member of the kernel struct.
 // @struct
 
 float *__restrict__ y = (float *)args.b[B_Y];
@@ -14,29 +14,35 @@ float *__restrict__ y2 = (float *)args.b[B_Y2];
 float *__restrict__ y3 = (float *)args.b[B_Y3];
 #endif
 
+// The stored row of row t of a result (at_pos: POS<s>).
+uint out_row(uint t, uint at_pos)
+{
+	return t + at_pos * step_pos;
+}
+
 // Column n of row t (not with PAIR).
 void store_y(uint t, uint n, float v)
 {
 #if NSEG > 3
 	if (n >= SEG3) {
-		y3[t * (N - SEG3) + n - SEG3] = v;
+		y3[out_row(t, POS3) * (N - SEG3) + n - SEG3] = v;
 		return;
 	}
 #endif
 #if NSEG > 2
 	if (n >= SEG2) {
-		y2[t * (SEG3 - SEG2) + n - SEG2] = v;
+		y2[out_row(t, POS2) * (SEG3 - SEG2) + n - SEG2] = v;
 		return;
 	}
 #endif
 #if NSEG > 1
 	if (n >= SEG1) {
-		y1[t * (SEG2 - SEG1) + n - SEG1] = v;
+		y1[out_row(t, POS1) * (SEG2 - SEG1) + n - SEG1] = v;
 		return;
 	}
-	y[t * SEG1 + n] = v;
+	y[out_row(t, POS0) * SEG1 + n] = v;
 #else
-	y[t * N + n] = epilogue(v, t * N + n);
+	y[out_row(t, POS0) * N + n] = epilogue(v, t * N + n);
 #endif
 }
 
@@ -44,5 +50,5 @@ void store_y(uint t, uint n, float v)
 void store_pair(uint t, uint n, float gate, float up)
 {
 	uint i = t * (N / 2u) + n / 2u;
-	y[i] = epilogue(silu_f(gate) * up, i);
+	y[out_row(t, POS0) * (N / 2u) + n / 2u] = epilogue(silu_f(gate) * up, i);
 }

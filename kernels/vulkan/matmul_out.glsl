@@ -9,6 +9,10 @@
 //    (w's rows interleaved): y[t, j] = epilogue(silu(gate) * up) of N / 2
 //    columns. A kernel hands each even column over with its odd neighbour
 //    (store_pair); the two come from the same lane, so nothing is exchanged.
+// Result s with POS<s> = 1 lies in a state's rows from the step's position
+// (a KV-cache write fused into the matmul, passes/fuse_state_store.c): row
+// t is stored at row step_pos + t of its binding. The epilogue still sees
+// the logical index.
 
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if NSEG > 1
@@ -21,29 +25,35 @@ layout(set = 0, binding = B_Y2) writeonly buffer Y2 { float y2[]; };
 layout(set = 0, binding = B_Y3) writeonly buffer Y3 { float y3[]; };
 #endif
 
+// The stored row of row t of a result (at_pos: POS<s>).
+uint out_row(uint t, uint at_pos)
+{
+	return t + at_pos * step_pos;
+}
+
 // Column n of row t (not with PAIR).
 void store_y(uint t, uint n, float v)
 {
 #if NSEG > 3
 	if (n >= SEG3) {
-		y3[t * (N - SEG3) + n - SEG3] = v;
+		y3[out_row(t, POS3) * (N - SEG3) + n - SEG3] = v;
 		return;
 	}
 #endif
 #if NSEG > 2
 	if (n >= SEG2) {
-		y2[t * (SEG3 - SEG2) + n - SEG2] = v;
+		y2[out_row(t, POS2) * (SEG3 - SEG2) + n - SEG2] = v;
 		return;
 	}
 #endif
 #if NSEG > 1
 	if (n >= SEG1) {
-		y1[t * (SEG2 - SEG1) + n - SEG1] = v;
+		y1[out_row(t, POS1) * (SEG2 - SEG1) + n - SEG1] = v;
 		return;
 	}
-	y[t * SEG1 + n] = v;
+	y[out_row(t, POS0) * SEG1 + n] = v;
 #else
-	y[t * N + n] = epilogue(v, t * N + n);
+	y[out_row(t, POS0) * N + n] = epilogue(v, t * N + n);
 #endif
 }
 
@@ -51,5 +61,5 @@ void store_y(uint t, uint n, float v)
 void store_pair(uint t, uint n, float gate, float up)
 {
 	uint i = t * (N / 2u) + n / 2u;
-	y[i] = epilogue(silu_f(gate) * up, i);
+	y[out_row(t, POS0) * (N / 2u) + n / 2u] = epilogue(silu_f(gate) * up, i);
 }

@@ -11,12 +11,22 @@
 // head, x * inv * (w + OFFSET) recomputed for both channels of a pair (the
 // same f32 operations as rms_norm.comp's outputs: the same bits as the two
 // dispatches). Grid: x = HH, y = T.
+//
+// POS0 = 1: y is a state's rows from the step's position (a KV-cache write
+// fused into the rope, passes/fuse_state_store.c): token t's heads are
+// stored at row step_pos + t.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_Y) writeonly buffer Y { float y[]; };
 #if PRO_RMS
 layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #endif
+
+// Stores element i of the result (i: its index in the rope's own output).
+void store(uint i, float v)
+{
+	y[POS0 * step_pos * HH * D + i] = epilogue(v, i);
+}
 
 // Channel i of the head at base (as normalised with inv, under PRO_RMS).
 float at(uint base, uint i, float inv)
@@ -53,7 +63,7 @@ void main()
 	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + PRO_EPS);
 	float p = float(step_pos + t);
 	for (uint i = l; i < D; i += LS_X)
-		y[base + i] = epilogue(rotated(base, i, p, inv), base + i);
+		store(base + i, rotated(base, i, p, inv));
 }
 #else
 void main()
@@ -63,6 +73,6 @@ void main()
 	if (e >= HH * D)
 		return;
 	uint base = t * HH * D + (e / D) * D;
-	y[base + e % D] = epilogue(rotated(base, e % D, float(step_pos + t), 1.0), base + e % D);
+	store(base + e % D, rotated(base, e % D, float(step_pos + t), 1.0));
 }
 #endif

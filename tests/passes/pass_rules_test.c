@@ -25,7 +25,11 @@
  *    first part's name) and the shared expert's gate and up (pair), not the
  *    router (its logits feed moe_route) nor matmuls with epilogues (the GDN
  *    gates); a part under merge_min_rows rows stays apart, and
- *    no_merge_matmuls merges nothing. */
+ *    no_merge_matmuls merges nothing;
+ *  - fuse_state_store makes the KV-cache writes (at: pos, of the k rope's
+ *    rows and the merged matmul's v rows) in place, not the GDN layers'
+ *    whole-state writes, and nothing under no_fuse_state_store
+ *    (plan_invariants_test checks where the plan puts those values). */
 #include <stdio.h>
 #include <string.h>
 
@@ -456,6 +460,38 @@ static void merge_rules(void)
 	ir_module_free(m);
 }
 
+static void set_no_store(ir_module *m, const void *off)
+{
+	m->no_fuse_state_store = *(const bool *)off;
+}
+
+static void state_store_rules(void)
+{
+	bool off = false;
+	ir_module *m = run_one_pass(MODEL, CONFIG, "fuse_state_store", set_no_store, &off);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	int n_in_place = 0;
+	for (int i = 0; i < f->n_nodes; i++) {
+		const ir_node *n = &f->nodes[i];
+		if (n->op != IR_OP_STATE_WRITE)
+			continue;
+		bool at_pos = strcmp(ir_node_attr_str(n, "at", ""), "pos") == 0;
+		CHECK(n->in_place == at_pos, "%s: in_place %d for a write %s", n->name, n->in_place,
+		      at_pos ? "at pos" : "of the whole state");
+		n_in_place += n->in_place;
+	}
+	CHECK(n_in_place == 2, "%d in-place writes, want the k and v cache writes", n_in_place);
+	ir_module_free(m);
+
+	off = true;
+	m = run_one_pass(MODEL, CONFIG, "fuse_state_store", set_no_store, &off);
+	for (int i = 0; m && i < test_graph(m)->n_nodes; i++)
+		CHECK(!test_graph(m)->nodes[i].in_place, "no_fuse_state_store: %s in place", test_graph(m)->nodes[i].name);
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -470,5 +506,6 @@ int main(void)
 	state_slots_refusal();
 	norm_rope_fusion();
 	merge_rules();
+	state_store_rules();
 	return test_finish("pass_rules_test");
 }

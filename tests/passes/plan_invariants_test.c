@@ -27,6 +27,22 @@ static bool is_state_view(const ir_func *f, int v)
 	return p >= 0 && f->nodes[p].op == IR_OP_STATE_READ;
 }
 
+/* Whether v (or a reshape of it, down a chain of single readers) is the
+ * operand of an in-place state_write. */
+static bool written_in_place(const ir_func *f, int v)
+{
+	for (int i = 0; i < f->n_nodes; i++) {
+		const ir_node *n = &f->nodes[i];
+		if (n->n_in < 1 || n->in[0] != v)
+			continue;
+		if (n->op == IR_OP_STATE_WRITE)
+			return n->in_place;
+		if (n->op == IR_OP_RESHAPE)
+			return written_in_place(f, n->out[0]);
+	}
+	return false;
+}
+
 static void check_states(const ir_module *m, const plan_entry *e)
 {
 	const ir_func *f = &m->funcs[e->func];
@@ -39,8 +55,10 @@ static void check_states(const ir_module *m, const plan_entry *e)
 	}
 	for (int v = 0; v < f->n_values; v++) {
 		const plan_buffer *b = &e->buffers[e->value_buffer[v]];
-		CHECK((b->region == PLAN_STATE) == is_state_view(f, v),
+		CHECK((b->region == PLAN_STATE) == (is_state_view(f, v) || e->value_at_pos[v]),
 		      "value %s is in region %s", f->values[v].name, plan_region_name(b->region));
+		CHECK(!e->value_at_pos[v] || written_in_place(f, v), "value %s is at pos but no in-place write takes it",
+		      f->values[v].name);
 	}
 	for (int d = 0; d < e->n_dispatch; d++) {
 		const ir_node *n = &f->nodes[e->dispatch[d].node];

@@ -1,4 +1,4 @@
-/* Kernel choices in the manifest (format 4, docs/manifest.md): a small
+/* Kernel choices in the manifest (format 5, docs/manifest.md): a small
  * manifest with a two-candidate choice and a one-candidate one parses with
  * every kernel's key, tile, needs and grid and every dispatch's choice; each
  * row of the table below breaks one rule and must be refused with a message
@@ -23,7 +23,7 @@
 	",\"local\":[64,1,1],\"groups\":[[0,9,4],[1,0,1],[0,1,1]]}"
 
 static const char base[] =
-	"{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
+	"{\"format\":5,\"model\":\"t\",\"targets\":[\"ref\",\"vulkan\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
 	"\"weights\":[],\"states\":[],\"kernels\":["
 	KERNEL("k A tile=t0", "k A", "t0", "\"subgroup_shuffle\"", "3", "4") ","
 	KERNEL("k A tile=t1", "k A", "t1", "", "3", "4") ","
@@ -87,8 +87,8 @@ typedef struct {
 } refusal;
 
 static const refusal refusals[] = {
-	{"format 1", "\"format\":4", "\"format\":1", "'format' is 1"},
-	{"format 3", "\"format\":4", "\"format\":3", "'format' is 3; this reader reads format 4"},
+	{"format 1", "\"format\":5", "\"format\":1", "'format' is 1"},
+	{"format 4", "\"format\":5", "\"format\":4", "'format' is 4; this reader reads format 5"},
 	{"code outside its section", "\"code\":{\"spirv\":[0,8]}", "\"code\":{\"spirv\":[60,8]}",
 	 "kernels[0]: kernel 'matvec' range [60, +8) is outside the spirv section or unaligned"},
 	{"unaligned SPIR-V", "\"code\":{\"spirv\":[0,8]}", "\"code\":{\"spirv\":[2,8]}", "or unaligned"},

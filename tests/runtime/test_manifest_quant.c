@@ -26,7 +26,7 @@ static const uint64_t no_code[HALO_TARGET_COUNT]; /* a bundle without kernel sec
 
 /* w8: q8_0 [4, 256] = 4 * 8 blocks of 34 bytes; w4: q4_k [4, 256] = 4 super-blocks of 144 bytes */
 static const char base[] =
-	"{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
+	"{\"format\":5,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":0,"
 	"\"weights\":[{\"name\":\"w8\",\"dtype\":\"q8_0\",\"shape\":[4,256],\"offset\":0,\"size\":1088},"
 	"{\"name\":\"w4\",\"dtype\":\"q4_k\",\"shape\":[4,256],\"offset\":1280,\"size\":576},"
 	"{\"name\":\"n\",\"dtype\":\"f32\",\"shape\":[256],\"offset\":2048,\"size\":1024}],"

@@ -13,7 +13,7 @@
 
 static const uint64_t no_code[HALO_TARGET_COUNT]; /* a bundle without kernel sections */
 
-#define HEAD "{\"format\":4,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
+#define HEAD "{\"format\":5,\"model\":\"t\",\"targets\":[\"ref\"],\"vocab\":4,\"n_ctx\":8,\"state_bytes\":2048," \
 	     "\"weights\":[],\"kernels\":[],\"choices\":[],\"entries\":[],\"states\":["
 #define SLOTS(name, of, shape, offset, size)                                                              \
 	"{\"name\":\"" name "\",\"kind\":\"slots\",\"slots_of\":\"" of "\",\"dtype\":\"f32\",\"shape\":" shape \
