@@ -399,7 +399,7 @@ def fp8_quantize(w):
     per block scale = amax / 448, code = w / scale rounded to e4m3 (saturating)."""
     n, k, b = w.shape[0], w.shape[1], FP8_BLOCK
     scales = torch.empty((n + b - 1) // b, (k + b - 1) // b, dtype=torch.float32)
-    codes = torch.empty(n, k, dtype=torch.float8_e4m3fn)
+    scaled = torch.empty(n, k, dtype=torch.float32)
     for i in range(scales.shape[0]):
         for j in range(scales.shape[1]):
             blk = w[i * b:(i + 1) * b, j * b:(j + 1) * b]
@@ -407,8 +407,8 @@ def fp8_quantize(w):
             if not s > 0:
                 raise SystemExit(f"fp8 block ({i}, {j}) has scale {float(s)}")
             scales[i, j] = s
-            codes[i * b:(i + 1) * b, j * b:(j + 1) * b] = (blk / s).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
-    return codes, scales
+            scaled[i * b:(i + 1) * b, j * b:(j + 1) * b] = (blk / s).clamp(-FP8_MAX, FP8_MAX)
+    return scaled.to(torch.float8_e4m3fn), scales
 
 
 def fp8_dequantize(codes, scales):
@@ -446,7 +446,7 @@ def fp8_checkpoint(model, out_dir, tokens):
     it cannot give the float32 references)."""
     from safetensors.torch import load_file, save_file
     save_file(model.fp8_checkpoint_tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
-    model.config.to_json_file(os.path.join(out_dir, "config.json"))
+    model.config.save_pretrained(out_dir)  # config.json, written as the other families' save_pretrained writes it
 
     def released_form(c):
         c["architectures"] = [type(model).__name__]
