@@ -1,15 +1,17 @@
 /* A model against HF transformers: models/<family>.yaml (argv[2]) compiled
  * with tests/fixtures/<family>_tiny, the Gated DeltaNet hybrids' random
  * fixtures, or with the checkpoint folder argv[3] (the trained models of
- * models/trained, any family), and run on the backend named by argv[1] (ref
- * or vulkan, validation on). Checked: every prompt position's logits, the 24-token
- * greedy continuation (exactly), the logits of every continuation step, that
- * two runs give the same bits, and that a multi-token decode gives the bits
- * of single steps.
+ * models/trained, any family; the released-form fixtures qwen4_exp_var,
+ * qwen4_exp_hc5 and qwen3_fp8: no layer_types, 3 and 5 streams, two PLE
+ * tables, bf16 shards, block fp8 with partial blocks), and run on the backend
+ * named by argv[1] (ref or vulkan, validation on). Checked: every prompt
+ * position's logits, the 24-token greedy continuation (exactly), the logits
+ * of every continuation step, that two runs give the same bits, and that a
+ * multi-token decode gives the bits of single steps.
  *
- * The fixtures' 88-token prompts (the trained models': 96) run as two prefill
- * chunks (64 + 24), so the second chunk starts from the conv, SSM and KV
- * state the first one left.
+ * The fixtures' 88-token prompts (qwen3_fp8's: 80; the trained models': 96)
+ * run as two prefill chunks (64 and the rest), so the second chunk starts
+ * from the conv, SSM and KV state the first one left.
  *
  * Tolerance: per-row relative L2 error <= 1e-4. Both sides compute in f32
  * but HF runs the chunked (WY) form of the delta rule for the prompt and the
@@ -20,7 +22,7 @@
  * layout or decay moves the logits by 1e-2 or more. The greedy tokens must
  * match exactly: the smallest top-1/top-2 margin over a continuation is
  * 1.8e-3 (qwen4_exp), 300 times the measured error (the trained models'
- * meta.json: 0.047 and above). */
+ * meta.json: 0.047 and above; tools/oracle skips any seed under 1e-3). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,10 @@
  * no MTP module; the reference builds the head from transformers' own
  * decoder layer, norm and rotary classes): models/<family>.yaml compiled
  * with tests/fixtures/<family>_tiny, or with the checkpoint folder argv[3]
- * (models/trained/qwen4_exp_small, whose head was trained), on the backend
- * named by argv[1].
+ * (models/trained/qwen4_exp_small, whose head was trained;
+ * tests/fixtures/qwen4_exp_var, a bf16 head with 3 streams in the last shard
+ * of a sharded checkpoint; tests/fixtures/qwen4_exp_hc5, 5 streams), on the
+ * backend named by argv[1].
  *
  * usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]
  *

@@ -124,20 +124,73 @@ def write_i32(path, t):
     np.ascontiguousarray(t.detach().cpu().numpy().astype("<i4")).tofile(path)
 
 
-def save_checkpoint(model, out_dir, dtype=torch.float32):
-    """config.json + model.safetensors only (save_pretrained may add other files).
+def round_parameters(module, dtype):
+    """Rounds every floating parameter to dtype and back to float32, in place:
+    a checkpoint saved in dtype then holds exactly what the references ran."""
+    with torch.no_grad():
+        for _, p in module.named_parameters():
+            if p.is_floating_point():
+                p.copy_(p.to(dtype).float())
+
+
+INDEX_FILE = "model.safetensors.index.json"
+
+
+def read_index(out_dir):
+    """The sharded checkpoint's index (None for one model.safetensors)."""
+    path = os.path.join(out_dir, INDEX_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def checkpoint_files(out_dir):
+    """The checkpoint's safetensors files: the shards the index names, in order, or model.safetensors."""
+    index = read_index(out_dir)
+    return sorted(set(index["weight_map"].values())) if index else ["model.safetensors"]
+
+
+def checkpoint_names(out_dir):
+    names = []
+    for fname in checkpoint_files(out_dir):
+        with safe_open(os.path.join(out_dir, fname), "pt") as f:
+            names.extend(f.keys())
+    return sorted(names)
+
+
+def save_checkpoint(model, out_dir, dtype=torch.float32, max_shard_size=None):
+    """config.json + model.safetensors only (save_pretrained may add other files),
+    or, with max_shard_size, config.json + model.safetensors.index.json + the
+    shards it names (at least two: the point of sharding a tiny model).
 
     dtype other than float32 (the trained models' float16): a converted copy is
     saved, the model itself is left as it is."""
     tmp = out_dir + ".ckpt"
     shutil.rmtree(tmp, ignore_errors=True)
-    (model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)).save_pretrained(tmp)
-    extra = sorted(set(os.listdir(tmp)) - {"config.json", "model.safetensors"})
+    kwargs = {"max_shard_size": max_shard_size} if max_shard_size else {}
+    (model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)).save_pretrained(tmp, **kwargs)
+    keep = ["config.json"] + ([INDEX_FILE] + checkpoint_files(tmp) if max_shard_size else ["model.safetensors"])
+    if max_shard_size and len(keep) < 4:
+        raise SystemExit(f"save_pretrained(max_shard_size={max_shard_size}) wrote {sorted(os.listdir(tmp))}, "
+                         "not an index and two or more shards")
+    extra = sorted(set(os.listdir(tmp)) - set(keep))
     if extra:
         log(f"save_pretrained also wrote {extra}; not kept")
-    for f in ("config.json", "model.safetensors"):
+    for f in keep:
         shutil.move(os.path.join(tmp, f), os.path.join(out_dir, f))
     shutil.rmtree(tmp)
+
+
+def edit_config(out_dir, edit):
+    """config.json rewritten by edit(dict) (the text config when nested)."""
+    path = os.path.join(out_dir, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    edit(cfg.get("text_config") or cfg)
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32):
@@ -152,10 +205,13 @@ def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32
     checkpoint holds the model.
     """
     buffers = {n for n, _ in model.named_buffers()}
-    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
-        names = sorted(f.keys())
-        # persistent integer buffers (the qwen4_exp PLE hash tables) are saved as they are
-        dtypes = {str(f.get_tensor(n).dtype) for n in names if n not in buffers}
+    names, dtypes = [], set()
+    for fname in checkpoint_files(out_dir):
+        with safe_open(os.path.join(out_dir, fname), "pt") as f:
+            names.extend(f.keys())
+            # persistent integer buffers (the qwen4_exp PLE hash tables) are saved as they are
+            dtypes |= {str(f.get_tensor(n).dtype) for n in f.keys() if n not in buffers}
+    names.sort()
     params = sorted(n for n, _ in model.named_parameters())
     if names != params:
         only_ckpt, only_model = sorted(set(names) - set(params)), sorted(set(params) - set(names))
@@ -173,6 +229,23 @@ def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32
     if diff != 0.0:
         raise SystemExit(f"reloaded checkpoint gives different logits (max diff {diff})")
     return names
+
+
+def hf_checkpoint(model_cls=None, dtype=torch.float32, max_shard_size=None, config_edit=None):
+    """write_fixture's default checkpoint writer: save_pretrained in dtype
+    (sharded with max_shard_size), config.json edited by config_edit (before
+    the reload, so the reload reads the edited config), then the bit-exact
+    reload check. Returns (tensor names, meta entries)."""
+    def write(model, out_dir, tokens):
+        save_checkpoint(model, out_dir, dtype, max_shard_size)
+        if config_edit:
+            edit_config(out_dir, config_edit)
+        names = check_checkpoint(model, out_dir, tokens, model_cls, dtype)
+        meta = {"checkpoint_files": len(checkpoint_files(out_dir))}
+        if dtype != torch.float32:
+            meta["checkpoint_dtype"] = str(dtype)[len("torch."):]
+        return names, meta
+    return write
 
 
 def greedy_margin(prompt_logits, cont_logits):
@@ -226,12 +299,14 @@ def experts_layout(names):
 
 
 def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, extra_meta=None, strict=True,
-                  ckpt_dtype=torch.float32):
+                  ckpt_dtype=torch.float32, checkpoint=None):
     """The files every decoder-only fixture family shares (tests/fixtures/*/README.md).
 
     split > 0 also checks HF's own two-chunk prefill ([0, split), then the rest).
     ckpt_dtype: the checkpoint's floating dtype (float16 for tools/train's
     trained models, whose weights are rounded to it before the references).
+    checkpoint(model, out_dir, prompt) -> (tensor names, meta entries): writes
+    and checks the checkpoint; default hf_checkpoint(model_cls, ckpt_dtype).
     """
     os.makedirs(out_dir, exist_ok=True)
     prompt_logits, cont, cont_logits = ref
@@ -241,8 +316,7 @@ def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, ex
     write_f32(os.path.join(out_dir, "prompt_logits.f32"), prompt_logits)
     write_i32(os.path.join(out_dir, "continuation_tokens.i32"), cont)
     write_f32(os.path.join(out_dir, "continuation_logits.f32"), cont_logits)
-    save_checkpoint(model, out_dir, ckpt_dtype)
-    names = check_checkpoint(model, out_dir, prompt, model_cls, ckpt_dtype)
+    names, ckpt_meta = (checkpoint or hf_checkpoint(model_cls, ckpt_dtype))(model, out_dir, prompt)
 
     meta = {
         "transformers": transformers.__version__,
@@ -261,6 +335,7 @@ def write_fixture(out_dir, model, prompt, seed, ref, model_cls=None, split=0, ex
     }
     if experts_layout(names) != "none":
         meta["experts_layout"] = experts_layout(names)
+    meta.update(ckpt_meta)
     meta.update(diffs)
     meta.update(extra_meta or {})
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
@@ -296,6 +371,129 @@ def family_qwen3_tiny(out_root, first_seed=1234):
 
     seed, model, prompt, ref = pick_seed(make, first_seed, 32)
     write_fixture(os.path.join(out_root, "qwen3_tiny"), model, prompt, seed, ref)
+
+
+# ---- qwen3_fp8: a block-fp8 checkpoint as Qwen's FP8 releases ship -----------
+# The decoder's projections are F8_E4M3 with a float32 `<name>.weight_scale_inv`
+# of shape [ceil(out/128), ceil(in/128)] (transformers' FP8Linear layout,
+# integrations/finegrained_fp8.py); weight = code * scale of its 128x128
+# block. The embedding, the norms and lm_head are bfloat16 without a scale.
+# Hidden 192, kv rows 64 and intermediate 320 end in partial blocks on both
+# axes. The references run the float32 model holding exactly those values:
+# code * scale for the projections, the bfloat16 values for the rest.
+FP8_BLOCK = 128
+FP8_MAX = 448.0
+FP8_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+FP8_QUANTIZATION_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                           "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+FP8_PROMPT_LEN = 80
+FP8_CONTINUATION_LEN = 24
+
+
+def is_fp8_projection(name):
+    return name.startswith("model.layers.") and name.endswith(tuple(f".{p}.weight" for p in FP8_PROJECTIONS))
+
+
+def fp8_quantize(w):
+    """w [N, K] float32 -> (codes float8_e4m3fn [N, K], scales float32 [ceil(N/128), ceil(K/128)]):
+    per block scale = amax / 448, code = w / scale rounded to e4m3 (saturating)."""
+    n, k, b = w.shape[0], w.shape[1], FP8_BLOCK
+    scales = torch.empty((n + b - 1) // b, (k + b - 1) // b, dtype=torch.float32)
+    scaled = torch.empty(n, k, dtype=torch.float32)
+    for i in range(scales.shape[0]):
+        for j in range(scales.shape[1]):
+            blk = w[i * b:(i + 1) * b, j * b:(j + 1) * b]
+            s = blk.abs().max() / FP8_MAX
+            if not s > 0:
+                raise SystemExit(f"fp8 block ({i}, {j}) has scale {float(s)}")
+            scales[i, j] = s
+            scaled[i * b:(i + 1) * b, j * b:(j + 1) * b] = (blk / s).clamp(-FP8_MAX, FP8_MAX)
+    return scaled.to(torch.float8_e4m3fn), scales
+
+
+def fp8_dequantize(codes, scales):
+    """code * its block's scale, one float32 product per element (as halo's reader forms it)."""
+    n, k, b = codes.shape[0], codes.shape[1], FP8_BLOCK
+    s = scales.repeat_interleave(b, dim=0)[:n].repeat_interleave(b, dim=1)[:, :k]
+    return codes.float() * s
+
+
+@torch.no_grad()
+def to_fp8_form(model):
+    """Quantizes the model once into its checkpoint tensors (projections as
+    codes + weight_scale_inv, the rest bfloat16) and gives every parameter the
+    value the checkpoint holds for it. The tensors stay on the model
+    (fp8_checkpoint writes them): quantizing the dequantized values again could
+    round a scale differently."""
+    tensors = {}
+    for name, p in model.named_parameters():
+        if is_fp8_projection(name):
+            codes, scales = fp8_quantize(p.float())
+            tensors[name], tensors[name + "_scale_inv"] = codes.contiguous(), scales.contiguous()
+            p.copy_(fp8_dequantize(codes, scales))
+        else:
+            tensors[name] = p.to(torch.bfloat16).contiguous()
+            p.copy_(tensors[name].float())
+    model.fp8_checkpoint_tensors = tensors
+
+
+def fp8_checkpoint(model, out_dir, tokens):
+    """write_fixture's checkpoint writer for qwen3_fp8: config.json with the
+    release's quantization_config, model.safetensors as described above. The
+    check reads the file back, dequantizes the fp8 tensors, loads everything
+    into a fresh float32 model and requires the model's tensors and logits bit
+    for bit (transformers' own fp8 loader dequantizes to bfloat16 on a CPU, so
+    it cannot give the float32 references)."""
+    from safetensors.torch import load_file, save_file
+    save_file(model.fp8_checkpoint_tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
+    model.config.save_pretrained(out_dir)  # config.json, written as the other families' save_pretrained writes it
+
+    def released_form(c):
+        c["architectures"] = [type(model).__name__]
+        c["quantization_config"] = FP8_QUANTIZATION_CONFIG
+        c["dtype"] = "bfloat16"
+    edit_config(out_dir, released_form)
+
+    saved = load_file(os.path.join(out_dir, "model.safetensors"))
+    state = {}
+    for name, t in saved.items():
+        if name.endswith("_scale_inv"):
+            continue
+        want = torch.float8_e4m3fn if is_fp8_projection(name) else torch.bfloat16
+        if t.dtype != want or (name + "_scale_inv" in saved) != is_fp8_projection(name):
+            raise SystemExit(f"checkpoint tensor {name} is {t.dtype}, scale {name + '_scale_inv' in saved}")
+        state[name] = fp8_dequantize(t, saved[name + "_scale_inv"]) if is_fp8_projection(name) else t.float()
+    for name, t in model.state_dict().items():
+        if not torch.equal(state[name], t):
+            raise SystemExit(f"checkpoint tensor {name} does not hold the model's values")
+    again = instantiate(None, model.config).float().eval()
+    again.load_state_dict(state, strict=True)
+    diff = float((full_forward_logits(again, tokens) - full_forward_logits(model, tokens)).abs().max())
+    if diff != 0.0:
+        raise SystemExit(f"the dequantized checkpoint gives different logits (max diff {diff})")
+    n_fp8 = sum(1 for n in saved if is_fp8_projection(n))
+    partial = sum(1 for n in saved if is_fp8_projection(n) and any(d % FP8_BLOCK for d in saved[n].shape))
+    return sorted(saved), {"checkpoint_files": 1, "fp8_tensors": n_fp8, "fp8_tensors_with_partial_blocks": partial}
+
+
+def family_qwen3_fp8(out_root, first_seed=1234):
+    cfg = transformers.Qwen3Config(
+        vocab_size=256, hidden_size=192, intermediate_size=320, num_hidden_layers=2,
+        num_attention_heads=6, num_key_value_heads=2, head_dim=32,
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+    def make(seed):
+        model = build_causal_lm(cfg, seed)
+        to_fp8_form(model)
+        check_rope(model.model.rotary_emb, 10000.0, 32)
+        gen = torch.Generator().manual_seed(seed + 2)
+        return model, torch.randint(0, cfg.vocab_size, (FP8_PROMPT_LEN,), generator=gen)
+
+    seed, model, prompt, ref = pick_seed(make, first_seed, FP8_CONTINUATION_LEN)
+    write_fixture(os.path.join(out_root, "qwen3_fp8"), model, prompt, seed, ref, checkpoint=fp8_checkpoint,
+                  extra_meta={"quantization_config": FP8_QUANTIZATION_CONFIG})
 
 
 # The GDN hybrids: prompts longer than HF's GDN chunk (64) and than halo's
@@ -450,23 +648,29 @@ def checkpoint_tensors(prefix, module, per_expert):
 
 
 def append_checkpoint(out_dir, tensors, config_keys):
-    """Adds tensors to model.safetensors and config_keys to config.json (the
-    text config when nested)."""
+    """Adds tensors to model.safetensors (a sharded checkpoint: to its last
+    shard, and to the index) and config_keys to config.json (the text config
+    when nested)."""
     from safetensors.torch import load_file, save_file
-    path = os.path.join(out_dir, "model.safetensors")
-    all_t = load_file(path)
-    clash = sorted(set(all_t) & set(tensors))
+    clash = sorted(set(checkpoint_names(out_dir)) & set(tensors))
     if clash:
         raise SystemExit(f"MTP tensors clash with the target's: {clash[:4]}")
+    fname = checkpoint_files(out_dir)[-1]
+    path = os.path.join(out_dir, fname)
+    all_t = load_file(path)
     all_t.update(tensors)
     save_file(all_t, path, metadata={"format": "pt"})
-    cpath = os.path.join(out_dir, "config.json")
-    with open(cpath) as f:
-        cfg = json.load(f)
-    (cfg.get("text_config") or cfg).update(config_keys)
-    with open(cpath, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
+    index = read_index(out_dir)
+    if index:
+        index["weight_map"].update({n: fname for n in tensors})
+        meta = index.setdefault("metadata", {})
+        meta["total_size"] = meta.get("total_size", 0) + sum(t.numel() * t.element_size() for t in tensors.values())
+        if "total_parameters" in meta:
+            meta["total_parameters"] += sum(t.numel() for t in tensors.values())
+        with open(os.path.join(out_dir, INDEX_FILE), "w") as f:
+            json.dump(index, f, indent=2, sort_keys=True)
+            f.write("\n")
+    edit_config(out_dir, lambda cfg: cfg.update(config_keys))
 
 
 def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits, dtype=torch.float32):
@@ -474,8 +678,7 @@ def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits, dty
     out like the target's, floating tensors in dtype), config.json gains
     mtp_num_hidden_layers: 1 (the released checkpoints' key; SGLang and vLLM
     read it), and the reference outputs are written. Returns the tensors."""
-    with safe_open(os.path.join(out_dir, "model.safetensors"), "pt") as f:
-        per_expert = experts_layout(list(f.keys())) == "per_expert"
+    per_expert = experts_layout(checkpoint_names(out_dir)) == "per_expert"
     tensors = checkpoint_tensors("mtp.", head, per_expert)
     if dtype != torch.float32:
         tensors = {n: t.to(dtype) if t.is_floating_point() else t for n, t in tensors.items()}
@@ -562,30 +765,81 @@ def write_hidden_states(model, prompt, out_dir):
         return 0
 
 
-def family_qwen4_exp_tiny(out_root, first_seed=1234):
+def qwen4_text_config_class():
     mod = getattr(transformers, "Qwen4ExpTextConfig", None)
     if mod is None:
         from transformers.models.qwen4_exp import configuration_qwen4_exp as mod_cfg
         mod = mod_cfg.Qwen4ExpTextConfig
-    cfg = mod(**qwen4_exp_text_config())
+    return mod
+
+
+def qwen4_family(out_root, name, cfg, first_seed, ckpt_dtype=torch.float32, max_shard_size=None,
+                 config_edit=None, extra_meta=None):
+    """Builds, checks and writes one Qwen4-Exp family with its MTP head. A
+    ckpt_dtype other than float32 rounds the weights (the head's too) to it
+    before any reference is computed, so the checkpoint is what they ran."""
     model_cls = transformers.Qwen4ExpForCausalLM
 
     def make(seed):
         model = build_causal_lm(cfg, seed, model_cls)
+        round_parameters(model, ckpt_dtype)
         check_rope(model.model.rotary_emb, GDN_ROPE_THETA, QWEN4_ROT_DIM)
         return model, gdn_prompt(seed, 256)
 
     seed, model, prompt, ref = pick_seed(make, first_seed, GDN_CONTINUATION_LEN)
-    out_dir = os.path.join(out_root, "qwen4_exp_tiny")
+    out_dir = os.path.join(out_root, name)
     os.makedirs(out_dir, exist_ok=True)
     n_hidden = write_hidden_states(model, prompt, out_dir)
-    write_fixture(out_dir, model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT,
-                  {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(GDN_EOS_AT), "hidden_wide_layers": n_hidden},
-                  strict=False)
+    meta = {"rotary_dim": QWEN4_ROT_DIM, "eos_at": list(GDN_EOS_AT), "hidden_wide_layers": n_hidden}
+    meta.update(extra_meta or {})
+    write_fixture(out_dir, model, prompt, seed, ref, model_cls, GDN_CHUNK_SPLIT, meta, strict=False,
+                  checkpoint=hf_checkpoint(model_cls, ckpt_dtype, max_shard_size, config_edit))
     try:
-        add_qwen4_mtp(model, prompt, int(ref[1][0]), seed + 3, out_dir)
+        add_qwen4_mtp(model, prompt, int(ref[1][0]), seed + 3, out_dir, dtype=ckpt_dtype)
     except Exception:  # noqa: BLE001 - the target fixture stands without its draft head
-        log("qwen4_exp_tiny: no MTP head:\n" + traceback.format_exc())
+        log(f"{name}: no MTP head:\n" + traceback.format_exc())
+
+
+def family_qwen4_exp_tiny(out_root, first_seed=1234):
+    cfg = qwen4_text_config_class()(**qwen4_exp_text_config())
+    qwen4_family(out_root, "qwen4_exp_tiny", cfg, first_seed)
+
+
+def family_qwen4_exp_hc5(out_root, first_seed=1234):
+    """The tiny model with 5 hyper-connection streams (W = 320)."""
+    cfg = qwen4_text_config_class()(**dict(qwen4_exp_text_config(), hc_count=5))
+    qwen4_family(out_root, "qwen4_exp_hc5", cfg, first_seed)
+
+
+# qwen4_exp_var: what released checkpoints bring and the tiny one lacks. No
+# layer_types (transformers derives them from full_attention_interval, here 2:
+# GDN, QSA, GDN, QSA), 3 streams, PLE on both GDN layers (one-indexed 1 and 3)
+# whose n-gram tables differ in height: with ngram_vocab_size_base 80, layer 0
+# takes the primes 83 + 89 + 97 + 101 = 370 (384 rows) and layer 1 the next
+# four, 103 + 107 + 109 + 113 = 432 (512 rows), each split in 4 checkpoint
+# pieces; bfloat16 tensors in 2 or more shards with an index.
+QWEN4_VAR_INTERVAL = 2
+QWEN4_VAR_SHARD_BYTES = 300_000
+
+
+def family_qwen4_exp_var(out_root, first_seed=1234):
+    text = qwen4_exp_text_config()
+    del text["layer_types"]
+    text.update(hc_count=3, ple_layer_ids=[1, 3], ngram_vocab_size_base=80, split_ngram_parts=4)
+    cfg = qwen4_text_config_class()(**text, full_attention_interval=QWEN4_VAR_INTERVAL)
+    want = ["linear_attention" if (i + 1) % QWEN4_VAR_INTERVAL else "qwen_sparse_attention"
+            for i in range(text["num_hidden_layers"])]
+    if list(cfg.layer_types) != want:
+        raise SystemExit(f"full_attention_interval {QWEN4_VAR_INTERVAL} gave layer_types {cfg.layer_types}, "
+                         f"expected {want}")
+
+    def released_form(c):
+        """config.json as a release writes it: the interval, no derived layer_types."""
+        del c["layer_types"]
+        c["full_attention_interval"] = QWEN4_VAR_INTERVAL
+
+    qwen4_family(out_root, "qwen4_exp_var", cfg, first_seed, torch.bfloat16, QWEN4_VAR_SHARD_BYTES,
+                 released_form, {"layer_types_derived": want})
 
 
 # ---- Qwen4-Exp MTP draft head ------------------------------------------------
@@ -752,6 +1006,8 @@ def add_qwen4_mtp(model, prompt, first_token, seed, out_dir, head_state=None, dt
             p.copy_(torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
     else:
         head.load_state_dict({n: t.float() for n, t in head_state.items()}, strict=True)
+    # the head's tensors are stored in dtype: its references run on those values
+    round_parameters(head, dtype)
     next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
     logits, _ = head(text, model.lm_head, r, next_tokens)
     chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, r, next_tokens, MTP_CHAIN_STEPS)
@@ -771,6 +1027,9 @@ FAMILIES = {
     "qwen3_next_tiny": family_qwen3_next_tiny,
     "qwen3_5_moe_tiny": family_qwen3_5_moe_tiny,
     "qwen4_exp_tiny": family_qwen4_exp_tiny,
+    "qwen4_exp_var": family_qwen4_exp_var,
+    "qwen4_exp_hc5": family_qwen4_exp_hc5,
+    "qwen3_fp8": family_qwen3_fp8,
 }
 
 
