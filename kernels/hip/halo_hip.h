@@ -164,6 +164,7 @@ static inline float log(float x) { return halo_log2(x) * 0.693147180559945309f; 
 static inline float sqrt(float x) { return __builtin_sqrtf(x); }
 static inline float inversesqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
 static inline float abs(float x) { return __builtin_fabsf(x); }
+static inline float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 static inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
 static inline float min(float a, float b) { return __builtin_fminf(a, b); }
 static inline uint max(uint a, uint b) { return a > b ? a : b; }
