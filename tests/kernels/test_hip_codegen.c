@@ -208,6 +208,19 @@ static const struct {
 	 {.op = IR_OP_CONCAT, .t_max = 8, .u.concat = {.rows = {.coef_T = 1}, .wa = {.c = 64}, .wb = {.c = 32}}}, 1},
 	{"l2_norm", "l2_norm",
 	 {.op = IR_OP_L2_NORM, .t_max = 8, .u.norm = {.rows_per_t = 4, .D = 128, .eps = 1e-6f}}, 1},
+	{"gated_rms_norm", "gated_rms_norm",
+	 {.op = IR_OP_GATED_RMS_NORM, .t_max = 8, .u.norm = {.rows_per_t = 4, .D = 128, .eps = 1e-6f}}, 1},
+	{"reduce_mean", "reduce_mean",
+	 {.op = IR_OP_REDUCE_MEAN, .t_max = 8, .u.reduce = {.outer = {.coef_T = 1}, .n = 4, .inner = 64}}, 1},
+	{"signed_sqrt", "signed_sqrt",
+	 {.op = IR_OP_SIGNED_SQRT, .t_max = 8, .u.signed_sqrt = {.numel = {.coef_T = 64}, .eps = 1e-6f}}, 1},
+	{"conv1d_causal steps", "conv1d_causal",
+	 {.op = IR_OP_CONV1D_CAUSAL, .t_max = 8, .wtype = HALO_F16, .steps = true,
+	  .u.conv1d = {.C = 96, .K = 4, .silu = true}},
+	 1},
+	{"conv1d_dilated", "conv1d_causal",
+	 {.op = IR_OP_CONV1D_DILATED, .t_max = 8, .wtype = HALO_F32, .u.conv_dilated = {.C = 96, .K = 3, .dilation = 2}},
+	 1},
 };
 #undef ATT
 
