@@ -139,11 +139,32 @@ static inline float halo_log2(float x) { return __builtin_amdgcn_logf(x); }
 static inline float halo_exp2(float x) { return __nvvm_ex2_approx_f(x); }
 static inline float halo_log2(float x) { return __nvvm_lg2_approx_f(x); }
 #endif
+// sin and cos (rope's angles, up to position * 1 radian): the hardware's
+// instructions are accurate near 0 only (v_sin_f32 takes revolutions,
+// sin.approx.f32 is within 2^-20.9 on [-pi, pi]), so the argument is first
+// reduced to [-pi, pi] by k = rint(a / 2pi) with 2pi split in two f32 parts
+// (Cody-Waite: the first fma is exact for the angles of any context we
+// plan). Vulkan drivers scale by 1/2pi and take the fraction instead, which
+// loses the angle's low bits at large positions: this is closer to the
+// reference's f64 sin and cos.
+static inline float halo_reduce_2pi(float a)
+{
+	float k = __builtin_rintf(a * 0.159154943091895336f);
+	return __builtin_fmaf(-k, -1.74845553e-07f, __builtin_fmaf(-k, 6.28318548f, a));
+}
+#if defined(__AMDGCN__)
+static inline float sin(float a) { return __builtin_amdgcn_sinf(halo_reduce_2pi(a) * 0.159154943091895336f); }
+static inline float cos(float a) { return __builtin_amdgcn_cosf(halo_reduce_2pi(a) * 0.159154943091895336f); }
+#else
+static inline float sin(float a) { return __nvvm_sin_approx_f(halo_reduce_2pi(a)); }
+static inline float cos(float a) { return __nvvm_cos_approx_f(halo_reduce_2pi(a)); }
+#endif
 static inline float exp(float x) { return halo_exp2(x * 1.44269504088896341f); }
 static inline float log(float x) { return halo_log2(x) * 0.693147180559945309f; }
 static inline float sqrt(float x) { return __builtin_sqrtf(x); }
 static inline float inversesqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
 static inline float abs(float x) { return __builtin_fabsf(x); }
+static inline float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 static inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
 static inline float min(float a, float b) { return __builtin_fminf(a, b); }
 static inline uint max(uint a, uint b) { return a > b ? a : b; }

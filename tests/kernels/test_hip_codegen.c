@@ -1,8 +1,9 @@
 /* The HIP dialect's codegen (codegen/emit_hip.c, codegen/hip_compile.c):
  * for variants of every template with a twin under kernels/hip (several
  * tiles, fused prologues and epilogues, a broadcast operand, a scaled op,
- * each weight type), the emitted source compiles with clang-19 for both
- * targets, and
+ * each weight type; for the others each form their #if's select, planned
+ * on the template named), the emitted source compiles with clang-19 for
+ * both targets, and
  *  - gfx1151: an AMDGPU HSA code object, code object v5 (ABI version 3),
  *    e_flags naming gfx1151, wave32 (the disassembly has no wave64 code);
  *  - sm_90: PTX for `.target sm_90` with the entry `halo_main`, no f64
@@ -65,8 +66,9 @@ static void compile_twice(const char *what, const char *src, cg_gpu_arch arch)
 	free(b);
 }
 
-/* The first `max` variants of d's space (at most 8). */
-static void check_desc(const char *what, kv_desc d, int max)
+/* The first `max` variants of d's space (at most 8), each planned on the
+ * template `tmpl` (a base name; NULL: any). */
+static void check_desc_of(const char *what, kv_desc d, int max, const char *tmpl)
 {
 	kv_tiles t[8];
 	int n = kv_variant_space(&d, t, max < 8 ? max : 8);
@@ -78,6 +80,8 @@ static void check_desc(const char *what, kv_desc d, int max)
 			CHECK(false, "%s: %s", what, err);
 			continue;
 		}
+		CHECK(!tmpl || (strncmp(k.template_name, tmpl, strlen(tmpl)) == 0 && k.template_name[strlen(tmpl)] == '.'),
+		      "%s: planned on %s, want %s", what, k.template_name, tmpl);
 		CHECK(k.hip != NULL, "%s: no HIP source for %s", what, k.signature);
 		if (k.hip) {
 			compile_twice(k.signature, k.hip, CG_ARCH_GFX1151);
@@ -85,6 +89,11 @@ static void check_desc(const char *what, kv_desc d, int max)
 		}
 		kv_kernel_free(&k);
 	}
+}
+
+static void check_desc(const char *what, kv_desc d, int max)
+{
+	check_desc_of(what, d, max, NULL);
 }
 
 /* A matmul descriptor: K x N weights of type w, T up to t_max. */
@@ -151,6 +160,70 @@ static void check_matmuls(void)
 	check_desc("matmul_coopmat pair", merged(matmul_desc(256, 192, 512, HALO_F16), NULL, 0, true), 1);
 }
 
+/* The twins past the matmuls, rms_norm and elementwise: a row a form that
+ * the template's #if's select, and the template it must be planned on. */
+#define ATT(h_q, h_k, d, d_v, s, blk) {.hq = h_q, .hk = h_k, .D = d, .dv = d_v, .C = 512, .scale = s, .block = blk}
+static const struct {
+	const char *what, *tmpl;
+	kv_desc d;
+	int max;
+} other_cases[] = {
+	{"embed f16", "embed", {.op = IR_OP_EMBED, .t_max = 8, .wtype = HALO_F16, .u.embed = {.V = 1000, .H = 256}}, 1},
+	{"state_write at pos", "copy_rows",
+	 {.op = IR_OP_STATE_WRITE, .t_max = 64,
+	  .u.copy = {.rows = {.coef_T = 1}, .width = 128, .src_stride = 128, .dst_stride = 256, .at_pos = true}},
+	 1},
+	{"rows_at_pos from pos", "copy_rows",
+	 {.op = IR_OP_ROWS_AT_POS, .t_max = 8,
+	  .u.copy = {.rows = {.c = 4}, .width = 64, .src_stride = 64, .dst_stride = 64, .from_pos = true,
+		     .src_rows = 512, .pos_offset = -3}},
+	 1},
+	{"rope partial rot", "rope",
+	 {.op = IR_OP_ROPE, .t_max = 64, .u.rope = {.heads = 4, .D = 64, .rot_dim = 32, .base = 1e6f}, .n_epi = 1,
+	  .epi = {{.op = IR_OP_SCALE, .value = 0.125f}}},
+	 1},
+	{"rope pro_rms", "rope",
+	 {.op = IR_OP_ROPE, .t_max = 8, .u.rope = {.heads = 4, .D = 128, .rot_dim = 128, .base = 1e6f},
+	  .pro = {.on = true, .eps = 1e-6f, .offset = 1}},
+	 2},
+	{"attention vec4", "attention",
+	 {.op = IR_OP_ATTENTION, .t_max = 8, .u.attention = ATT(4, 2, 64, 64, 0.125f, 0), .n_epi = 1,
+	  .epi = {{.op = IR_OP_ADD}}},
+	 1},
+	{"attention scalar", "attention",
+	 {.op = IR_OP_ATTENTION, .t_max = 8, .u.attention = ATT(4, 4, 30, 160, 0.2f, 0)}, 1},
+	{"masked_attention", "attention",
+	 {.op = IR_OP_MASKED_ATTENTION, .t_max = 8, .u.attention = ATT(4, 1, 64, 64, 0.125f, 0)}, 1},
+	{"attention_partial", "attention",
+	 {.op = IR_OP_ATTENTION_PARTIAL, .t_max = 8, .u.attention = ATT(4, 2, 64, 64, 0.125f, 64)}, 1},
+	{"attention_partial rows", "attention_rows",
+	 {.op = IR_OP_ATTENTION_PARTIAL, .t_max = 64, .u.attention = ATT(4, 2, 64, 64, 0.125f, 64)}, 1},
+	{"attention_combine", "attention_combine",
+	 {.op = IR_OP_ATTENTION_COMBINE, .t_max = 8, .u.attention = {.hq = 4, .dv = 64, .blocks = 8}, .n_epi = 1,
+	  .epi = {{.op = IR_OP_ADD}}},
+	 1},
+	{"argmax", "argmax", {.op = IR_OP_ARGMAX, .t_max = 8, .u.argmax = {.N = 1000}}, 1},
+	{"softmax", "softmax", {.op = IR_OP_SOFTMAX, .t_max = 8, .u.softmax = {.rows_per_t = 2, .D = 300}}, 1},
+	{"concat", "concat",
+	 {.op = IR_OP_CONCAT, .t_max = 8, .u.concat = {.rows = {.coef_T = 1}, .wa = {.c = 64}, .wb = {.c = 32}}}, 1},
+	{"l2_norm", "l2_norm",
+	 {.op = IR_OP_L2_NORM, .t_max = 8, .u.norm = {.rows_per_t = 4, .D = 128, .eps = 1e-6f}}, 1},
+	{"gated_rms_norm", "gated_rms_norm",
+	 {.op = IR_OP_GATED_RMS_NORM, .t_max = 8, .u.norm = {.rows_per_t = 4, .D = 128, .eps = 1e-6f}}, 1},
+	{"reduce_mean", "reduce_mean",
+	 {.op = IR_OP_REDUCE_MEAN, .t_max = 8, .u.reduce = {.outer = {.coef_T = 1}, .n = 4, .inner = 64}}, 1},
+	{"signed_sqrt", "signed_sqrt",
+	 {.op = IR_OP_SIGNED_SQRT, .t_max = 8, .u.signed_sqrt = {.numel = {.coef_T = 64}, .eps = 1e-6f}}, 1},
+	{"conv1d_causal steps", "conv1d_causal",
+	 {.op = IR_OP_CONV1D_CAUSAL, .t_max = 8, .wtype = HALO_F16, .steps = true,
+	  .u.conv1d = {.C = 96, .K = 4, .silu = true}},
+	 1},
+	{"conv1d_dilated", "conv1d_causal",
+	 {.op = IR_OP_CONV1D_DILATED, .t_max = 8, .wtype = HALO_F32, .u.conv_dilated = {.C = 96, .K = 3, .dilation = 2}},
+	 1},
+};
+#undef ATT
+
 /* The gfx1151 matmul_coopmat object multiplies its tiles with WMMA: its
  * disassembly (llvm-objdump-19, skipped where it is absent) has
  * v_wmma_f32_16x16x16_f16. */
@@ -215,6 +288,8 @@ int main(void)
 	check_desc("swiglu", ew, 8);
 
 	check_matmuls();
+	for (size_t i = 0; i < sizeof other_cases / sizeof *other_cases; i++)
+		check_desc_of(other_cases[i].what, other_cases[i].d, other_cases[i].max, other_cases[i].tmpl);
 	check_wmma();
 	if (check_failures)
 		return 1;

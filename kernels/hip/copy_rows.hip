@@ -1,0 +1,27 @@
+// copy_rows: dst[DST_OFF + (r + r0) * DST_STRIDE + j] =
+//            src[SRC_OFF + (s / REP) * SRC_STRIDE + j]
+// for rows r < ROWS (affine in T) and j < W, with r0 = pos when AT_POS, else 0,
+// and s = r, or s = pos + POS_OFFSET + r when FROM_POS (a row outside
+// [0, SRC_ROWS) reads as zeros). The twin of kernels/vulkan/copy_rows.comp
+// (state_write, slice, repeat_heads, rows_at_pos).
+// Grid: x = ceil(W / LS_X), y = ROWS.
+// @struct
+
+const float *__restrict__ src = (const float *)args.b[B_SRC];
+float *__restrict__ dst = (float *)args.b[B_DST];
+
+void main()
+{
+	uint r = gl_WorkGroupID.y;
+	uint j = gl_GlobalInvocationID.x;
+	if (j >= W)
+		return;
+	uint r0 = AT_POS != 0 ? step_pos : 0u;
+#if FROM_POS
+	int s = int(step_pos) + POS_OFFSET + int(r);
+	float v = s >= 0 && s < int(SRC_ROWS) ? src[SRC_OFF + uint(s) * SRC_STRIDE + j] : 0.0f;
+#else
+	float v = src[SRC_OFF + (r / REP) * SRC_STRIDE + j];
+#endif
+	dst[DST_OFF + (r + r0) * DST_STRIDE + j] = v;
+}

@@ -1,0 +1,66 @@
+// rope, NeoX half split on the first ROT channels of each of HH heads of D:
+// token t has position pos + t, the angle float(pos + t) * THETA[i] in f32
+// (THETA: the plan's f32 table). Channels from ROT on pass through. Then the
+// epilogue. The twin of kernels/vulkan/rope.comp, whose comment gives the
+// PRO_RMS form (one workgroup per head of a token, its sum of squares by the
+// fixed tree as rms_norm.hip sums it).
+// Grid: x = ceil(HH * D / LS_X), y = T; with PRO_RMS x = HH, y = T.
+// @struct
+
+const float *__restrict__ x = (const float *)args.b[B_X];
+float *__restrict__ y = (float *)args.b[B_Y];
+#if PRO_RMS
+const float *__restrict__ nw = (const float *)args.b[B_NW];
+#endif
+
+// The one store of a result (both forms), element i of y.
+void store_y(uint i, float v) { y[i] = v; }
+
+// Channel i of the head at base (as normalised with inv, under PRO_RMS).
+float at(uint base, uint i, float inv)
+{
+#if PRO_RMS
+	return x[base + i] * inv * (nw[i] + PRO_OFFSET);
+#else
+	return x[base + i];
+#endif
+}
+
+// Channel i of the head at base, rotated for position p.
+float rotated(uint base, uint i, float p, float inv)
+{
+	if (i < HALF) {
+		float a = p * THETA[i];
+		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * sin(a);
+	}
+	if (i < ROT) {
+		float a = p * THETA[i - HALF];
+		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * sin(a);
+	}
+	return at(base, i, inv);
+}
+
+#if PRO_RMS
+void main()
+{
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
+	uint base = (t * HH + gl_WorkGroupID.x) * D;
+	float s = 0.0f;
+	for (uint i = l; i < D; i += LS_X)
+		s += x[base + i] * x[base + i];
+	float inv = 1.0f / sqrt(tree_sum(l, s) / float(D) + PRO_EPS);
+	float p = float(step_pos + t);
+	for (uint i = l; i < D; i += LS_X)
+		store_y(base + i, epilogue(rotated(base, i, p, inv), base + i));
+}
+#else
+void main()
+{
+	uint t = gl_WorkGroupID.y;
+	uint e = gl_GlobalInvocationID.x;
+	if (e >= HH * D)
+		return;
+	uint base = t * HH * D + (e / D) * D;
+	store_y(base + e % D, epilogue(rotated(base, e % D, float(step_pos + t), 1.0f), base + e % D));
+}
+#endif
