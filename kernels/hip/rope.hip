@@ -13,8 +13,9 @@ float *__restrict__ y = (float *)args.b[B_Y];
 const float *__restrict__ nw = (const float *)args.b[B_NW];
 #endif
 
-// The one store of a result (both forms), element i of y.
-void store_y(uint i, float v) { y[i] = v; }
+// The one store of a result (both forms): element i of the result (its index in the rope's own output); with POS0
+// the rows start at the step's position (rope.comp's store).
+void store_y(uint i, float v) { y[POS0 * step_pos * HH * D + i] = v; }
 
 // Channel i of the head at base (as normalised with inv, under PRO_RMS).
 float at(uint base, uint i, float inv)
