@@ -24,7 +24,7 @@
  *     (order_effects would have to order the producer after it, and that
  *     producer may feed the earlier effect). check_effects checks the
  *     producer, not the marker, as the write. */
-#include "passes/graph_query.h"
+#include "passes/fuse_common.h"
 #include "passes/passes.h"
 
 #include <string.h>
@@ -81,21 +81,19 @@ static bool can_store(const ir_func *f, const func_uses *u, int w)
 	return (op == IR_OP_ROPE || op == IR_OP_MATMUL) && !earlier_effect(f, w, n->ref);
 }
 
+/* Marks node w in place when it qualifies; folds nothing, so no compaction. */
+static bool mark_node(ir_module *m, ir_func *f, const func_uses *u, int w)
+{
+	(void)m;
+	if (can_store(f, u, w))
+		f->nodes[w].in_place = true;
+	return false;
+}
+
 bool pass_fuse_state_store(ir_module *m, ir_error *err)
 {
 	(void)err;
-	if (m->no_fuse_state_store)
-		return true;
-	for (int i = 0; i < m->n_funcs; i++) {
-		ir_func *f = &m->funcs[i];
-		if (!func_is_live(m, f))
-			continue;
-		func_uses u;
-		func_uses_build(f, &u);
-		for (int w = 0; w < f->n_nodes; w++)
-			if (can_store(f, &u, w))
-				f->nodes[w].in_place = true;
-		func_uses_free(&u);
-	}
+	if (!m->no_fuse_state_store)
+		fuse_each_node(m, mark_node);
 	return true;
 }
