@@ -12,6 +12,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 tg=${1:-128}
 pp=${2:-512}
 layers=${3:-12}

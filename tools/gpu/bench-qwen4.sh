@@ -13,6 +13,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 n=${1:-64}
 budget=${2:-0}
 bundle=/tmp/qwen4_exp_f16.halo

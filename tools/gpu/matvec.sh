@@ -8,5 +8,6 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 "$HALO_BIN/read_bw" | tee "$out/read_bw.txt"
 "$HALO_BIN/matvec_bench" "$@" 30 | tee "$out/matvec.txt"

@@ -9,6 +9,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 pp=${1:-512}
 tg=${2:-32}
 layers=${3:-12}

@@ -12,6 +12,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 prompts=${1:-8}
 n=${2:-64}
 ckpt=models/trained/qwen4_exp_small

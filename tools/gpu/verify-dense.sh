@@ -9,6 +9,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 layers=${1:-4}
 n=${2:-128}
 bundle=/tmp/qwen3_8b_verify.halo

@@ -9,6 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
+mkdir -p "$out"
 logs=/tmp/vulkan-test-logs
 mkdir -p "$logs"
 "$HALO_BIN/halo" devices
