@@ -94,8 +94,8 @@ static bool add_operand(halo_dispatch *d, const ir_node *n, halo_tensor_ref t, i
 	return true;
 }
 
-static bool lower_fused(const ir_module *m, const ir_func *f, const plan_entry *pe, const cg_weight_layout *wl, const ir_node *n,
-			halo_dispatch *d, ir_error *err)
+static bool lower_fused(const ir_module *m, const ir_func *f, const plan_entry *pe, const cg_weight_layout *wl,
+			const ir_node *n, halo_dispatch *d, ir_error *err)
 {
 	if (n->n_fused > HALO_MAX_FUSED)
 		return lower_fail(err, n, "too many fused sub-ops");

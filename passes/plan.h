@@ -19,10 +19,11 @@
  * range is then the whole state buffer, as for state_write.
  *
  * Dispatches. Every scheduled node that is not a view (weight, state_read,
- * reshape, in-place state_write) is one dispatch, in schedule order. Its reads are the buffers of
- * its operands and fused extras; its writes are the buffers of its results,
- * or for state_write the whole state buffer (a write `at: pos` touches rows
- * only known at run time, so the plan treats it as touching all of them).
+ * reshape, in-place state_write) is one dispatch, in schedule order. Its
+ * reads are the buffers of its operands and fused extras; its writes are
+ * the buffers of its results, or for state_write the whole state buffer (a
+ * write `at: pos` touches rows only known at run time, so the plan treats
+ * it as touching all of them).
  * barrier == true means: before this dispatch starts, every earlier dispatch
  * of the step has finished and its writes are visible. Dispatch 0 always
  * carries a barrier: it orders the step after the previous step (whose

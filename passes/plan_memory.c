@@ -6,6 +6,7 @@
  * the reuse). Graph outputs stay live to the end of the step. */
 #include "passes/graph_query.h"
 #include "passes/passes.h"
+#include "passes/state_effects.h"
 
 #include <stdlib.h>
 
@@ -69,23 +70,18 @@ static int own_buffer(plan_ctx *c, int v, int first)
 	return b;
 }
 
-/* Marks the values an in-place state_write takes over, from its operand up
- * through reshapes to the producer's result: in_state[v] = the state's
- * buffer, -1 elsewhere. */
+/* in_state[v]: the state buffer an in-place state_write's producer makes
+ * value v in (state_write_source), -1 for every other value; the reshapes
+ * down to the write share it as views do. */
 static void mark_in_place(plan_ctx *c, int *in_state)
 {
 	const ir_func *f = c->f;
 	for (int v = 0; v < f->n_values; v++)
 		in_state[v] = -1;
 	for (int i = 0; i < f->n_nodes; i++) {
-		const ir_node *n = &f->nodes[i];
-		if (n->op != IR_OP_STATE_WRITE || !n->in_place)
-			continue;
-		for (int v = n->in[0]; v >= 0;) {
-			in_state[v] = c->m->n_weights + n->ref;
-			int p = f->values[v].producer;
-			v = p >= 0 && f->nodes[p].op == IR_OP_RESHAPE ? f->nodes[p].in[0] : -1;
-		}
+		int v = state_write_source(f, i);
+		if (v >= 0)
+			in_state[v] = c->m->n_weights + f->nodes[i].ref;
 	}
 }
 
@@ -106,17 +102,17 @@ static void assign_buffers(plan_ctx *c)
 			c->e->value_buffer[n->out[0]] = weight0 + n->ref;
 		else if (n->op == IR_OP_STATE_READ)
 			c->e->value_buffer[n->out[0]] = state0 + n->ref;
-		else if (n->op == IR_OP_RESHAPE)
+		else if (n->op == IR_OP_RESHAPE) {
 			c->e->value_buffer[n->out[0]] = c->e->value_buffer[n->in[0]];
-		else
+			c->e->value_at_pos[n->out[0]] = c->e->value_at_pos[n->in[0]];
+		} else
 			for (int k = 0; k < n->n_out; k++) {
 				int v = n->out[k];
+				c->e->value_at_pos[v] = in_state[v] >= 0;
 				c->e->value_buffer[v] = in_state[v] >= 0 ? in_state[v]
 									   : own_buffer(c, v, c->dispatch_of[i]);
 			}
 	}
-	for (int v = 0; v < f->n_values; v++)
-		c->e->value_at_pos[v] = in_state[v] >= 0;
 	free(in_state);
 }
 

@@ -74,12 +74,18 @@ int state_read_readers(const ir_func *f, const func_uses *u, int r, int *out)
 	return collect(f, u, f->nodes[r].out[0], out, 0);
 }
 
-int state_effect_writer(const ir_func *f, int n)
+int state_write_source(const ir_func *f, int n)
 {
 	if (f->nodes[n].op != IR_OP_STATE_WRITE || !f->nodes[n].in_place)
-		return n;
-	int p = f->values[f->nodes[n].in[0]].producer;
-	while (p >= 0 && f->nodes[p].op == IR_OP_RESHAPE)
-		p = f->values[f->nodes[p].in[0]].producer;
-	return p >= 0 ? p : n;
+		return -1;
+	int v = f->nodes[n].in[0], p;
+	while ((p = f->values[v].producer) >= 0 && f->nodes[p].op == IR_OP_RESHAPE)
+		v = f->nodes[p].in[0];
+	return v;
+}
+
+int state_effect_writer(const ir_func *f, int n)
+{
+	int v = state_write_source(f, n);
+	return v >= 0 && f->values[v].producer >= 0 ? f->values[v].producer : n;
 }

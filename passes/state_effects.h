@@ -24,6 +24,10 @@ void state_effects_free(state_effects *se);
  * out (room for f->n_nodes) and returns how many. */
 int state_read_readers(const ir_func *f, const func_uses *u, int r, int *out);
 
+/* For an in-place state_write n (passes/fuse_state_store.c): the value its
+ * producer made, above the reshapes to n's operand; -1 for any other node. */
+int state_write_source(const ir_func *f, int n);
+
 /* The node that performs effect node n: n itself, or for an in-place
  * state_write (passes/fuse_state_store.c) the producer of its value, found
  * through reshapes. */
