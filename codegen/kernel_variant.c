@@ -395,11 +395,10 @@ static int64_t matvec_chunks(const kv_desc *d, uint32_t qw)
 }
 
 /* Columns per group at the largest T: cols at T = 1, times up to 4 with
- * grow 1 and up to 8 with grow 2 (matvec.comp's NC_AT), at most 8. */
+ * `grow` (matvec.comp), at most 8. */
 static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
 {
-	int64_t rows = mm_rows_max(d);
-	uint32_t f = !t.grow ? 1 : rows >= 5 && t.grow >= 2 ? 8 : rows >= 3 ? 4 : rows >= 2 ? 2 : 1;
+	uint32_t f = !t.grow ? 1 : mm_rows_max(d) >= 3 ? 4 : mm_rows_max(d) >= 2 ? 2 : 1;
 	return t.cols * f < 8 ? t.cols * f : (t.cols > 8 ? t.cols : 8);
 }
 
@@ -412,15 +411,10 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	uint64_t slots = t.tree ? t.local : t.local / 4;
 	if (!is_pow2(t.local) || t.local > KV_MAX_LANES || !is_pow2(t.split) || t.split < 4 || t.split > t.local)
 		return "local and split must be powers of two with 4 <= split <= local <= 1024";
-	/* f16 and f32 chunks are 4 and 8 registers: at most 16 in flight
-	 * (pipe: the next round's too) */
-	uint32_t rounds = t.pipe ? 2 : 1;
-	if (t.grow > 2)
-		return "grow must be 0, 1 or 2";
+	/* f16 and f32 chunks are 4 and 8 registers: at most 16 in flight */
 	if (!is_pow2(t.cols) || t.cols > 8 || !is_pow2(t.unroll) || t.unroll > 8 ||
-	    (!q_per_word(d) && rounds * nc_max * t.unroll > 16))
-		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 (8 with pipe) at the"
-		       " largest T";
+	    (!q_per_word(d) && nc_max * t.unroll > 16))
+		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
 	if (!q_per_word(d) && t.qw)
 		return "qw applies to quantized weights only";
 	if (d->u.matmul.pair && t.cols < 2)
@@ -429,9 +423,9 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
 	 * lane. */
 	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 ||
-			      rounds * nc_max * t.unroll * (t.qw + (d->wtype == HALO_Q4_K ? 4 : 1)) > 64))
-		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 (32 with"
-		       " pipe) at the largest T";
+			      nc_max * t.unroll * (t.qw + (d->wtype == HALO_Q4_K ? 4 : 1)) > 64))
+		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 at the"
+		       " largest T";
 	if (slots * nval * 4 > KV_SHARED_LIMIT)
 		return "the reduction needs more shared memory than every target has";
 	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
@@ -508,14 +502,21 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 /* The built-in choice: widen the K split until the columns keep enough lanes
  * busy (a narrow matrix, N = 4 or 320, gets whole workgroups per column),
  * four column groups per workgroup at least, more columns per group only when
- * the grid would pass its limit (a vocabulary-sized head), two loads in
- * flight per lane, and columns that grow with T, so that each x load
- * serves more weight bytes in verification steps. A pipeline specialised for
- * T = 1 (vk_pipeline_for_t) compiles only the 1-column path and sizes the
- * reduction's shared memory for it, so growing costs T = 1 nothing on the
- * H200 (4096 x 4096 12.1 against 12.0 us, the head 288.3 both) and wins at
- * T = 8 (31.9 against 48.3 us, the head 837 against 1351;
- * bench/results-h200-matvec.txt, run 6). */
+ * the grid would pass its limit (a vocabulary-sized head), and columns that
+ * grow with T, so that each x load serves more weight bytes in verification
+ * steps. A pipeline specialised for T = 1 (vk_pipeline_for_t) compiles only
+ * the 1-column path and sizes the reduction's shared memory for it, so
+ * growing costs T = 1 nothing on the H200 (4096 x 4096 12.1 against 12.0 us,
+ * the head 288.3 both) and wins at T = 8 (31.9 against 48.3 us, the head 837
+ * against 1351; bench/results-h200-matvec.txt, run 6), where each lane's K
+ * loop is long: with fewer than two chunks per lane (K of 320 split 32 ways,
+ * 10240 split 1024) fixed columns won at T = 5 and 8 (10240 x 320 11.9
+ * against 20.6 us at T = 5, 320 x 10240 10.7 against 17.9; run 7). Loads in
+ * flight per lane: four when the lane has at least 8 chunks, else two (one
+ * when it has one): at T = 1 four tie with two on every such shape (within
+ * 1%), and verification's T = 5 takes 1.2-1.7x less time (12288 x 4096 38.3
+ * against 65.0 us, 4096 x 12288 49.2 against 69.9, the 4096 x 151936 head
+ * 392 against 450; run 7). */
 static kv_tiles matvec_heuristic(const kv_desc *d)
 {
 	if (q_per_word(d))
@@ -524,9 +525,13 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	kv_tiles t = {.cols = d->u.matmul.pair ? 2 : 1, .grow = 1};
 	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
-	t.unroll = per_lane >= 2 ? 2 : 1;
-	/* Too wide for the reduction's shared memory at the largest T: columns
-	 * that do not grow, then narrower groups. */
+	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
+	t.grow = (uint64_t)kc >= 2 * (uint64_t)t.split;
+	/* Too many chunks in flight at the largest T: two loads a lane; too
+	 * wide for the reduction's shared memory: columns that do not grow,
+	 * then narrower groups. */
+	if (matvec_illegal(d, t) && t.unroll > 2)
+		t.unroll = 2;
 	if (matvec_illegal(d, t))
 		t.grow = 0;
 	while (matvec_illegal(d, t) && t.split > 16) {
@@ -556,19 +561,13 @@ static kv_tiles matvec_resolve(const kv_desc *d)
 }
 
 
-/* The tile string's mark for grow: "", "+" (up to 4x), "++" (up to 8x). */
-static const char *grow_mark(uint32_t grow)
-{
-	return grow == 0 ? "" : grow == 1 ? "+" : "++";
-}
-
 static bool matvec_tiles(kv_build *b)
 {
 	kv_tiles t = matvec_resolve(b->d);
 	const char *why = matvec_illegal(b->d, t);
 	if (why)
-		return fail(b, "matvec tiles ls%u,sp%u,nc%u%s,u%u%s%s: %s", t.local, t.split, t.cols,
-			    grow_mark(t.grow), t.unroll, t.pipe ? ",pipe" : "", t.tree ? ",tree" : "", why);
+		return fail(b, "matvec tiles ls%u,sp%u,nc%u%s,u%u%s: %s", t.local, t.split, t.cols, t.grow ? "+" : "",
+			    t.unroll, t.tree ? ",tree" : "", why);
 	bool quant = q_per_word(b->d) != 0;
 	b->p->template = "matvec";
 	b->p->cols = t.cols;
@@ -577,7 +576,6 @@ static bool matvec_tiles(kv_build *b)
 	def_uint(b, "NC_MAX", matvec_nc_max(b->d, t));
 	def_uint(b, "SPLIT", t.split);
 	def_uint(b, "UNROLL", t.unroll);
-	def_int(b, "PIPE", t.pipe ? 1 : 0);
 	def_uint(b, "T_MAX", mm_rows_max(b->d));
 	/* Rows of K % 8 == 0 start 16-byte aligned in every dtype: each lane
 	 * then loads 8 weights at a time (one 16-byte load for f16). */
@@ -591,8 +589,8 @@ static bool matvec_tiles(kv_build *b)
 		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, t.local, 1);
 	set_grid(b, 0, 0, b->d->u.matmul.N, (int64_t)(t.local / t.split) * t.cols);
-	sb_printf(&b->tile, "ls%u,sp%u,nc%u%s,u%u%s%s%s", t.local, t.split, t.cols, grow_mark(t.grow), t.unroll,
-		  vec8 && !quant ? ",v8" : "", t.pipe ? ",pipe" : "", t.tree ? ",tree" : "");
+	sb_printf(&b->tile, "ls%u,sp%u,nc%u%s,u%u%s%s", t.local, t.split, t.cols, t.grow ? "+" : "", t.unroll,
+		  vec8 && !quant ? ",v8" : "", t.tree ? ",tree" : "");
 	if (quant)
 		sb_printf(&b->tile, ",w%u", t.qw);
 	return true;
@@ -1657,42 +1655,31 @@ static int matvec_keep(const kv_desc *d, const kv_tiles *cand, size_t n_cand, ui
 	return n;
 }
 
-/* Decode matvec: the heuristic; its columns growing to 8 at T >= 5 (so each
- * x load serves more weight bytes at verification's T); its loads issued a
- * round ahead (pipe); its columns fixed at every T; narrower K splits with as
- * many more loads in flight per lane (the lanes of one subgroup cover more
- * columns and share more of x's loads: on the H200 they won at T = 1 on
- * narrow shapes, 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt
- * run 3); a wider split; the shared-memory-tree form that needs no subgroup
- * operations (the one every device runs); then, past the compiler's first 8
- * candidates, both of the first two at once (one load a round), two columns
- * per group at every T (faster than growing ones at T = 8 on the H200, 26.7
- * against 31.9 us at 4096 x 4096, and up to 9% slower at T = 1, run 6) and
- * what the sweeps found slower everywhere (fewer loads in flight, wider
- * workgroups). */
+/* Decode matvec: the heuristic; its columns fixed at every T; narrower K splits with as many more
+ * loads in flight per lane (the lanes of one subgroup cover more columns and
+ * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
+ * 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt run 3); its
+ * neighbours one step along split and unroll; the shared-memory-tree form
+ * that needs no subgroup operations (the one every device runs); then, past
+ * the compiler's first 8 candidates, two columns per group at every T
+ * (faster than growing ones at T = 8 on the H200, 26.7 against 31.9 us at
+ * 4096 x 4096, and up to 9% slower at T = 1, run 6) and what the
+ * sweeps found slower everywhere (fewer loads in flight, wider workgroups). */
 static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
-	kv_tiles fixed = h, grow8 = h, pipe = h, both = h;
-	kv_tiles tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
 	fixed.grow = !h.grow;
-	grow8.grow = 2;
-	pipe.pipe = 1;
-	both = mv_tiles(grow8, h.local, h.split, h.cols, 1);
-	both.pipe = 1;
 	kv_tiles cand[] = {
 		h,
-		grow8,
-		pipe,
 		fixed,
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll * 2),
 		mv_tiles(h, h.local, h.split / 4, h.cols, h.unroll * 4),
 		mv_tiles(h, h.local, h.split * 2, h.cols, h.unroll),
-		tree,
-		both,
-		mv_tiles(fixed, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local, h.split / 2, h.cols, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll * 2),
+		tree,
+		mv_tiles(fixed, h.local, h.split, h.cols * 2, h.unroll),
 		mv_tiles(h, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 	};

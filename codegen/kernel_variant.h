@@ -66,9 +66,8 @@ typedef struct {
  * share the K loop of its columns), cols columns per column group, unroll
  * 16-byte weight loads in flight per lane and column, tree (0: subgroup
  * shuffles, needs HALO_NEED_SUBGROUP_SHUFFLE; 1: a shared-memory tree), grow
- * (1: cols doubles at T = 2 and again at T >= 3; 2: and again at T >= 5; up
- * to 8 columns; bitwise the same sums), pipe (1: the next round of loads is
- * issued before the current one is summed; bitwise the same sums), qw (quantized weights only: a lane's load is qw 32-bit words of a
+ * (1: cols doubles at T = 2 and again at T >= 3, up to 8; bitwise the same
+ * sums), qw (quantized weights only: a lane's load is qw 32-bit words of a
  * row, 1, 2 or 4; the weights' scales apply once per load, so qw changes the
  * sums' rounding as split does); all-zero tiles are the built-in heuristic's for the shape
  * (kv_variant_space), zero sizes among set ones take its sizes.
@@ -87,7 +86,6 @@ typedef struct {
 	uint32_t unroll;
 	uint32_t tree;
 	uint32_t grow;
-	uint32_t pipe;
 	uint32_t bm, bn, bk, tm, tn;
 	uint32_t coopmat; /* matmul: 1 = matmul_coopmat.comp on the matrix units, 0 = matmul.comp */
 	uint32_t qw;      /* matvec, quantized weights: 32-bit words per lane load (1, 2, 4) */

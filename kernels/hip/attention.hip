@@ -4,7 +4,8 @@
 // The twin of kernels/vulkan/attention.comp, whose comment gives the scheme:
 // passes of KP = LS_X / LPK keys, LPK lanes a key summed in lane order, an
 // online softmax, lane l owning output channels l, l + LS_X, ... summed in
-// key order. Loops over acc and vv carry `#pragma unroll` where the GLSL
+// key order, each pass's keys and values loaded before they are needed.
+// Loops over acc, kr and vv carry `#pragma unroll` where the GLSL
 // has none: an array indexed in a rolled loop would live in local memory
 // (the compile test refuses it); the order of the sums is the same.
 // Grid: x = HQ, y = T, z = NBLK (1 without PARTIAL).
@@ -45,18 +46,59 @@ bool key_live(uint key, uint hi, uint t)
 #endif
 }
 
-// This lane's share of q . k for one key row (channels p, p + LPK, ...).
-float partial_dot(uint row, uint p)
+#if VEC4
+#define KW (D / 4u)
+#define KREG vec4
+#else
+#define KW D
+#define KREG float
+#endif
+#define NKR ((KW + LPK - 1u) / LPK)
+
+// The lane's share of key `key` (channels p, p + LPK, ...); nothing at or
+// past hi.
+void load_key(KREG (&kr)[NKR], uint key, uint hi, uint kvh, uint p)
+{
+#pragma unroll
+	for (uint r = 0u; r < NKR; r++) {
+		uint i = p + r * LPK;
+		bool live = key < hi && i < KW;
+#if VEC4
+		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
+#else
+		kr[r] = live ? kc[(key * HK + kvh) * KW + i] : 0.0f;
+#endif
+	}
+}
+
+// This lane's share of q . k from its share kr of the key row.
+float partial_dot(const KREG (&kr)[NKR], uint p)
 {
 	float d = 0.0f;
+#pragma unroll
+	for (uint r = 0u; r < NKR; r++) {
+		uint i = p + r * LPK;
+		if (i >= KW)
+			break;
 #if VEC4
-	for (uint i = p; i < D / 4u; i += LPK)
-		d += dot(qs4[i], kc4[row * (D / 4u) + i]);
+		d += dot(qs4[i], kr[r]);
 #else
-	for (uint i = p; i < D; i += LPK)
-		d += qs[i] * kc[row * D + i];
+		d += qs[i] * kr[r];
 #endif
+	}
 	return d;
+}
+
+// Output channel l + ci * LS_X of the pass's values from c0, keys below hi.
+void load_values(float (&vv)[NCH][KP], uint c0, uint hi, uint kvh, uint l)
+{
+#pragma unroll
+	for (uint ci = 0u; ci < NCH; ci++) {
+		uint c = min(l + ci * LS_X, DV - 1u);
+#pragma unroll
+		for (uint i = 0u; i < KP; i++)
+			vv[ci][i] = c0 + i < hi ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0f;
+	}
 }
 
 void main()
@@ -70,6 +112,11 @@ void main()
 #else
 	uint lo = 0u, hi = n;
 #endif
+	uint kk = l / LPK, p = l % LPK;
+	KREG kr[NKR];
+	float vv[NCH][KP];
+	load_key(kr, lo + kk, hi, kvh, p);
+	load_values(vv, lo, hi, kvh, l);
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -83,10 +130,9 @@ void main()
 #pragma unroll
 	for (uint ci = 0u; ci < NCH; ci++)
 		acc[ci] = 0.0f;
-	uint kk = l / LPK, p = l % LPK;
 	for (uint c0 = lo; c0 < hi; c0 += KP) {
 		uint key = c0 + kk;
-		part_dot[l] = key < hi ? partial_dot(key * HK + kvh, p) : 0.0f;
+		part_dot[l] = key < hi ? partial_dot(kr, p) : 0.0f;
 		barrier();
 		if (l < KP) {
 			float s = 0.0f;
@@ -103,6 +149,7 @@ void main()
 		barrier();
 		// The next pass writes weight only after two more barriers, which
 		// every lane reaches only when done reading it here.
+		load_key(kr, c0 + KP + kk, hi, kvh, p);
 		float corr = exp(m - m_new);
 		uint cnt = min(KP, hi - c0);
 		float wsum = 0.0f;
@@ -121,22 +168,13 @@ void main()
 			if (c >= DV)
 				break;
 			float a = acc[ci] * corr;
-			if (cnt == KP) {
-				// A full pass: all KP loads issued before the first
-				// use; the sum's order is the loop's below.
-				float vv[KP];
 #pragma unroll
-				for (uint i = 0u; i < KP; i++)
-					vv[i] = vc[((c0 + i) * HK + kvh) * DV + c];
-#pragma unroll
-				for (uint i = 0u; i < KP; i++)
-					a += weight[i] * vv[i];
-			} else {
-				for (uint i = 0u; i < cnt; i++)
-					a += weight[i] * vc[((c0 + i) * HK + kvh) * DV + c];
-			}
+			for (uint i = 0u; i < KP; i++)
+				if (i < cnt)
+					a += weight[i] * vv[ci][i];
 			acc[ci] = a;
 		}
+		load_values(vv, c0 + KP, hi, kvh, l);
 		m = m_new;
 	}
 #if PARTIAL

@@ -26,7 +26,7 @@
 #endif
 
 // Columns per group for a step of `rows` rows (before the NC_MAX cap).
-#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : (rows) <= 2u ? 2u : (rows) <= 4u ? 4u : 8u))
+#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : ((rows) <= 2u ? 2u : 4u)))
 // The reduction's values at the largest T: HIP has no specialisation
 // constants (GLSL's ROWS_C is T_MAX whenever T_SPEC is 0, as it is here).
 #define NC_C (NC_AT(T_MAX) < NC_MAX ? NC_AT(T_MAX) : NC_MAX)

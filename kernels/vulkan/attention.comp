@@ -11,6 +11,11 @@
 // in any order), the pass's first KP lanes write the weights e^(s - max),
 // and lane l accumulates output channels l, l + LS_X, ... and the
 // denominator over the pass's keys in key order. Three barriers a pass. The
+// pass's loads are issued early: its values with its keys, before the
+// scores that weight them are known, and the next pass's keys before this
+// pass's values are summed, so a pass waits on memory about once, not once
+// for the keys and again for the values (the scores and sums are the same
+// operations in the same order). The
 // passes, dots and sums are fixed by the key positions alone, so a row's
 // result depends only on its own query and keys, never on T (decode of m
 // tokens = m decodes of one). Prefill and decode share this kernel.
@@ -62,18 +67,57 @@ bool key_live(uint key, uint hi, uint t)
 #endif
 }
 
-// This lane's share of q . k for one key row (channels p, p + LPK, ...).
-float partial_dot(uint row, uint p)
+// A lane's share of one key row: channels p, p + LPK, ... (vec4s with VEC4).
+#if VEC4
+#define KW (D / 4u)
+#define KREG vec4
+#else
+#define KW D
+#define KREG float
+#endif
+#define NKR ((KW + LPK - 1u) / LPK)
+
+// Loads the lane's share of key `key` (row * HK + kvh); a key at or past hi
+// loads nothing.
+void load_key(out KREG kr[NKR], uint key, uint hi, uint kvh, uint p)
+{
+	for (uint r = 0u; r < NKR; r++) {
+		uint i = p + r * LPK;
+		bool live = key < hi && i < KW;
+#if VEC4
+		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
+#else
+		kr[r] = live ? kc[(key * HK + kvh) * KW + i] : 0.0;
+#endif
+	}
+}
+
+// This lane's share of q . k from its loaded share kr of the key row.
+float partial_dot(KREG kr[NKR], uint p)
 {
 	float d = 0.0;
+	for (uint r = 0u; r < NKR; r++) {
+		uint i = p + r * LPK;
+		if (i >= KW)
+			break;
 #if VEC4
-	for (uint i = p; i < D / 4u; i += LPK)
-		d += dot(qs4[i], kc4[row * (D / 4u) + i]);
+		d += dot(qs4[i], kr[r]);
 #else
-	for (uint i = p; i < D; i += LPK)
-		d += qs[i] * kc[row * D + i];
+		d += qs[i] * kr[r];
 #endif
+	}
 	return d;
+}
+
+// Loads output channel l + ci * LS_X of the pass's values from c0, for the
+// pass's keys below hi.
+void load_values(out float vv[NCH][KP], uint c0, uint hi, uint kvh, uint l)
+{
+	for (uint ci = 0u; ci < NCH; ci++) {
+		uint c = min(l + ci * LS_X, DV - 1u);
+		[[unroll]] for (uint i = 0u; i < KP; i++)
+			vv[ci][i] = c0 + i < hi ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0;
+	}
 }
 
 void main()
@@ -87,6 +131,11 @@ void main()
 #else
 	uint lo = 0u, hi = n;
 #endif
+	uint kk = l / LPK, p = l % LPK;
+	KREG kr[NKR];
+	float vv[NCH][KP];
+	load_key(kr, lo + kk, hi, kvh, p);
+	load_values(vv, lo, hi, kvh, l);
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -99,10 +148,9 @@ void main()
 	float acc[NCH];
 	for (uint ci = 0u; ci < NCH; ci++)
 		acc[ci] = 0.0;
-	uint kk = l / LPK, p = l % LPK;
 	for (uint c0 = lo; c0 < hi; c0 += KP) {
 		uint key = c0 + kk;
-		part_dot[l] = key < hi ? partial_dot(key * HK + kvh, p) : 0.0;
+		part_dot[l] = key < hi ? partial_dot(kr, p) : 0.0;
 		barrier();
 		if (l < KP) {
 			float s = 0.0;
@@ -119,6 +167,7 @@ void main()
 		barrier();
 		// The next pass writes weight only after two more barriers, which
 		// every lane reaches only when done reading it here.
+		load_key(kr, c0 + KP + kk, hi, kvh, p);
 		float corr = exp(m - m_new);
 		uint cnt = min(KP, hi - c0);
 		float wsum = 0.0;
@@ -135,22 +184,15 @@ void main()
 			if (c >= DV)
 				break;
 			float a = acc[ci] * corr;
-			if (cnt == KP) {
-				// A full pass: all KP loads issued before the first
-				// use (a loop of load-then-add waited out each load's
-				// latency in turn: 30 us a decode call at 576 keys).
-				// The sum's order is the loop's below.
-				float vv[KP];
-				[[unroll]] for (uint i = 0u; i < KP; i++)
-					vv[i] = vc[((c0 + i) * HK + kvh) * DV + c];
-				[[unroll]] for (uint i = 0u; i < KP; i++)
-					a += weight[i] * vv[i];
-			} else {
-				for (uint i = 0u; i < cnt; i++)
-					a += weight[i] * vc[((c0 + i) * HK + kvh) * DV + c];
-			}
+			// All KP loads were issued before the first use (a loop of
+			// load-then-add waited out each load's latency in turn: 30 us
+			// a decode call at 576 keys).
+			[[unroll]] for (uint i = 0u; i < KP; i++)
+				if (i < cnt)
+					a += weight[i] * vv[ci][i];
 			acc[ci] = a;
 		}
+		load_values(vv, c0 + KP, hi, kvh, l);
 		m = m_new;
 	}
 #if PARTIAL

@@ -9,10 +9,7 @@
 // owns nc consecutive columns from n0 = (wg * GROUPS + g) * nc and splits K
 // over its SPLIT lanes: lane l sums the chunks j = l, l + SPLIT, ... in
 // increasing order (UNROLL only changes how many loads are issued ahead, not
-// that order; PIPE issues the next UNROLL chunks' loads before the current
-// ones are summed, so a lane's loads stay in flight while it computes, which
-// the sums of T > 1 rows make long). nc = NC at T = 1 and grows with T (2 NC
-// at T = 2, 4 NC at 3-4, 8 NC at 5-8) up to NC_MAX (x is re-read
+// that order). nc = NC at T = 1 and grows with T up to NC_MAX (x is re-read
 // from cache once per chunk, row and column group: more columns per group
 // keep those reads per weight byte bounded at larger T); columns per group
 // never change a column's sums, so every T gives the same bits. The grid is
@@ -82,7 +79,7 @@ layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
 // pipeline of a kernel whose columns grow with T holds as little as one
 // whose columns do not (a larger array costs the H200 L1 capacity for x).
 // Columns per group for a step of `rows` rows (before the NC_MAX cap).
-#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : (rows) <= 2u ? 2u : (rows) <= 4u ? 4u : 8u))
+#define NC_AT(rows) (NC * ((rows) <= 1u ? 1u : ((rows) <= 2u ? 2u : 4u)))
 const uint ROWS_C = T_SPEC == 0u ? T_MAX : RPT * T_SPEC;
 const uint NC_G = NC_AT(ROWS_C);
 const uint NC_C = NC_G < NC_MAX ? NC_G : NC_MAX;

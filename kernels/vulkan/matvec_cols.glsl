@@ -138,41 +138,21 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 
 // The lane's K loop for the columns n0 .. n0 + @NC@ - 1 (columns past N read
 // column N - 1 and are never written).
-void load_@NC@(out WCHUNK w[UNROLL][@NC@], uint j0, uint n0)
-{
-	for (uint u = 0u; u < UNROLL; u++) {
-		uint j = min(j0 + u * SPLIT, KC - 1u);
-		for (uint c = 0u; c < @NC@u; c++)
-			w[u][c] = load_chunk(min(n0 + c, N - 1u), j);
-	}
-}
-
 void stream_@NC@(inout float acc[NVAL_@NC@], uint l, uint n0)
 {
 	for (uint i = 0u; i < NVAL_@NC@; i++)
 		acc[i] = 0.0;
-#if PIPE
-	// The last round's look-ahead reads chunk KC - 1 again (clamped), a
-	// cached line, instead of branching around the loads.
-	WCHUNK w[UNROLL][@NC@];
-	load_@NC@(w, l, n0);
-	for (uint j0 = l; j0 < KC; j0 += SPLIT * UNROLL) {
-		WCHUNK next[UNROLL][@NC@];
-		load_@NC@(next, j0 + SPLIT * UNROLL, n0);
-		for (uint u = 0u; u < UNROLL; u++)
-			if (j0 + u * SPLIT < KC)
-				accumulate_@NC@(acc, j0 + u * SPLIT, w[u]);
-		w = next;
-	}
-#else
 	for (uint j0 = l; j0 < KC; j0 += SPLIT * UNROLL) {
 		WCHUNK w[UNROLL][@NC@];
-		load_@NC@(w, j0, n0);
+		for (uint u = 0u; u < UNROLL; u++) {
+			uint j = min(j0 + u * SPLIT, KC - 1u);
+			for (uint c = 0u; c < @NC@u; c++)
+				w[u][c] = load_chunk(min(n0 + c, N - 1u), j);
+		}
 		for (uint u = 0u; u < UNROLL; u++)
 			if (j0 + u * SPLIT < KC)
 				accumulate_@NC@(acc, j0 + u * SPLIT, w[u]);
 	}
-#endif
 }
 
 #if SG_SHUFFLE
