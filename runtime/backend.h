@@ -80,5 +80,7 @@ typedef struct {
 
 extern const halo_backend_ops halo_ref_backend;
 extern const halo_backend_ops halo_vulkan_backend;
+extern const halo_backend_ops halo_cuda_backend; /* runtime/drivers/cuda */
+extern const halo_backend_ops halo_hip_backend;  /* runtime/drivers/hip */
 
 #endif

@@ -20,14 +20,24 @@
 typedef struct halo_model halo_model;
 typedef struct halo_session halo_session;
 
-typedef enum { HALO_BACKEND_REF, HALO_BACKEND_VULKAN } halo_backend_kind;
+/* The backend registry (runtime/backend_registry.c): the i-th backend's
+ * name for i in [0, count), else NULL: "ref" (the CPU reference), "vulkan",
+ * "cuda" (NVIDIA, PTX through libcuda.so.1), "hip" (AMD, code objects
+ * through libamdhip64.so). Static strings. */
+const char *halo_backend_name(int i);
+/* Whether name is a registered backend; else writes "unknown backend 'x'
+ * (known: ref, vulkan, cuda, hip)" into err. Says nothing of whether its
+ * driver or device is present here: halo_model_open finds that out. */
+bool halo_backend_check(const char *name, char *err, size_t errlen);
 
 /* runtime/tuning_db.h */
 typedef struct halo_tuning_db halo_tuning_db;
 
 typedef struct {
-	halo_backend_kind backend;
-	int device;      /* Vulkan physical device index */
+	/* A registry name (halo_backend_name); NULL: "vulkan". Borrowed
+	 * during halo_model_open only. */
+	const char *backend;
+	int device;      /* Vulkan physical device index; CUDA/HIP device ordinal (-1: 0) */
 	bool validation; /* enable VK_LAYER_KHRONOS_validation; messages fail the run */
 	/* Vulkan: the tuning database each kernel choice picks from (its record
 	 * for this device and the choice's key), borrowed during
