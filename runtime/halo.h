@@ -113,11 +113,12 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 			  char *err, size_t errlen);
 
 /* Profiling: while on, every step times each dispatch (GPU timestamps on
- * Vulkan, wall clock on ref; a profiled step runs a separately recorded
- * command buffer, so turning it on does not change unprofiled steps). */
+ * Vulkan, driver events between launches on cuda and hip, wall clock on
+ * ref; on Vulkan a profiled step runs a separately recorded command buffer,
+ * so turning it on does not change unprofiled steps). */
 bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errlen);
-/* Prints the `top` kernels (Vulkan: by kernel signature, with whether the
- * tuning database or the heuristic picked it; ref: by op) by total time over
+/* Prints the `top` kernels (GPU backends: by kernel signature, with whether
+ * the tuning database or the heuristic picked it; ref: by op) by total time over
  * the profiled steps, with their share and call counts. */
 void halo_session_profile_report(const halo_session *s, FILE *out, int top);
 /* Forgets what profiling has accumulated (the steps and their times). */
