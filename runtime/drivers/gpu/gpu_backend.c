@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device_features.h"
+
 /* The kernel parameter: kernels/hip/halo_hip.h's struct halo_args, as the
  * device compilers lay it out (24 pointers, then T, padded to 8). */
 #define GPU_MAX_BINDINGS 24
@@ -287,6 +289,10 @@ void gpu_device(const halo_backend *b, halo_device_id *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->vendor = b->driver->pci_vendor;
+	/* The needs are Vulkan device features; a HIP twin meets them all on
+	 * both targets (its subgroup ops are the hardware's, sm_90's coopmat
+	 * twin is fma), so none rules a candidate out here: code does. */
+	out->features = halo_need_known();
 	if (b->api.device_name((char *)out->name, (int)sizeof(out->name), b->device) != 0)
 		snprintf(out->name, sizeof(out->name), "%s device %d", b->driver->backend, b->device);
 }
