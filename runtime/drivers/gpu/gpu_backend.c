@@ -89,8 +89,10 @@ static bool has_code(const halo_backend *b, int kernel)
 }
 
 /* The bundle runs here when it has the target's section and every choice a
- * candidate with code in it; the first such candidate is the choice's pick.
- * A forced position must be one with code. */
+ * candidate with code in it (manifest_parse already refuses a bundle that
+ * lists the target with a choice lacking it, naming the choice's key); the
+ * first such candidate is the choice's pick. A forced position must be one
+ * with code. */
 static bool choose_kernels(halo_backend *b, const halo_backend_load *load, char *err, size_t errlen)
 {
 	const halo_manifest *m = b->manifest;
@@ -112,10 +114,9 @@ static bool choose_kernels(halo_backend *b, const halo_backend_load *load, char 
 			if ((forced < 0 || forced == i) && has_code(b, ch->kernel[i]))
 				b->pick[c] = i;
 		if (b->pick[c] < 0) {
-			snprintf(err, errlen, "%s backend: kernel %s has no %s code in the bundle (its template has no HIP "
-					      "twin, kernels/hip/README.md)%s",
-				 b->driver->backend, m->kernels[ch->kernel[forced >= 0 && forced < ch->n ? forced : 0]].signature,
-				 t->name, forced >= 0 ? " at the forced candidate position" : "");
+			snprintf(err, errlen, "%s backend: kernel %s has no %s code in the bundle%s", b->driver->backend,
+				 m->kernels[ch->kernel[forced >= 0 && forced < ch->n ? forced : 0]].signature, t->name,
+				 forced >= 0 ? " (the forced candidate position)" : "");
 			return false;
 		}
 	}
