@@ -39,3 +39,9 @@ bool halo_backend_check(const char *name, char *err, size_t errlen)
 {
 	return halo_backend_lookup(name, err, errlen) != NULL;
 }
+
+bool halo_backend_probe(const char *name, int device, char *err, size_t errlen)
+{
+	const halo_backend_ops *ops = halo_backend_lookup(name, err, errlen);
+	return ops && (!ops->probe || ops->probe(device, err, errlen));
+}

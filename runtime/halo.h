@@ -29,6 +29,12 @@ const char *halo_backend_name(int i);
  * (known: ref, vulkan, cuda, hip)" into err. Says nothing of whether its
  * driver or device is present here: halo_model_open finds that out. */
 bool halo_backend_check(const char *name, char *err, size_t errlen);
+/* Whether the backend runs here: its driver loads and has device `device`
+ * (-1: the default; as halo_open_options.device), found without a bundle
+ * and closed again. ref always does. Else writes why into err: an unknown
+ * name, or for cuda and hip "<name> backend unavailable here: ..." (no
+ * library, a stub library, no device). */
+bool halo_backend_probe(const char *name, int device, char *err, size_t errlen);
 
 /* runtime/tuning_db.h */
 typedef struct halo_tuning_db halo_tuning_db;

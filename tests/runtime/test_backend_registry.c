@@ -44,6 +44,23 @@ static void check_unknown(void)
 	      "short buffer: '%s'", small);
 }
 
+/* ref runs everywhere; an unknown name is refused; cuda and hip may or may
+ * not run here, but a refusal says why. */
+static void check_probe(void)
+{
+	char err[512] = "";
+	CHECK(halo_backend_probe("ref", -1, err, sizeof(err)), "ref does not probe: %s", err);
+	CHECK(!halo_backend_probe("metal", -1, err, sizeof(err)) && strstr(err, "unknown backend 'metal'"),
+	      "probe 'metal': %s", err);
+	static const char *const gpu[] = {"cuda", "hip"};
+	for (int i = 0; i < 2; i++) {
+		err[0] = '\0';
+		bool here = halo_backend_probe(gpu[i], -1, err, sizeof(err));
+		CHECK(here || strstr(err, "unavailable here"), "probe %s: '%s'", gpu[i], err);
+		printf("%s: %s\n", gpu[i], here ? "runs here" : err);
+	}
+}
+
 /* The backend is looked up first: the error names it, not the missing file. */
 static void check_open(void)
 {
@@ -58,6 +75,7 @@ int main(void)
 {
 	check_names();
 	check_unknown();
+	check_probe();
 	check_open();
 	if (failures)
 		return 1;

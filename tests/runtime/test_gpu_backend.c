@@ -12,8 +12,9 @@
  * the ref backend, whose logits must agree per row within 1e-4 relative L2
  * (the qwen3_oracle tolerance: f32 on both sides, differing in summation
  * order only), with the same greedy tokens. Exits 77 (skipped) when the
- * backend's library cannot be opened or finds no device, unless
- * HALO_REQUIRE_GPU=1, which makes that a failure (for the GPU machine). */
+ * backend's library cannot be opened or finds no device (halo_backend_probe,
+ * before the compile) or clang-19 is missing, unless HALO_REQUIRE_GPU=1,
+ * which makes that a failure (for the GPU machine). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +67,6 @@ static void skip(const char *why)
 	exit(77);
 }
 
-/* The model on the GPU backend; skips when the backend has no library or
- * device here (runtime/drivers/gpu/gpu_backend.h: GPU_UNAVAILABLE). */
 static halo_model *open_gpu(const char *bundle, const char *backend)
 {
 	char err[2048];
@@ -76,8 +75,6 @@ static halo_model *open_gpu(const char *bundle, const char *backend)
 	if (m)
 		return m;
 	remove(bundle);
-	if (strstr(err, "unavailable here"))
-		skip(err);
 	fprintf(stderr, "FAIL: open %s on %s: %s\n", bundle, backend, err);
 	exit(1);
 }
@@ -87,6 +84,10 @@ static void check_oracle(const char *backend)
 	size_t n;
 	int32_t *prompt = mc_read_file(mc_source_path(FIX "prompt_tokens.i32"), &n);
 	MC_CHECK(n >= sizeof(int32_t) * (N_PREFILL + N_DECODE), "the fixture's prompt is too short");
+	/* The driver and a device first: without them the compile is wasted. */
+	char why[2048];
+	if (!halo_backend_probe(backend, -1, why, sizeof(why)))
+		skip(why);
 	/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh. */
 	if (!getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
 		skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");

@@ -58,4 +58,9 @@ static halo_backend *cuda_create(const halo_backend_load *load, char *err, size_
 	return gpu_backend_create(&cuda_driver, load, err, errlen);
 }
 
-const halo_backend_ops halo_cuda_backend = GPU_BACKEND_OPS("cuda", cuda_create);
+static bool cuda_probe(int device, char *err, size_t errlen)
+{
+	return gpu_backend_probe(&cuda_driver, device, err, errlen);
+}
+
+const halo_backend_ops halo_cuda_backend = GPU_BACKEND_OPS("cuda", cuda_create, cuda_probe);

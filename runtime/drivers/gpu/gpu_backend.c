@@ -272,6 +272,19 @@ fail:
 	return NULL;
 }
 
+bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t errlen)
+{
+	halo_backend *b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(err, errlen, "%s backend: out of memory", driver->backend);
+		return false;
+	}
+	b->driver = driver;
+	bool ok = open_library(b, err, errlen) && open_device(b, device, err, errlen);
+	gpu_backend_destroy(b);
+	return ok;
+}
+
 int gpu_picked(const halo_backend *b, int choice, halo_pick_source *source)
 {
 	if (source)

@@ -9,9 +9,8 @@
 #include "runtime/backend.h"
 #include "runtime/drivers/gpu/gpu_api.h"
 
-/* In the error of a create that failed for want of the library or a
- * device ("cuda backend unavailable here: cannot open libcuda.so.1 ..."):
- * what a test skips on. */
+/* In the error of a create or probe that failed for want of the library or
+ * a device ("cuda backend unavailable here: cannot open libcuda.so.1 ..."). */
 #define GPU_UNAVAILABLE "unavailable here"
 
 /* Checks the bundle (every kernel choice has code for the driver's target)
@@ -33,10 +32,13 @@ bool gpu_keep_slot(halo_backend_session *s, int64_t slot, char *err, size_t errl
 int gpu_picked(const halo_backend *b, int choice, halo_pick_source *source);
 bool gpu_set_picks(halo_backend *b, const int *picks, char *err, size_t errlen);
 void gpu_device(const halo_backend *b, halo_device_id *out);
+/* The driver's library opens and has device `device` (-1: 0); closes both. */
+bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t errlen);
 
-/* The ops of the backend named name whose create is create_fn (a function
- * calling gpu_backend_create with its driver). */
-#define GPU_BACKEND_OPS(backend_name, create_fn)                                              \
+/* The ops of the backend named name whose create and probe are create_fn
+ * and probe_fn (functions calling gpu_backend_create and gpu_backend_probe
+ * with its driver). */
+#define GPU_BACKEND_OPS(backend_name, create_fn, probe_fn)                                    \
 	{                                                                                     \
 		.name = backend_name, .create = create_fn, .destroy = gpu_backend_destroy,    \
 		.session_create = gpu_session_create, .session_destroy = gpu_session_destroy, \
@@ -46,6 +48,7 @@ void gpu_device(const halo_backend *b, halo_device_id *out);
 		.checkpoint_destroy = gpu_checkpoint_destroy,                                 \
 		.checkpoint_copy = gpu_checkpoint_copy, .keep_slot = gpu_keep_slot,           \
 		.picked = gpu_picked, .set_picks = gpu_set_picks, .device = gpu_device,       \
+		.probe = probe_fn,                                                            \
 	}
 
 #endif

@@ -57,4 +57,9 @@ static halo_backend *hip_create(const halo_backend_load *load, char *err, size_t
 	return gpu_backend_create(&hip_driver, load, err, errlen);
 }
 
-const halo_backend_ops halo_hip_backend = GPU_BACKEND_OPS("hip", hip_create);
+static bool hip_probe(int device, char *err, size_t errlen)
+{
+	return gpu_backend_probe(&hip_driver, device, err, errlen);
+}
+
+const halo_backend_ops halo_hip_backend = GPU_BACKEND_OPS("hip", hip_create, hip_probe);
