@@ -12,7 +12,7 @@
  *                this model on this prompt (meaningful with a trained head
  *                and a real prompt: --prompt).
  *
- * usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB]
+ * usage: spec_bench BUNDLE BACKEND N_PREDICT K[,K...] [TUNING_DB]
  *                   [--prompt IDS.i32]
  * --prompt: the prompt's token ids (little-endian int32, the first 64 are
  * used; tools/train/heldout.py writes such files); default, fixed ids.
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 			npos = 6;
 	}
 	if (npos != 4 && npos != 5) {
-		fprintf(stderr, "usage: spec_bench BUNDLE vulkan|ref N_PREDICT K[,K...] [TUNING_DB] [--prompt IDS.i32]\n");
+		fprintf(stderr, "usage: spec_bench BUNDLE BACKEND N_PREDICT K[,K...] [TUNING_DB] [--prompt IDS.i32]\n");
 		return 2;
 	}
 	argv = pos;
@@ -148,8 +148,7 @@ int main(int argc, char **argv)
 	bool missing;
 	if (npos == 5 && !(db = halo_tuning_db_read(argv[5], &missing, err, sizeof(err))))
 		die(argv[5], err);
-	halo_open_options oo = {.backend = strcmp(argv[2], "ref") == 0 ? HALO_BACKEND_REF : HALO_BACKEND_VULKAN,
-				.tuning = db};
+	halo_open_options oo = {.backend = argv[2], .tuning = db};
 	halo_model *m = halo_model_open(argv[1], &oo, err, sizeof(err));
 	halo_tuning_db_free(db);
 	halo_session *s = m ? halo_session_create(m, err, sizeof(err)) : NULL;

@@ -76,9 +76,15 @@ typedef struct {
 	int (*picked)(const halo_backend *b, int choice, halo_pick_source *source);
 	bool (*set_picks)(halo_backend *b, const int *picks, char *err, size_t errlen);
 	void (*device)(const halo_backend *b, halo_device_id *out);
+	/* Whether the backend finds its driver and device `device` (-1: the
+	 * default) here, without a bundle; NULL in a backend that needs
+	 * neither (ref). Leaves nothing open. */
+	bool (*probe)(int device, char *err, size_t errlen);
 } halo_backend_ops;
 
 extern const halo_backend_ops halo_ref_backend;
 extern const halo_backend_ops halo_vulkan_backend;
+extern const halo_backend_ops halo_cuda_backend; /* runtime/drivers/cuda */
+extern const halo_backend_ops halo_hip_backend;  /* runtime/drivers/hip */
 
 #endif

@@ -20,14 +20,30 @@
 typedef struct halo_model halo_model;
 typedef struct halo_session halo_session;
 
-typedef enum { HALO_BACKEND_REF, HALO_BACKEND_VULKAN } halo_backend_kind;
+/* The backend registry (runtime/backend_registry.c): the i-th backend's
+ * name for i in [0, count), else NULL: "ref" (the CPU reference), "vulkan",
+ * "cuda" (NVIDIA, PTX through libcuda.so.1), "hip" (AMD, code objects
+ * through libamdhip64.so). Static strings. */
+const char *halo_backend_name(int i);
+/* Whether name is a registered backend; else writes "unknown backend 'x'
+ * (known: ref, vulkan, cuda, hip)" into err. Says nothing of whether its
+ * driver or device is present here: halo_model_open finds that out. */
+bool halo_backend_check(const char *name, char *err, size_t errlen);
+/* Whether the backend runs here: its driver loads and has device `device`
+ * (-1: the default; as halo_open_options.device), found without a bundle
+ * and closed again. ref always does. Else writes why into err: an unknown
+ * name, or for cuda and hip "<name> backend unavailable here: ..." (no
+ * library, a stub library, no device). */
+bool halo_backend_probe(const char *name, int device, char *err, size_t errlen);
 
 /* runtime/tuning_db.h */
 typedef struct halo_tuning_db halo_tuning_db;
 
 typedef struct {
-	halo_backend_kind backend;
-	int device;      /* Vulkan physical device index */
+	/* A registry name (halo_backend_name); NULL: "vulkan". Borrowed
+	 * during halo_model_open only. */
+	const char *backend;
+	int device;      /* Vulkan physical device index; CUDA/HIP device ordinal (-1: 0) */
 	bool validation; /* enable VK_LAYER_KHRONOS_validation; messages fail the run */
 	/* Vulkan: the tuning database each kernel choice picks from (its record
 	 * for this device and the choice's key), borrowed during
@@ -103,11 +119,12 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 			  char *err, size_t errlen);
 
 /* Profiling: while on, every step times each dispatch (GPU timestamps on
- * Vulkan, wall clock on ref; a profiled step runs a separately recorded
- * command buffer, so turning it on does not change unprofiled steps). */
+ * Vulkan, driver events between launches on cuda and hip, wall clock on
+ * ref; on Vulkan a profiled step runs a separately recorded command buffer,
+ * so turning it on does not change unprofiled steps). */
 bool halo_session_set_profiling(halo_session *s, bool on, char *err, size_t errlen);
-/* Prints the `top` kernels (Vulkan: by kernel signature, with whether the
- * tuning database or the heuristic picked it; ref: by op) by total time over
+/* Prints the `top` kernels (GPU backends: by kernel signature, with whether
+ * the tuning database or the heuristic picked it; ref: by op) by total time over
  * the profiled steps, with their share and call counts. */
 void halo_session_profile_report(const halo_session *s, FILE *out, int top);
 /* Forgets what profiling has accumulated (the steps and their times). */

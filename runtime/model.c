@@ -5,6 +5,7 @@
 
 #include "kernels/op_table.h"
 #include "runtime/backend.h"
+#include "runtime/backend_registry.h"
 #include "runtime/bundle.h"
 #include "runtime/halo.h"
 #include "runtime/manifest.h"
@@ -47,7 +48,8 @@ halo_model *halo_model_open(const char *path, const halo_open_options *opts, cha
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	m->bundle = halo_bundle_open(path, err, errlen);
+	m->ops = halo_backend_lookup(opts->backend ? opts->backend : "vulkan", err, errlen);
+	m->bundle = m->ops ? halo_bundle_open(path, err, errlen) : NULL;
 	if (!m->bundle)
 		goto fail;
 	uint64_t msize, wsize;
@@ -68,7 +70,6 @@ halo_model *halo_model_open(const char *path, const halo_open_options *opts, cha
 		snprintf(err, errlen, "%s: %s", path, merr);
 		goto fail;
 	}
-	m->ops = opts->backend == HALO_BACKEND_VULKAN ? &halo_vulkan_backend : &halo_ref_backend;
 	load.manifest = m->manifest;
 	m->backend = m->ops->create(&load, err, errlen);
 	if (!m->backend)

@@ -720,6 +720,17 @@ static bool vk_keep_slot(halo_backend_session *s, int64_t slot, char *err, size_
 	return vk_cmd_submit_wait(s->b->ctx, cmd, &e) || vk_to_err(&e, err, errlen);
 }
 
+static bool vk_probe(int device, char *err, size_t errlen)
+{
+	vk_ctx_options opt = {.device_index = device};
+	vk_ctx *ctx;
+	vk_error e;
+	if (!vk_ctx_create(&opt, &ctx, &e))
+		return vk_to_err(&e, err, errlen);
+	vk_ctx_destroy(ctx);
+	return true;
+}
+
 static int vk_validation_messages(const halo_backend *b)
 {
 	return (int)b->ctx->validation_messages;
@@ -741,4 +752,5 @@ const halo_backend_ops halo_vulkan_backend = {
 	.picked = vk_picked,
 	.set_picks = vk_set_picks,
 	.device = vk_device,
+	.probe = vk_probe,
 };

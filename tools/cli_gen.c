@@ -75,13 +75,13 @@ int cli_gen_check(const char *cmd, const cli_gen_args *a, cli_gen_config *c)
 {
 	int64_t v;
 	int rc;
-	c->open = (halo_open_options){.backend = HALO_BACKEND_VULKAN, .device = -1, .validation = a->validate};
+	char why[256];
+	c->open = (halo_open_options){.backend = a->backend ? a->backend : "vulkan", .device = -1,
+				      .validation = a->validate};
 	if (a->n_predict && !cli_parse_i64(a->n_predict, 0, 1 << 24, &c->n_predict))
 		return cli_usage_error(cmd, "--n-predict wants a count, got '%s'", a->n_predict);
-	if (a->backend && strcmp(a->backend, "ref") == 0)
-		c->open.backend = HALO_BACKEND_REF;
-	else if (a->backend && strcmp(a->backend, "vulkan") != 0)
-		return cli_usage_error(cmd, "--backend is ref or vulkan, not '%s'", a->backend);
+	if (!halo_backend_check(c->open.backend, why, sizeof(why)))
+		return cli_usage_error(cmd, "--backend: %s", why);
 	if (a->device && !cli_parse_i64(a->device, 0, 255, &v))
 		return cli_usage_error(cmd, "--device wants an index, got '%s'", a->device);
 	if (a->device)
@@ -111,8 +111,9 @@ static bool check_drafter(const char *bundle, const cli_gen_config *c, const hal
 halo_model *cli_gen_open(const char *cmd, const char *bundle, const cli_gen_args *a, cli_gen_config *c,
 			 cli_tuning *tuning, char *err, size_t errlen)
 {
-	/* Only Vulkan picks kernels; a named DB is checked on any backend. */
-	bool want_db = !a->no_tuning && (a->tuning || c->open.backend == HALO_BACKEND_VULKAN);
+	/* Only Vulkan picks kernels from a database; a named DB is checked on
+	 * any backend. */
+	bool want_db = !a->no_tuning && (a->tuning || strcmp(c->open.backend, "vulkan") == 0);
 	if (want_db && !cli_tuning_open(cmd, a->tuning, false, tuning, err, errlen))
 		return NULL;
 	c->open.tuning = tuning->db;

@@ -19,7 +19,7 @@
 static void bench_usage(FILE *out)
 {
 	fputs("usage: halo bench BUNDLE.halo [-p N] [-n N] [-r N] [--output md|json]\n"
-	      "                  [--backend ref|vulkan] [--device N] [--tuning FILE | --no-tuning]\n"
+	      "                  [--backend NAME] [--device N] [--tuning FILE | --no-tuning]\n"
 	      "                  [--validate]\n"
 	      "\n"
 	      "Times prompt processing (ppN: an N-token prompt from an empty context) and\n"
@@ -33,8 +33,8 @@ static void bench_usage(FILE *out)
 	      "  -n, --n-gen N        generated tokens of the tg test; 0 skips it (default 128)\n"
 	      "  -r, --repetitions N  timed runs of each test (default 5)\n"
 	      "  -o, --output FMT     md (default) or json\n"
-	      "  --backend NAME       ref or vulkan (default)\n"
-	      "  --device N           Vulkan device index (halo devices)\n"
+	      "  --backend NAME       ref, vulkan (default), cuda or hip\n"
+	      "  --device N           Vulkan device index (halo devices), or the CUDA/HIP device ordinal\n"
 	      "  --tuning FILE        the tuning DB to pick kernel tiles from (as halo run)\n"
 	      "  --no-tuning          the compiler's heuristic tiles everywhere\n"
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
@@ -303,7 +303,7 @@ int cmd_bench(int argc, char **argv)
 			 halo_model_validation_messages(st.model));
 		ok = false;
 	}
-	const char *backend = c.open.backend == HALO_BACKEND_REF ? "ref" : "vulkan";
+	const char *backend = c.open.backend;
 	if (ok && b.json)
 		print_json(a.bundle, backend, r, n, b.reps);
 	else if (ok)

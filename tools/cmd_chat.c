@@ -31,7 +31,7 @@
 
 static void chat_usage(FILE *out)
 {
-	fputs("usage: halo chat BUNDLE.halo [--system S] [--n-predict N] [--backend ref|vulkan]\n"
+	fputs("usage: halo chat BUNDLE.halo [--system S] [--n-predict N] [--backend NAME]\n"
 	      "                 [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
 	      "                 [--spec none|mtp] [--draft-n K] [--draft-fixed] [--validate]\n"
 	      "                 [--tuning FILE | --no-tuning]\n"

@@ -23,7 +23,7 @@
 static void run_usage(FILE *out)
 {
 	fputs("usage: halo run BUNDLE.halo (--tokens ID,ID,... | --prompt TEXT | --prompt-file F)\n"
-	      "                [--chat] [--system S] [--n-predict N] [--backend ref|vulkan]\n"
+	      "                [--chat] [--system S] [--n-predict N] [--backend NAME]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
 	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
 	      "                [--draft-n K] [--draft-fixed] [--tuning FILE | --no-tuning]\n"
@@ -42,8 +42,9 @@ static void run_usage(FILE *out)
 	      "                       template (and the assistant's generation prompt)\n"
 	      "  --system S           with --chat: a system message before the user turn\n"
 	      "  --n-predict N        the most tokens to generate (default 16)\n"
-	      "  --backend NAME       ref (CPU reference, f32) or vulkan (default)\n"
-	      "  --device N           Vulkan device index (see halo devices; default: first GPU)\n"
+	      "  --backend NAME       ref (CPU reference, f32), vulkan (default), cuda or hip\n"
+	      "  --device N           Vulkan device index (see halo devices; default: first GPU),\n"
+	      "                       or the CUDA/HIP device ordinal\n"
 	      "  --temp T             sampling temperature (also --temperature); 0 = greedy\n"
 	      "                       (default 0)\n"
 	      "  --top-k K            keep the K most likely tokens (default 0 = off)\n"

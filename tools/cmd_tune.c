@@ -478,7 +478,7 @@ static void tuner_free(tuner *t)
 
 static bool open_model(tuner *t, const tune_args *a, char *err, size_t errlen)
 {
-	halo_open_options o = {.backend = HALO_BACKEND_VULKAN, .device = t->cfg->device, .validation = a->validate,
+	halo_open_options o = {.backend = "vulkan", .device = t->cfg->device, .validation = a->validate,
 			       .tune = true};
 	t->model = halo_model_open(a->bundle, &o, err, errlen);
 	if (!t->model || !check_entries(a, t->model, err, errlen))

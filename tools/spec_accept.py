@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """MTP draft acceptance of a bundle on held-out text, as a table.
 
-usage: spec_accept.py HALO BUNDLE IDS.i32 [--backend ref|vulkan] [--prompts N]
+usage: spec_accept.py HALO BUNDLE IDS.i32 [--backend NAME (ref, vulkan, cuda, hip)] [--prompts N]
        [--prompt-len L] [--n-predict M] [--k 1,2,3,4]
 
 Takes N prompts of L tokens from IDS.i32 (little-endian int32 ids, e.g.

@@ -38,27 +38,34 @@ void *mc_read_file(const char *path, size_t *n)
 
 void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path, bool f16)
 {
-	mc_compile_for(model_rel, hf_rel, out_path, f16, HALO_BACKEND_VULKAN);
+	mc_compile_for(model_rel, hf_rel, out_path, f16, "vulkan");
 }
 
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
-		    halo_backend_kind backend)
+		    const char *backend)
 {
+	int gpu = halo_target_find(backend);
 	char model[4096], hf[4096], err[2048];
 	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
-				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .ref_only = backend == HALO_BACKEND_REF};
+				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .ref_only = strcmp(backend, "ref") == 0,
+				.targets = gpu > HALO_TARGET_VULKAN ? 1u << HALO_TARGET_VULKAN | 1u << gpu : 0};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile %s: %s\n", model_rel, err);
 		exit(1);
 	}
 }
 
-halo_model *mc_open(const char *bundle, halo_backend_kind backend)
+bool mc_is_vulkan(const char *backend)
+{
+	return strcmp(backend, "vulkan") == 0;
+}
+
+halo_model *mc_open(const char *bundle, const char *backend)
 {
 	char err[2048];
-	halo_open_options o = {.backend = backend, .device = -1, .validation = backend == HALO_BACKEND_VULKAN};
+	halo_open_options o = {.backend = backend, .device = -1, .validation = mc_is_vulkan(backend)};
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "FAIL: open %s: %s\n", bundle, err);

@@ -29,12 +29,16 @@ const char *mc_source_path(const char *rel);
 void *mc_read_file(const char *path, size_t *n);
 /* Compiles models/<model> with the checkpoint dir into out_path; exits on failure. */
 void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path, bool f16);
-/* The same for one backend: for ref, a bundle without GPU kernels (their
- * compile is most of a sanitized test's time, and ref never runs them). */
+/* The same for one backend (a registry name): for ref, a bundle without GPU
+ * kernels (their compile is most of a sanitized test's time, and ref never
+ * runs them); for cuda and hip, Vulkan's and that target's kernels. */
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
-		    halo_backend_kind backend);
-/* Opens a model and a session; exits on failure. */
-halo_model *mc_open(const char *bundle, halo_backend_kind backend);
+		    const char *backend);
+/* Opens a model on a backend (a registry name; validation on with vulkan);
+ * exits on failure. */
+halo_model *mc_open(const char *bundle, const char *backend);
+/* Whether the backend is "vulkan" (tests turn validation on for it). */
+bool mc_is_vulkan(const char *backend);
 halo_session *mc_session(halo_model *m);
 
 /* A bundle opened for inspection: its manifest parsed and its weights

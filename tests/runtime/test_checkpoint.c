@@ -62,7 +62,7 @@ static void feed_final(halo_session *s, const int32_t *toks, float *rows, int64_
 
 /* Tokens [0, P) of the fixture prompt as the context, [P, P + K) as a detour
  * (drafts that get rejected), [P + K, P + K + J) as the final sequence. */
-static void check_rollback(const char *family, halo_backend_kind backend)
+static void check_rollback(const char *family, const char *backend)
 {
 	char model[128], dir[128], prompt[160], bundle[128], err[2048];
 	snprintf(model, sizeof(model), "models/%s.yaml", family);
@@ -115,7 +115,7 @@ static void check_rollback(const char *family, halo_backend_kind backend)
 
 int main(int argc, char **argv)
 {
-	halo_backend_kind backend = argc > 1 && strcmp(argv[1], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
+	const char *backend = argc > 1 ? argv[1] : "ref";
 	char dir[64], bundle[64], err[2048];
 	snprintf(dir, sizeof(dir), "ckpt_cfg_%d", (int)getpid());
 	snprintf(bundle, sizeof(bundle), "ckpt_%d.halo", (int)getpid());

@@ -221,7 +221,7 @@ static void check_kept(const mc_bundle *kept, const mc_bundle *f32, const tensor
 	free(x);
 }
 
-static float *run_logits(const char *bundle, halo_backend_kind backend, const int32_t *prompt, const int32_t *feed)
+static float *run_logits(const char *bundle, const char *backend, const int32_t *prompt, const int32_t *feed)
 {
 	char err[2048];
 	halo_model *m = mc_open(bundle, backend);
@@ -298,16 +298,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N_DECODE; i++)
 		feed[i] = (i * 53 + 5) % VOCAB;
 	size_t n = (size_t)(N_PROMPT + N_DECODE) * VOCAB;
-	float *ref = run_logits(merged_path, HALO_BACKEND_REF, prompt, feed);
+	float *ref = run_logits(merged_path, "ref", prompt, feed);
 	if (vulkan) {
-		float *got = run_logits(merged_path, HALO_BACKEND_VULKAN, prompt, feed);
+		float *got = run_logits(merged_path, "vulkan", prompt, feed);
 		MC_CHECK(mc_rows_close("vulkan vs ref, the merged fp8 bundle", got, ref, N_PROMPT + N_DECODE, VOCAB,
 				       2e-4),
 			 "vulkan's logits differ from ref's");
 		free(got);
 	} else {
-		float *want = run_logits(f32_path, HALO_BACKEND_REF, prompt, feed);
-		float *unmerged = run_logits(kept_path, HALO_BACKEND_REF, prompt, feed);
+		float *want = run_logits(f32_path, "ref", prompt, feed);
+		float *unmerged = run_logits(kept_path, "ref", prompt, feed);
 		MC_CHECK(mc_bitwise("ref: merged fp8 vs dequantized f32", ref, want, n), "the logits differ");
 		MC_CHECK(mc_bitwise("ref: kept fp8 vs dequantized f32", unmerged, want, n), "the logits differ");
 		free(want);

@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_gdn_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]\n");
 		return 2;
 	}
-	halo_backend_kind backend = strcmp(argv[1], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
+	const char *backend = argv[1];
 	char model[128], dir[256], bundle[128];
 	snprintf(model, sizeof(model), "models/%s.yaml", argv[2]);
 	if (argc == 4)

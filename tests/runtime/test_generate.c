@@ -152,7 +152,7 @@ static void test_continue(run *r)
 static int text_tests(const char *bundle)
 {
 	char err[1024];
-	run r = {.m = mc_open(bundle, HALO_BACKEND_REF)};
+	run r = {.m = mc_open(bundle, "ref")};
 	size_t size;
 	const void *json = halo_model_section(r.m, "tokenizer", &size);
 	halo_tokenizer *tok = json ? halo_tokenizer_load_mem(json, size, bundle, err, sizeof err) : NULL;
@@ -205,7 +205,7 @@ static int spec_tests(void)
 	char bundle[64];
 	snprintf(bundle, sizeof bundle, "generate_%d.halo", (int)getpid());
 	mc_compile("models/qwen3_next.yaml", "tests/fixtures/qwen3_next_tiny", bundle, false);
-	run r = {.m = mc_open(bundle, HALO_BACKEND_REF), .tok = byte_tokenizer()};
+	run r = {.m = mc_open(bundle, "ref"), .tok = byte_tokenizer()};
 	halo_gen_options o = {.max_tokens = 48, .draft_n = 3};
 	static const int32_t p[] = {5, 6, 7, 8};
 	int32_t plain[48];

@@ -182,7 +182,7 @@ static double check_bytes(const mc_bundle *f32, const mc_bundle *q, halo_dtype q
 }
 
 /* Prompt logits, then N_DECODE decode steps fed the tokens in `feed`. */
-static float *run_logits(const char *bundle, halo_backend_kind backend, const int32_t *prompt, const int32_t *feed,
+static float *run_logits(const char *bundle, const char *backend, const int32_t *prompt, const int32_t *feed,
 			 int64_t vocab)
 {
 	char err[2048];
@@ -234,9 +234,9 @@ int main(int argc, char **argv)
 		prompt[i] = (int32_t)((i * 37 + 11) % vocab);
 	for (int i = 0; i < N_DECODE; i++)
 		feed[i] = (int32_t)((i * 53 + 5) % vocab);
-	float *want = run_logits(f32_path, HALO_BACKEND_REF, prompt, feed, vocab);
-	float *half = run_logits(f16_path, HALO_BACKEND_REF, prompt, feed, vocab);
-	float *got = run_logits(q_path, vulkan ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF, prompt, feed, vocab);
+	float *want = run_logits(f32_path, "ref", prompt, feed, vocab);
+	float *half = run_logits(f16_path, "ref", prompt, feed, vocab);
+	float *got = run_logits(q_path, vulkan ? "vulkan" : "ref", prompt, feed, vocab);
 	double worst = 0, worst_tol = 0, base = 2.0 * sqrt((double)c->n_q) * eps;
 	int worst_row = -1;
 	for (int r = 0; r < N_PROMPT + N_DECODE; r++) {
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 	printf("quantized vs f32 logits: eps %.4g (f16 %.3g), base tolerance %.3g; closest row %d: %.4g of %.4g\n",
 	       eps, eps16, base, worst_row, worst, worst_tol);
 	if (vulkan) {
-		float *ref = run_logits(q_path, HALO_BACKEND_REF, prompt, feed, vocab);
+		float *ref = run_logits(q_path, "ref", prompt, feed, vocab);
 		MC_CHECK(mc_rows_close("vulkan vs ref, same quantized bundle", got, ref, N_PROMPT + N_DECODE,
 				       (size_t)vocab, 2e-4),
 			 "vulkan's quantized logits differ from ref's");

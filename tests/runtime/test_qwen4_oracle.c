@@ -111,7 +111,7 @@ static int run_self(void)
 	char bundle[128];
 	snprintf(bundle, sizeof(bundle), "qwen4_self_%d.halo", (int)getpid());
 	compile_ref(bundle);
-	halo_model *m = mc_open(bundle, HALO_BACKEND_REF);
+	halo_model *m = mc_open(bundle, "ref");
 	int32_t prompt[PROMPT_LEN];
 	self_prompt(prompt);
 	size_t V = 256;

@@ -373,7 +373,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_spec_exact greedy|sampled ref|vulkan FAMILY N_TOKENS K,K,...\n");
 		return 2;
 	}
-	halo_backend_kind backend = strcmp(argv[2], "vulkan") == 0 ? HALO_BACKEND_VULKAN : HALO_BACKEND_REF;
+	const char *backend = argv[2];
 	char model[256], fixture[256], bundle[64], path[300], err[2048];
 	snprintf(model, sizeof(model), "models/%s.yaml", argv[3]);
 	snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_tiny", argv[3]);

@@ -11,7 +11,7 @@ expect 0 "usage: halo serve" serve --help
 expect 2 "no bundle given" serve
 expect 2 "--port wants" serve x.halo --port 70000
 expect 2 "--parallel wants" serve x.halo --parallel 0
-expect 2 "--backend is ref or vulkan" serve x.halo --backend cuda
+expect 2 "--backend: unknown backend 'metal' (known: ref, vulkan, cuda, hip)" serve x.halo --backend metal
 expect 2 "--draft-n needs --spec mtp" serve x.halo --draft-n 2
 expect 1 "x.halo" serve "$work/x.halo" --backend ref --port 0
 

@@ -17,7 +17,7 @@ expect 2 "-r wants a whole number in \[1, 1000\]" bench "$bundle" -r 0
 expect 2 "--output wants md or json" bench "$bundle" -o csv
 expect 2 "leave nothing to time" bench "$bundle" -p 0 -n 0
 expect 2 "unknown option '--temp'" bench "$bundle" --temp 1
-expect 2 "--backend is ref or vulkan" bench "$bundle" --backend cuda
+expect 2 "--backend: unknown backend 'metal' (known: ref, vulkan, cuda, hip)" bench "$bundle" --backend metal
 expect 1 "does not fit the bundle's context of 512" bench "$bundle" --backend ref -p 4096
 expect 1 "no such file\|cannot open\|No such file" bench "$work/missing.halo" --backend ref
 

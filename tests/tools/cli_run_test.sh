@@ -44,7 +44,10 @@ expect 0 "context 256 tokens" compile --hf "$fix" --ctx 256 -o "$work/ctx.halo"
 	cmp -s "$work/ctx.out" "$work/full.out" || fail "--ctx 256 generated other tokens than the default context"
 expect 2 "give the prompt: --tokens, --prompt or --prompt-file" run "$bundle"
 expect 2 "comma-separated" run "$bundle" --tokens 1,,2
-expect 2 "--backend is ref or vulkan" run "$bundle" --tokens 1 --backend cuda
+expect 2 "--backend: unknown backend 'metal' (known: ref, vulkan, cuda, hip)" run "$bundle" --tokens 1 --backend metal
+# A bundle without sm_90 PTX is refused by the cuda backend before it looks
+# for a driver or a device, so on any machine.
+expect 1 "cuda backend: the bundle has no 'ptx-sm90' section" run "$bundle" --tokens 1 --backend cuda
 expect 2 "--top-p wants" run "$bundle" --tokens 1 --top-p 2
 expect 1 "outside the vocabulary" run "$bundle" --backend ref --tokens 1,999
 expect 1 "no such file\|cannot open\|No such file" run "$work/missing.halo" --backend ref --tokens 1

@@ -23,7 +23,7 @@
 
 static void print_usage(FILE *out)
 {
-	fputs("usage: halo serve BUNDLE.halo [--backend ref|vulkan] [--device N] [--host ADDR] [--port N]\n"
+	fputs("usage: halo serve BUNDLE.halo [--backend NAME] [--device N] [--host ADDR] [--port N]\n"
 	      "                  [--parallel N] [--queue N] [--max-body BYTES] [--spec none|mtp]\n"
 	      "                  [--draft-n K] [--model-name NAME] [--tuning FILE | --no-tuning]\n"
 	      "\n"
@@ -33,8 +33,9 @@ static void print_usage(FILE *out)
 	      "stop it (waiting requests get 503, running ones are cancelled).\n"
 	      "\n"
 	      "options:\n"
-	      "  --backend NAME       ref (CPU reference, f32) or vulkan (default)\n"
-	      "  --device N           Vulkan device index (see halo devices; default: first GPU)\n"
+	      "  --backend NAME       ref (CPU reference, f32), vulkan (default), cuda or hip\n"
+	      "  --device N           Vulkan device index (see halo devices; default: first GPU),\n"
+	      "                       or the CUDA/HIP device ordinal\n"
 	      "  --host ADDR          the address to listen on (default 127.0.0.1: this machine\n"
 	      "                       only; 0.0.0.0 or :: for every interface)\n"
 	      "  --port N             the TCP port (default 8080; 0 picks a free one)\n"
@@ -122,13 +123,12 @@ static void default_model_name(const char *bundle, char *out, size_t len)
 static int check_args(const serve_args *a, serve_config *c)
 {
 	int64_t port, parallel, queue, max_body, device, draft_n;
-	c->open = (halo_open_options){.backend = HALO_BACKEND_VULKAN, .device = -1};
+	char why[256];
+	c->open = (halo_open_options){.backend = a->backend ? a->backend : "vulkan", .device = -1};
 	if (!a->bundle)
 		return cli_usage_error("serve", "%s", "no bundle given");
-	if (a->backend && strcmp(a->backend, "ref") == 0)
-		c->open.backend = HALO_BACKEND_REF;
-	else if (a->backend && strcmp(a->backend, "vulkan") != 0)
-		return cli_usage_error("serve", "--backend is ref or vulkan, not '%s'", a->backend);
+	if (!halo_backend_check(c->open.backend, why, sizeof(why)))
+		return cli_usage_error("serve", "--backend: %s", why);
 	if (!take_count(a->device, 0, 255, -1, &device))
 		return cli_usage_error("serve", "--device wants an index, got '%s'", a->device);
 	if (!take_count(a->port, 0, 65535, 8080, &port))
@@ -233,7 +233,7 @@ static bool check_drafter(const serve_config *c, const halo_model *m, const char
 static bool start(server *s, const serve_args *a, const serve_config *c, char *err, size_t errlen)
 {
 	halo_open_options open = c->open;
-	bool want_db = !a->no_tuning && (a->tuning || open.backend == HALO_BACKEND_VULKAN);
+	bool want_db = !a->no_tuning && (a->tuning || strcmp(open.backend, "vulkan") == 0);
 	if (want_db && !cli_tuning_open("serve", a->tuning, false, &s->tuning, err, errlen))
 		return false;
 	open.tuning = s->tuning.db;

@@ -1,0 +1,133 @@
+/* The GPU-module backends (runtime/drivers: cuda, hip) on the dense qwen3
+ * fixture, whose every kernel has a HIP twin.
+ *
+ * usage: test_gpu_backend refuse|oracle cuda|hip
+ *
+ * refuse: a bundle compiled without the backend's target (--targets
+ * ref,vulkan) is refused with an error naming the missing section, before
+ * the backend looks for its library or a device: runs on any machine.
+ *
+ * oracle: the bundle compiled with --targets ref,vulkan,<target> runs a
+ * short prefill (every row's logits) and decode steps on the backend and on
+ * the ref backend, whose logits must agree per row within 1e-4 relative L2
+ * (the qwen3_oracle tolerance: f32 on both sides, differing in summation
+ * order only), with the same greedy tokens. Exits 77 (skipped) when the
+ * backend's library cannot be opened or finds no device (halo_backend_probe,
+ * before the compile) or clang-19 is missing, unless HALO_REQUIRE_GPU=1,
+ * which makes that a failure (for the GPU machine). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/sample.h"
+#include "tests/runtime/model_check.h"
+
+#define FIX "tests/fixtures/qwen3_tiny/"
+enum { VOCAB = 256, N_PREFILL = 12, N_DECODE = 8 };
+
+static void check_refused(const char *backend)
+{
+	char bundle[64], err[2048] = "", want[128];
+	snprintf(bundle, sizeof(bundle), "gpu_refuse_%s_%d.halo", backend, (int)getpid());
+	mc_compile("models/qwen3.yaml", FIX, bundle, false); /* ref and vulkan */
+	halo_open_options o = {.backend = backend, .device = -1};
+	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
+	snprintf(want, sizeof(want), "%s backend: the bundle has no '%s' section", backend,
+		 halo_targets[halo_target_find(backend)].section);
+	MC_CHECK(!m && strstr(err, want), "open a bundle without %s code: want '%s', got '%s'", backend, want,
+		 m ? "opened" : err);
+	printf("refused: %s\n", err);
+	halo_model_close(m);
+	remove(bundle);
+}
+
+/* Prefill's rows then each decode step's, on one session of m. */
+static void run_steps(halo_model *m, const int32_t *prompt, float *out)
+{
+	char err[2048];
+	halo_session *s = mc_session(m);
+	MC_CHECK(halo_session_prefill(s, prompt, N_PREFILL, out, NULL, err, sizeof(err)), "prefill: %s", err);
+	for (int i = 0; i < N_DECODE; i++)
+		MC_CHECK(halo_session_step(s, "decode", &prompt[N_PREFILL + i], 1, out + (N_PREFILL + i) * VOCAB, err,
+					   sizeof(err)),
+			 "decode %d: %s", i, err);
+	halo_session_free(s);
+}
+
+/* Exits 77 with why, or 1 under HALO_REQUIRE_GPU=1. */
+static void skip(const char *why)
+{
+	const char *require = getenv("HALO_REQUIRE_GPU");
+	if (require && strcmp(require, "1") == 0) {
+		fprintf(stderr, "FAIL (HALO_REQUIRE_GPU=1): %s\n", why);
+		exit(1);
+	}
+	printf("SKIP: %s (HALO_REQUIRE_GPU=1 makes this a failure)\n", why);
+	exit(77);
+}
+
+static halo_model *open_gpu(const char *bundle, const char *backend)
+{
+	char err[2048];
+	halo_open_options o = {.backend = backend, .device = -1};
+	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
+	if (m)
+		return m;
+	remove(bundle);
+	fprintf(stderr, "FAIL: open %s on %s: %s\n", bundle, backend, err);
+	exit(1);
+}
+
+static void check_oracle(const char *backend)
+{
+	size_t n;
+	int32_t *prompt = mc_read_file(mc_source_path(FIX "prompt_tokens.i32"), &n);
+	MC_CHECK(n >= sizeof(int32_t) * (N_PREFILL + N_DECODE), "the fixture's prompt is too short");
+	/* The driver and a device first: without them the compile is wasted. */
+	char why[2048];
+	if (!halo_backend_probe(backend, -1, why, sizeof(why)))
+		skip(why);
+	/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh. */
+	if (!getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
+		skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");
+	char bundle[64];
+	snprintf(bundle, sizeof(bundle), "gpu_oracle_%s_%d.halo", backend, (int)getpid());
+	mc_compile_for("models/qwen3.yaml", FIX, bundle, false, backend);
+	halo_model *gpu = open_gpu(bundle, backend);
+	halo_model *ref = mc_open(bundle, "ref");
+	enum { ROWS = N_PREFILL + N_DECODE };
+	float *got = calloc((size_t)ROWS * VOCAB, sizeof(float)), *want = calloc((size_t)ROWS * VOCAB, sizeof(float));
+	run_steps(gpu, prompt, got);
+	run_steps(ref, prompt, want);
+	char what[64];
+	snprintf(what, sizeof(what), "%s vs ref: prefill and decode logits", backend);
+	MC_CHECK(mc_rows_close(what, got, want, ROWS, VOCAB, 1e-4), "%s", what);
+	for (int r = 0; r < ROWS; r++)
+		MC_CHECK(halo_argmax(got + r * VOCAB, VOCAB) == halo_argmax(want + r * VOCAB, VOCAB),
+			 "row %d: greedy token %d on %s, %d on ref", r, halo_argmax(got + r * VOCAB, VOCAB), backend,
+			 halo_argmax(want + r * VOCAB, VOCAB));
+	free(got);
+	free(want);
+	halo_model_close(gpu);
+	halo_model_close(ref);
+	remove(bundle);
+	free(prompt);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 || (strcmp(argv[1], "refuse") != 0 && strcmp(argv[1], "oracle") != 0) ||
+	    (strcmp(argv[2], "cuda") != 0 && strcmp(argv[2], "hip") != 0)) {
+		fprintf(stderr, "usage: test_gpu_backend refuse|oracle cuda|hip\n");
+		return 2;
+	}
+	if (strcmp(argv[1], "refuse") == 0)
+		check_refused(argv[2]);
+	else
+		check_oracle(argv[2]);
+	if (mc_failures)
+		return 1;
+	printf("gpu backend %s %s: ok\n", argv[1], argv[2]);
+	return 0;
+}
