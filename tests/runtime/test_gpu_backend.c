@@ -1,7 +1,7 @@
 /* The GPU-module backends (runtime/drivers: cuda, hip) on the dense qwen3
  * fixture, whose every kernel has a HIP twin.
  *
- * usage: test_gpu_backend refuse|oracle cuda|hip
+ * usage: test_gpu_backend refuse|oracle cuda|hip [BUNDLE]
  *
  * refuse: a bundle compiled without the backend's target (--targets
  * ref,vulkan) is refused with an error naming the missing section, before
@@ -14,7 +14,10 @@
  * order only), with the same greedy tokens. Exits 77 (skipped) when the
  * backend's library cannot be opened or finds no device (halo_backend_probe,
  * before the compile) or clang-19 is missing, unless HALO_REQUIRE_GPU=1,
- * which makes that a failure (for the GPU machine). */
+ * which makes that a failure (for the GPU machine). BUNDLE (oracle only): the
+ * fixture already compiled with the target (the GPU machine has no clang-19:
+ * tools/gpu/pack.sh compiles it here and tools/gpu/gpu-backend.sh runs it
+ * there); it is read, never removed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,19 +70,20 @@ static void skip(const char *why)
 	exit(77);
 }
 
-static halo_model *open_gpu(const char *bundle, const char *backend)
+static halo_model *open_gpu(const char *bundle, const char *backend, bool own)
 {
 	char err[2048];
 	halo_open_options o = {.backend = backend, .device = -1};
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (m)
 		return m;
-	remove(bundle);
+	if (own)
+		remove(bundle);
 	fprintf(stderr, "FAIL: open %s on %s: %s\n", bundle, backend, err);
 	exit(1);
 }
 
-static void check_oracle(const char *backend)
+static void check_oracle(const char *backend, const char *given)
 {
 	size_t n;
 	int32_t *prompt = mc_read_file(mc_source_path(FIX "prompt_tokens.i32"), &n);
@@ -88,13 +92,17 @@ static void check_oracle(const char *backend)
 	char why[2048];
 	if (!halo_backend_probe(backend, -1, why, sizeof(why)))
 		skip(why);
-	/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh. */
-	if (!getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
-		skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");
-	char bundle[64];
-	snprintf(bundle, sizeof(bundle), "gpu_oracle_%s_%d.halo", backend, (int)getpid());
-	mc_compile_for("models/qwen3.yaml", FIX, bundle, false, backend);
-	halo_model *gpu = open_gpu(bundle, backend);
+	char bundle[1024];
+	if (given) {
+		snprintf(bundle, sizeof(bundle), "%s", given);
+	} else {
+		/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh. */
+		if (!getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
+			skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");
+		snprintf(bundle, sizeof(bundle), "gpu_oracle_%s_%d.halo", backend, (int)getpid());
+		mc_compile_for("models/qwen3.yaml", FIX, bundle, false, backend);
+	}
+	halo_model *gpu = open_gpu(bundle, backend, !given);
 	halo_model *ref = mc_open(bundle, "ref");
 	enum { ROWS = N_PREFILL + N_DECODE };
 	float *got = calloc((size_t)ROWS * VOCAB, sizeof(float)), *want = calloc((size_t)ROWS * VOCAB, sizeof(float));
@@ -111,21 +119,23 @@ static void check_oracle(const char *backend)
 	free(want);
 	halo_model_close(gpu);
 	halo_model_close(ref);
-	remove(bundle);
+	if (!given)
+		remove(bundle);
 	free(prompt);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "refuse") != 0 && strcmp(argv[1], "oracle") != 0) ||
+	bool refuse = argc >= 2 && strcmp(argv[1], "refuse") == 0;
+	if (argc < 3 || argc > (refuse ? 3 : 4) || (!refuse && strcmp(argv[1], "oracle") != 0) ||
 	    (strcmp(argv[2], "cuda") != 0 && strcmp(argv[2], "hip") != 0)) {
-		fprintf(stderr, "usage: test_gpu_backend refuse|oracle cuda|hip\n");
+		fprintf(stderr, "usage: test_gpu_backend refuse|oracle cuda|hip [BUNDLE]\n");
 		return 2;
 	}
-	if (strcmp(argv[1], "refuse") == 0)
+	if (refuse)
 		check_refused(argv[2]);
 	else
-		check_oracle(argv[2]);
+		check_oracle(argv[2], argc == 4 ? argv[3] : NULL);
 	if (mc_failures)
 		return 1;
 	printf("gpu backend %s %s: ok\n", argv[1], argv[2]);

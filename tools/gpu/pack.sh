@@ -4,6 +4,9 @@
 #                     PACK_TESTS=0) the Vulkan test programs
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
 # .devrun/deb/        Debian's validation layer (the tests run with it on)
+# .devrun/qwen3_tiny_cuda.halo  the qwen3 fixture compiled with the cuda-sm90
+#                     target (the GPU machine has no clang-19 to make PTX):
+#                     tools/gpu/gpu-backend.sh runs it
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -19,7 +22,7 @@ grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
 grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
-progs="tools/halo tests/runtime/test_qwen3_oracle bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
+progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
 ninja -C build-dev $progs
 kernel_tests=""
 if [ "${PACK_TESTS:-1}" != 0 ]; then
@@ -46,6 +49,8 @@ ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
+build-dev/tools/halo compile --model models/qwen3.yaml --hf tests/fixtures/qwen3_tiny --targets ref,vulkan,cuda \
+	-o .devrun/qwen3_tiny_cuda.halo
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
 	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
