@@ -11,5 +11,6 @@ cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
 mkdir -p "$out"
-HALO_REQUIRE_GPU=1 "$HALO_BIN/test_gpu_backend" oracle cuda .devrun/qwen3_tiny_cuda.halo 2>&1 |
+xz -dc .devrun/qwen3_tiny_cuda.halo.xz > /tmp/qwen3_tiny_cuda.halo
+HALO_REQUIRE_GPU=1 "$HALO_BIN/test_gpu_backend" oracle cuda /tmp/qwen3_tiny_cuda.halo 2>&1 |
 	tee "$out/gpu-backend.txt"
