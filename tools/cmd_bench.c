@@ -18,19 +18,22 @@
 
 static void bench_usage(FILE *out)
 {
-	fputs("usage: halo bench BUNDLE.halo [-p N] [-n N] [-r N] [--output md|json]\n"
+	fputs("usage: halo bench BUNDLE.halo [-p N] [-n N] [-d N] [-r N] [--output md|json]\n"
 	      "                  [--backend NAME] [--device N] [--tuning FILE | --no-tuning]\n"
 	      "                  [--validate]\n"
 	      "\n"
 	      "Times prompt processing (ppN: an N-token prompt from an empty context) and\n"
 	      "generation (tgN: N decode steps of one token from an empty context) on one\n"
 	      "loaded bundle, as llama-bench does: each test once untimed, then repeated.\n"
-	      "Prints a table of tokens/s (mean and standard deviation over the repetitions)\n"
-	      "on stdout.\n"
+	      "With -d D both start from a context already holding D tokens (prefilled,\n"
+	      "untimed, before every run: ppN @ dD, tgN @ dD), which times attention over\n"
+	      "a long cache. Prints a table of tokens/s (mean and standard deviation over\n"
+	      "the repetitions) on stdout.\n"
 	      "\n"
 	      "options:\n"
 	      "  -p, --n-prompt N     prompt tokens of the pp test; 0 skips it (default 512)\n"
 	      "  -n, --n-gen N        generated tokens of the tg test; 0 skips it (default 128)\n"
+	      "  -d, --n-depth N      tokens already in the context when each test starts (default 0)\n"
 	      "  -r, --repetitions N  timed runs of each test (default 5)\n"
 	      "  -o, --output FMT     md (default) or json\n"
 	      "  --backend NAME       ref, vulkan (default), cuda or hip\n"
@@ -43,7 +46,7 @@ static void bench_usage(FILE *out)
 }
 
 typedef struct {
-	const char *bundle, *n_prompt, *n_gen, *reps, *output;
+	const char *bundle, *n_prompt, *n_gen, *depth, *reps, *output;
 	bool help;
 	cli_gen_args gen;
 } bench_args;
@@ -72,6 +75,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
 			 cli_take_value("bench", argc, argv, &i, "--n-prompt", &a->n_prompt, &rc) ||
 			 cli_take_value("bench", argc, argv, &i, "-n", &a->n_gen, &rc) ||
 			 cli_take_value("bench", argc, argv, &i, "--n-gen", &a->n_gen, &rc) ||
+			 cli_take_value("bench", argc, argv, &i, "-d", &a->depth, &rc) ||
+			 cli_take_value("bench", argc, argv, &i, "--n-depth", &a->depth, &rc) ||
 			 cli_take_value("bench", argc, argv, &i, "-r", &a->reps, &rc) ||
 			 cli_take_value("bench", argc, argv, &i, "--repetitions", &a->reps, &rc) ||
 			 cli_take_value("bench", argc, argv, &i, "-o", &a->output, &rc) ||
@@ -89,7 +94,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
 }
 
 typedef struct {
-	int64_t n_prompt, n_gen, reps;
+	int64_t n_prompt, n_gen, depth, reps;
 	bool json;
 } bench_config;
 
@@ -114,6 +119,7 @@ static int check_args(const bench_args *a, bench_config *b, cli_gen_config *c)
 	*b = (bench_config){.n_prompt = 512, .n_gen = 128, .reps = 5};
 	int rc = count_flag("-p", a->n_prompt, 0, INT32_MAX, &b->n_prompt);
 	rc = rc ? rc : count_flag("-n", a->n_gen, 0, INT32_MAX, &b->n_gen);
+	rc = rc ? rc : count_flag("-d", a->depth, 0, INT32_MAX, &b->depth);
 	rc = rc ? rc : count_flag("-r", a->reps, 1, 1000, &b->reps);
 	if (rc)
 		return rc;
@@ -129,8 +135,9 @@ static int check_args(const bench_args *a, bench_config *b, cli_gen_config *c)
 typedef struct {
 	halo_model *model;
 	halo_session *session;
-	int32_t *tokens;
+	int32_t *tokens; /* the depth's tokens, then the test's */
 	float *logits;
+	int64_t depth;
 	cli_tuning tuning;
 } bench_state;
 
@@ -141,25 +148,33 @@ static int32_t token_at(int64_t i, int64_t vocab)
 	return (int32_t)(1 + i % span);
 }
 
-/* One run of a test from an empty session; its seconds in *s. */
+/* An emptied session, then the depth's tokens prefilled (untimed). */
+static bool start_at_depth(bench_state *st, char *err, size_t errlen)
+{
+	return halo_session_reset(st->session, err, errlen) &&
+	       (!st->depth || halo_session_prefill(st->session, st->tokens, st->depth, NULL, st->logits, err, errlen));
+}
+
+/* One run of a test from a session holding the depth; its seconds in *s. */
 static bool run_pp(bench_state *st, int64_t n, double *s, char *err, size_t errlen)
 {
-	if (!halo_session_reset(st->session, err, errlen))
+	if (!start_at_depth(st, err, errlen))
 		return false;
 	double t0 = cli_now_s();
-	bool ok = halo_session_prefill(st->session, st->tokens, n, NULL, st->logits, err, errlen);
+	bool ok = halo_session_prefill(st->session, st->tokens + st->depth, n, NULL, st->logits, err, errlen);
 	*s = cli_now_s() - t0;
 	return ok;
 }
 
 static bool run_tg(bench_state *st, int64_t n, double *s, char *err, size_t errlen)
 {
-	if (!halo_session_reset(st->session, err, errlen))
+	if (!start_at_depth(st, err, errlen))
 		return false;
+	const int32_t *tok = st->tokens + st->depth;
 	double t0 = cli_now_s();
 	bool ok = true;
 	for (int64_t i = 0; ok && i < n; i++)
-		ok = halo_session_step(st->session, "decode", &st->tokens[i], 1, st->logits, err, errlen);
+		ok = halo_session_step(st->session, "decode", &tok[i], 1, st->logits, err, errlen);
 	*s = cli_now_s() - t0;
 	return ok;
 }
@@ -167,8 +182,8 @@ static bool run_tg(bench_state *st, int64_t n, double *s, char *err, size_t errl
 typedef bool (*bench_test_fn)(bench_state *st, int64_t n, double *s, char *err, size_t errlen);
 
 typedef struct {
-	char name[32];
-	int64_t n;
+	char name[48];
+	int64_t n, depth;
 	double mean, sd; /* tokens/s over the repetitions */
 	double *ts;      /* per repetition */
 } bench_result;
@@ -223,9 +238,9 @@ static void print_json(const char *bundle, const char *backend, const bench_resu
 	for (int i = 0; i < n; i++) {
 		printf(" {\"bundle\": ");
 		put_json_str(bundle);
-		printf(", \"backend\": \"%s\", \"test\": \"%s\", \"n\": %lld, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
-		       "\"samples_ts\": [",
-		       backend, r[i].name, (long long)r[i].n, r[i].mean, r[i].sd);
+		printf(", \"backend\": \"%s\", \"test\": \"%s\", \"n\": %lld, \"n_depth\": %lld, \"avg_ts\": %.4f, "
+		       "\"stddev_ts\": %.4f, \"samples_ts\": [",
+		       backend, r[i].name, (long long)r[i].n, (long long)r[i].depth, r[i].mean, r[i].sd);
 		for (int64_t k = 0; k < reps; k++)
 			printf("%s%.4f", k ? ", " : "", r[i].ts[k]);
 		printf("]}%s\n", i + 1 < n ? "," : "");
@@ -251,12 +266,14 @@ static bool bench_open(bench_state *st, const bench_args *a, cli_gen_config *c, 
 	if (!st->session)
 		return false;
 	int64_t vocab = halo_model_vocab(st->model), n_ctx = halo_model_n_ctx(st->model);
-	int64_t n = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
+	int64_t n = b->depth + (b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen);
 	if (n > n_ctx) {
-		snprintf(err, errlen, "%s: a test of %lld tokens does not fit the bundle's context of %lld tokens",
-			 a->bundle, (long long)n, (long long)n_ctx);
+		snprintf(err, errlen,
+			 "%s: a test of %lld tokens at depth %lld does not fit the bundle's context of %lld tokens",
+			 a->bundle, (long long)(n - b->depth), (long long)b->depth, (long long)n_ctx);
 		return false;
 	}
+	st->depth = b->depth;
 	st->tokens = malloc((size_t)n * sizeof *st->tokens + 1);
 	st->logits = malloc((size_t)vocab * sizeof *st->logits);
 	if (!st->tokens || !st->logits) {
@@ -288,15 +305,21 @@ int cmd_bench(int argc, char **argv)
 	bool ok = ts && bench_open(&st, &a, &c, &b, err, sizeof err);
 	if (!ts)
 		snprintf(err, sizeof err, "out of memory");
-	if (ok && b.n_prompt) {
-		snprintf(r[n].name, sizeof r[n].name, "pp%lld", (long long)b.n_prompt);
-		r[n].n = b.n_prompt;
-		ok = run_test(&st, run_pp, b.n_prompt, b.reps, &r[n++], err, sizeof err);
-	}
-	if (ok && b.n_gen) {
-		snprintf(r[n].name, sizeof r[n].name, "tg%lld", (long long)b.n_gen);
-		r[n].n = b.n_gen;
-		ok = run_test(&st, run_tg, b.n_gen, b.reps, &r[n++], err, sizeof err);
+	static const struct {
+		const char *kind;
+		bench_test_fn fn;
+	} tests[2] = {{"pp", run_pp}, {"tg", run_tg}};
+	for (int i = 0; i < 2 && ok; i++) {
+		int64_t count = i == 0 ? b.n_prompt : b.n_gen;
+		if (!count)
+			continue;
+		/* llama-bench's names: tg128, tg128 @ d32768 */
+		int len = snprintf(r[n].name, sizeof r[n].name, "%s%lld", tests[i].kind, (long long)count);
+		if (b.depth)
+			snprintf(r[n].name + len, sizeof r[n].name - (size_t)len, " @ d%lld", (long long)b.depth);
+		r[n].n = count;
+		r[n].depth = b.depth;
+		ok = run_test(&st, tests[i].fn, count, b.reps, &r[n++], err, sizeof err);
 	}
 	if (ok && halo_model_validation_messages(st.model)) {
 		snprintf(err, sizeof err, "the Vulkan validation layer reported %d messages",
