@@ -211,6 +211,10 @@ int main(void)
 	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 37, 500, 2e-5, &seed);
 	ok &= split_case(h, (att_shape){8, 2, 128, 128, 1024}, 64, 64, 1, 900, 2e-5, &seed);
 	ok &= split_case(h, (att_shape){4, 2, 32, 32, 512}, 64, 64, 21, 30, 2e-5, &seed); /* MHA-sized GQA, D 32 */
+	/* a 32k context as passes/split_attention.c splits it (63 blocks of 544
+	 * keys): decode at its last rows, and a verify step of 5 */
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 33792}, 544, 8, 1, 33791, 2e-5, &seed);
+	ok &= split_case(h, (att_shape){8, 2, 128, 128, 33792}, 544, 8, 5, 32763, 2e-5, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }
