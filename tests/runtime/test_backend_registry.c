@@ -5,18 +5,7 @@
 #include <string.h>
 
 #include "runtime/halo.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
+#include "tests/check.h"
 
 static void check_names(void)
 {
@@ -77,7 +66,7 @@ int main(void)
 	check_unknown();
 	check_probe();
 	check_open();
-	if (failures)
+	if (check_failures)
 		return 1;
 	puts("backend registry: ok");
 	return 0;
