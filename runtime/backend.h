@@ -80,6 +80,9 @@ typedef struct {
 	 * default) here, without a bundle; NULL in a backend that needs
 	 * neither (ref). Leaves nothing open. */
 	bool (*probe)(int device, char *err, size_t errlen);
+	/* halo_backend_devices for this backend; NULL in one without devices
+	 * to choose from (ref). */
+	int (*devices)(halo_device_name *out, int max, char *err, size_t errlen);
 } halo_backend_ops;
 
 extern const halo_backend_ops halo_ref_backend;

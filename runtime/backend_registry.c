@@ -45,3 +45,15 @@ bool halo_backend_probe(const char *name, int device, char *err, size_t errlen)
 	const halo_backend_ops *ops = halo_backend_lookup(name, err, errlen);
 	return ops && (!ops->probe || ops->probe(device, err, errlen));
 }
+
+int halo_backend_devices(const char *name, halo_device_name *out, int max, char *err, size_t errlen)
+{
+	const halo_backend_ops *ops = halo_backend_lookup(name, err, errlen);
+	if (!ops)
+		return -1;
+	if (ops->devices)
+		return ops->devices(out, max, err, errlen);
+	if (max > 0)
+		snprintf(out[0].name, sizeof out[0].name, "the CPU (%s backend)", ops->name);
+	return 1;
+}

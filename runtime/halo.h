@@ -35,6 +35,16 @@ bool halo_backend_check(const char *name, char *err, size_t errlen);
  * name, or for cuda and hip "<name> backend unavailable here: ..." (no
  * library, a stub library, no device). */
 bool halo_backend_probe(const char *name, int device, char *err, size_t errlen);
+/* A device as a backend names it. */
+typedef struct {
+	char name[256]; /* Vulkan's VK_MAX_PHYSICAL_DEVICE_NAME_SIZE */
+} halo_device_name;
+/* The devices backend `name` finds here, in the order --device numbers
+ * them: the first max names into out (caller owned, max >= 0). Returns how
+ * many there are (possibly more than max; 0 when the driver has none), or
+ * -1 with why in err: an unknown name, or a driver that is not here ("<name>
+ * backend unavailable here: ..."). ref has one, the CPU. */
+int halo_backend_devices(const char *name, halo_device_name *out, int max, char *err, size_t errlen);
 
 /* runtime/tuning_db.h */
 typedef struct halo_tuning_db halo_tuning_db;

@@ -731,6 +731,21 @@ static bool vk_probe(int device, char *err, size_t errlen)
 	return true;
 }
 
+static int vk_devices(halo_device_name *out, int max, char *err, size_t errlen)
+{
+	vk_device_info *info = NULL;
+	int n = 0;
+	vk_error e;
+	if (!vk_list_devices(&info, &n, &e)) {
+		vk_to_err(&e, err, errlen);
+		return -1;
+	}
+	for (int i = 0; i < n && i < max; i++)
+		snprintf(out[i].name, sizeof out[i].name, "%s", info[i].name);
+	free(info);
+	return n;
+}
+
 static int vk_validation_messages(const halo_backend *b)
 {
 	return (int)b->ctx->validation_messages;
@@ -753,4 +768,5 @@ const halo_backend_ops halo_vulkan_backend = {
 	.set_picks = vk_set_picks,
 	.device = vk_device,
 	.probe = vk_probe,
+	.devices = vk_devices,
 };

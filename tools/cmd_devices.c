@@ -1,9 +1,11 @@
-/* halo devices: the Vulkan devices `halo run --device N` can pick. */
+/* halo devices: the devices `halo run --backend NAME --device N` can pick:
+ * the Vulkan ones in detail, then every other backend's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/device_features.h"
+#include "runtime/halo.h"
 #include "runtime/vulkan/vk_device.h"
 #include "tools/commands.h"
 
@@ -19,13 +21,32 @@ static void print_ids(const vk_device_info *d)
 	printf("%s\n", shown ? "" : " none");
 }
 
+/* A backend's devices on one line each, or why it has none here. */
+static void print_backend(const char *name)
+{
+	enum { MAX = 16 };
+	halo_device_name dev[MAX];
+	char why[512];
+	int n = halo_backend_devices(name, dev, MAX, why, sizeof why);
+	if (n < 0) {
+		printf("%s: none (%s)\n", name, why);
+		return;
+	}
+	printf("%s:%s\n", name, n ? "" : " none");
+	for (int i = 0; i < n && i < MAX; i++)
+		printf("%d: %s\n", i, dev[i].name);
+	if (n > MAX)
+		printf("... and %d more\n", n - MAX);
+}
+
 int cmd_devices(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		puts("usage: halo devices\n\nLists the Vulkan devices: index, name, type, driver, subgroup size,\n"
 		     "shared memory per workgroup and device-local memory; then the ids a tuning DB\n"
 		     "keys its records by (vendor, device, driver version) and the features kernel\n"
-		     "variants may need (subgroup_shuffle, coopmat_nv).");
+		     "variants may need (subgroup_shuffle, coopmat_nv). Then, per other backend\n"
+		     "(ref, cuda, hip), its devices by --device number, or why it has none here.");
 		return 0;
 	}
 	if (argc > 1) {
@@ -39,6 +60,7 @@ int cmd_devices(int argc, char **argv)
 		fprintf(stderr, "halo devices: %s\n", err.msg);
 		return 1;
 	}
+	puts("vulkan:");
 	for (int i = 0; i < n; i++) {
 		printf("%d: %s (%s) driver %s %s, subgroup %u, shared %u KiB, %.1f GiB device-local\n", i,
 		       info[i].name, vk_device_type_name(info[i].type), info[i].driver_name, info[i].driver_info,
@@ -49,5 +71,8 @@ int cmd_devices(int argc, char **argv)
 	if (n == 0)
 		puts("no Vulkan devices");
 	free(info);
+	for (int b = 0; halo_backend_name(b); b++)
+		if (strcmp(halo_backend_name(b), "vulkan") != 0)
+			print_backend(halo_backend_name(b));
 	return 0;
 }

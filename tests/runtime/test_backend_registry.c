@@ -50,6 +50,31 @@ static void check_probe(void)
 	}
 }
 
+/* Device lists: ref's one CPU, an unknown name refused, and a GPU
+ * backend's devices where its driver is (their count agrees with a probe
+ * of device 0), else why not. */
+static void check_devices(void)
+{
+	halo_device_name dev[4];
+	char err[512] = "";
+	CHECK(halo_backend_devices("ref", dev, 4, err, sizeof(err)) == 1 && strstr(dev[0].name, "CPU"),
+	      "ref's devices: %s", err);
+	CHECK(halo_backend_devices("metal", dev, 4, err, sizeof(err)) == -1 && strstr(err, "unknown backend 'metal'"),
+	      "devices of 'metal': %s", err);
+	static const char *const gpu[] = {"cuda", "hip"};
+	for (int i = 0; i < 2; i++) {
+		err[0] = '\0';
+		int n = halo_backend_devices(gpu[i], dev, 4, err, sizeof(err));
+		char why[512] = "";
+		bool here = halo_backend_probe(gpu[i], 0, why, sizeof(why));
+		CHECK(n >= 0 || strstr(err, "unavailable here"), "devices of %s: '%s'", gpu[i], err);
+		CHECK(here == (n > 0), "%s: %d devices listed, but a probe of device 0 %s", gpu[i], n,
+		      here ? "finds it" : why);
+		for (int d = 0; d < n && d < 4; d++)
+			printf("%s device %d: %s\n", gpu[i], d, dev[d].name);
+	}
+}
+
 /* The backend is looked up first: the error names it, not the missing file. */
 static void check_open(void)
 {
@@ -65,6 +90,7 @@ int main(void)
 	check_names();
 	check_unknown();
 	check_probe();
+	check_devices();
 	check_open();
 	if (check_failures)
 		return 1;

@@ -63,4 +63,9 @@ static bool cuda_probe(int device, char *err, size_t errlen)
 	return gpu_backend_probe(&cuda_driver, device, err, errlen);
 }
 
-const halo_backend_ops halo_cuda_backend = GPU_BACKEND_OPS("cuda", cuda_create, cuda_probe);
+static int cuda_devices(halo_device_name *out, int max, char *err, size_t errlen)
+{
+	return gpu_backend_devices(&cuda_driver, out, max, err, errlen);
+}
+
+const halo_backend_ops halo_cuda_backend = GPU_BACKEND_OPS("cuda", cuda_create, cuda_probe, cuda_devices);

@@ -285,6 +285,37 @@ bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t e
 	return ok;
 }
 
+int gpu_backend_devices(const gpu_driver *driver, halo_device_name *out, int max, char *err, size_t errlen)
+{
+	halo_backend *b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(err, errlen, "%s backend: out of memory", driver->backend);
+		return -1;
+	}
+	b->driver = driver;
+	int count = -1, rc = 0;
+	if (!open_library(b, err, errlen))
+		goto done;
+	if ((rc = b->api.init(0)) != 0 || (rc = b->api.device_count(&count)) != 0) {
+		count = -1;
+		unavailable(b, rc, "counting devices", err, errlen);
+		goto done;
+	}
+	for (int i = 0; i < count && i < max; i++) {
+		int dev;
+		if ((rc = b->api.device_get(&dev, i)) != 0 ||
+		    (rc = b->api.device_name(out[i].name, (int)sizeof out[i].name, dev)) != 0) {
+			snprintf(err, errlen, "%s backend: naming device %d: %s", driver->backend, i,
+				 driver->describe(&b->api, rc));
+			count = -1;
+			break;
+		}
+	}
+done:
+	gpu_backend_destroy(b);
+	return count;
+}
+
 int gpu_picked(const halo_backend *b, int choice, halo_pick_source *source)
 {
 	if (source)

@@ -34,11 +34,14 @@ bool gpu_set_picks(halo_backend *b, const int *picks, char *err, size_t errlen);
 void gpu_device(const halo_backend *b, halo_device_id *out);
 /* The driver's library opens and has device `device` (-1: 0); closes both. */
 bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t errlen);
+/* halo_backend_devices for the driver: opens its library, names its
+ * devices, closes it. */
+int gpu_backend_devices(const gpu_driver *driver, halo_device_name *out, int max, char *err, size_t errlen);
 
-/* The ops of the backend named name whose create and probe are create_fn
- * and probe_fn (functions calling gpu_backend_create and gpu_backend_probe
- * with its driver). */
-#define GPU_BACKEND_OPS(backend_name, create_fn, probe_fn)                                    \
+/* The ops of the backend named name whose create, probe and devices are
+ * create_fn, probe_fn and devices_fn (functions calling gpu_backend_create,
+ * gpu_backend_probe and gpu_backend_devices with its driver). */
+#define GPU_BACKEND_OPS(backend_name, create_fn, probe_fn, devices_fn)                        \
 	{                                                                                     \
 		.name = backend_name, .create = create_fn, .destroy = gpu_backend_destroy,    \
 		.session_create = gpu_session_create, .session_destroy = gpu_session_destroy, \
@@ -48,7 +51,7 @@ bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t e
 		.checkpoint_destroy = gpu_checkpoint_destroy,                                 \
 		.checkpoint_copy = gpu_checkpoint_copy, .keep_slot = gpu_keep_slot,           \
 		.picked = gpu_picked, .set_picks = gpu_set_picks, .device = gpu_device,       \
-		.probe = probe_fn,                                                            \
+		.probe = probe_fn, .devices = devices_fn,                                     \
 	}
 
 #endif

@@ -62,4 +62,9 @@ static bool hip_probe(int device, char *err, size_t errlen)
 	return gpu_backend_probe(&hip_driver, device, err, errlen);
 }
 
-const halo_backend_ops halo_hip_backend = GPU_BACKEND_OPS("hip", hip_create, hip_probe);
+static int hip_devices(halo_device_name *out, int max, char *err, size_t errlen)
+{
+	return gpu_backend_devices(&hip_driver, out, max, err, errlen);
+}
+
+const halo_backend_ops halo_hip_backend = GPU_BACKEND_OPS("hip", hip_create, hip_probe, hip_devices);
