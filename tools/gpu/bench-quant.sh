@@ -1,11 +1,11 @@
 #!/bin/sh
 # On the GPU machine (after tools/gpu/pack.sh here): the Qwen3-8B-shaped model
 # (tools/gpu/bench/qwen3_8b, seeded random weights, LAYERS of its 36 layers)
-# compiled f16, --quant q8_0 and --quant q4_k, each as a llama-bench-style
+# compiled f16, --quant q8_0, q4_k and f8e4m3, each as a llama-bench-style
 # table (pp and tg, heuristic kernels) beside the read ceiling measured in the
 # same call; the fraction of the ceiling counts the bytes each format stores
-# per decoded token (values and scales; under q4_k the head is q8_0,
-# docs/quantization.md). Writes $OUT/quant_<dtype>.md/.json, compile times
+# per decoded token (values and scales; under q4_k the head is q8_0, under
+# f8e4m3 fp8 with an f32 scale per 128 of a row: docs/quantization.md). Writes $OUT/quant_<dtype>.md/.json, compile times
 # and bundle sizes to $OUT/quant_compile.txt.
 # usage: tools/gpu/bench-quant.sh [TG] [PP] [LAYERS]
 set -eu
@@ -21,7 +21,7 @@ python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 model="qwen3-8b-shape-${layers}L"
 [ "$layers" -eq 36 ] && model="qwen3-8b-shape"
 ceiling=$("$HALO_BIN/read_bw" | sed -n 's/read ceiling: \([0-9]*\) GB.*/\1/p')
-for fmt in f16 q8_0 q4_k; do
+for fmt in f16 q8_0 q4_k f8e4m3; do
 	bundle=/tmp/qwen3_8b_$fmt.halo
 	quant=""
 	[ "$fmt" = f16 ] || quant="--quant $fmt"
@@ -33,8 +33,8 @@ for fmt in f16 q8_0 q4_k; do
 import json; c = json.load(open("'"$cfg"'/config.json")); fmt = "'"$fmt"'"
 h, f, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
 q, kv = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
-per = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256}[fmt]
-head = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 34 / 32}[fmt]
+per = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "f8e4m3": 132 / 128}[fmt]
+head = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 34 / 32, "f8e4m3": 132 / 128}[fmt]
 print(int(per * L * (h * (q + 2 * kv) + q * h + 3 * h * f) + head * v * h))')
 	echo "$fmt: compile $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes, $active bytes read per token" |
 		tee -a "$out/quant_compile.txt"
