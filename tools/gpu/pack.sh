@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepares what a run on the lent GPU machine carries (see tools/gpu/README.md):
+# Prepares what a run on the lent GPU machine carries (the scripts: README.md, "Tests, benchmarks, GPU runs"):
 # .devrun/bin.tar.xz  release builds of halo, the benchmarks and (unless
 #                     PACK_TESTS=0) the Vulkan test programs
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
