@@ -21,7 +21,8 @@ typedef struct {
 	float top_p;       /* >= 1: off */
 } halo_sampling;
 
-/* Index of the largest logit; ties go to the lowest index. */
+/* Index of the largest logit; ties go to the lowest index; NaNs are never
+ * the largest (n == 0, or nothing above -infinity: 0). */
 int32_t halo_argmax(const float *logits, int64_t n);
 
 /* Writes into probs[n] the distribution the sampler draws from: softmax of

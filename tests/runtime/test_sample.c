@@ -8,10 +8,47 @@
 #include "runtime/sample.h"
 #include "tests/check.h"
 
+/* The definition, one logit at a time. */
+static int32_t argmax_naive(const float *l, int64_t n)
+{
+	int64_t best = -1;
+	for (int64_t i = 0; i < n; i++)
+		if (l[i] > -INFINITY && (best < 0 || l[i] > l[best]))
+			best = i;
+	return (int32_t)(best < 0 ? 0 : best);
+}
+
 static void test_argmax_ties(void)
 {
 	float l[] = {0.5f, 2.0f, -1.0f, 2.0f};
 	CHECK(halo_argmax(l, 4) == 1, "ties go to the lowest index");
+	float nan0[] = {NAN, 1.0f, 3.0f, 3.0f, NAN};
+	CHECK(halo_argmax(nan0, 5) == 2, "NaN never wins, even first");
+	float inf[] = {-INFINITY, -INFINITY, NAN};
+	CHECK(halo_argmax(inf, 3) == 0, "nothing above -infinity: 0");
+}
+
+/* The eight-lane scan against the definition: lengths around its lane
+ * count and a vocabulary's, values drawn from a few levels (many ties, in
+ * every lane), with NaNs and infinities sprinkled in. */
+static void test_argmax_lanes(void)
+{
+	static const int64_t lengths[] = {1, 7, 8, 9, 15, 16, 17, 100, 248320};
+	static float l[248320];
+	uint32_t seed = 7;
+	for (size_t c = 0; c < sizeof lengths / sizeof *lengths; c++)
+		for (int rep = 0; rep < 20; rep++) {
+			int64_t n = lengths[c];
+			for (int64_t i = 0; i < n; i++) {
+				seed = seed * 1664525u + 1013904223u;
+				uint32_t r = seed >> 24;
+				l[i] = r < 4 ? NAN : r < 8 ? -INFINITY : r < 10 ? INFINITY : (float)(r % 5);
+				if (rep % 2)
+					l[i] = r < 4 ? NAN : (float)(seed >> 8) * 0x1p-20f; /* few ties */
+			}
+			CHECK(halo_argmax(l, n) == argmax_naive(l, n), "n %lld rep %d: %d, want %d", (long long)n, rep,
+			      halo_argmax(l, n), argmax_naive(l, n));
+		}
 }
 
 static void test_probs_topk_topp(void)
@@ -75,6 +112,7 @@ static void test_distribution(void)
 int main(void)
 {
 	test_argmax_ties();
+	test_argmax_lanes();
 	test_probs_topk_topp();
 	test_determinism();
 	test_distribution();
