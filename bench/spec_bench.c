@@ -80,11 +80,9 @@ static void die(const char *what, const char *err)
  * runs twice and the second is timed: the first step of a new T records its
  * command buffer and specialises its pipelines (on the H200 tens of ms,
  * which in a 64-token run read as a verify step of 17-28 decode steps). */
-static void verify_ratio(halo_session *s, int64_t vocab, const int32_t *ref, int64_t n, const char *ks,
-			 double plain_step)
+static void verify_ratio(halo_session *s, const int32_t *ref, int64_t n, const char *ks, double plain_step)
 {
 	char err[2048];
-	float *rows = malloc((size_t)(HALO_SPEC_K_MAX + 1) * (size_t)vocab * sizeof(float));
 	for (const char *k = ks; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
 		int K = atoi(k);
 		int32_t prompt[16];
@@ -98,14 +96,13 @@ static void verify_ratio(halo_session *s, int64_t vocab, const int32_t *ref, int
 				die("verify ratio", err);
 			t0 = now_s();
 			for (int64_t i = 0; i < steps; i++)
-				if (!halo_session_step(s, "verify", ref + i, K + 1, rows, err, sizeof(err)) ||
+				if (!halo_session_step(s, "verify", ref + i, K + 1, NULL, err, sizeof(err)) ||
 				    !halo_session_keep(s, 1, err, sizeof(err)))
 					die("verify ratio", err);
 		}
 		double step = (now_s() - t0) / (double)steps;
 		printf("K=%d verify(%d) alone: %.2f ms = %.2fx decode(1)\n", K, K + 1, step * 1e3, step / plain_step);
 	}
-	free(rows);
 }
 
 /* Up to 64 ids from a little-endian int32 file into prompt; returns the
@@ -212,19 +209,21 @@ int main(int argc, char **argv)
 		    !halo_session_prefill(s, prompt, 16, NULL, row, err, sizeof(err)))
 			die("prefill", err);
 		double t0 = 0;
+		const float *cur = row; /* then each step's logits in place, as generate.c reads them */
 		for (int64_t i = 0; i < n; i++) {
-			ref[i] = halo_argmax(row, vocab);
+			ref[i] = halo_argmax(cur, vocab);
 			if (i == 1)
 				t0 = now_s();
-			if (i + 1 < n && !halo_session_step(s, "decode", &ref[i], 1, row, err, sizeof(err)))
+			if (i + 1 < n && !halo_session_step(s, "decode", &ref[i], 1, NULL, err, sizeof(err)))
 				die("decode", err);
+			cur = halo_session_logits(s, NULL);
 		}
 		plain_step = (now_s() - t0) / (double)(n - 2);
 		printf("plain decode (run %d): %.2f ms/token, %.1f tokens/s\n", run + 1, plain_step * 1e3,
 		       1.0 / plain_step);
 	}
 	printf("plain decode (baseline): %.2f ms/token, %.1f tokens/s\n", plain_step * 1e3, 1.0 / plain_step);
-	verify_ratio(s, vocab, ref, n, argv[4], plain_step);
+	verify_ratio(s, ref, n, argv[4], plain_step);
 	halo_entry_info draft;
 	bool has_draft = halo_model_entry(m, HALO_MTP_STEP_ENTRY, &draft);
 	if (!has_draft)

@@ -52,11 +52,14 @@ typedef struct {
 	void (*session_destroy)(halo_backend_session *s);
 	/* Zeroes every state buffer. */
 	bool (*state_clear)(halo_backend_session *s, char *err, size_t errlen);
-	/* Runs one entry for T tokens at position pos; writes the entry's output
-	 * (logits rows) into out. With dispatch_ns (profiling), adds each
-	 * dispatch's time in nanoseconds to dispatch_ns[i]. */
+	/* Runs one entry for T tokens at position pos; *out is then the entry's
+	 * output (logits rows, e->output for T) in host memory the backend
+	 * session owns (Vulkan's mapped staging buffer, ref's arena), valid
+	 * until its next run: callers read it in place, with no copy a step.
+	 * With dispatch_ns (profiling), adds each dispatch's time in
+	 * nanoseconds to dispatch_ns[i]. */
 	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		    float *out, double *dispatch_ns, char *err, size_t errlen);
+		    const float **out, double *dispatch_ns, char *err, size_t errlen);
 	int (*validation_messages)(const halo_backend *b);
 	/* A buffer the size of the session's recurrent state
 	 * (manifest->recurrent_bytes), and copies of the recurrent ranges into

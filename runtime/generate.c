@@ -97,7 +97,7 @@ static bool flush(gen_run *g)
 
 /* Plain decoding: a sample, then a `decode` step feeding it unless the
  * generation ends with it (the last token stays unfed: generate.h). */
-static bool decode_plain(halo_model *m, halo_session *s, gen_run *g, float *row, int64_t n_gen, char *err,
+static bool decode_plain(halo_model *m, halo_session *s, gen_run *g, const float *row, int64_t n_gen, char *err,
 			 size_t errlen)
 {
 	int64_t vocab = halo_model_vocab(m);
@@ -108,11 +108,14 @@ static bool decode_plain(halo_model *m, halo_session *s, gen_run *g, float *row,
 		snprintf(err, errlen, "out of memory");
 	halo_rng rng;
 	halo_rng_seed(&rng, g->o->seed);
+	/* the prompt's last row, then each step's read where the backend left it */
+	const float *cur = row;
 	for (int64_t i = 0; ok; i++) {
-		int32_t next = halo_sample(&g->o->sampling, row, vocab, &rng, probs, scratch);
+		int32_t next = halo_sample(&g->o->sampling, cur, vocab, &rng, probs, scratch);
 		if (!take(g, next) || i + 1 == n_gen)
 			break;
-		ok = halo_session_step(s, "decode", &next, 1, row, err, errlen);
+		ok = halo_session_step(s, "decode", &next, 1, NULL, err, errlen);
+		cur = halo_session_logits(s, NULL);
 	}
 	free(probs);
 	free(scratch);

@@ -97,10 +97,18 @@ bool halo_session_reset(halo_session *s, char *err, size_t errlen);
 
 /* Runs entry point `entry` over tokens[0..n) at the session's position and
  * advances it by n. n must be within the entry's token range. logits (caller
- * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab].
+ * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab];
+ * NULL copies nothing (halo_session_logits reads them in place).
  * Refuses an entry that runs at the caller's position (halo_session_step_at). */
 bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens, int64_t n, float *logits,
 		       char *err, size_t errlen);
+/* The logits of the session's last step (halo_session_step, _step_at, or
+ * the last chunk of halo_session_prefill), in place: [*rows, vocab] f32,
+ * owned by the session (the backend's host-visible output) and valid until
+ * its next step, reset or free; NULL (*rows 0) before a step or after a
+ * failed one. A caller that only scans them (a greedy argmax, verifying
+ * drafts) saves the copy of up to t_max rows a step. rows may be NULL. */
+const float *halo_session_logits(const halo_session *s, int64_t *rows);
 
 /* Runs a caller-position entry (a draft head, which trails the session) over
  * tokens[0..n) at positions [pos, pos + n), 0 <= pos and pos + n <= n_ctx,

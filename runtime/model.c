@@ -25,8 +25,8 @@ struct halo_session {
 	/* T of the last step when its entry kept per-token state slots and
 	 * nothing ran since: what halo_session_keep may choose from; else 0. */
 	int64_t slots_T;
-	float *rows; /* [t_max, vocab] output of one step */
-	int64_t rows_cap;
+	const float *out; /* the last step's logits, backend-owned (halo_session_logits) */
+	int64_t out_rows;
 	double **prof_ns; /* while profiling: [entry][dispatch] accumulated time */
 	int64_t *prof_steps;
 };
@@ -127,14 +127,8 @@ halo_session *halo_session_create(halo_model *m, char *err, size_t errlen)
 		return NULL;
 	}
 	s->model = m;
-	for (int i = 0; i < m->manifest->n_entries; i++)
-		if (m->manifest->entries[i].t_max > s->rows_cap)
-			s->rows_cap = m->manifest->entries[i].t_max;
-	s->rows = malloc((size_t)(s->rows_cap * m->manifest->vocab) * sizeof(float));
-	s->bs = s->rows ? m->ops->session_create(m->backend, err, errlen) : NULL;
+	s->bs = m->ops->session_create(m->backend, err, errlen);
 	if (!s->bs || !m->ops->state_clear(s->bs, err, errlen)) {
-		if (!s->rows)
-			snprintf(err, errlen, "out of memory");
 		halo_session_free(s);
 		return NULL;
 	}
@@ -148,7 +142,6 @@ void halo_session_free(halo_session *s)
 	if (s->bs)
 		s->model->ops->session_destroy(s->bs);
 	halo_session_set_profiling(s, false, NULL, 0);
-	free(s->rows);
 	free(s);
 }
 
@@ -161,6 +154,7 @@ bool halo_session_reset(halo_session *s, char *err, size_t errlen)
 {
 	s->pos = 0;
 	s->slots_T = 0;
+	s->out = NULL;
 	return s->model->ops->state_clear(s->bs, err, errlen);
 }
 
@@ -202,23 +196,36 @@ static bool check_tokens(const halo_manifest *man, const halo_entry *e, const in
 	return true;
 }
 
-/* Runs checked tokens through e at pos and copies the logits out. */
+/* Runs checked tokens through e at pos; the logits stay where the backend
+ * put them (halo_session_logits) and are copied to logits when it is not
+ * NULL. */
 static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const int32_t *tokens, int64_t n,
 		      float *logits, char *err, size_t errlen)
 {
 	const halo_manifest *man = s->model->manifest;
 	int ei = (int)(e - man->entries);
 	s->slots_T = 0;
-	if (!s->model->ops->run(s->bs, e, n, pos, tokens, s->rows, s->prof_ns ? s->prof_ns[ei] : NULL, err, errlen))
+	s->out = NULL;
+	const float *out;
+	if (!s->model->ops->run(s->bs, e, n, pos, tokens, &out, s->prof_ns ? s->prof_ns[ei] : NULL, err, errlen))
 		return false;
 	if (s->prof_ns)
 		s->prof_steps[ei]++;
-	size_t row = (size_t)man->vocab;
-	if (e->logits_all)
-		memcpy(logits, s->rows, (size_t)n * row * sizeof(float));
-	else
-		memcpy(logits, s->rows + (size_t)(n - 1) * row, row * sizeof(float));
+	/* An entry that returns only the last row's logits hands out the last
+	 * of the rows its output holds (halo_tensor_bytes says how many). */
+	int64_t held = (int64_t)(halo_tensor_bytes(&e->output.t, n) / ((uint64_t)man->vocab * sizeof(float)));
+	s->out_rows = e->logits_all ? n : 1;
+	s->out = out + (size_t)((e->logits_all || held < 1 ? 0 : held - 1) * man->vocab);
+	if (logits)
+		memcpy(logits, s->out, (size_t)(s->out_rows * man->vocab) * sizeof(float));
 	return true;
+}
+
+const float *halo_session_logits(const halo_session *s, int64_t *rows)
+{
+	if (rows)
+		*rows = s->out ? s->out_rows : 0;
+	return s->out;
 }
 
 bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens, int64_t n, float *logits, char *err,
@@ -290,23 +297,17 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 		return false;
 	}
 	int64_t vocab = s->model->manifest->vocab;
-	float *buf = malloc((size_t)(e->t_max * vocab) * sizeof(float));
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return false;
-	}
 	bool ok = true;
 	for (int64_t done = 0; ok && done < n;) {
-		int64_t chunk = n - done < e->t_max ? n - done : e->t_max;
-		ok = halo_session_step(s, name, tokens + done, chunk, buf, err, errlen);
-		int64_t rows = e->logits_all ? chunk : 1;
+		int64_t chunk = n - done < e->t_max ? n - done : e->t_max, rows;
+		ok = halo_session_step(s, name, tokens + done, chunk, NULL, err, errlen);
+		const float *out = ok ? halo_session_logits(s, &rows) : NULL;
 		if (ok && logits_all)
-			memcpy(logits_all + done * vocab, buf, (size_t)(rows * vocab) * sizeof(float));
+			memcpy(logits_all + done * vocab, out, (size_t)(rows * vocab) * sizeof(float));
 		if (ok && last && done + chunk == n)
-			memcpy(last, buf + (rows - 1) * vocab, (size_t)vocab * sizeof(float));
+			memcpy(last, out + (rows - 1) * vocab, (size_t)vocab * sizeof(float));
 		done += chunk;
 	}
-	free(buf);
 	return ok;
 }
 

@@ -12,7 +12,6 @@ struct halo_mtp_drafter {
 	int64_t extend_max;  /* tokens per draft_extend call */
 	int64_t catchup_max; /* tokens per draft_catchup call; 0: the bundle has none */
 	int64_t done;       /* head positions [0, done) hold target-conditioned entries */
-	float *logits;      /* [vocab] the last head row */
 	float *q;           /* [HALO_SPEC_K_MAX, vocab] draft distributions (sampling only) */
 	int32_t *scratch;   /* [vocab] */
 };
@@ -56,11 +55,10 @@ halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const 
 	halo_mtp_drafter *d = calloc(1, sizeof(*d));
 	size_t v = (size_t)halo_model_vocab(m);
 	if (d) {
-		d->logits = malloc(v * sizeof(float));
 		d->q = malloc((size_t)HALO_SPEC_K_MAX * v * sizeof(float));
 		d->scratch = malloc(v * sizeof(int32_t));
 	}
-	if (!d || !d->logits || !d->q || !d->scratch) {
+	if (!d || !d->q || !d->scratch) {
 		halo_mtp_drafter_free(d);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -81,14 +79,13 @@ void halo_mtp_drafter_free(halo_mtp_drafter *d)
 {
 	if (!d)
 		return;
-	free(d->logits);
 	free(d->q);
 	free(d->scratch);
 	free(d);
 }
 
 /* Head positions [done, until): pairs (target hidden p, ctx[p + 1]), in
- * chunks; d->logits ends as the row of position until - 1. */
+ * chunks; the session's logits end as the row of position until - 1. */
 static bool extend(halo_mtp_drafter *d, const int32_t *ctx, int64_t until, char *err, size_t errlen)
 {
 	if (until <= d->done) {
@@ -102,21 +99,23 @@ static bool extend(halo_mtp_drafter *d, const int32_t *ctx, int64_t until, char 
 		bool long_run = left > d->extend_max && d->catchup_max > d->extend_max;
 		int64_t most = long_run ? d->catchup_max : d->extend_max, n = left < most ? left : most;
 		if (!halo_session_step_at(d->s, long_run ? HALO_MTP_CATCHUP_ENTRY : HALO_MTP_EXTEND_ENTRY, d->done,
-					  ctx + d->done + 1, n, d->logits, err, errlen))
+					  ctx + d->done + 1, n, NULL, err, errlen))
 			return false;
 		d->done += n;
 	}
 	return true;
 }
 
-/* The draft from the current head row: its argmax, or a draw from its
- * sampling distribution, which then travels with the token as q. */
+/* The draft from the current head row (the last step's logits, read in
+ * place): its argmax, or a draw from its sampling distribution, which then
+ * travels with the token as q. */
 static halo_draft pick(halo_mtp_drafter *d, int i)
 {
+	const float *logits = halo_session_logits(d->s, NULL);
 	if (d->sampling.temperature <= 0)
-		return (halo_draft){halo_argmax(d->logits, d->vocab), NULL};
+		return (halo_draft){halo_argmax(logits, d->vocab), NULL};
 	float *q = d->q + (size_t)i * (size_t)d->vocab;
-	halo_sampling_probs(&d->sampling, d->logits, d->vocab, q, d->scratch);
+	halo_sampling_probs(&d->sampling, logits, d->vocab, q, d->scratch);
 	return (halo_draft){halo_sample_from(q, d->vocab, &d->rng), q};
 }
 
@@ -138,7 +137,7 @@ static int mtp_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_dr
 	out[0] = pick(d, 0);
 	for (int i = 1; i < k; i++) {
 		/* chained draft i sits at head position pos + i - 1 */
-		if (!halo_session_step_at(d->s, HALO_MTP_STEP_ENTRY, pos + i - 1, &out[i - 1].token, 1, d->logits, err,
+		if (!halo_session_step_at(d->s, HALO_MTP_STEP_ENTRY, pos + i - 1, &out[i - 1].token, 1, NULL, err,
 					  errlen))
 			return -1;
 		out[i] = pick(d, i);

@@ -51,7 +51,6 @@ typedef struct {
 	int64_t vocab, n_ctx;
 	int32_t *ctx;  /* prompt, then every emitted token */
 	int64_t n;     /* tokens in ctx */
-	float *rows;   /* [k + 1, vocab] verify logits */
 	halo_verify_work work;
 	halo_rng rng;  /* the verifier's stream */
 	double p;      /* adaptive: moving average of the per-draft acceptance */
@@ -63,7 +62,6 @@ typedef struct {
 static void spec_run_free(spec_run *r)
 {
 	free(r->ctx);
-	free(r->rows);
 	free(r->work.p);
 	free(r->work.residual);
 	free(r->work.scratch);
@@ -76,11 +74,10 @@ static bool spec_run_init(spec_run *r, const int32_t *prompt, int64_t n_prompt, 
 	r->n_ctx = halo_model_n_ctx(r->m);
 	size_t v = (size_t)r->vocab;
 	r->ctx = malloc((size_t)(n_prompt + n_predict) * sizeof(*r->ctx));
-	r->rows = malloc((size_t)(r->o->k + 1) * v * sizeof(float));
 	r->work.p = malloc(v * sizeof(float));
 	r->work.residual = malloc(v * sizeof(float));
 	r->work.scratch = malloc(v * sizeof(int32_t));
-	if (!r->ctx || !r->rows || !r->work.p || !r->work.residual || !r->work.scratch) {
+	if (!r->ctx || !r->work.p || !r->work.residual || !r->work.scratch) {
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
@@ -159,12 +156,14 @@ static bool verify(spec_run *r, int32_t t, const halo_draft *drafts, int m, halo
 	batch[0] = t;
 	for (int i = 0; i < m; i++)
 		batch[i + 1] = drafts[i].token;
-	if (!halo_session_step(r->s, m > 0 ? "verify" : "decode", batch, m + 1, r->rows, err, errlen))
+	/* the rows are judged where the backend left them: no copy */
+	if (!halo_session_step(r->s, m > 0 ? "verify" : "decode", batch, m + 1, NULL, err, errlen))
 		return false;
+	const float *rows = halo_session_logits(r->s, NULL);
 	if (r->o->sampling.temperature > 0)
-		*v = halo_verify_sampled(&r->o->sampling, r->rows, r->vocab, drafts, m, &r->rng, &r->work);
+		*v = halo_verify_sampled(&r->o->sampling, rows, r->vocab, drafts, m, &r->rng, &r->work);
 	else
-		*v = halo_verify_greedy(r->rows, r->vocab, drafts, m);
+		*v = halo_verify_greedy(rows, r->vocab, drafts, m);
 	r->st->verify_s += now_s() - t0;
 	return true;
 }

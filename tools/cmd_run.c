@@ -189,7 +189,7 @@ static void run_free(run_state *r)
 }
 
 /* Plain decoding: one `decode` step per token. */
-static bool decode(run_state *r, const cli_gen_config *c, float *row, char *err, size_t errlen)
+static bool decode(run_state *r, const cli_gen_config *c, const float *row, char *err, size_t errlen)
 {
 	int64_t vocab = halo_model_vocab(r->model);
 	halo_rng rng;
@@ -197,8 +197,9 @@ static bool decode(run_state *r, const cli_gen_config *c, float *row, char *err,
 	for (int64_t i = 0; i < c->n_predict; i++) {
 		int32_t next = halo_sample(&c->sampling, row, vocab, &rng, r->probs, r->scratch);
 		printf("%s%d", i ? " " : "", next);
-		if (i + 1 < c->n_predict && !halo_session_step(r->session, "decode", &next, 1, row, err, errlen))
+		if (i + 1 < c->n_predict && !halo_session_step(r->session, "decode", &next, 1, NULL, err, errlen))
 			return false;
+		row = halo_session_logits(r->session, NULL);
 	}
 	printf("\n");
 	return true;

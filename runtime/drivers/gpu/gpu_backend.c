@@ -55,6 +55,8 @@ struct halo_backend_session {
 	gpu_args **args; /* [entry][dispatch], T set per step */
 	int n_events;
 	void **events;   /* profiling: one before the first dispatch, one after each */
+	float *out;      /* the last step's output, copied to the host */
+	size_t out_cap;  /* its bytes */
 };
 
 struct halo_backend_checkpoint {
@@ -424,6 +426,7 @@ void gpu_session_destroy(halo_backend_session *s)
 	for (int e = 0; s->args && e < b->manifest->n_entries; e++)
 		free(s->args[e]);
 	free(s->args);
+	free(s->out);
 	free(s);
 }
 
@@ -524,10 +527,18 @@ static bool add_dispatch_times(halo_backend_session *s, const halo_entry *e, dou
 	return true;
 }
 
-bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens, float *out,
-	     double *dispatch_ns, char *err, size_t errlen)
+bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
+	     const float **out, double *dispatch_ns, char *err, size_t errlen)
 {
 	const halo_backend *b = s->b;
+	size_t bytes = halo_tensor_bytes(&e->output.t, T);
+	if (bytes > s->out_cap) {
+		float *grown = realloc(s->out, bytes);
+		if (!grown)
+			return oom(b, err, errlen);
+		s->out = grown;
+		s->out_cap = bytes;
+	}
 	if (!current(b, err, errlen) || (dispatch_ns && !ensure_events(s, e->n_dispatch + 1, err, errlen)))
 		return false;
 	uint32_t step[4] = {(uint32_t)pos, (uint32_t)T, 0, 0};
@@ -545,8 +556,8 @@ bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t po
 			CALL(b, b->api.event_record(s->events[d + 1], NULL), "recording a profiling event");
 	}
 	/* Waits for the launches: a kernel's fault is reported here. */
-	CALL(b, b->api.memcpy_dtoh(out, s->act + e->output.t.offset, halo_tensor_bytes(&e->output.t, T)),
-	     "running the step (reading the logits)");
+	CALL(b, b->api.memcpy_dtoh(s->out, s->act + e->output.t.offset, bytes), "running the step (reading the logits)");
+	*out = s->out;
 	return !dispatch_ns || add_dispatch_times(s, e, dispatch_ns, err, errlen);
 }
 
