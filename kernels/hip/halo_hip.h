@@ -85,6 +85,7 @@ static inline uint halo_ngroups(int a)
 // subgroups are runs of 32 lanes in x-major order, as on both targets' hardware
 #define gl_SubgroupInvocationID ((halo_lid(1) * LS_X + halo_lid(0)) & 31u)
 #define gl_SubgroupID ((halo_lid(1) * LS_X + halo_lid(0)) >> 5)
+#define gl_NumSubgroups ((LS_X * LS_Y + 31u) >> 5)
 
 #if defined(__AMDGCN__)
 // GLSL's barrier(): every invocation's shared-memory writes before it are
@@ -107,6 +108,10 @@ static inline void barrier() { __syncthreads(); }
 static inline void subgroupBarrier() { __nvvm_bar_warp_sync(0xffffffffu); }
 static inline float subgroupShuffleXor(float v, uint mask) { return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, (int)mask, 31); }
 #endif
+static inline uint subgroupShuffleXor(uint v, uint mask)
+{
+	return __builtin_bit_cast(uint, subgroupShuffleXor(__builtin_bit_cast(float, v), mask));
+}
 
 // ---- bits and halves ------------------------------------------------------
 static inline float uintBitsToFloat(uint u) { return __builtin_bit_cast(float, u); }
@@ -121,6 +126,13 @@ static inline uint packHalf2x16(vec2 v)
 {
 	return (uint)__builtin_bit_cast(unsigned short, (_Float16)v.x) |
 	       (uint)__builtin_bit_cast(unsigned short, (_Float16)v.y) << 16;
+}
+// GLSL's umulExtended: the 64-bit product of a and b as (msb, lsb) words.
+static inline void umulExtended(uint a, uint b, uint &msb, uint &lsb)
+{
+	uint64 p = (uint64)a * b;
+	msb = (uint)(p >> 32);
+	lsb = (uint)p;
 }
 static inline vec4 unpack8(uint u) /* the four signed bytes of u, low first */
 {

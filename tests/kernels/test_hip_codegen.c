@@ -2,7 +2,9 @@
  * for variants of every template with a twin under kernels/hip (several
  * tiles, fused prologues and epilogues, a broadcast operand, a scaled op,
  * each weight type; for the others each form their #if's select, planned
- * on the template named), the emitted source compiles with clang-19 for
+ * on the template named: the recurrent and chunked gated_delta_rule,
+ * topk's shuffle and tree combines, the MoE halves' weight formats), the
+ * emitted source compiles with clang-19 for
  * both targets, and
  *  - gfx1151: an AMDGPU HSA code object, code object v5 (ABI version 3),
  *    e_flags naming gfx1151, wave32 (the disassembly has no wave64 code);
@@ -220,6 +222,39 @@ static const struct {
 	 1},
 	{"conv1d_dilated", "conv1d_causal",
 	 {.op = IR_OP_CONV1D_DILATED, .t_max = 8, .wtype = HALO_F32, .u.conv_dilated = {.C = 96, .K = 3, .dilation = 2}},
+	 1},
+	{"gated_delta_rule steps", "gated_delta_rule",
+	 {.op = IR_OP_GATED_DELTA_RULE, .t_max = 8, .steps = true,
+	  .u.gdr = {.hk = 2, .hv = 4, .dk = 64, .dv = 96, .scale = 0.125f}},
+	 1},
+	{"gated_delta_rule_chunked", "gated_delta_rule_chunked",
+	 {.op = IR_OP_GATED_DELTA_RULE, .t_max = 200, .u.gdr = {.hk = 2, .hv = 4, .dk = 128, .dv = 128, .scale = 0.088f}},
+	 1},
+	{"topk shuffle, tree", "topk", {.op = IR_OP_TOPK, .t_max = 8, .u.topk = {.N = 300, .k = 8}}, 2},
+	{"moe_route norm", "topk", {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 6, .norm = true}}, 2},
+	{"moe_gate_up f32 vec8", "moe_gate_up",
+	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F32, .u.moe = {.H = 256, .F = 96, .E = 8, .k = 2}}, 1},
+	{"moe_gate_up f16 scalar", "moe_gate_up",
+	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F16, .u.moe = {.H = 100, .F = 96, .E = 8, .k = 2}}, 1},
+	{"moe_gate_up q4_k", "moe_gate_up",
+	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_Q4_K, .u.moe = {.H = 256, .F = 64, .E = 4, .k = 2}}, 1},
+	{"moe_down f16 vec8", "moe_down",
+	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_F16, .u.moe = {.H = 100, .F = 96, .E = 8, .k = 2}}, 1},
+	{"moe_down f32 scalar", "moe_down",
+	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_F32, .u.moe = {.H = 96, .F = 60, .E = 8, .k = 2}}, 1},
+	{"moe_down q8_0", "moe_down",
+	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_Q8_0, .u.moe = {.H = 64, .F = 256, .E = 4, .k = 2}}, 1},
+	{"moe_down f8e4m3_b128", "moe_down",
+	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_F8E4M3_B128, .u.moe = {.H = 64, .F = 256, .E = 4, .k = 2}},
+	 1},
+	{"ngram_embed f16 steps", "ngram_embed",
+	 {.op = IR_OP_NGRAM_EMBED, .t_max = 8, .wtype = HALO_F16, .steps = true,
+	  .u.ngram = {.ngram = 3, .hpn = 2, .eos = 0, .vocab = 1000, .rows = 420, .dp = 16,
+		      .mult = {1, 999, 1997}, .size = {101, 103, 107, 109}}},
+	 1},
+	{"qsa_select", "qsa_select",
+	 {.op = IR_OP_QSA_SELECT, .t_max = 8, .wtype = HALO_F32,
+	  .u.qsa = {.h = 4, .D = 64, .C = 512, .block = 16, .top = 4, .rot_dim = 32, .base = 1e4f, .eps = 1e-6f}},
 	 1},
 };
 #undef ATT

@@ -74,13 +74,6 @@ run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 2
 expect 2 "--targets is a list of ref, vulkan, hip and cuda that has ref" compile --hf "$fix" --targets gpu -o "$work/r.halo"
 expect 2 "not 'vulkan'" compile --hf "$fix" --targets vulkan -o "$work/r.halo"
 expect 2 "not 'ref,hip,hip'" compile --hf "$fix" --targets ref,hip,hip -o "$work/r.halo"
-# Kernels the HIP dialect has no twin of yet (qwen3_next's gated delta rule):
-# refused naming the template, nothing written.
-if command -v clang-19 >/dev/null; then
-	expect 1 "kernel template '[a-z_0-9]*' has no twin under kernels/hip yet" compile --hf "$root/tests/fixtures/qwen3_next_tiny" \
-		--targets ref,vulkan,hip -o "$work/h.halo"
-	[ ! -e "$work/h.halo" ] || fail "a refused --targets hip compile left a bundle"
-fi
 expect 0 "wrote" compile --hf "$fix" --targets ref -o "$work/r.halo"
 [ "$("$halo" run "$work/r.halo" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" = \
   "$("$halo" run "$bundle" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" ] ||

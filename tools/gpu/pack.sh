@@ -4,10 +4,11 @@
 #                     PACK_TESTS=0) the Vulkan test programs
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
 # .devrun/deb/        Debian's validation layer (the tests run with it on)
-# .devrun/qwen3_tiny_cuda.halo.xz  the qwen3 fixture compiled with the
-#                     cuda-sm90 target (the GPU machine has no clang-19 to make
-#                     PTX; the PTX text compresses 4x): tools/gpu/gpu-backend.sh
-#                     runs it
+# .devrun/<fixture>_cuda.halo.xz  each model's tiny fixture (qwen3_tiny,
+#                     qwen3_next_tiny, qwen3_5_moe_tiny, qwen4_exp_tiny)
+#                     compiled with the cuda-sm90 target (the GPU machine has
+#                     no clang-19 to make PTX; the PTX text compresses 4x):
+#                     tools/gpu/gpu-backend.sh runs them
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -50,9 +51,12 @@ ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
-build-dev/tools/halo compile --model models/qwen3.yaml --hf tests/fixtures/qwen3_tiny --targets ref,vulkan,cuda \
-	-o .devrun/qwen3_tiny_cuda.halo
-xz -9 .devrun/qwen3_tiny_cuda.halo
+# FAMILY_tiny with models/FAMILY.yaml, as tests/runtime/test_gpu_backend.c pairs them.
+for f in qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny; do
+	build-dev/tools/halo compile --model "models/${f%_tiny}.yaml" --hf "tests/fixtures/$f" --targets ref,vulkan,cuda \
+		-o ".devrun/${f}_cuda.halo"
+	xz -9 ".devrun/${f}_cuda.halo"
+done
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
 	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'

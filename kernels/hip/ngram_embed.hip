@@ -1,0 +1,81 @@
+// ngram_embed: the hashed n-gram embedding (docs/ops.md). The twin of
+// kernels/vulkan/ngram_embed.comp, which gives the scheme: seq = [hist; ids]
+// (hist as id + 1, 0 = EOS), head j of order n = j / HPN + 2 reads table row
+// (mix_n mod P[j]) + OFF[j], mix_n = XOR_{s<n} ctx_s * m_s, the 64-bit
+// products, XORs and modulus on (lo, hi) pairs of 32-bit words as there.
+// Lane e of row t owns output element e; row 0 also writes hist' (must not
+// alias hist); with STEPS, lane e < N-1 writes slot t of steps [T, N-1].
+// Grid: x = ceil(HEADS * DP / LS_X), y = T.
+// Tables (#defined before): NG_MLO[NGRAM], NG_MHI[NGRAM], NG_P[HEADS],
+// NG_OFF[HEADS].
+// @struct
+
+const int *__restrict__ ids = (const int *)args.b[B_IDS];
+const float *__restrict__ hist = (const float *)args.b[B_H];
+float *__restrict__ y = (float *)args.b[B_Y];
+float *__restrict__ nh = (float *)args.b[B_NH];
+#ifdef STEPS
+float *__restrict__ steps = (float *)args.b[B_ST];
+#endif
+
+#define HN (NGRAM - 1u)
+
+uint seq_at(uint i)
+{
+	if (i < HN) {
+		float h = hist[i];
+		return h == 0.0f ? EOS : uint(h) - 1u;
+	}
+	int v = ids[i - HN];
+	return v < 0 || uint(v) >= VOCAB ? EOS : uint(v);
+}
+
+// The token s back from row i, or EOS when an EOS lies in rows i-s .. i-1.
+uint context(uint i, uint s)
+{
+	for (uint r = i - s; r < i; r++)
+		if (seq_at(r) == EOS)
+			return EOS;
+	return seq_at(i - s);
+}
+
+// Low 64 bits of a * (hi:lo), as (lo, hi).
+static uvec2 mul64(uint a, uint lo, uint hi)
+{
+	uint ph, pl;
+	umulExtended(a, lo, ph, pl);
+	return uvec2{pl, ph + a * hi};
+}
+
+// (hi:lo) mod p for p < 2^31, one bit at a time from the top, so the
+// remainder never leaves 32 bits.
+static uint mod64(uvec2 v, uint p)
+{
+	uint r = 0u;
+	for (int b = 63; b >= 0; b--) {
+		uint bit = b >= 32 ? (v.y >> uint(b - 32)) & 1u : (v.x >> uint(b)) & 1u;
+		r = (r << 1) | bit;
+		if (r >= p)
+			r -= p;
+	}
+	return r;
+}
+
+void main()
+{
+	uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
+	if (t == 0u && e < HN)
+		nh[e] = float(seq_at(STEP_T + e) + 1u);
+#ifdef STEPS
+	if (e < HN)
+		steps[t * HN + e] = float(seq_at(t + 1u + e) + 1u);
+#endif
+	if (e >= HEADS * DP)
+		return;
+	uint j = e / DP, n = j / HPN + 2u, i = t + HN;
+	uvec2 mix = mul64(context(i, 0u), NG_MLO[0], NG_MHI[0]);
+	for (uint s = 1u; s < n; s++)
+		mix ^= mul64(context(i, s), NG_MLO[s], NG_MHI[s]);
+	uint row = mod64(mix, NG_P[j]) + NG_OFF[j];
+	y[t * HEADS * DP + e] = load_w(row * DP + e % DP);
+}
