@@ -684,6 +684,7 @@ typedef struct {
 typedef struct {
 	const pending_kernel *pending;
 	int n_kernels;
+	bool *gpu_runs; /* [kernel]: the one candidate of its choice the cuda and hip backends run */
 	int target[HALO_TARGET_COUNT]; /* the wanted targets */
 	int n_targets;
 	kernel_code *code; /* [item], item = kernel * n_targets + target position */
@@ -698,7 +699,7 @@ static void compile_item(compile_queue *q, glsl_compiler **cc, int item)
 	kernel_code *out = &q->code[item];
 	char *why = q->why[item];
 	if (t != HALO_TARGET_VULKAN) {
-		if (k->hip)
+		if (k->hip && q->gpu_runs[item / q->n_targets])
 			cg_hip_compile(t == HALO_TARGET_HIP_GFX1151 ? CG_ARCH_GFX1151 : CG_ARCH_SM90, k->hip, k->name,
 				       &out->bytes, &out->size, why, sizeof q->why[0]);
 		return;
@@ -796,6 +797,21 @@ static bool check_coverage(const halo_manifest *m, const compile_queue *q, char 
 	return true;
 }
 
+/* The cuda and hip backends run each choice's first candidate with a twin
+ * (they read no tuning database), so only that one gets code for their
+ * targets: the others' would never run, and leaving them out makes a
+ * compile for those targets about as many times shorter as a choice has
+ * candidates (clang dominates it). */
+static void mark_gpu_runs(const halo_manifest *m, const pending_kernel *pending, bool *runs)
+{
+	for (int c = 0; c < m->n_choices; c++)
+		for (int j = 0; j < m->choices[c].n; j++)
+			if (pending[m->choices[c].kernel[j]].hip) {
+				runs[m->choices[c].kernel[j]] = true;
+				break;
+			}
+}
+
 static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
 			size_t errlen)
 {
@@ -806,9 +822,12 @@ static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kern
 	size_t n = (size_t)q.n_kernels * (size_t)q.n_targets + 1;
 	q.code = calloc(n, sizeof *q.code);
 	q.why = calloc(n, sizeof *q.why);
-	bool ok = q.code && q.why;
+	q.gpu_runs = calloc((size_t)q.n_kernels + 1, sizeof *q.gpu_runs);
+	bool ok = q.code && q.why && q.gpu_runs;
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
+	else
+		mark_gpu_runs(s->man, s->pending, q.gpu_runs);
 	ok = ok && check_coverage(s->man, &q, err, errlen) && compile_items(&q, err, errlen);
 	for (int pos = 0; ok && pos < q.n_targets; pos++)
 		if (!(ok = concat_target(s->man, &q, pos, out)))
@@ -817,6 +836,7 @@ static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kern
 		free(q.code[i].bytes);
 	free(q.code);
 	free(q.why);
+	free(q.gpu_runs);
 	return ok;
 }
 
