@@ -10,15 +10,15 @@
 // passes: every lane takes the pass's max over its KP scores (a max is exact
 // in any order), the pass's first KP lanes write the weights e^(s - max),
 // and lane l accumulates output channels l, l + LS_X, ... and the
-// denominator over the pass's keys in key order. Three barriers a pass. The
-// pass's loads are issued early: its values with its keys, before the
+// denominator over the pass's keys in key order. Three barriers a pass.
+// A pass's loads are issued early: its values with its keys, before the
 // scores that weight them are known, and the next pass's keys before this
 // pass's values are summed, so a pass waits on memory about once, not once
 // for the keys and again for the values (the scores and sums are the same
-// operations in the same order). The
-// passes, dots and sums are fixed by the key positions alone, so a row's
-// result depends only on its own query and keys, never on T (decode of m
-// tokens = m decodes of one). Prefill and decode share this kernel.
+// operations in the same order). The passes, dots and sums are fixed by the
+// key positions alone, so a row's result depends only on its own query and
+// keys, never on T (decode of m tokens = m decodes of one). Prefill and
+// decode share this kernel.
 //
 // masked_attention is this kernel with MASKED: key c of query t counts only
 // when mask[t * MASK_C + c] != 0. A row with no such key divides by a zero
