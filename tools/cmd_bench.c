@@ -136,7 +136,6 @@ typedef struct {
 	halo_model *model;
 	halo_session *session;
 	int32_t *tokens; /* the depth's tokens, then the test's */
-	float *logits;
 	int64_t depth;
 	cli_tuning tuning;
 } bench_state;
@@ -152,7 +151,7 @@ static int32_t token_at(int64_t i, int64_t vocab)
 static bool start_at_depth(bench_state *st, char *err, size_t errlen)
 {
 	return halo_session_reset(st->session, err, errlen) &&
-	       (!st->depth || halo_session_prefill(st->session, st->tokens, st->depth, NULL, st->logits, err, errlen));
+	       (!st->depth || halo_session_prefill(st->session, st->tokens, st->depth, NULL, NULL, err, errlen));
 }
 
 /* One run of a test from a session holding the depth; its seconds in *s. */
@@ -161,7 +160,7 @@ static bool run_pp(bench_state *st, int64_t n, double *s, char *err, size_t errl
 	if (!start_at_depth(st, err, errlen))
 		return false;
 	double t0 = cli_now_s();
-	bool ok = halo_session_prefill(st->session, st->tokens + st->depth, n, NULL, st->logits, err, errlen);
+	bool ok = halo_session_prefill(st->session, st->tokens + st->depth, n, NULL, NULL, err, errlen);
 	*s = cli_now_s() - t0;
 	return ok;
 }
@@ -254,7 +253,6 @@ static void bench_free(bench_state *st)
 	halo_model_close(st->model);
 	halo_tuning_db_free(st->tuning.db);
 	free(st->tokens);
-	free(st->logits);
 }
 
 /* Opens the bundle and a session, and the fixed tokens of both tests. */
@@ -275,8 +273,7 @@ static bool bench_open(bench_state *st, const bench_args *a, cli_gen_config *c, 
 	}
 	st->depth = b->depth;
 	st->tokens = malloc((size_t)n * sizeof *st->tokens + 1);
-	st->logits = malloc((size_t)vocab * sizeof *st->logits);
-	if (!st->tokens || !st->logits) {
+	if (!st->tokens) {
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
