@@ -165,13 +165,22 @@ static bool unavailable(const halo_backend *b, int rc, const char *what, char *e
 	return false;
 }
 
-static bool open_device(halo_backend *b, int ordinal, char *err, size_t errlen)
+/* Initialises the opened driver and counts its devices. */
+static bool count_devices(halo_backend *b, int *count, char *err, size_t errlen)
 {
-	int count = 0, rc;
+	int rc;
 	if ((rc = b->api.init(0)) != 0)
 		return unavailable(b, rc, "initialising the driver", err, errlen);
-	if ((rc = b->api.device_count(&count)) != 0)
+	if ((rc = b->api.device_count(count)) != 0)
 		return unavailable(b, rc, "counting devices", err, errlen);
+	return true;
+}
+
+static bool open_device(halo_backend *b, int ordinal, char *err, size_t errlen)
+{
+	int count = 0;
+	if (!count_devices(b, &count, err, errlen))
+		return false;
 	if (ordinal < 0)
 		ordinal = 0;
 	if (ordinal >= count) {
@@ -295,12 +304,9 @@ int gpu_backend_devices(const gpu_driver *driver, halo_device_name *out, int max
 		return -1;
 	}
 	b->driver = driver;
-	int count = -1, rc = 0;
-	if (!open_library(b, err, errlen))
-		goto done;
-	if ((rc = b->api.init(0)) != 0 || (rc = b->api.device_count(&count)) != 0) {
+	int count = -1, rc;
+	if (!open_library(b, err, errlen) || !count_devices(b, &count, err, errlen)) {
 		count = -1;
-		unavailable(b, rc, "counting devices", err, errlen);
 		goto done;
 	}
 	for (int i = 0; i < count && i < max; i++) {
