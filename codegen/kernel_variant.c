@@ -522,7 +522,7 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	if (q_per_word(d))
 		return matvec_heuristic_q(d);
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 0);
-	kv_tiles t = {.cols = d->u.matmul.pair ? 2 : 1, .grow = 1};
+	kv_tiles t = {.cols = d->u.matmul.pair ? 2 : 1};
 	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
