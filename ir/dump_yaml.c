@@ -314,10 +314,16 @@ static void put_layers(FILE *out, const ir_module *m)
 		put_str(out, m->funcs[m->layer_block[i]].name);
 	}
 	fputc(']', out);
-	if (m->layer_then >= 0) {
-		fputs(", then: ", out);
-		put_str(out, m->funcs[m->layer_then].name);
+	/* one name when every layer has the same `then` block, else the list */
+	bool same = true;
+	for (int i = 1; m->layer_then && i < m->n_layers; i++)
+		same = same && m->layer_then[i] == m->layer_then[0];
+	for (int i = 0; m->layer_then && i < (same ? 1 : m->n_layers); i++) {
+		fputs(i ? ", " : same ? ", then: " : ", then: [", out);
+		put_str(out, m->funcs[m->layer_then[i]].name);
 	}
+	if (m->layer_then && !same)
+		fputc(']', out);
 	fputs("}\n", out);
 }
 

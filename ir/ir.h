@@ -264,7 +264,7 @@ typedef struct {
 	ir_func *funcs;
 	int n_layers;
 	int *layer_block;       /* per layer: function id of its block */
-	int layer_then;         /* function id of the block run after every layer, -1 if none */
+	int *layer_then;        /* per layer: function id of the block run after it (layers.then); NULL without */
 	/* Set by layers.overrides, else NULL: per layer, the position in its
 	 * override's config list (-1 for a layer no override placed), and the
 	 * attribute that expand_blocks sets to that position in the ops of the

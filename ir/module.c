@@ -10,7 +10,6 @@ ir_module *ir_module_new(const char *path)
 	if (!m)
 		abort();
 	m->path = ir_arena_strdup(&m->arena, path ? path : "");
-	m->layer_then = -1;
 	return m;
 }
 

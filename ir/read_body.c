@@ -440,12 +440,12 @@ static bool read_layers_op(body_ctx *bc, const yaml_node_t *map)
 		return rd_fail(rd, ins, "op layers: the layer blocks take %d value(s), got %d", k, n_in);
 	for (int i = 0; i < m->n_layers; i++) {
 		for (int slot = 0; slot < 2; slot++) {
-			int b = slot ? m->layer_then : m->layer_block[i];
+			int b = slot ? (m->layer_then ? m->layer_then[i] : -1) : m->layer_block[i];
 			if (b < 0)
 				continue;
 			const ir_func *blk = &m->funcs[b];
 			char *nname = ir_arena_printf(&m->arena, "layers.%d.%s", i, blk->name);
-			bool last = i == m->n_layers - 1 && (slot == 1 || m->layer_then < 0);
+			bool last = i == m->n_layers - 1 && (slot == 1 || !m->layer_then || m->layer_then[i] < 0);
 			if (!rd_name_free(rd, F(bc), map, nname))
 				return false;
 			int *in = with_reads(bc, map, blk, cur, k);

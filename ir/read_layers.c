@@ -1,13 +1,20 @@
 /* The top-level `layers` mapping: which block each layer runs. */
 #include "ir/read_parts.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { MAX_LAYERS = 4096 };
 
-static const char *const layer_keys[] = {"count",     "pattern", "types_from", "types_by_interval",
-					 "map",       "overrides", "then",     NULL};
+static const char *const layer_keys[] = {
+	"count", "pattern", "types_from", "types_by_interval", "types_by_count", "types_default", "types_from_codes",
+	"map",	 "overrides", "then", NULL};
+static const char *const then_keys[] = {"types_from",	    "types_by_interval", "types_by_count",
+					"types_default",    "types_from_codes",	 "map",
+					NULL};
+static const char *const default_keys[] = {"first", "repeat", NULL};
+static const char *const codes_keys[] = {"config", "codes", NULL};
 static const char *const interval_keys[] = {"config", "default", "type", "other", NULL};
 static const char *const bools[] = {"false", "true", NULL};
 static const char *const override_keys[] = {"from", "one_indexed", "block", "replaces", "index_attr", NULL};
@@ -41,71 +48,155 @@ static bool from_pattern(rd_ctx *rd, const yaml_node_t *pattern)
 	return true;
 }
 
-/* transformers' rule for a config without the type list: layer i has
- * `type` when (i+1) is a multiple of the interval (the config key, else
- * `default`), `other` otherwise. */
-static bool types_by_interval(rd_ctx *rd, const yaml_node_t *spec, const char ***types, int *n)
+/* One generated type list: types_by_interval (transformers' rule for a
+ * config without layer_types: layer i has `type` when (i+1) is a multiple
+ * of the interval), types_by_count (the first N layers have `type`) and
+ * types_default (the `first` types, then `repeat` cycled). Both read an int
+ * from the config key, else `default`. */
+typedef enum { GEN_INTERVAL, GEN_COUNT } gen_kind;
+
+static bool gen_config_int(rd_ctx *rd, const yaml_node_t *spec, const char *what, int64_t *v)
 {
-	const char *what = "layers.types_by_interval";
-	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, interval_keys, what))
-		return false;
 	yaml_node_t *cfg = rd_need(rd, spec, "config", what), *dflt = rd_need(rd, spec, "default", what);
-	yaml_node_t *type = rd_need(rd, spec, "type", what), *other = rd_need(rd, spec, "other", what);
 	const char *key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL;
-	const char *t = type ? rd_scalar(rd, type, "a layer type") : NULL;
-	const char *o = other ? rd_scalar(rd, other, "a layer type") : NULL;
-	int64_t interval;
 	double f;
 	ir_cfg_kind kind;
-	if (!key || !t || !o || !dflt || !rd_int(rd, dflt, "layers.types_by_interval.default", &interval) ||
-	    !ir_config_number(rd->cfg, key, &kind, &interval, &f, rd->err))
+	if (!key || !dflt || !rd_int(rd, dflt, what, v) || !ir_config_number(rd->cfg, key, &kind, v, &f, rd->err))
 		return false;
 	if (kind == IR_CFG_FLOAT)
 		return rd_fail(rd, cfg, "%s: config key '%s' in %s is %g, expected an int", what, key,
 			       ir_config_name(rd->cfg), f);
-	if (kind == IR_CFG_ABSENT && !rd_int(rd, dflt, "layers.types_by_interval.default", &interval))
+	return kind != IR_CFG_ABSENT || rd_int(rd, dflt, what, v);
+}
+
+static bool types_by_rule(rd_ctx *rd, const yaml_node_t *spec, gen_kind g, const char *what, const char **types)
+{
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, interval_keys, what))
 		return false;
-	if (interval < 1)
-		return rd_fail(rd, kind == IR_CFG_ABSENT ? dflt : cfg, "%s: the interval is %lld, expected at least 1", what,
-			       (long long)interval);
-	*n = rd->m->n_layers;
-	*types = ir_arena_alloc(&rd->m->arena, (size_t)*n * sizeof(**types));
-	for (int i = 0; i < *n; i++)
-		(*types)[i] = (i + 1) % interval == 0 ? t : o;
+	yaml_node_t *type = rd_need(rd, spec, "type", what), *other = rd_need(rd, spec, "other", what);
+	const char *t = type ? rd_scalar(rd, type, "a layer type") : NULL;
+	const char *o = other ? rd_scalar(rd, other, "a layer type") : NULL;
+	int64_t v;
+	if (!t || !o || !gen_config_int(rd, spec, what, &v))
+		return false;
+	if (v < (g == GEN_INTERVAL))
+		return rd_fail(rd, spec, "%s: the %s is %lld, expected at least %d", what,
+			       g == GEN_INTERVAL ? "interval" : "count", (long long)v, g == GEN_INTERVAL);
+	for (int i = 0; i < rd->m->n_layers; i++)
+		types[i] = (g == GEN_INTERVAL ? (i + 1) % v == 0 : i < v) ? t : o;
 	return true;
 }
 
-static bool from_config(rd_ctx *rd, const yaml_node_t *types_from, const yaml_node_t *by_interval,
-			const yaml_node_t *map)
+static bool types_default(rd_ctx *rd, const yaml_node_t *spec, const char *what, const char **types)
 {
-	const char *key = rd_scalar(rd, types_from, "layers.types_from");
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, default_keys, what))
+		return false;
+	yaml_node_t *first = rd_get(rd, spec, "first"), *repeat = rd_need(rd, spec, "repeat", what);
+	if ((first && !rd_want_seq(rd, first, what)) || !repeat || !rd_want_seq(rd, repeat, what))
+		return false;
+	int nf = first ? rd_seq_len(first) : 0, nr = rd_seq_len(repeat);
+	if (nr == 0)
+		return rd_fail(rd, repeat, "%s.repeat: expected at least one layer type", what);
+	for (int i = 0; i < rd->m->n_layers; i++) {
+		yaml_node_t *item = i < nf ? rd_seq_item(rd, first, i) : rd_seq_item(rd, repeat, (i - nf) % nr);
+		if (!(types[i] = rd_scalar(rd, item, "a layer type")))
+			return false;
+	}
+	return true;
+}
+
+/* types_from_codes: a config list of ints, each named by `codes` (DeepSeek
+ * V4's legacy compress_ratios: 0, 4, 128). Like transformers, the list may
+ * be longer than the layers (the V4-Flash checkpoint lists its MTP layer
+ * too) and is cut to them. false with *found unset when the key is absent. */
+static bool types_from_codes(rd_ctx *rd, const yaml_node_t *spec, const char *what, const char **types, bool *found)
+{
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, codes_keys, what))
+		return false;
+	yaml_node_t *cfg = rd_need(rd, spec, "config", what), *codes = rd_need(rd, spec, "codes", what);
+	const char *key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL;
+	int64_t *ids;
+	int n;
+	if (!key || !codes || !rd_want_map(rd, codes, what) || !ir_config_ints(rd->cfg, key, &ids, &n, rd->err))
+		return false;
+	*found = n >= 0;
+	bool ok = true;
+	if (n >= 0 && n < rd->m->n_layers)
+		ok = rd_fail(rd, cfg, "%s: config key '%s' in %s has %d entries, expected at least %d (layers.count)", what,
+			     key, ir_config_name(rd->cfg), n, rd->m->n_layers);
+	for (int i = 0; ok && n >= 0 && i < rd->m->n_layers; i++) {
+		char code[24];
+		snprintf(code, sizeof code, "%lld", (long long)ids[i]);
+		yaml_node_t *t = rd_get(rd, codes, code);
+		ok = t ? (types[i] = rd_scalar(rd, t, "a layer type")) != NULL
+		       : rd_fail(rd, codes, "%s: no layer type for code %s (layer %d, %s key '%s')", what, code, i,
+				 ir_config_name(rd->cfg), key);
+	}
+	free(ids);
+	return ok;
+}
+
+/* The layer types when the config has no `types_from` list: from the codes
+ * list if the config has it, else from the one generator given. */
+static bool types_fallback(rd_ctx *rd, const yaml_node_t *spec, const char *what, const char *key, const char **types)
+{
+	static const char *const gens[] = {"types_by_interval", "types_by_count", "types_default"};
+	const yaml_node_t *gen = NULL;
+	int g = -1;
+	for (int k = 0; k < 3; k++) {
+		yaml_node_t *n = rd_get(rd, spec, gens[k]);
+		if (n && gen)
+			return rd_fail(rd, n, "%s: expected at most one of types_by_interval, types_by_count, types_default",
+				       what);
+		if (n)
+			gen = n, g = k;
+	}
+	yaml_node_t *codes = rd_get(rd, spec, "types_from_codes");
+	bool found = false;
+	if (codes && !types_from_codes(rd, codes, what, types, &found))
+		return false;
+	if (found)
+		return true;
+	if (!gen)
+		return rd_fail(rd, spec, "%s.types_from: config key '%s' is missing from %s", what, key,
+			       ir_config_name(rd->cfg));
+	char name[64];
+	snprintf(name, sizeof name, "%s.%s", what, gens[g]);
+	return g == 2 ? types_default(rd, gen, name, types) : types_by_rule(rd, gen, g ? GEN_COUNT : GEN_INTERVAL, name, types);
+}
+
+/* Each layer's block from its type: the config list `types_from` (or a
+ * fallback) through `map`. `what` is "layers" or "layers.then". */
+static bool from_config(rd_ctx *rd, const yaml_node_t *spec, const char *what, int *blocks)
+{
+	yaml_node_t *types_from = rd_need(rd, spec, "types_from", what), *map = rd_get(rd, spec, "map");
+	const char *key = types_from ? rd_scalar(rd, types_from, "types_from") : NULL;
 	if (!key)
 		return false;
 	if (!map)
-		return rd_fail(rd, types_from, "layers.types_from needs a 'map' from layer type to block");
-	if (!rd_want_map(rd, map, "layers.map"))
+		return rd_fail(rd, types_from, "%s.types_from needs a 'map' from layer type to block", what);
+	if (!rd_want_map(rd, map, what))
 		return false;
 	const char **types;
-	int n;
+	int n, L = rd->m->n_layers;
 	if (!ir_config_strings(rd->cfg, key, &types, &n, rd->err))
 		return false;
-	if (n < 0 && by_interval && !types_by_interval(rd, by_interval, &types, &n))
-		return false;
-	if (n < 0)
-		return rd_fail(rd, types_from, "layers.types_from: config key '%s' is missing from %s", key,
-			       ir_config_name(rd->cfg));
-	if (n != rd->m->n_layers)
-		return rd_fail(rd, types_from, "layers.types_from: config key '%s' in %s has %d entries, expected %d (layers.count)",
-			       key, ir_config_name(rd->cfg), n, rd->m->n_layers);
+	if (n < 0) {
+		types = ir_arena_alloc(&rd->m->arena, (size_t)L * sizeof(*types));
+		if (!types_fallback(rd, spec, what, key, types))
+			return false;
+		n = L;
+	}
+	if (n != L)
+		return rd_fail(rd, types_from, "%s.types_from: config key '%s' in %s has %d entries, expected %d (layers.count)",
+			       what, key, ir_config_name(rd->cfg), n, L);
 	for (int i = 0; i < n; i++) {
 		yaml_node_t *b = rd_get(rd, map, types[i]);
 		if (!b)
-			return rd_fail(rd, map, "layers.map: no block for layer type '%s' (layer %d, from %s key '%s')",
+			return rd_fail(rd, map, "%s.map: no block for layer type '%s' (layer %d, from %s key '%s')", what,
 				       types[i], i, ir_config_name(rd->cfg), key);
-		int id = block_id(rd, b, "layers.map");
-		if (id < 0)
+		if ((blocks[i] = block_id(rd, b, what)) < 0)
 			return false;
-		rd->m->layer_block[i] = id;
 	}
 	return true;
 }
@@ -214,20 +305,35 @@ static bool check_chain(rd_ctx *rd, const yaml_node_t *map)
 	const ir_module *m = rd->m;
 	const ir_func *first = &m->funcs[m->layer_block[0]];
 	int k = first->n_inputs - first->n_reads;
-	for (int i = 0; i <= m->n_layers; i++) {
-		int id = i < m->n_layers ? m->layer_block[i] : m->layer_then;
+	for (int i = 0; i < 2 * m->n_layers; i++) {
+		int layer = i / 2, id = i % 2 ? (m->layer_then ? m->layer_then[layer] : -1) : m->layer_block[layer];
 		if (id < 0)
 			continue;
 		const ir_func *b = &m->funcs[id];
-		if (i < m->n_layers && id == m->layer_then)
+		if (i % 2 && id == m->layer_block[layer])
 			return rd_fail(rd, map, "layers.then: block '%s' is also the block of layer %d; a block runs once per layer",
-				       b->name, i);
+				       b->name, layer);
 		if (b->n_inputs - b->n_reads != k || b->n_outputs != k)
 			return rd_fail(rd, map, "layers: block '%s' takes %d input(s) and returns %d output(s), but layers "
 				       "chain: every layer block must take and return %d (as block '%s' takes; reads aside)",
 				       b->name, b->n_inputs - b->n_reads, b->n_outputs, k, first->name);
 	}
 	return true;
+}
+
+/* `then`: one block after every layer, or a mapping choosing it per layer
+ * by type like the layers' own (DeepSeek V4: hash-routed or top-k MoE). */
+static bool read_then(rd_ctx *rd, const yaml_node_t *then)
+{
+	ir_module *m = rd->m;
+	m->layer_then = ir_arena_alloc(&m->arena, (size_t)m->n_layers * sizeof(int));
+	if (then->type == YAML_MAPPING_NODE)
+		return rd_check_keys(rd, then, then_keys, "layers.then") &&
+		       from_config(rd, then, "layers.then", m->layer_then);
+	int id = block_id(rd, then, "layers.then");
+	for (int i = 0; i < m->n_layers; i++)
+		m->layer_then[i] = id;
+	return id >= 0;
 }
 
 bool rd_layers(rd_ctx *rd, const yaml_node_t *map)
@@ -244,20 +350,22 @@ bool rd_layers(rd_ctx *rd, const yaml_node_t *map)
 	m->n_layers = (int)n;
 	m->layer_block = ir_arena_alloc(&m->arena, (size_t)n * sizeof(int));
 	yaml_node_t *pattern = rd_get(rd, map, "pattern"), *types = rd_get(rd, map, "types_from");
-	yaml_node_t *lmap = rd_get(rd, map, "map"), *then = rd_get(rd, map, "then");
-	yaml_node_t *by_interval = rd_get(rd, map, "types_by_interval");
+	yaml_node_t *then = rd_get(rd, map, "then");
 	if (!pattern == !types)
 		return rd_fail(rd, map, "layers: expected exactly one of 'pattern' or 'types_from'");
-	if (pattern && lmap)
-		return rd_fail(rd, lmap, "layers.map is used with types_from only");
-	if (pattern && by_interval)
-		return rd_fail(rd, by_interval, "layers.types_by_interval is used with types_from only");
-	if (!(pattern ? from_pattern(rd, pattern) : from_config(rd, types, by_interval, lmap)))
+	static const char *const with_types[] = {"map", "types_by_interval", "types_by_count", "types_default",
+						 "types_from_codes"};
+	for (int k = 0; pattern && k < 5; k++) {
+		yaml_node_t *x = rd_get(rd, map, with_types[k]);
+		if (x)
+			return rd_fail(rd, x, "layers.%s is used with types_from only", with_types[k]);
+	}
+	if (!(pattern ? from_pattern(rd, pattern) : from_config(rd, map, "layers", m->layer_block)))
 		return false;
 	yaml_node_t *overrides = rd_get(rd, map, "overrides");
 	if (overrides && !from_overrides(rd, overrides))
 		return false;
-	if (then && (m->layer_then = block_id(rd, then, "layers.then")) < 0)
+	if (then && !read_then(rd, then))
 		return false;
 	return check_chain(rd, map);
 }

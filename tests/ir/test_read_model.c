@@ -57,7 +57,8 @@ static void test_structure(const ir_module *m)
 	CHECK(strcmp(m->model, "hybrid_tiny") == 0, "model name %s", m->model);
 	CHECK(m->n_funcs == 4, "funcs %d", m->n_funcs);
 	CHECK(m->n_layers == 2 && m->layer_block[0] == ir_module_func(m, "gdn") &&
-		      m->layer_block[1] == ir_module_func(m, "attn") && m->layer_then == ir_module_func(m, "moe_ffn"),
+		      m->layer_block[1] == ir_module_func(m, "attn") && m->layer_then && m->layer_then[0] == ir_module_func(m, "moe_ffn") &&
+		      m->layer_then[1] == m->layer_then[0],
 	      "layer list");
 	const ir_func *fwd = &m->funcs[ir_module_func(m, "forward")];
 	int calls = 0, weights = 0;
@@ -123,7 +124,7 @@ static void test_types_from(const ir_module *ref)
 	CHECK(m, "types_from variant: %s", err.msg);
 	if (m) {
 		CHECK(m->n_layers == ref->n_layers && memcmp(m->layer_block, ref->layer_block, sizeof(int) * 2) == 0 &&
-			      m->layer_then == ref->layer_then,
+			      memcmp(m->layer_then, ref->layer_then, sizeof(int) * 2) == 0,
 		      "types_from layers differ from the pattern's");
 		ir_module_free(m);
 	}
@@ -131,6 +132,87 @@ static void test_types_from(const ir_module *ref)
 	free(c2);
 	free(yaml);
 	free(json);
+}
+
+/* hybrid_tiny with its `layers` lines and config.json edited: the module,
+ * or NULL with the reader's message in err. */
+static ir_module *read_edited(const char *layers, const char *cfg_keys, ir_error *err)
+{
+	char y[1200], c[1200];
+	size_t ylen, clen;
+	char *yaml = golden_slurp(src("tests/models/hybrid_tiny.yaml", y, sizeof(y)), &ylen);
+	char *json = golden_slurp(src("tests/models/hybrid_tiny.config.json", c, sizeof(c)), &clen);
+	if (!yaml || !json)
+		abort();
+	char *y2 = replace(yaml, "pattern: [gdn, attn]\n  then: moe_ffn", layers);
+	char *c2 = replace(json, "{", cfg_keys);
+	ir_module *m = ir_read_model_mem("t.yaml", y2, strlen(y2), "c.json", c2, strlen(c2), NULL, err);
+	free(y2);
+	free(c2);
+	free(yaml);
+	free(json);
+	return m;
+}
+
+/* The type-list fallbacks (DeepSeek V4: legacy compress_ratios codes, the
+ * default schedule) and a `then` block chosen per layer by type. */
+static void test_layer_type_rules(const ir_module *ref)
+{
+	static const char *const same_layers[][2] = {
+		/* codes: a list longer than the layers is cut, as transformers does */
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_from_codes: {config: ratios, codes: {0: linear_attention, 4: full_attention}}\n  then: moe_ffn",
+		 "{\"ratios\": [0, 4, 0],"},
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_default: {first: [linear_attention], repeat: [full_attention]}\n  then: moe_ffn",
+		 "{"},
+		/* an explicit list wins over the codes */
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_from_codes: {config: ratios, codes: {0: linear_attention, 4: full_attention}}\n  then: moe_ffn",
+		 "{\"ratios\": [4, 4], \"layer_types\": [\"linear_attention\", \"full_attention\"],"},
+	};
+	for (size_t k = 0; k < sizeof(same_layers) / sizeof(same_layers[0]); k++) {
+		ir_error err = {0};
+		ir_module *m = read_edited(same_layers[k][0], same_layers[k][1], &err);
+		CHECK(m && memcmp(m->layer_block, ref->layer_block, sizeof(int) * 2) == 0 &&
+			      memcmp(m->layer_then, ref->layer_then, sizeof(int) * 2) == 0,
+		      "type rule %zu: %s", k, m ? "layers differ" : err.msg);
+		ir_module_free(m);
+	}
+	ir_error err = {0};
+	ir_module *m = read_edited("pattern: [gdn, attn]\n  then: {types_from: mlp_types, map: {dense: moe_ffn, hashy: attn},"
+				   " types_by_count: {config: n_hash, default: 1, type: hashy, other: dense}}",
+				   "{", &err);
+	CHECK(m && m->layer_then[0] == ir_module_func(m, "attn") && m->layer_then[1] == ir_module_func(m, "moe_ffn"),
+	      "then by type: %s", m ? "wrong blocks" : err.msg);
+	if (m) {
+		size_t len;
+		char *text = dump(m, false, &len);
+		CHECK(text && strstr(text, "then: [attn, moe_ffn]"), "per-layer then is not dumped as a list");
+		free(text);
+	}
+	ir_module_free(m);
+	static const char *const bad[][3] = {
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_from_codes: {config: ratios, codes: {0: linear_attention}}",
+		 "{\"ratios\": [0, 4],", "no layer type for code 4 (layer 1, c.json key 'ratios')"},
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_from_codes: {config: ratios, codes: {0: linear_attention}}",
+		 "{\"ratios\": [0],", "'ratios' in c.json has 1 entries, expected at least 2"},
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}\n"
+		 "  types_default: {repeat: [full_attention]}\n  types_by_count: {config: n, default: 1, type: a, other: b}",
+		 "{", "expected at most one of types_by_interval, types_by_count, types_default"},
+		{"types_from: layer_types\n  map: {linear_attention: gdn, full_attention: attn}", "{",
+		 "layers.types_from: config key 'layer_types' is missing from c.json"},
+		{"pattern: [gdn, attn]\n  types_default: {repeat: [full_attention]}", "{",
+		 "layers.types_default is used with types_from only"},
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ir_error e = {0};
+		ir_module *b = read_edited(bad[k][0], bad[k][1], &e);
+		CHECK(!b && strstr(e.msg, bad[k][2]), "bad layers %zu: %s", k, b ? "accepted" : e.msg);
+		ir_module_free(b);
+	}
 }
 
 /* Shape rules through the call chain: logits are [T, vocab]. */
@@ -199,6 +281,7 @@ int main(void)
 	CHECK(strstr(dot1, "digraph \"hybrid_tiny\"") && strstr(dot1, "call layers.0.gdn"), "DOT content");
 	test_structure(a);
 	test_types_from(a);
+	test_layer_type_rules(a);
 	test_dump_parses(ya, la);
 	test_golden("hybrid_tiny", ya, la);
 	/* blocks.<b>.reads: the dump shows them apart from the inputs */
