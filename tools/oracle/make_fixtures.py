@@ -24,6 +24,11 @@ import torch
 import transformers
 from safetensors import safe_open
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import dsv4_spec  # noqa: E402 - DeepSeek V4 configs, counts, rotary tables and names, without torch
+
 # Noise added to every parameter, norms included: large enough that a wrong
 # norm convention ((1+w) instead of w) or a missing q/k norm moves the logits
 # far beyond float tolerance.
@@ -193,11 +198,14 @@ def edit_config(out_dir, edit):
         f.write("\n")
 
 
-def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32):
+def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32, integer_tensors=()):
     """Reloads the saved checkpoint and checks it reproduces the model bit for bit.
 
     dtype: what the checkpoint's floating tensors must be; one narrower than
     float32 holds the model exactly only when its weights were rounded to it.
+    integer_tensors: name endings of integer buffers saved under names that are
+    not the buffer's own (DeepSeek V4's `ffn.gate.tid2eid`, saved under its
+    upstream name), left out of the dtype check like the buffers themselves.
 
     Returns the checkpoint's tensor names. They may differ from the parameter
     names where transformers converts a layout on load and back on save (per-
@@ -210,7 +218,8 @@ def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32
         with safe_open(os.path.join(out_dir, fname), "pt") as f:
             names.extend(f.keys())
             # persistent integer buffers (the qwen4_exp PLE hash tables) are saved as they are
-            dtypes |= {str(f.get_tensor(n).dtype) for n in f.keys() if n not in buffers}
+            dtypes |= {str(f.get_tensor(n).dtype) for n in f.keys()
+                       if n not in buffers and not n.endswith(tuple(integer_tensors))}
     names.sort()
     params = sorted(n for n, _ in model.named_parameters())
     if names != params:
@@ -231,16 +240,17 @@ def check_checkpoint(model, out_dir, tokens, model_cls=None, dtype=torch.float32
     return names
 
 
-def hf_checkpoint(model_cls=None, dtype=torch.float32, max_shard_size=None, config_edit=None):
+def hf_checkpoint(model_cls=None, dtype=torch.float32, max_shard_size=None, config_edit=None, integer_tensors=()):
     """write_fixture's default checkpoint writer: save_pretrained in dtype
     (sharded with max_shard_size), config.json edited by config_edit (before
     the reload, so the reload reads the edited config), then the bit-exact
-    reload check. Returns (tensor names, meta entries)."""
+    reload check (integer_tensors: see check_checkpoint). Returns (tensor
+    names, meta entries)."""
     def write(model, out_dir, tokens):
         save_checkpoint(model, out_dir, dtype, max_shard_size)
         if config_edit:
             edit_config(out_dir, config_edit)
-        names = check_checkpoint(model, out_dir, tokens, model_cls, dtype)
+        names = check_checkpoint(model, out_dir, tokens, model_cls, dtype, integer_tensors)
         meta = {"checkpoint_files": len(checkpoint_files(out_dir))}
         if dtype != torch.float32:
             meta["checkpoint_dtype"] = str(dtype)[len("torch."):]
@@ -292,8 +302,9 @@ def check_paths_agree(model, prompt, ref, split, strict=True):
 
 
 def experts_layout(names):
-    """How the checkpoint stores MoE experts: per-expert 2-D tensors, stacked 3-D ones, or none."""
-    if any(".experts.0.gate_proj.weight" in n for n in names):
+    """How the checkpoint stores MoE experts: per-expert 2-D tensors (Qwen's
+    gate/up/down_proj, DeepSeek's w1/w3/w2), stacked 3-D ones, or none."""
+    if any(".experts.0.gate_proj.weight" in n or ".experts.0.w1.weight" in n for n in names):
         return "per_expert"
     return "fused" if any(n.endswith(".experts.gate_up_proj") for n in names) else "none"
 
@@ -683,11 +694,16 @@ def save_mtp_head(out_dir, head, hidden, logits, chain_tokens, chain_logits, dty
     if dtype != torch.float32:
         tensors = {n: t.to(dtype) if t.is_floating_point() else t for n, t in tensors.items()}
     append_checkpoint(out_dir, tensors, {"mtp_num_hidden_layers": 1})
+    write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits)
+    return tensors
+
+
+def write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits):
+    """The MTP reference files every head writes (tools/oracle/README.md)."""
     write_f32(os.path.join(out_dir, "mtp_hidden.f32"), hidden)
     write_f32(os.path.join(out_dir, "mtp_draft_logits.f32"), logits)
     write_i32(os.path.join(out_dir, "mtp_chain_tokens.i32"), chain_tokens)
     write_f32(os.path.join(out_dir, "mtp_chain_logits.f32"), chain_logits)
-    return tensors
 
 
 @torch.no_grad()
@@ -1022,6 +1038,719 @@ def add_qwen4_mtp(model, prompt, first_token, seed, out_dir, head_state=None, dt
     log(f"MTP tensors: {[(n, tuple(t.shape)) for n, t in sorted(tensors.items())]}")
 
 
+# ---- DeepSeek V4 (docs/models.md sections 3 and 6.2) ------------------------
+# Two families: deepseek_v4_tiny (the section 6.2 configuration) and
+# deepseek_v4_b (3 streams, 5 layers starting with HCA, two hash layers, CSA
+# every 2 and HCA every 8 tokens, a 5-token window). Their configs, parameter
+# counts, rotary tables and upstream tensor names live in dsv4_spec.py (no
+# torch). Neither prompt length nor the two-chunk split is a multiple of a
+# compression window, and the 24 decode steps cross HCA window boundaries, so
+# the compressor buffers and the CSA overlap are carried across calls.
+DSV4_CONTINUATION_LEN = 24
+DSV4_SPLIT = 37
+DSV4_PROMPT_LEN = {"deepseek_v4_tiny": 70, "deepseek_v4_b": 67}
+# e_score_correction_bias is a buffer (HF zero-initialises it; parameter noise
+# does not reach it): N(0, 0.25) is of the order of the sqrt-softplus score
+# gaps, so it changes the selection of some tokens (counted in meta.json).
+DSV4_BIAS_STD = 0.25
+DSV4_INT_TENSORS = (".gate.tid2eid",)
+
+
+def dsv4_modules():
+    """transformers' deepseek_v4 configuration and modeling modules."""
+    from transformers.models.deepseek_v4 import configuration_deepseek_v4, modeling_deepseek_v4
+    return configuration_deepseek_v4, modeling_deepseek_v4
+
+
+def dsv4_config(spec):
+    """(DeepseekV4Config from a dsv4_spec dict, the rope form it took), without
+    MTP layers (0 until the head's tensors are in the checkpoint). The YaRN
+    keys go in as a flat `rope_parameters`, which DeepseekV4Config.__post_init__
+    turns into the "compress" table; a build that rejects that form gets them
+    as the legacy `rope_scaling` (docs/models.md 6.2). check_dsv4_config then
+    checks what the config holds either way."""
+    cfg_mod, _ = dsv4_modules()
+    kwargs = copy.deepcopy(spec)
+    try:
+        return cfg_mod.DeepseekV4Config(**kwargs, num_nextn_predict_layers=0), "rope_parameters"
+    except (TypeError, ValueError) as e:
+        log(f"DeepseekV4Config rejected the flat YaRN rope_parameters ({e!r}); passing them as rope_scaling")
+    kwargs = copy.deepcopy(spec)
+    kwargs["rope_scaling"] = kwargs.pop("rope_parameters")
+    return cfg_mod.DeepseekV4Config(**kwargs, num_nextn_predict_layers=0), "rope_scaling"
+
+
+def check_dsv4_config(cfg, spec):
+    """Every value the model reads reached the config as the spec gives it,
+    and the flat YaRN rope_parameters became the "compress" table (theta
+    compress_rope_theta, attention_factor 1) next to a plain "main" one."""
+    problems = []
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "head_dim", "q_lora_rank", "o_groups", "o_lora_rank", "sliding_window", "index_n_heads",
+                "index_head_dim", "index_topk", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                "scoring_func", "routed_scaling_factor", "swiglu_limit", "hc_mult", "hc_sinkhorn_iters", "hc_eps",
+                "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings"):
+        if getattr(cfg, key, None) != spec[key]:
+            problems.append(f"{key} is {getattr(cfg, key, None)!r}, not {spec[key]!r}")
+    for key in ("layer_types", "mlp_layer_types"):
+        if list(getattr(cfg, key)) != spec[key]:
+            problems.append(f"{key} is {getattr(cfg, key)}, not {spec[key]}")
+    if dict(cfg.compress_rates) != spec["compress_rates"]:
+        problems.append(f"compress_rates is {cfg.compress_rates}, not {spec['compress_rates']}")
+    if cfg.num_local_experts != spec["n_routed_experts"] or cfg.intermediate_size != spec["moe_intermediate_size"]:
+        problems.append(f"num_local_experts/intermediate_size read {cfg.num_local_experts}/{cfg.intermediate_size}")
+    r = dsv4_spec.rot_dim(spec)
+    if getattr(cfg, "qk_rope_head_dim", None) != r:
+        problems.append(f"qk_rope_head_dim is {getattr(cfg, 'qk_rope_head_dim', None)}, not {r}")
+    rp = cfg.rope_parameters or {}
+    main, comp, yarn = rp.get("main"), rp.get("compress"), spec["rope_parameters"]
+    want_main = {"rope_type": "default", "rope_theta": spec["rope_theta"], "partial_rotary_factor":
+                 spec["partial_rotary_factor"]}
+    want_comp = dict(yarn, rope_theta=spec["compress_rope_theta"], partial_rotary_factor=spec["partial_rotary_factor"],
+                     attention_factor=1.0)
+    for label, got, want in (("main", main, want_main), ("compress", comp, want_comp)):
+        if not isinstance(got, dict):
+            problems.append(f"rope_parameters has no '{label}' table: {rp}")
+            continue
+        bad = {k: got.get(k) for k, v in want.items() if got.get(k) != v}
+        if bad:
+            problems.append(f"rope_parameters['{label}'] has {bad}, expected {want}")
+    if problems:
+        raise SystemExit("DeepseekV4Config did not take the configuration as given:\n  " + "\n  ".join(problems))
+
+
+@torch.no_grad()
+def fill_dsv4_buffers(model, seed):
+    """The two buffers parameter noise does not reach (HF zero-initialises
+    both): each hash layer's tid2eid rows get distinct random expert ids, each
+    moe layer's e_score_correction_bias N(0, DSV4_BIAS_STD). Checked after."""
+    cfg = model.config
+    n_experts, top_k = cfg.n_routed_experts, cfg.num_experts_per_tok
+    gen = torch.Generator().manual_seed(seed)
+    tables, biases = [], []
+    for name, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+        if name.endswith(".gate.tid2eid"):
+            if tuple(buf.shape) != (cfg.vocab_size, top_k):
+                raise SystemExit(f"{name} has shape {tuple(buf.shape)}, not {(cfg.vocab_size, top_k)}")
+            rows = torch.stack([torch.randperm(n_experts, generator=gen)[:top_k] for _ in range(buf.shape[0])])
+            buf.copy_(rows.to(buf.dtype))
+            tables.append((name, buf))
+        elif name.endswith(".gate.e_score_correction_bias"):
+            buf.copy_(torch.randn(buf.shape, generator=gen) * DSV4_BIAS_STD)
+            biases.append((name, buf))
+    n_hash = list(cfg.mlp_layer_types).count("hash_moe")
+    n_moe = list(cfg.mlp_layer_types).count("moe")
+    if len(tables) != n_hash or len(biases) != n_moe:
+        raise SystemExit(f"found {len(tables)} tid2eid and {len(biases)} e_score_correction_bias buffers for "
+                         f"{n_hash} hash_moe and {n_moe} moe layers")
+    for name, t in tables:
+        srt = t.sort(dim=1).values
+        if t.min() < 0 or t.max() >= n_experts or not bool((srt[:, 1:] != srt[:, :-1]).all()):
+            raise SystemExit(f"{name} rows are not distinct expert ids in [0, {n_experts})")
+    for name, b in biases:
+        if not bool((b != 0).all()):
+            raise SystemExit(f"{name} has zero entries")
+
+
+def check_dsv4_rotary(model, spec):
+    """Every rotary module of the model (the model's, each compressor's and each
+    indexer's) holds the "main" table (default RoPE, rope_theta) and the
+    "compress" one (YaRN at compress_rope_theta, docs/models.md section 0.2)
+    over r = head_dim * partial_rotary_factor channels, without mscale."""
+    r = dsv4_spec.rot_dim(spec)
+    want = {"main": dsv4_spec.default_inv_freq(spec["rope_theta"], r), "compress": dsv4_spec.compress_inv_freq(spec)}
+    mods = [(n, m) for n, m in model.named_modules() if type(m).__name__ == "DeepseekV4RotaryEmbedding"]
+    n_csa = spec["layer_types"].count(dsv4_spec.CSA)
+    n_hca = spec["layer_types"].count(dsv4_spec.HCA)
+    if len(mods) != 1 + 2 * n_csa + n_hca:
+        raise SystemExit(f"{len(mods)} rotary modules, expected {1 + 2 * n_csa + n_hca}: {[n for n, _ in mods]}")
+    for name, m in mods:
+        for label, freqs in want.items():
+            got = getattr(m, f"{label}_inv_freq", None)
+            ref = torch.tensor(freqs, dtype=torch.float32)
+            if got is None or got.shape != ref.shape or float(((got.float() - ref) / ref).abs().max()) > 1e-5:
+                raise SystemExit(f"{name}: '{label}' inv_freq is {None if got is None else got.tolist()}, "
+                                 f"expected {freqs} (rotary dim {r})")
+            scaling = getattr(m, f"{label}_attention_scaling", None)
+            if scaling != 1.0:
+                raise SystemExit(f"{name}: '{label}' attention scaling is {scaling}, not 1.0")
+
+
+def check_dsv4_model(model, spec):
+    """The model is the configuration asked for: eager attention, separate
+    embedding and head, each layer's compressor and router kind, its rotary
+    tables, and the parameter count dsv4_spec derives (models.md 6.2's for tiny)."""
+    _, mod = dsv4_modules()
+    text = model.model
+    if attn_implementation(model) != "eager":
+        raise SystemExit(f"attention implementation is {attn_implementation(model)}, not eager")
+    if model.lm_head.weight.data_ptr() == text.embed_tokens.weight.data_ptr() or \
+            torch.equal(model.lm_head.weight, text.embed_tokens.weight):
+        raise SystemExit("lm_head is tied to the embedding (tie_word_embeddings is false)")
+    kinds = {dsv4_spec.SLIDING: type(None), dsv4_spec.CSA: mod.DeepseekV4CSACompressor,
+             dsv4_spec.HCA: mod.DeepseekV4HCACompressor}
+    for i, (layer, lt, mt) in enumerate(zip(text.layers, spec["layer_types"], spec["mlp_layer_types"])):
+        attn = layer.self_attn
+        if type(attn.compressor) is not kinds[lt] or \
+                attn.rope_layer_type != ("main" if lt == dsv4_spec.SLIDING else "compress"):
+            raise SystemExit(f"layer {i} ({lt}) has compressor {type(attn.compressor).__name__}, "
+                             f"rope table '{attn.rope_layer_type}'")
+        if layer.mlp.is_hash != (mt == "hash_moe"):
+            raise SystemExit(f"layer {i} ({mt}) has a {'hash' if layer.mlp.is_hash else 'top-k'} router")
+    check_dsv4_rotary(model, spec)
+    params = sum(p.numel() for p in model.parameters())
+    total = sum(t.numel() for t in model.state_dict().values())
+    want_p, want_b = dsv4_spec.main_counts(spec)
+    if (params, total) != (want_p, want_p + want_b):
+        raise SystemExit(f"model has {params} parameters and {total - params} buffer elements, dsv4_spec "
+                         f"expects {want_p} and {want_b}")
+    if spec is dsv4_spec.TINY and total != dsv4_spec.TINY_MAIN_COUNT:
+        raise SystemExit(f"tiny model has {total} parameters + buffers, docs/models.md 6.2 says "
+                         f"{dsv4_spec.TINY_MAIN_COUNT}")
+
+
+@torch.no_grad()
+def check_dsv4_cache_layers(model, prompt, split):
+    """HF's cache for this model is the V4 one: DynamicCache(config=...) built a
+    DeepseekV4CSACache / DeepseekV4HCACache for every compressed layer and a
+    plain sliding-window layer for the others, and after a chunk of `split`
+    tokens each compressor has emitted split // rate entries and holds the
+    split % rate tokens of its open window. Returns the layer class names."""
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+    _, mod = dsv4_modules()
+    cfg = model.config
+    past = model(input_ids=prompt[None, :split], use_cache=True).past_key_values
+    layers = list(getattr(past, "layers", []))
+    if len(layers) != cfg.num_hidden_layers:
+        raise SystemExit(f"the cache ({type(past).__name__}) has {len(layers)} layers, not {cfg.num_hidden_layers}")
+    want = {dsv4_spec.CSA: mod.DeepseekV4CSACache, dsv4_spec.HCA: mod.DeepseekV4HCACache}
+    problems = []
+    for i, (lt, layer) in enumerate(zip(cfg.layer_types, layers)):
+        cls = want.get(lt, DynamicSlidingWindowLayer)
+        if not isinstance(layer, cls) or (lt == dsv4_spec.SLIDING and isinstance(layer, mod.DeepseekV4HCACache)):
+            problems.append(f"layer {i} ({lt}): {type(layer).__name__}, expected {cls.__name__}")
+            continue
+        if getattr(layer, "sliding_window", None) != cfg.sliding_window:
+            problems.append(f"layer {i}: sliding_window {getattr(layer, 'sliding_window', None)}")
+        if lt == dsv4_spec.SLIDING:
+            continue
+        rate = cfg.compress_rates[lt]
+        names = ["compressor", "indexer"] if lt == dsv4_spec.CSA else ["compressor"]
+        for name in names:
+            buffered = layer.buffer_kv[name]
+            state = (layer.entry_count[name], 0 if buffered is None else buffered.shape[1])
+            if state != (split // rate, split % rate):
+                problems.append(f"layer {i} {name}: {state[0]} entries and {state[1]} buffered tokens after "
+                                f"{split}, expected {split // rate} and {split % rate}")
+    if problems:
+        raise SystemExit("HF's cache is not the DeepSeek V4 one:\n  " + "\n  ".join(problems))
+    return [type(layer).__name__ for layer in layers]
+
+
+def dump_path_mismatch(out_dir, model, prompt, ref, split, diffs):
+    """Both sides of a cached/uncached (or two-chunk/one-chunk) disagreement,
+    written to <out_dir>.path_mismatch (run_on_device.sh brings it back as a
+    tar of its own): an HF bug to report. Returns (that folder, its meta.json
+    entries: the differences and the positions over the limit)."""
+    where = out_dir + ".path_mismatch"
+    shutil.rmtree(where, ignore_errors=True)
+    os.makedirs(where)
+    prompt_logits, cont, cont_logits = ref
+    cached = torch.cat([prompt_logits, cont_logits])
+    full = full_forward_logits(model, torch.cat([prompt, cont]))
+    rows = (full - cached).abs().amax(-1)
+    write_i32(os.path.join(where, "prompt_tokens.i32"), prompt)
+    write_i32(os.path.join(where, "continuation_tokens.i32"), cont)
+    write_f32(os.path.join(where, "cached_logits.f32"), cached)
+    write_f32(os.path.join(where, "uncached_logits.f32"), full)
+    write_f32(os.path.join(where, "cached_vs_uncached_row_max_abs_diff.f32"), rows)
+    bad = [int(i) for i in torch.nonzero(rows > MAX_PATH_DIFF).flatten()]
+    meta = dict(diffs, prompt_len=len(prompt), continuation_len=len(cont), split=split,
+                cached_vs_uncached_positions_over_limit=bad, transformers=transformers.__version__,
+                torch=torch.__version__)
+    if split:
+        chunked = two_chunk_logits(model, prompt, split)
+        write_f32(os.path.join(where, "two_chunk_logits.f32"), chunked)
+        meta["two_chunks_positions_over_limit"] = [
+            int(i) for i in torch.nonzero((chunked - prompt_logits).abs().amax(-1) > MAX_PATH_DIFF).flatten()]
+    model.config.save_pretrained(where)
+    with open(os.path.join(where, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return where, meta
+
+
+def dsv4_layer_inputs(text, t):
+    """Position embeddings ({"main", "compress"}), position ids and sliding-window
+    mask of an uncached pass over t rows at positions 0..t-1, built the way
+    DeepseekV4Model.forward builds them."""
+    like = torch.zeros(1, t, text.config.hidden_size, dtype=text.embed_tokens.weight.dtype)
+    pos = torch.arange(t)[None, :]
+    pe = {label: text.rotary_emb(like, position_ids=pos, layer_type=label) for label in ("main", "compress")}
+    mask = None
+    try:
+        from transformers.masking_utils import create_sliding_window_causal_mask
+        mask = create_sliding_window_causal_mask(config=text.config, inputs_embeds=like, attention_mask=None,
+                                                 past_key_values=None, position_ids=pos)
+    except Exception as e:  # noqa: BLE001 - the explicit additive mask below, checked against the model's
+        log(f"create_sliding_window_causal_mask failed ({e!r}); building the additive sliding-window mask")
+    if mask is None:
+        q, k = torch.arange(t)[:, None], torch.arange(t)[None, :]
+        visible = (k <= q) & (k > q - text.config.sliding_window)
+        mask = torch.full((t, t), torch.finfo(like.dtype).min, dtype=like.dtype).masked_fill(visible, 0)[None, None]
+    return pe, pos, mask
+
+
+def sliding_visibility(t, window):
+    """docs/models.md 3.5: query t sees keys t - window < j <= t."""
+    q, k = torch.arange(t)[:, None], torch.arange(t)[None, :]
+    return (k <= q) & (k > q - window)
+
+
+def run_layer(layer, hidden, pe, pos, mask, input_ids=None):
+    """One DeepseekV4DecoderLayer, uncached, called as DeepseekV4Model.forward calls it."""
+    out = layer(hidden, position_embeddings=pe, position_ids=pos, attention_mask=mask, input_ids=input_ids,
+                past_key_values=None)
+    return out[0] if isinstance(out, tuple) else out
+
+
+@torch.no_grad()
+def dsv4_prompt_pass(model, prompt, sliding_idx):
+    """One uncached prompt pass that records the streams entering the final
+    HyperHead (X, [T, n, H]), the streams after every decoder layer
+    ([L, T, n*H]) and the input, keyword arguments and output of the first
+    sliding-window layer. Returns (X, per-layer streams, layer capture, logits)."""
+    text, seen, after = model.model, {}, {}
+
+    def before_head(_module, args):
+        seen["X"] = args[0].detach().clone()
+
+    def capture_layer(_module, args, kwargs, out):
+        x = args[0] if args else kwargs["hidden_states"]
+        y = out[0] if isinstance(out, tuple) else out
+        seen["layer"] = (x.detach().clone(), dict(kwargs), y.detach().clone())
+
+    def layer_output(i):
+        def hook(_module, _args, out):
+            after[i] = (out[0] if isinstance(out, tuple) else out).detach().clone()
+        return hook
+
+    hooks = [text.hc_head.register_forward_pre_hook(before_head),
+             text.layers[sliding_idx].register_forward_hook(capture_layer, with_kwargs=True)]
+    hooks += [layer.register_forward_hook(layer_output(i)) for i, layer in enumerate(text.layers)]
+    try:
+        logits = model(input_ids=prompt[None, :], use_cache=False).logits[0].float()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if "X" not in seen or "layer" not in seen or sorted(after) != list(range(len(text.layers))):
+        raise RuntimeError(f"the prompt pass did not reach the hooks (caught {sorted(seen)}, layers {sorted(after)})")
+    t = len(prompt)
+    streams = torch.stack([after[i][0].reshape(t, -1) for i in range(len(text.layers))]).float()
+    return seen["X"][0].float(), streams, seen["layer"], logits
+
+
+@torch.no_grad()
+def check_dsv4_prompt_pass(model, prompt, x, streams, capture, logits, sliding_idx):
+    """The captured X is [T, n, H] and equals the last layer's output; the
+    model's head (HyperHead, norm, lm_head) on it gives the pass's own logits;
+    dsv4_layer_inputs rebuilds the position embeddings, positions and mask the
+    model gave its sliding-window layer, and rerunning that layer with them
+    reproduces its output. Returns the measured differences and whether HF's
+    mask is models.md's window."""
+    text, cfg = model.model, model.model.config
+    t = len(prompt)
+    if tuple(x.shape) != (t, cfg.hc_mult, cfg.hidden_size):
+        raise RuntimeError(f"captured X has shape {tuple(x.shape)}, expected {(t, cfg.hc_mult, cfg.hidden_size)}")
+    if not torch.equal(streams[-1], x.reshape(t, -1)):
+        raise RuntimeError("the streams entering the HyperHead are not the last layer's output")
+    head_diff = float((model.lm_head(text.norm(text.hc_head(x[None])))[0].float() - logits).abs().max())
+    if head_diff >= 1e-5:
+        raise RuntimeError(f"HyperHead + norm + lm_head on the captured X misses the prompt logits by {head_diff}")
+    x_in, kwargs, y = capture
+    pe, pos, mask = dsv4_layer_inputs(text, t)
+    got_pe = kwargs["position_embeddings"]
+    pe_diff = max(float((a - b).abs().max()) for label in ("main", "compress") for a, b in zip(pe[label], got_pe[label]))
+    if pe_diff > 1e-6:
+        raise RuntimeError(f"rebuilt position embeddings differ from the model's by {pe_diff}")
+    if not torch.equal(pos, kwargs["position_ids"]):
+        raise RuntimeError(f"rebuilt position ids differ from the model's {kwargs['position_ids']}")
+    got = kwargs["attention_mask"]
+    if not isinstance(got, torch.Tensor) or got.shape != mask.shape or \
+            not torch.equal(mask_visible(got), mask_visible(mask)):
+        raise RuntimeError(f"rebuilt mask {tuple(mask.shape)} differs from the model's "
+                           f"{getattr(got, 'shape', got)}")
+    layer_diff = float((run_layer(text.layers[sliding_idx], x_in, pe, pos, mask, kwargs.get("input_ids")) - y)
+                       .abs().max())
+    if layer_diff >= 1e-5:
+        raise RuntimeError(f"rerunning the model's sliding layer {sliding_idx} differs from its prompt pass by "
+                           f"{layer_diff}")
+    models_md_window = bool(torch.equal(mask_visible(mask)[0, 0], sliding_visibility(t, cfg.sliding_window)))
+    if not models_md_window:
+        log(f"warning: HF's sliding-window mask is not docs/models.md 3.5's (t - {cfg.sliding_window} < j <= t)")
+    return {"head": head_diff, "sliding_layer": layer_diff}, models_md_window
+
+
+@torch.no_grad()
+def dsv4_coverage(model, prompt):
+    """Over one uncached prompt pass: how many tokens of each moe layer the
+    correction bias gave another expert set than the scores alone, and how
+    many routed and shared SwiGLU pre-activations the clamp changed (gate above
+    swiglu_limit, up outside +-limit). The tiny configurations are chosen so
+    that all of these fire; a count of 0 would leave a code path untested."""
+    text, cfg = model.model, model.model.config
+    limit = float(cfg.swiglu_limit)
+    stats = {"bias_changed_selection": {}, "routed_gate_clamped": 0, "routed_up_clamped": 0,
+             "shared_gate_clamped": 0, "shared_up_clamped": 0, "routed_pairs": 0}
+
+    def moe_hook(i):
+        def hook(block, args, kwargs, _out):
+            x = args[0] if args else kwargs["hidden_states"]
+            flat = x.reshape(-1, x.shape[-1])
+            gate = block.gate
+            scores = gate.score_fn(torch.nn.functional.linear(flat, gate.weight))
+            if block.is_hash:
+                idx = gate.tid2eid[kwargs["input_ids"].reshape(-1)].long()
+            else:
+                idx = torch.topk(scores + gate.e_score_correction_bias, gate.top_k, dim=-1).indices
+                plain = torch.topk(scores, gate.top_k, dim=-1).indices
+                changed = (idx.sort(-1).values != plain.sort(-1).values).any(-1)
+                stats["bias_changed_selection"][str(i)] = int(changed.sum())
+            experts = block.experts
+            for e in range(experts.gate_up_proj.shape[0]):
+                rows = (idx == e).any(-1)
+                if not bool(rows.any()):
+                    continue
+                g, u = torch.nn.functional.linear(flat[rows], experts.gate_up_proj[e]).chunk(2, dim=-1)
+                stats["routed_gate_clamped"] += int((g > limit).sum())
+                stats["routed_up_clamped"] += int((u.abs() > limit).sum())
+                stats["routed_pairs"] += int(rows.sum())
+            shared = block.shared_experts
+            stats["shared_gate_clamped"] += int((shared.gate_proj(flat) > limit).sum())
+            stats["shared_up_clamped"] += int((shared.up_proj(flat).abs() > limit).sum())
+        return hook
+
+    hooks = [layer.mlp.register_forward_hook(moe_hook(i), with_kwargs=True) for i, layer in enumerate(text.layers)]
+    try:
+        model(input_ids=prompt[None, :], use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    n_moe = list(cfg.mlp_layer_types).count("moe")
+    if len(stats["bias_changed_selection"]) != n_moe or stats["routed_pairs"] != \
+            len(prompt) * cfg.num_experts_per_tok * cfg.num_hidden_layers:
+        raise RuntimeError(f"the MoE hooks saw {stats}, expected {n_moe} moe layers and "
+                           f"{len(prompt) * cfg.num_experts_per_tok * cfg.num_hidden_layers} routed pairs")
+    silent = [k for k in ("routed_gate_clamped", "routed_up_clamped", "shared_gate_clamped", "shared_up_clamped")
+              if stats[k] == 0]
+    if silent or sum(stats["bias_changed_selection"].values()) == 0:
+        raise SystemExit(f"coverage: the prompt leaves paths unexercised ({silent or 'correction bias'}): {stats}")
+    return stats
+
+
+def check_dsv4_checkpoint_names(model, out_dir):
+    """Which checkpoint tensor holds which model tensor, found by value (every
+    tensor is random, so each value is unique), against the upstream names of
+    dsv4_spec (what conversion_mapping.py's reversal should write). Every model
+    tensor must be held by exactly one checkpoint tensor per piece and every
+    checkpoint tensor must hold one; names unlike upstream are reported (logged
+    and in meta.json), not fatal: they are what transformers writes."""
+    from safetensors.torch import load_file
+    ckpt = {}
+    for fname in checkpoint_files(out_dir):
+        ckpt.update(load_file(os.path.join(out_dir, fname)))
+    by_shape = {}
+    for name, t in ckpt.items():
+        by_shape.setdefault((tuple(t.shape), t.dtype), []).append(name)
+
+    def holders(piece):
+        return [n for n in by_shape.get((tuple(piece.shape), piece.dtype), []) if torch.equal(ckpt[n], piece)]
+
+    n_experts = model.config.n_routed_experts
+    used, unlike = {}, []
+    for hf_name, t in model.state_dict().items():
+        try:
+            want = dsv4_spec.upstream_names(hf_name, n_experts)
+        except KeyError:
+            raise SystemExit(f"dsv4_spec knows no upstream name for the model tensor {hf_name}")
+        whole = holders(t)
+        if hf_name.endswith(dsv4_spec.EXPERTS_GATE_UP) and not whole:
+            inter = t.shape[1] // 2
+            pieces = [p for e in range(t.shape[0]) for p in (t[e, :inter], t[e, inter:])]
+        elif hf_name.endswith(dsv4_spec.EXPERTS_DOWN) and not whole:
+            pieces = [t[e] for e in range(t.shape[0])]
+        else:
+            pieces = [t]
+        found = []
+        for piece in pieces:
+            match = holders(piece)
+            if len(match) != 1:
+                raise SystemExit(f"checkpoint: a piece of {hf_name} {tuple(piece.shape)} is held by {match}")
+            if match[0] in used:
+                raise SystemExit(f"checkpoint tensor {match[0]} holds both {used[match[0]]} and {hf_name}")
+            used[match[0]] = hf_name
+            found.append(match[0])
+        if found != want:
+            unlike.append({"model": hf_name, "saved": found if len(found) > 1 else found[0],
+                           "upstream": want if len(want) > 1 else want[0]})
+    extra = sorted(set(ckpt) - set(used))
+    if extra:
+        raise SystemExit(f"checkpoint tensors that hold no model tensor: {extra}")
+    if unlike:
+        log(f"warning: {len(unlike)} checkpoint names are not the upstream ones: {unlike}")
+        return {"checkpoint_names": "not_upstream", "checkpoint_names_unlike_upstream": unlike}
+    return {"checkpoint_names": "upstream"}
+
+
+def dsv4_checkpoint(model_cls):
+    """write_fixture's checkpoint writer for DeepSeek V4: save_pretrained and the
+    bit-exact reload (tid2eid saved as int64 under its upstream name), then
+    the name check above."""
+    base = hf_checkpoint(model_cls, integer_tensors=DSV4_INT_TENSORS)
+
+    def write(model, out_dir, tokens):
+        names, meta = base(model, out_dir, tokens)
+        meta.update(check_dsv4_checkpoint_names(model, out_dir))
+        return names, meta
+    return write
+
+
+def update_meta(out_dir, entries):
+    path = os.path.join(out_dir, "meta.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta.update(entries)
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+# ---- DeepSeek V4 MTP layer ---------------------------------------------------
+# transformers drops `mtp.*`; the layer follows docs/models.md section 3.10
+# (vLLM deepseek_v4_mtp.py), built from transformers' own classes. For
+# position p, with X_p the target's streams entering its final HyperHead
+# [n, H] and x_{p+1} the next token:
+#   e = enorm(embed(x_{p+1}))              embed zeroed at position 0 (vLLM)
+#   X'_s = h_proj(hnorm(X_p,s)) + e_proj(e)   hnorm per stream (RMS over H)
+#   X' = one decoder layer (sliding_attention + moe) at position p
+#   logits = lm_head(norm(hc_head(X')))     the layer's own HyperHead and norm
+# X' (pre-HyperHead, [n*H]) is the hidden state of the next chained draft.
+# Like the Qwen4-Exp head: row p sits at position p, and the layer's
+# attention reads the K=V entries of the head's own rows (its cache over the
+# draft positions), here through the sliding window: row p sees rows
+# p - sliding_window < j <= p. Its rotary table is "main" (a sliding layer's).
+MTP_HEAD_SEED_TRIES = 16
+
+
+class DeepseekV4MtpHead(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        text, cfg = model.model, model.model.config
+        norm_cls, hidden, eps = type(text.norm), cfg.hidden_size, cfg.rms_norm_eps
+        self.hc_mult, self.hidden = cfg.hc_mult, hidden
+        self.enorm = norm_cls(hidden, eps=eps)
+        self.hnorm = norm_cls(hidden, eps=eps)
+        self.e_proj = torch.nn.Linear(hidden, hidden, bias=False)
+        self.h_proj = torch.nn.Linear(hidden, hidden, bias=False)
+        self.norm = norm_cls(hidden, eps=eps)
+        self.hc_head = type(text.hc_head)(cfg)
+        # The model's own config object (attention / experts implementation) with
+        # layer 0 made sliding + moe: same list lengths, so any validator passes.
+        layer_cfg = copy.deepcopy(cfg)
+        layer_types, mlp_types = list(layer_cfg.layer_types), list(layer_cfg.mlp_layer_types)
+        layer_types[0], mlp_types[0] = dsv4_spec.SLIDING, "moe"
+        layer_cfg.layer_types, layer_cfg.mlp_layer_types = layer_types, mlp_types
+        self.layer = type(text.layers[0])(layer_cfg, 0)
+        attn = self.layer.self_attn
+        if attn.compressor is not None or attn.rope_layer_type != "main" or self.layer.mlp.is_hash or \
+                attn.sliding_window != cfg.sliding_window:
+            raise RuntimeError(f"the MTP layer is not a sliding_attention + moe layer: {self.layer}")
+
+    def forward(self, text, lm_head, hidden, next_tokens):
+        """Uncached pass over rows 0..T-1 (positions 0..T-1), hidden [T, n*H]:
+        (logits [T, V], X' [T, n*H])."""
+        t = hidden.shape[0]
+        pos = torch.arange(t)[None, :]
+        emb = text.embed_tokens(next_tokens[None, :])
+        emb = torch.where((pos == 0)[..., None], torch.zeros_like(emb), emb)
+        x = self.h_proj(self.hnorm(hidden.reshape(1, t, self.hc_mult, self.hidden))) + \
+            self.e_proj(self.enorm(emb)).unsqueeze(-2)
+        pe, pos, mask = dsv4_layer_inputs(text, t)
+        x = run_layer(self.layer, x, pe, pos, mask)
+        return lm_head(self.norm(self.hc_head(x)))[0].float(), x[0].reshape(t, -1)
+
+
+@torch.no_grad()
+def randomise_dsv4_head(head, seed):
+    """Every parameter gets its init's centre (1 for RMSNorm weights and the mHC
+    scales, 0 otherwise) plus N(0, PARAM_NOISE_STD), in name order from one
+    seeded generator; the router's correction bias N(0, DSV4_BIAS_STD). The
+    layer is built outside a PreTrainedModel, so nothing else initialises it
+    (its torch.empty parameters would hold garbage)."""
+    _, mod = dsv4_modules()
+    ones = set()
+    for name, m in head.named_modules():
+        if isinstance(m, mod.DeepseekV4RMSNorm):
+            ones.add(f"{name}.weight")
+        elif isinstance(m, mod.DeepseekV4HyperConnection):
+            ones.add(f"{name}.scale")
+        elif isinstance(m, mod.DeepseekV4HyperHead):
+            ones.add(f"{name}.hc_scale")
+    params = dict(head.named_parameters())
+    # enorm, hnorm, norm, attn_norm, ffn_norm, q_a_norm, kv_norm; two mHC scales and the HyperHead's
+    if len(ones) != 10 or not ones <= set(params):
+        raise RuntimeError(f"unexpected norm / scale parameters in the MTP head: {sorted(ones)}")
+    gen = torch.Generator().manual_seed(seed)
+    for name, p in sorted(params.items()):
+        if not p.is_floating_point():
+            raise RuntimeError(f"MTP head parameter {name} is not floating point")
+        p.copy_((1.0 if name in ones else 0.0) + torch.randn(p.shape, generator=gen) * PARAM_NOISE_STD)
+    buffers = dict(head.named_buffers())
+    biases = [n for n in buffers if n.endswith(".gate.e_score_correction_bias")]
+    if len(biases) != 1 or any(n.endswith(".gate.tid2eid") for n in buffers):
+        raise RuntimeError(f"MTP head buffers {sorted(buffers)}: expected one router bias and no tid2eid")
+    buffers[biases[0]].copy_(torch.randn(buffers[biases[0]].shape, generator=gen) * DSV4_BIAS_STD)
+
+
+def dsv4_mtp_tensors(head, n_experts):
+    """The head's tensors under their upstream names (mtp.0.*, vLLM's layout:
+    the decoder layer's tensors named as a main layer's, experts per expert)."""
+    out = {}
+    for name, t in head.state_dict().items():
+        t = t.detach().clone().contiguous()
+        if name in dsv4_spec.MTP_UPSTREAM:
+            out["mtp.0." + dsv4_spec.MTP_UPSTREAM[name]] = t
+            continue
+        if not name.startswith("layer."):
+            raise RuntimeError(f"MTP head tensor {name} has no upstream name")
+        suffix = name[len("layer."):]
+        try:
+            names = dsv4_spec.layer_upstream_names("mtp.0.", suffix, n_experts)
+        except KeyError:
+            raise RuntimeError(f"MTP head tensor {name} has no upstream name")
+        if suffix == dsv4_spec.EXPERTS_GATE_UP:
+            inter = t.shape[1] // 2
+            pieces = [p for e in range(t.shape[0]) for p in (t[e, :inter], t[e, inter:])]
+        elif suffix == dsv4_spec.EXPERTS_DOWN:
+            pieces = [t[e] for e in range(t.shape[0])]
+        else:
+            pieces = [t]
+        if len(pieces) != len(names):
+            raise RuntimeError(f"MTP head tensor {name}: {len(pieces)} pieces for {len(names)} names")
+        out.update({n: p.contiguous() for n, p in zip(names, pieces)})
+    return out
+
+
+@torch.no_grad()
+def dsv4_mtp_reference(model, prompt, first_token, first_seed, spec, x):
+    """A random MTP layer and its references, nothing written: the first head
+    seed from first_seed whose chained greedy drafts are clear (top-1/top-2 gap
+    >= MIN_GREEDY_MARGIN). Returns (head, seed, hidden, draft logits, chain
+    tokens, chain logits)."""
+    text = model.model
+    hidden = x.reshape(x.shape[0], -1)
+    next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
+    want = sum(dsv4_spec.mtp_counts(spec))
+    for seed in range(first_seed, first_seed + MTP_HEAD_SEED_TRIES):
+        torch.manual_seed(seed)
+        head = DeepseekV4MtpHead(model).float().eval()
+        randomise_dsv4_head(head, seed)
+        got = sum(t.numel() for t in head.state_dict().values())
+        if got != want or (spec is dsv4_spec.TINY and got != dsv4_spec.TINY_MTP_COUNT):
+            raise RuntimeError(f"MTP head has {got} parameters + buffers, expected {want}")
+        logits, _ = head(text, model.lm_head, hidden, next_tokens)
+        chain_tokens, chain_logits = mtp_chain(head, text, model.lm_head, hidden, next_tokens, MTP_CHAIN_STEPS)
+        if not (torch.isfinite(logits).all() and torch.isfinite(chain_logits).all()):
+            raise RuntimeError("MTP draft logits are not finite")
+        margin = top2_margin(torch.cat([logits[-1:], chain_logits[:-1]]))
+        if margin >= MIN_GREEDY_MARGIN:
+            return head, seed, hidden, logits, chain_tokens, chain_logits
+        log(f"MTP head seed {seed}: chained draft top-2 gap {margin:.3g} < {MIN_GREEDY_MARGIN}, next seed")
+    raise RuntimeError(f"no MTP head seed in [{first_seed}, {first_seed + MTP_HEAD_SEED_TRIES}) gives clear drafts")
+
+
+def dsv4_family(out_root, name, spec, first_seed=1234):
+    """Builds, checks and writes one DeepSeek V4 family with its MTP layer."""
+    dsv4_spec.check_config(spec)
+    _, mod = dsv4_modules()
+    model_cls = mod.DeepseekV4ForCausalLM
+    cfg, rope_form = dsv4_config(spec)
+    check_dsv4_config(cfg, spec)
+    prompt_len = DSV4_PROMPT_LEN[name]
+
+    def make(seed):
+        model = build_causal_lm(cfg, seed, model_cls)
+        fill_dsv4_buffers(model, seed + 5)
+        check_dsv4_model(model, spec)
+        gen = torch.Generator().manual_seed(seed + 2)
+        return model, torch.randint(0, spec["vocab_size"], (prompt_len,), generator=gen)
+
+    seed, model, prompt, ref = pick_seed(make, first_seed, DSV4_CONTINUATION_LEN)
+    out_dir = os.path.join(out_root, name)
+    cache_layers = check_dsv4_cache_layers(model, prompt, DSV4_SPLIT)
+    # HF against itself first: a disagreement is an HF bug, reported with both sides
+    diffs = check_paths_agree(model, prompt, ref, DSV4_SPLIT, strict=False)
+    if any(k.endswith("_over_limit") for k in diffs):
+        where, detail = dump_path_mismatch(out_dir, model, prompt, ref, DSV4_SPLIT, diffs)
+        raise SystemExit(f"{name}: HF's cached paths disagree with its uncached forward beyond {MAX_PATH_DIFF} "
+                         f"({detail}); both sides are in {where}. An HF bug to report (unless the per-row "
+                         "differences show one isolated position, which a near-tie in an indexer or router "
+                         "top-k could explain: check before reporting); no fixture written.")
+
+    sliding_idx = list(cfg.layer_types).index(dsv4_spec.SLIDING)
+    x, streams, capture, pass_logits = dsv4_prompt_pass(model, prompt, sliding_idx)
+    pass_checks, models_md_window = check_dsv4_prompt_pass(model, prompt, x, streams, capture, pass_logits,
+                                                           sliding_idx)
+    if float((pass_logits - ref[0]).abs().max()) > MAX_PATH_DIFF:
+        raise SystemExit("the hooked prompt pass does not give the reference prompt logits")
+    coverage = dsv4_coverage(model, prompt)
+    os.makedirs(out_dir, exist_ok=True)
+    write_f32(os.path.join(out_dir, "prompt_hidden_wide.f32"), streams)
+    r = dsv4_spec.rot_dim(spec)
+    lo, hi, ramp = dsv4_spec.yarn_ramp(spec["compress_rope_theta"], r,
+                                       spec["rope_parameters"]["original_max_position_embeddings"])
+    n_params, n_buffers = dsv4_spec.main_counts(spec)
+    meta = {"rotary_dim": r, "yarn_lo_hi": [lo, hi], "yarn_ramp": ramp, "split": DSV4_SPLIT,
+            "hidden_wide_layers": len(cfg.layer_types), "cache_layers": cache_layers,
+            "parameters": n_params, "buffer_elements": n_buffers, "bias_std": DSV4_BIAS_STD,
+            "sliding_mask_is_models_md": models_md_window, "prompt_pass_checks": pass_checks,
+            "rope_config_form": rope_form,
+            "rope_inv_freq": {label: getattr(model.model.rotary_emb, f"{label}_inv_freq").tolist()
+                              for label in ("main", "compress")}}
+    meta.update(coverage)
+    write_fixture(out_dir, model, prompt, seed, ref, model_cls, DSV4_SPLIT, meta, strict=True,
+                  checkpoint=dsv4_checkpoint(model_cls))
+
+    try:
+        head, head_seed, hidden, logits, chain_tokens, chain_logits = dsv4_mtp_reference(
+            model, prompt, int(ref[1][0]), seed + 3, spec, x)
+        tensors = dsv4_mtp_tensors(head, cfg.n_routed_experts)
+    except Exception:  # noqa: BLE001 - the target fixture stands without its draft layer
+        log(f"{name}: no MTP layer:\n" + traceback.format_exc())
+        update_meta(out_dir, {"mtp": False})
+        return
+    # From here on a failure leaves the fixture inconsistent: it fails the family.
+    append_checkpoint(out_dir, tensors, {"num_nextn_predict_layers": 1})
+    write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits)
+    # transformers ignores mtp.* on load: the checkpoint still reloads bit for bit
+    check_checkpoint(model, out_dir, prompt, model_cls, integer_tensors=DSV4_INT_TENSORS)
+    update_meta(out_dir, {"mtp": True, "mtp_seed": head_seed, "mtp_tensors": len(tensors),
+                          "mtp_parameters": sum(t.numel() for t in tensors.values()),
+                          "mtp_draft_top2_margin_min": top2_margin(logits),
+                          "mtp_chain_top2_margin_min": top2_margin(torch.cat([logits[-1:], chain_logits[:-1]]))})
+    log(f"{out_dir}: MTP layer, {len(tensors)} tensors, hidden {tuple(hidden.shape)}, draft logits "
+        f"{tuple(logits.shape)}, chain {chain_tokens.tolist()}")
+    log(f"MTP tensors: {[(n, tuple(t.shape)) for n, t in sorted(tensors.items())]}")
+
+
+def family_deepseek_v4_tiny(out_root, first_seed=1234):
+    dsv4_family(out_root, "deepseek_v4_tiny", dsv4_spec.TINY, first_seed)
+
+
+def family_deepseek_v4_b(out_root, first_seed=1234):
+    dsv4_family(out_root, "deepseek_v4_b", dsv4_spec.B, first_seed)
+
+
 FAMILIES = {
     "qwen3_tiny": family_qwen3_tiny,
     "qwen3_next_tiny": family_qwen3_next_tiny,
@@ -1030,6 +1759,8 @@ FAMILIES = {
     "qwen4_exp_var": family_qwen4_exp_var,
     "qwen4_exp_hc5": family_qwen4_exp_hc5,
     "qwen3_fp8": family_qwen3_fp8,
+    "deepseek_v4_tiny": family_deepseek_v4_tiny,
+    "deepseek_v4_b": family_deepseek_v4_b,
 }
 
 
