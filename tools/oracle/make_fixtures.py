@@ -1743,12 +1743,43 @@ def dsv4_family(out_root, name, spec, first_seed=1234):
     log(f"MTP tensors: {[(n, tuple(t.shape)) for n, t in sorted(tensors.items())]}")
 
 
+class lower_index_ties:
+    """torch.topk with exact ties broken toward the lower index, for the
+    DeepSeek V4 families. The Lightning indexer's score is a sum of
+    w_h * relu(q_h . k): an entry whose every head is negative scores exactly
+    0, so random weights give many exact ties, and torch.topk's order among
+    them changes with the number of entries (measured: one 70-token forward
+    and one 94-token forward pick different entries for query 38 of
+    deepseek_v4_tiny, moving its logits by 0.9; so do HF's cached and
+    two-chunk paths). models.md 0.3 leaves the tie order unspecified and asks
+    the compiler for lower index first; the reference is made to pick the
+    same, with a stable sort, so that it is one well-defined answer. The
+    values and every non-tied choice are unchanged."""
+
+    def __enter__(self):
+        self.saved = torch.Tensor.topk, torch.topk
+
+        def stable(x, k, dim=-1, largest=True, sorted=True):
+            vals, idx = torch.sort(x, dim=dim, descending=largest, stable=True)
+            return torch.return_types.topk((vals.narrow(dim, 0, k), idx.narrow(dim, 0, k)))
+
+        torch.Tensor.topk = stable
+        torch.topk = stable
+        return self
+
+    def __exit__(self, *exc):
+        torch.Tensor.topk, torch.topk = self.saved
+        return False
+
+
 def family_deepseek_v4_tiny(out_root, first_seed=1234):
-    dsv4_family(out_root, "deepseek_v4_tiny", dsv4_spec.TINY, first_seed)
+    with lower_index_ties():
+        dsv4_family(out_root, "deepseek_v4_tiny", dsv4_spec.TINY, first_seed)
 
 
 def family_deepseek_v4_b(out_root, first_seed=1234):
-    dsv4_family(out_root, "deepseek_v4_b", dsv4_spec.B, first_seed)
+    with lower_index_ties():
+        dsv4_family(out_root, "deepseek_v4_b", dsv4_spec.B, first_seed)
 
 
 FAMILIES = {
