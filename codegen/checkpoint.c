@@ -1,6 +1,7 @@
 #include "codegen/checkpoint.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool ckpt_exists(void *ctx, const char *name)
 {
@@ -22,24 +23,34 @@ static void shape_str(const int64_t *shape, int rank, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, "]");
 }
 
-/* Tensor `name`, when it exists with the shape the model file expects. */
-static const halo_st_tensor *find_shaped(void *ctx, const char *name, const int64_t *shape, int rank, char *err,
-					 size_t errlen)
+/* Tensor `name`, when it exists and its values have the shape the model
+ * file expects (a packed FP4 tensor of [out, in/2] bytes holds [out, in]
+ * values: halo_st_values_shape); *numel gets their count. */
+static const halo_st_tensor *find_shaped(void *ctx, const char *name, const int64_t *shape, int rank,
+					 uint64_t *numel, char *err, size_t errlen)
 {
 	const halo_st_tensor *t = halo_st_find(ctx, name);
 	if (!t) {
 		snprintf(err, errlen, "checkpoint has no tensor '%s'", name);
 		return NULL;
 	}
-	bool same = t->rank == rank;
+	int64_t values[HALO_ST_MAX_RANK];
+	int have_rank = halo_st_values_shape(t, values, numel);
+	bool same = have_rank == rank;
 	for (int i = 0; same && i < rank; i++)
-		same = t->shape[i] == shape[i];
+		same = values[i] == shape[i];
 	if (!same) {
-		char want[96], have[96];
+		char want[96], have[96], packed[160] = "";
 		shape_str(shape, rank, want, sizeof(want));
 		shape_str(t->shape, t->rank, have, sizeof(have));
-		snprintf(err, errlen, "%s: tensor '%s' has shape %s, the model file expects %s", t->file, name, have,
-			 want);
+		if (memcmp(values, t->shape, sizeof values) != 0) {
+			char v[96];
+			shape_str(values, have_rank, v, sizeof v);
+			snprintf(packed, sizeof packed, " (%s bytes of packed FP4: %s values)", halo_st_dtype_name(t->dtype),
+				 v);
+		}
+		snprintf(err, errlen, "%s: tensor '%s' has shape %s%s, the model file expects %s", t->file, name, have,
+			 packed, want);
 		return NULL;
 	}
 	return t;
@@ -48,8 +59,9 @@ static const halo_st_tensor *find_shaped(void *ctx, const char *name, const int6
 static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int rank, float *dst, char *err,
 		      size_t errlen)
 {
-	const halo_st_tensor *t = find_shaped(ctx, name, shape, rank, err, errlen);
-	return t && halo_st_read_f32(ctx, name, dst, t->numel, err, errlen) == 0;
+	uint64_t n;
+	return find_shaped(ctx, name, shape, rank, &n, err, errlen) &&
+	       halo_st_read_f32(ctx, name, dst, n, err, errlen) == 0;
 }
 
 static bool ckpt_is_f8(void *ctx, const char *name)
@@ -60,7 +72,8 @@ static bool ckpt_is_f8(void *ctx, const char *name)
 static bool ckpt_read_f8(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
 			 float *scales, char *err, size_t errlen)
 {
-	return find_shaped(ctx, name, shape, rank, err, errlen) &&
+	uint64_t n;
+	return find_shaped(ctx, name, shape, rank, &n, err, errlen) &&
 	       halo_st_read_f8_blocks(ctx, name, values, scales, err, errlen) == 0;
 }
 

@@ -268,7 +268,7 @@ static void count_unused(const compile_state *c, cg_compile_stats *s)
 			const halo_st_tensor *t = halo_st_at(sts[k], i);
 			const char *name = t->name;
 			if (cg_weights_reads(c->weights, name)) {
-				s->source_bytes += halo_dtype_bytes(t->dtype, t->numel);
+				s->source_bytes += t->bytes;
 				continue;
 			}
 			s->unused_tensors++;

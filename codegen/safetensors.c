@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,26 +50,48 @@ static int failf(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- header */
 
+/* bits: per element; F4 packs two values a byte. */
 static const struct {
 	const char *st_name;
-	halo_dtype dtype;
+	halo_st_dtype dtype;
+	unsigned bits;
 } dtype_names[] = {
-	{"F32", HALO_F32}, {"F16", HALO_F16}, {"BF16", HALO_BF16},
-	{"F8_E4M3", HALO_F8E4M3}, {"I32", HALO_I32}, {"I64", HALO_I64},
+	{"F32", HALO_ST_F32, 32},         {"F16", HALO_ST_F16, 16},         {"BF16", HALO_ST_BF16, 16},
+	{"F8_E4M3", HALO_ST_F8_E4M3, 8}, {"F8_E8M0", HALO_ST_F8_E8M0, 8}, {"I8", HALO_ST_I8, 8},
+	{"U8", HALO_ST_U8, 8},           {"F4", HALO_ST_F4, 4},           {"I32", HALO_ST_I32, 32},
+	{"I64", HALO_ST_I64, 64},
 };
+#define N_DTYPES (sizeof dtype_names / sizeof dtype_names[0])
 
-static int parse_dtype(const char *file, const char *name, json_object *o, halo_dtype *out, char *err,
+const char *halo_st_dtype_name(halo_st_dtype t)
+{
+	for (size_t i = 0; i < N_DTYPES; i++)
+		if (dtype_names[i].dtype == t)
+			return dtype_names[i].st_name;
+	return "?";
+}
+
+static unsigned dtype_bits(halo_st_dtype t)
+{
+	for (size_t i = 0; i < N_DTYPES; i++)
+		if (dtype_names[i].dtype == t)
+			return dtype_names[i].bits;
+	return 0;
+}
+
+static int parse_dtype(const char *file, const char *name, json_object *o, halo_st_dtype *out, char *err,
                        size_t errlen)
 {
 	const char *s = json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
-	for (size_t i = 0; s && i < sizeof dtype_names / sizeof dtype_names[0]; i++) {
+	for (size_t i = 0; s && i < N_DTYPES; i++) {
 		if (strcmp(s, dtype_names[i].st_name) == 0) {
 			*out = dtype_names[i].dtype;
 			return 0;
 		}
 	}
-	return failf(err, errlen, "%s: tensor '%s': dtype %s is not one of F32, F16, BF16, F8_E4M3, I32, I64", file,
-	             name, s ? s : "(missing or not a string)");
+	return failf(err, errlen,
+	             "%s: tensor '%s': dtype %s is not one of F32, F16, BF16, F8_E4M3, F8_E8M0, I8, U8, F4, I32, I64",
+	             file, name, s ? s : "(missing or not a string)");
 }
 
 static bool get_u64(json_object *o, uint64_t *out)
@@ -117,10 +140,19 @@ static int parse_offsets(const mapped_file *f, uint64_t data_start, halo_st_tens
 		return failf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] run past the data (%llu bytes)",
 		             f->path, t->name, (unsigned long long)*begin, (unsigned long long)*end,
 		             (unsigned long long)region);
-	uint64_t esize = halo_dtype_size(t->dtype);
-	if (t->numel > UINT64_MAX / esize || *end - *begin != t->numel * esize)
+	/* F4 packs two values a byte along the last dim (safetensors and torch
+	 * agree): that dim must be even, so that each row is whole bytes */
+	if (t->dtype == HALO_ST_F4 && (t->rank == 0 || t->shape[t->rank - 1] % 2))
+		return failf(err, errlen, "%s: tensor '%s': F4 holds two values a byte, its last dim must be even",
+		             f->path, t->name);
+	/* I8 and U8 are read as packed FP4, twice as many values (halo_st_values_shape) */
+	if ((t->dtype == HALO_ST_I8 || t->dtype == HALO_ST_U8) && t->rank && t->shape[t->rank - 1] > INT64_MAX / 2)
+		return failf(err, errlen, "%s: tensor '%s': its last dim is too large", f->path, t->name);
+	uint64_t bits = dtype_bits(t->dtype);
+	if (t->numel > UINT64_MAX / bits || *end - *begin != t->numel * bits / 8)
 		return failf(err, errlen, "%s: tensor '%s': %llu bytes of data, its shape and dtype need %llu", f->path,
-		             t->name, (unsigned long long)(*end - *begin), (unsigned long long)(t->numel * esize));
+		             t->name, (unsigned long long)(*end - *begin), (unsigned long long)(t->numel * bits / 8));
+	t->bytes = *end - *begin;
 	t->data = f->base + data_start + *begin;
 	return 0;
 }
@@ -500,94 +532,274 @@ static uint16_t f32_to_half(float f)
 	return sign | (uint16_t)(a >> 13);
 }
 
-/* Elements [start, start + n) of t, as f32. */
-static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float *dst)
+/* E8M0 (OCP MX scale): the power of two 2^(e - 127), exact in f32 from
+ * 2^-127 (a subnormal, byte 0) to 2^127; byte 0xff is NaN. */
+static float e8m0_to_f32(uint8_t e)
 {
-	const uint8_t *p = t->data + start * halo_dtype_size(t->dtype);
-	for (size_t i = 0; i < n; i++) {
-		switch (t->dtype) {
-		case HALO_F32: {
-			float v;
-			memcpy(&v, p + 4 * i, 4);
-			dst[i] = v;
-			break;
-		}
-		case HALO_F16:
-			dst[i] = half_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-			break;
-		case HALO_BF16:
-			dst[i] = bits_f32((uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16);
-			break;
-		case HALO_F8E4M3:
-			dst[i] = halo_f8e4m3_to_f32(p[i]); /* the format's own decoder: kept bytes match */
-			break;
-		case HALO_I32: {
-			int32_t v;
-			memcpy(&v, p + 4 * i, 4);
-			dst[i] = (float)v;
-			break;
-		}
-		case HALO_I64: {
-			int64_t v;
-			memcpy(&v, p + 8 * i, 8);
-			dst[i] = (float)v;
-			break;
-		}
-		default:
-			dst[i] = NAN; /* unreachable: parse_dtype admits only the cases above */
-		}
+	if (e == 0xff)
+		return NAN;
+	return bits_f32(e ? (uint32_t)e << 23 : 0x00400000u);
+}
+
+/* E2M1 (OCP MX FP4): bit 3 the sign, then the magnitudes below. */
+static float e2m1_to_f32(unsigned code)
+{
+	static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+	return code & 8 ? -mag[code & 7] : mag[code & 7];
+}
+
+static bool is_packed_fp4(const halo_st_tensor *t)
+{
+	return t->dtype == HALO_ST_I8 || t->dtype == HALO_ST_U8 || t->dtype == HALO_ST_F4;
+}
+
+/* Value k of t, as f32. Packed FP4 (I8, U8, F4): byte k / 2, the even value
+ * in the low nibble (transformers' FineGrainedDequantize._unpack_fp4; see
+ * docs/quantization.md). A row is whole bytes, so k's parity is its
+ * column's. */
+static float value_at(const halo_st_tensor *t, uint64_t k)
+{
+	const uint8_t *p = t->data;
+	switch (t->dtype) {
+	case HALO_ST_F32: {
+		float v;
+		memcpy(&v, p + 4 * k, 4);
+		return v;
 	}
+	case HALO_ST_F16:
+		return half_to_f32((uint16_t)(p[2 * k] | p[2 * k + 1] << 8));
+	case HALO_ST_BF16:
+		return bits_f32((uint32_t)(p[2 * k] | p[2 * k + 1] << 8) << 16);
+	case HALO_ST_F8_E4M3:
+		return halo_f8e4m3_to_f32(p[k]); /* the format's own decoder: kept bytes match */
+	case HALO_ST_F8_E8M0:
+		return e8m0_to_f32(p[k]);
+	case HALO_ST_I8:
+	case HALO_ST_U8:
+	case HALO_ST_F4:
+		return e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
+	case HALO_ST_I32: {
+		int32_t v;
+		memcpy(&v, p + 4 * k, 4);
+		return (float)v;
+	}
+	case HALO_ST_I64: {
+		int64_t v;
+		memcpy(&v, p + 8 * k, 8);
+		return (float)v;
+	}
+	}
+	return NAN; /* unreachable: parse_dtype admits only the cases above */
+}
+
+/* Element k of a scale tensor: a U8 scale is E8M0 bytes (transformers reads
+ * a uint8 scale as the biased exponent, vLLM loads E8M0 scales as uint8). */
+static float scale_at(const halo_st_tensor *s, uint64_t k)
+{
+	return s->dtype == HALO_ST_U8 ? e8m0_to_f32(s->data[k]) : value_at(s, k);
+}
+
+int halo_st_values_shape(const halo_st_tensor *t, int64_t shape[HALO_ST_MAX_RANK], uint64_t *numel)
+{
+	memcpy(shape, t->shape, sizeof t->shape);
+	bool bytes = t->dtype == HALO_ST_I8 || t->dtype == HALO_ST_U8;
+	if (bytes && t->rank) /* parse_offsets bounds the last dim */
+		shape[t->rank - 1] *= 2;
+	if (numel)
+		*numel = bytes && t->rank ? 2 * t->numel : t->numel;
+	return t->rank;
+}
+
+/* "[2, 3]" */
+static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "[");
+	for (int i = 0; i < rank && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "]");
+}
+
+typedef struct {
+	char inv[1024]; /* name + "_scale_inv" */
+	char up[1024];  /* "B.scale" for name "B.weight", else "" */
+} scale_names;
+
+static void names_of_scale(const char *name, scale_names *n)
+{
+	size_t len = strlen(name), w = strlen(".weight");
+	snprintf(n->inv, sizeof n->inv, "%s%s", name, HALO_ST_SCALE_SUFFIX);
+	n->up[0] = 0;
+	if (len > w && strcmp(name + len - w, ".weight") == 0)
+		snprintf(n->up, sizeof n->up, "%.*s%s", (int)(len - w), name, HALO_ST_UPSTREAM_SCALE_SUFFIX);
+}
+
+/* t's block-scale companion into *s, NULL when it has none. Both names
+ * present is an error: they could disagree, and neither is the one. */
+static int find_scale(const halo_safetensors *st, const halo_st_tensor *t, const halo_st_tensor **s, char *err,
+                      size_t errlen)
+{
+	scale_names n;
+	names_of_scale(t->name, &n);
+	const halo_st_tensor *a = halo_st_find(st, n.inv), *b = n.up[0] ? halo_st_find(st, n.up) : NULL;
+	*s = a ? a : b;
+	if (a && b)
+		return failf(err, errlen, "%s: tensor '%s' has two scale tensors, '%s' and '%s'; expected one", t->file,
+		             t->name, n.inv, n.up);
+	return 0;
+}
+
+/* A tensor without a scale: read as stored, except the two forms that
+ * mean nothing without one. */
+static int check_unscaled(const halo_st_tensor *t, char *err, size_t errlen)
+{
+	scale_names n;
+	names_of_scale(t->name, &n);
+	char either[2200];
+	snprintf(either, sizeof either, n.up[0] ? "'%s' or '%s'" : "'%s'%s", n.inv, n.up);
+	if (t->dtype == HALO_ST_F8_E4M3)
+		return failf(err, errlen, "%s: tensor '%s' is F8_E4M3 but has no %s scale tensor", t->file, t->name,
+		             either);
+	if (is_packed_fp4(t))
+		return failf(err, errlen, "%s: tensor '%s' is %s, read as packed FP4 (two E2M1 values a byte), but has "
+		             "no %s scale tensor (one per %d values of a row)", t->file, t->name,
+		             halo_st_dtype_name(t->dtype), either, HALO_ST_FP4_BLOCK);
+	return 0;
 }
 
 typedef struct {
 	const halo_st_tensor *t;
-	float *scale; /* [ceil(rows/128), ceil(cols/128)] f32, or NULL */
-	uint64_t cols, scale_cols;
+	float *scale; /* the scale grid as f32, or NULL: the values as stored */
+	uint64_t cols, scale_cols; /* values per row, scales per row of the grid */
+	uint64_t block_rows;       /* rows one scale covers */
+	unsigned block_shift;      /* log2 of the columns one scale covers */
 } source;
 
-/* Finds the scale companion and checks it fits; fp8 without one is an error. */
+/* The scale's shape against the values' (block_rows x 2^block_shift blocks,
+ * ceil at the edges), and its dtype. */
+static int check_scale(const source *src, const halo_st_tensor *s, int rank, const int64_t *shape, char *err,
+                       size_t errlen)
+{
+	const halo_st_tensor *t = src->t;
+	uint64_t bc = 1ull << src->block_shift, want[2] = {0, 0};
+	char have[96], values[96];
+	shape_text(s->shape, s->rank, have, sizeof have);
+	shape_text(shape, rank, values, sizeof values);
+	if (rank == 2) {
+		want[0] = ((uint64_t)shape[0] + src->block_rows - 1) / src->block_rows;
+		want[1] = ((uint64_t)shape[1] + bc - 1) / bc;
+	}
+	if (rank != 2)
+		return failf(err, errlen, "%s: tensor '%s' (%s, values %s) has a scale '%s' but is not 2-D", t->file,
+		             t->name, halo_st_dtype_name(t->dtype), values, s->name);
+	if (s->rank != 2 || (uint64_t)s->shape[0] != want[0] || (uint64_t)s->shape[1] != want[1])
+		return failf(err, errlen, "%s: scale '%s' of tensor '%s' (%s, values %s) has shape %s; expected [%llu, %llu], "
+		             "one per %llux%llu block (partial at the edges)", s->file, s->name, t->name,
+		             halo_st_dtype_name(t->dtype), values, have, (unsigned long long)want[0],
+		             (unsigned long long)want[1], (unsigned long long)src->block_rows, (unsigned long long)bc);
+	if (s->dtype != HALO_ST_F32 && s->dtype != HALO_ST_BF16 && s->dtype != HALO_ST_F16 &&
+	    s->dtype != HALO_ST_F8_E8M0 && s->dtype != HALO_ST_U8)
+		return failf(err, errlen, "%s: scale tensor '%s' (of '%s') is %s; expected F32, BF16, F16, F8_E8M0 or U8 "
+		             "(E8M0 bytes)", s->file, s->name, t->name, halo_st_dtype_name(s->dtype));
+	return 0;
+}
+
+/* The scale grid as f32 into src->scale; each must be finite. */
+static int load_scales(source *src, const halo_st_tensor *s, char *err, size_t errlen)
+{
+	if (!(src->scale = malloc((s->numel ? s->numel : 1) * sizeof(float))))
+		return failf(err, errlen, "%s: out of memory for '%s'", s->file, s->name);
+	for (uint64_t i = 0; i < s->numel; i++) {
+		float v = src->scale[i] = scale_at(s, i);
+		bool e8m0 = s->dtype == HALO_ST_F8_E8M0 || s->dtype == HALO_ST_U8;
+		if (!isfinite(v) && e8m0)
+			return failf(err, errlen, "%s: scale tensor '%s': element %llu is the E8M0 NaN code 0xff; a scale "
+			             "must be finite", s->file, s->name, (unsigned long long)i);
+		if (!isfinite(v))
+			return failf(err, errlen, "%s: scale tensor '%s': element %llu is %g; a scale must be finite",
+			             s->file, s->name, (unsigned long long)i, (double)v);
+	}
+	return 0;
+}
+
+/* Finds tensor `name` and its scale companion and checks they fit and n is
+ * its value count. src->scale is malloc'd (the caller frees it, also on
+ * failure) or NULL. */
 static int open_source(const halo_safetensors *st, const char *name, size_t n, source *src, char *err,
                        size_t errlen)
 {
 	*src = (source){.t = halo_st_find(st, name)};
 	if (!src->t)
 		return failf(err, errlen, "tensor '%s' is not in the checkpoint", name);
-	const halo_st_tensor *t = src->t;
-	if (n != t->numel)
-		return failf(err, errlen, "%s: tensor '%s' has %llu elements, the buffer %zu", t->file, name,
-		             (unsigned long long)t->numel, n);
-	char sname[1024];
-	snprintf(sname, sizeof sname, "%s%s", name, HALO_ST_SCALE_SUFFIX);
-	const halo_st_tensor *s = halo_st_find(st, sname);
-	if (!s) {
-		if (t->dtype == HALO_F8E4M3)
-			return failf(err, errlen, "%s: tensor '%s' is F8_E4M3 but has no '%s' scale tensor", t->file, name,
-			             sname);
-		return 0;
-	}
-	uint64_t b = HALO_ST_SCALE_BLOCK;
-	if (t->rank != 2 || s->rank != 2 || (uint64_t)s->shape[0] != ((uint64_t)t->shape[0] + b - 1) / b ||
-	    (uint64_t)s->shape[1] != ((uint64_t)t->shape[1] + b - 1) / b)
-		return failf(err, errlen, "%s: tensor '%s' and its scale '%s' must be 2-D with the scale's shape "
-		             "[ceil(rows/%d), ceil(cols/%d)]", s->file, name, sname, HALO_ST_SCALE_BLOCK,
-		             HALO_ST_SCALE_BLOCK);
-	src->cols = (uint64_t)t->shape[1];
+	const halo_st_tensor *t = src->t, *s;
+	int64_t shape[HALO_ST_MAX_RANK];
+	uint64_t values;
+	int rank = halo_st_values_shape(t, shape, &values);
+	if (n != values)
+		return failf(err, errlen, "%s: tensor '%s' has %llu values, the buffer %zu", t->file, name,
+		             (unsigned long long)values, n);
+	if (find_scale(st, t, &s, err, errlen))
+		return -1;
+	if (!s)
+		return check_unscaled(t, err, errlen);
+	bool fp4 = is_packed_fp4(t);
+	src->block_rows = fp4 ? 1 : HALO_ST_SCALE_BLOCK;
+	src->block_shift = fp4 ? 5 : 7; /* 32 (MXFP4) or 128 values of a row */
+	if (check_scale(src, s, rank, shape, err, errlen))
+		return -1;
+	src->cols = (uint64_t)shape[1];
 	src->scale_cols = (uint64_t)s->shape[1];
-	if (!(src->scale = malloc((s->numel ? s->numel : 1) * sizeof(float))))
-		return failf(err, errlen, "%s: out of memory for '%s'", s->file, sname);
-	convert_run(s, 0, s->numel, src->scale);
-	return 0;
+	return load_scales(src, s, err, errlen);
 }
 
-/* Elements [start, start + n) as f32, dequantised when a scale is present. */
+/* Values [start, start + n) of t, as f32: one loop per common dtype (the
+ * bulk of a checkpoint; a switch per element halves BF16's rate), value_at
+ * for the rest. */
+static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float *dst)
+{
+	const uint8_t *p = t->data;
+	switch (t->dtype) {
+	case HALO_ST_F32:
+		memcpy(dst, p + 4 * start, 4 * n);
+		return;
+	case HALO_ST_BF16:
+		for (size_t i = 0, k = 2 * start; i < n; i++, k += 2)
+			dst[i] = bits_f32((uint32_t)(p[k] | p[k + 1] << 8) << 16);
+		return;
+	case HALO_ST_F16:
+		for (size_t i = 0, k = 2 * start; i < n; i++, k += 2)
+			dst[i] = half_to_f32((uint16_t)(p[k] | p[k + 1] << 8));
+		return;
+	case HALO_ST_F8_E4M3:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = halo_f8e4m3_to_f32(p[start + i]);
+		return;
+	case HALO_ST_I8:
+	case HALO_ST_U8:
+	case HALO_ST_F4:
+		for (size_t i = 0; i < n; i++) {
+			uint64_t k = start + i;
+			dst[i] = e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
+		}
+		return;
+	default:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = value_at(t, start + i);
+	}
+}
+
+/* Values [start, start + n) as f32, dequantised when a scale is present:
+ * each row's run multiplied by its scale row's entries. */
 static void produce(const source *src, uint64_t start, size_t n, float *dst)
 {
 	convert_run(src->t, start, n, dst);
-	if (!src->scale)
-		return;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; src->scale && i < n;) {
 		uint64_t k = start + i, r = k / src->cols, c = k % src->cols;
-		dst[i] *= src->scale[(r / HALO_ST_SCALE_BLOCK) * src->scale_cols + c / HALO_ST_SCALE_BLOCK];
+		size_t run = n - i < src->cols - c ? n - i : (size_t)(src->cols - c);
+		const float *row = src->scale + r / src->block_rows * src->scale_cols;
+		for (size_t j = 0; j < run; j++)
+			dst[i + j] *= row[(c + j) >> src->block_shift];
+		i += run;
 	}
 }
 
@@ -598,25 +810,60 @@ typedef struct {
 	const source *src;
 	float *f32;
 	uint16_t *f16;
+	atomic_uint_fast64_t bad; /* the first dequantised value not finite, or UINT64_MAX */
 } produce_job;
+
+/* A dequantised value must be finite: a NaN code, or a product past f32's
+ * range (E8M0 scales reach 2^127), would poison every sum it enters. The
+ * lowest such index wins, whichever range finds it first. */
+static void note_bad(produce_job *j, const source *src, uint64_t start, const float *v, size_t n)
+{
+	for (size_t i = 0; src->scale && i < n; i++) {
+		if (isfinite(v[i]))
+			continue;
+		uint_fast64_t k = start + i, cur = atomic_load(&j->bad);
+		while (k < cur && !atomic_compare_exchange_weak(&j->bad, &cur, k))
+			;
+		return;
+	}
+}
 
 static void produce_f32(void *ctx, size_t lo, size_t hi)
 {
-	const produce_job *j = ctx;
+	produce_job *j = ctx;
 	produce(j->src, lo, hi - lo, j->f32 + lo);
+	note_bad(j, j->src, lo, j->f32 + lo, hi - lo);
 }
 
 static void produce_f16(void *ctx, size_t lo, size_t hi)
 {
-	const produce_job *j = ctx;
+	produce_job *j = ctx;
 	float chunk[4096];
 	for (size_t done = lo; done < hi;) {
 		size_t len = hi - done < 4096 ? hi - done : 4096;
 		produce(j->src, done, len, chunk);
+		note_bad(j, j->src, done, chunk, len);
 		for (size_t i = 0; i < len; i++)
 			j->f16[done + i] = f32_to_half(chunk[i]);
 		done += len;
 	}
+}
+
+/* The job's verdict: 0, or the first value not finite, named. */
+static int check_values(const source *src, uint64_t bad, char *err, size_t errlen)
+{
+	if (bad == UINT64_MAX)
+		return 0;
+	const halo_st_tensor *t = src->t;
+	uint64_t r = bad / src->cols, c = bad % src->cols;
+	float v = value_at(t, bad), s = src->scale[r / src->block_rows * src->scale_cols + (c >> src->block_shift)];
+	if (!isfinite(v) && t->dtype == HALO_ST_F8_E4M3)
+		return failf(err, errlen, "%s: tensor '%s': element %llu (row %llu, column %llu) is the fp8 NaN code "
+		             "0x%02x", t->file, t->name, (unsigned long long)bad, (unsigned long long)r,
+		             (unsigned long long)c, t->data[bad]);
+	return failf(err, errlen, "%s: tensor '%s': element %llu (row %llu, column %llu) is %g times its scale %g, "
+	             "which is not finite in f32", t->file, t->name, (unsigned long long)bad, (unsigned long long)r,
+	             (unsigned long long)c, (double)v, (double)s);
 }
 
 int halo_st_read_f32(const halo_safetensors *st, const char *name, float *out, size_t n, char *err,
@@ -624,8 +871,12 @@ int halo_st_read_f32(const halo_safetensors *st, const char *name, float *out, s
 {
 	source src;
 	int rc = open_source(st, name, n, &src, err, errlen);
-	if (rc == 0)
-		cg_parallel_for(n, ST_GRAIN, produce_f32, &(produce_job){.src = &src, .f32 = out});
+	produce_job j = {.src = &src, .f32 = out};
+	atomic_init(&j.bad, UINT64_MAX);
+	if (rc == 0) {
+		cg_parallel_for(n, ST_GRAIN, produce_f32, &j);
+		rc = check_values(&src, atomic_load(&j.bad), err, errlen);
+	}
 	free(src.scale);
 	return rc;
 }
@@ -635,18 +886,20 @@ int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out
 {
 	source src;
 	int rc = open_source(st, name, n, &src, err, errlen);
-	if (rc == 0)
-		cg_parallel_for(n, ST_GRAIN, produce_f16, &(produce_job){.src = &src, .f16 = out});
+	produce_job j = {.src = &src, .f16 = out};
+	atomic_init(&j.bad, UINT64_MAX);
+	if (rc == 0) {
+		cg_parallel_for(n, ST_GRAIN, produce_f16, &j);
+		rc = check_values(&src, atomic_load(&j.bad), err, errlen);
+	}
 	free(src.scale);
 	return rc;
 }
 
 bool halo_st_is_f8_blocks(const halo_safetensors *st, const char *name)
 {
-	char sname[1024];
-	const halo_st_tensor *t = halo_st_find(st, name);
-	snprintf(sname, sizeof sname, "%s%s", name, HALO_ST_SCALE_SUFFIX);
-	return t && t->dtype == HALO_F8E4M3 && halo_st_find(st, sname);
+	const halo_st_tensor *t = halo_st_find(st, name), *s = NULL;
+	return t && t->dtype == HALO_ST_F8_E4M3 && find_scale(st, t, &s, NULL, 0) == 0 && s;
 }
 
 /* The codes of t, checked: NaN (S.1111.111) has no place in a weight. */
@@ -665,18 +918,14 @@ int halo_st_read_f8_blocks(const halo_safetensors *st, const char *name, uint8_t
 {
 	const halo_st_tensor *t = halo_st_find(st, name);
 	if (!t || !halo_st_is_f8_blocks(st, name))
-		return failf(err, errlen, "tensor '%s' is not an F8_E4M3 tensor with a '%s' block scale", name,
-		             HALO_ST_SCALE_SUFFIX);
+		return failf(err, errlen, "tensor '%s' is not an F8_E4M3 tensor with a '%s' or '%s' block scale", name,
+		             HALO_ST_SCALE_SUFFIX, HALO_ST_UPSTREAM_SCALE_SUFFIX);
 	source src;
-	int rc = open_source(st, name, t->numel, &src, err, errlen);
+	int rc = open_source(st, name, t->numel, &src, err, errlen); /* the scales checked finite there */
 	uint64_t blocks = src.cols / HALO_ST_SCALE_BLOCK, rows = src.cols ? t->numel / src.cols : 0;
 	if (rc == 0 && src.cols % HALO_ST_SCALE_BLOCK)
 		rc = failf(err, errlen, "%s: tensor '%s': its %llu columns are not whole %d-column blocks", t->file, name,
 		           (unsigned long long)src.cols, HALO_ST_SCALE_BLOCK);
-	for (uint64_t i = 0; rc == 0 && i < (rows + HALO_ST_SCALE_BLOCK - 1) / HALO_ST_SCALE_BLOCK * src.scale_cols; i++)
-		if (!isfinite(src.scale[i]))
-			rc = failf(err, errlen, "%s: tensor '%s%s': scale %llu is %g, not finite", t->file, name,
-			           HALO_ST_SCALE_SUFFIX, (unsigned long long)i, (double)src.scale[i]);
 	if (rc == 0)
 		rc = copy_codes(t, values, err, errlen);
 	/* block (r / 128, b)'s scale for each row r: the product with a code is

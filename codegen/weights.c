@@ -759,25 +759,26 @@ static bool matches_expert(const char *pattern, const char *name)
 	return matches_expert(slot + 3, p);
 }
 
+/* The tensor whose block scale `name` is (codegen/safetensors.h): name
+ * less "_scale_inv", or "B.weight" for "B.scale"; false when it is neither. */
+static bool scaled_tensor(const char *name, char *base, size_t len)
+{
+	size_t n = strlen(name), inv = strlen("_scale_inv"), up = strlen(".scale");
+	if (n > inv && strcmp(name + n - inv, "_scale_inv") == 0)
+		return snprintf(base, len, "%.*s", (int)(n - inv), name) < (int)len;
+	if (n > up && strcmp(name + n - up, ".scale") == 0)
+		return snprintf(base, len, "%.*s.weight", (int)(n - up), name) < (int)len;
+	return false;
+}
+
 bool cg_weights_reads(const cg_weights *w, const char *name)
 {
-	size_t n = strlen(name), sfx = strlen("_scale_inv");
-	bool scale = n > sfx && strcmp(name + n - sfx, "_scale_inv") == 0;
+	char base[MAX_TENSOR_NAME];
+	bool scale = scaled_tensor(name, base, sizeof base);
 	for (int i = 0; i < w->m->n_weights; i++) {
 		const char *r = w->name[i];
-		if (!r)
-			continue;
-		if (matches_expert(r, name))
+		if (r && (matches_expert(r, name) || (scale && matches_expert(r, base))))
 			return true;
-		if (scale) {
-			char base[MAX_TENSOR_NAME];
-			if (n - sfx < sizeof base) {
-				memcpy(base, name, n - sfx);
-				base[n - sfx] = 0;
-				if (matches_expert(r, base))
-					return true;
-			}
-		}
 	}
 	return false;
 }

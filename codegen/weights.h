@@ -76,7 +76,8 @@ int cg_weights_quant_fallbacks(const cg_weights *w, char *buf, size_t len);
 uint64_t cg_weights_size(const cg_weights *w);
 /* Whether checkpoint tensor `name` is one the weights read: a resolved name,
  * an expert of a stacked one ("{e}" standing for a decimal index), or the
- * block-scale companion (name + "_scale_inv") of either. */
+ * block-scale companion of either (name + "_scale_inv", or "B.scale" for
+ * "B.weight": codegen/safetensors.h). */
 bool cg_weights_reads(const cg_weights *w, const char *name);
 
 /* The weight at `offset` must hold at least `rows` real rows (the rows an

@@ -1,6 +1,8 @@
 /* safetensors reader: files written here with every dtype, read back and
- * checked against hand-computed values; fp8 block dequantisation; sharded
- * checkpoints; corrupt headers; the HF-written qwen3_tiny fixture. */
+ * checked against hand-computed values; fp8 block dequantisation (F32 and
+ * E8M0 scales, HF and upstream scale names); MXFP4 (packed I8, U8, F4);
+ * malformed scales; sharded checkpoints; corrupt headers; the HF-written
+ * qwen3_tiny fixture. */
 #include "codegen/safetensors.h"
 
 #include <math.h>
@@ -104,7 +106,7 @@ static void test_dtypes(void)
 		return;
 	CHECK(halo_st_count(st) == 8, "count %zu", halo_st_count(st));
 	const halo_st_tensor *t = halo_st_find(st, "c.bf16");
-	CHECK(t && t->dtype == HALO_BF16 && t->rank == 2 && t->shape[0] == 3 && t->shape[1] == 1 && t->numel == 3,
+	CHECK(t && t->dtype == HALO_ST_BF16 && t->rank == 2 && t->shape[0] == 3 && t->shape[1] == 1 && t->numel == 3,
 	      "c.bf16 metadata");
 	CHECK(strcmp(halo_st_at(st, 0)->name, "a.f32") == 0 && !halo_st_at(st, 8), "sorted listing");
 	float out[6];
@@ -195,6 +197,161 @@ static void test_fp8_blocks(void)
 	halo_st_close(st);
 }
 
+/* DeepSeek's upstream names and E8M0 scales: an F8_E4M3 "m.weight" with
+ * "m.scale" F8_E8M0 [2,3] (partial blocks both ways), and a kept-fp8 read
+ * of "k.weight" whose HF-named "k.weight_scale_inv" is U8 (E8M0 bytes). */
+static void test_fp8_e8m0(void)
+{
+	enum { R = 130, C = 260 };
+	static uint8_t w[R * C], k[2 * 128];
+	/* 0x7f = 2^0, 0x80 = 2^1, 0x7e = 2^-1, 0x00 = 2^-127, 0x85 = 2^6, 0x7c = 2^-3 */
+	static const uint8_t e8m0[6] = {0x7f, 0x80, 0x7e, 0x00, 0x85, 0x7c};
+	static const float scale[6] = {1.0f, 2.0f, 0.5f, 0x1p-127f, 64.0f, 0.125f};
+	static const uint8_t k_scale[1] = {0x81}; /* 4 */
+	memset(w, 0x38, sizeof w);            /* 1.0 */
+	w[0] = w[127 * C + 128] = w[129 * C + 259] = 0x40; /* 2.0 */
+	w[5] = 0xb0;                                       /* -0.5 */
+	memset(k, 0x3c, sizeof k);                         /* 1.5 */
+	const spec s[] = {
+		{"m.weight", "F8_E4M3", "[130,260]", w, sizeof w},
+		{"m.scale", "F8_E8M0", "[2,3]", e8m0, sizeof e8m0},
+		{"k.weight", "F8_E4M3", "[2,128]", k, sizeof k},
+		{"k.weight_scale_inv", "U8", "[1,1]", k_scale, 1},
+	};
+	write_st(path_of("e8m0.safetensors"), s, 4);
+	char err[512];
+	halo_safetensors *st = halo_st_open_file(path_of("e8m0.safetensors"), err, sizeof err);
+	CHECK(st, "%s", err);
+	if (!st)
+		return;
+	const halo_st_tensor *t = halo_st_find(st, "m.scale");
+	CHECK(t && t->dtype == HALO_ST_F8_E8M0 && t->bytes == 6, "m.scale's dtype and size");
+	float *out = malloc(sizeof(float) * R * C);
+	CHECK(halo_st_read_f32(st, "m.weight", out, R * C, err, sizeof err) == 0, "%s", err);
+	int bad = 0;
+	for (int r = 0; r < R; r++)
+		for (int c = 0; c < C; c++) {
+			uint8_t q = w[r * C + c];
+			float code = q == 0x40 ? 2.0f : q == 0xb0 ? -0.5f : 1.0f;
+			bad += out[r * C + c] != code * scale[(r / 128) * 3 + c / 128];
+		}
+	CHECK(bad == 0, "%d E8M0-scaled values differ", bad);
+	CHECK(out[128 * C] == 0x1p-127f && out[129 * C + 259] == 0.25f, "2^-127 kept exact, 2 * 2^-3");
+	free(out);
+	CHECK(halo_st_is_f8_blocks(st, "m.weight") && halo_st_is_f8_blocks(st, "k.weight"), "both names are fp8 blocks");
+	uint8_t codes[2 * 128];
+	float ks[2] = {0, 0};
+	CHECK(halo_st_read_f8_blocks(st, "k.weight", codes, ks, err, sizeof err) == 0, "%s", err);
+	CHECK(memcmp(codes, k, sizeof k) == 0 && ks[0] == 4.0f && ks[1] == 4.0f, "kept: codes and scales %g %g", ks[0],
+	      ks[1]);
+	halo_st_close(st);
+	unlink(path_of("e8m0.safetensors"));
+}
+
+/* E2M1 codes 0..15 in order: bit 3 the sign. */
+static const float e2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* MXFP4 as DeepSeek V4 ships its experts: 2 rows of 64 values, packed 32
+ * bytes a row (I8, U8; F4 counts values in its shape), one E8M0 scale per
+ * 32 values. Byte j of a row holds code j % 16 low (value 2j) and 15 - j % 16
+ * high (value 2j + 1). */
+static void test_mxfp4(void)
+{
+	enum { R = 2, C = 64 };
+	static uint8_t w[R * C / 2];
+	static const uint8_t e8m0[4] = {0x7f, 0x80, 0x7d, 0x81}; /* 1, 2, 0.25, 4 */
+	static const float scale[4] = {1.0f, 2.0f, 0.25f, 4.0f};
+	for (int i = 0; i < R * C / 2; i++)
+		w[i] = (uint8_t)((15 - i % 16) << 4 | i % 16);
+	const spec s[] = {
+		{"x.w1.weight", "I8", "[2,32]", w, sizeof w},   {"x.w1.scale", "F8_E8M0", "[2,2]", e8m0, 4},
+		{"x.w2.weight", "U8", "[2,32]", w, sizeof w},   {"x.w2.weight_scale_inv", "U8", "[2,2]", e8m0, 4},
+		{"x.w3.weight", "F4", "[2,64]", w, sizeof w},   {"x.w3.scale", "F8_E8M0", "[2,2]", e8m0, 4},
+	};
+	write_st(path_of("fp4.safetensors"), s, 6);
+	char err[512];
+	halo_safetensors *st = halo_st_open_file(path_of("fp4.safetensors"), err, sizeof err);
+	CHECK(st, "%s", err);
+	if (!st)
+		return;
+	static const char *const names[] = {"x.w1.weight", "x.w2.weight", "x.w3.weight"};
+	for (int n = 0; n < 3; n++) {
+		const halo_st_tensor *t = halo_st_find(st, names[n]);
+		int64_t shape[HALO_ST_MAX_RANK];
+		uint64_t numel = 0;
+		CHECK(t && halo_st_values_shape(t, shape, &numel) == 2 && shape[0] == R && shape[1] == C && numel == R * C,
+		      "%s: values [2, 64]", names[n]);
+		CHECK(!halo_st_is_f8_blocks(st, names[n]), "%s is not fp8", names[n]);
+		float out[R * C];
+		CHECK(halo_st_read_f32(st, names[n], out, R * C, err, sizeof err) == 0, "%s", err);
+		int bad = 0;
+		for (int r = 0; r < R; r++)
+			for (int c = 0; c < C; c++) {
+				int j = (r * C + c) / 2, code = c % 2 ? 15 - j % 16 : j % 16;
+				float want = e2m1[code] * scale[r * 2 + c / 32];
+				bad += out[r * C + c] != want || signbit(out[r * C + c]) != signbit(want);
+			}
+		CHECK(bad == 0, "%s: %d FP4 values differ", names[n], bad);
+	}
+	halo_st_close(st);
+	unlink(path_of("fp4.safetensors"));
+}
+
+/* Each checkpoint must open, and reading `read` must fail with a message
+ * holding the fragments. */
+static void test_scale_errors(void)
+{
+	static const uint8_t bytes[64] = {0x38, 0x38, 0x38, 0x38}, nan_scale[2] = {0x7f, 0xff}, big[1] = {0xfe};
+	static const uint8_t f8_nan[4] = {0x38, 0x7f, 0x38, 0x38}, f8_max[4] = {0x7e, 0x38, 0x38, 0x38};
+	static const int32_t i32[2] = {1, 1};
+	struct {
+		spec s[3];
+		int n;
+		const char *read, *frag1, *frag2;
+	} cases[] = {
+		{{{"p.weight", "I8", "[2,16]", bytes, 32}}, 1, "p.weight", "no 'p.weight_scale_inv' or 'p.scale'", "FP4"},
+		{{{"p.weight", "U8", "[2,16]", bytes, 32}, {"p.scale", "F8_E8M0", "[2,2]", bytes, 4}},
+		 2, "p.weight", "scale 'p.scale' of tensor 'p.weight' (U8, values [2, 32]) has shape [2, 2]", "expected [2, 1]"},
+		{{{"p.weight", "I8", "[2,16]", bytes, 32}, {"p.scale", "F8_E8M0", "[2,1]", nan_scale, 2}},
+		 2, "p.weight", "'p.scale': element 1", "E8M0 NaN code 0xff"},
+		{{{"p.weight", "F8_E4M3", "[2,2]", bytes, 4}, {"p.scale", "F32", "[1,1]", bytes, 4},
+		  {"p.weight_scale_inv", "F32", "[1,1]", bytes, 4}},
+		 3, "p.weight", "two scale tensors", "'p.scale'"},
+		{{{"p.weight", "F8_E4M3", "[2,2]", bytes, 4}, {"p.scale", "I32", "[1,1]", i32, 4}},
+		 2, "p.weight", "'p.scale' (of 'p.weight') is I32", "F8_E8M0"},
+		{{{"p.weight", "F8_E4M3", "[2,2]", f8_max, 4}, {"p.scale", "F8_E8M0", "[1,1]", big, 1}},
+		 2, "p.weight", "element 0 (row 0, column 0) is 448 times its scale", "not finite"},
+		{{{"p.weight", "F8_E4M3", "[2,2]", f8_nan, 4}, {"p.scale", "F8_E8M0", "[1,1]", bytes, 1}},
+		 2, "p.weight", "element 1 (row 0, column 1)", "fp8 NaN code 0x7f"},
+		{{{"p.weight", "F8_E4M3", "[2,2]", bytes, 4}, {"p.scale", "F32", "[1,1]", i32, 4}},
+		 2, "p.weight", "'p.scale': element 0 is", "must be finite"},
+	};
+	/* the last case's scale: I32 1 read as F32 is 1.4e-45, finite; make it NaN */
+	static const uint32_t f32_nan = 0x7fc00000u;
+	cases[7].s[1].data = &f32_nan;
+	char err[512];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		write_st(path_of("scale.safetensors"), cases[i].s, cases[i].n);
+		halo_safetensors *st = halo_st_open_file(path_of("scale.safetensors"), err, sizeof err);
+		CHECK(st, "case %zu: %s", i, err);
+		if (!st)
+			continue;
+		const halo_st_tensor *t = halo_st_find(st, cases[i].read);
+		uint64_t n = 0;
+		int64_t shape[HALO_ST_MAX_RANK];
+		halo_st_values_shape(t, shape, &n);
+		float out[64];
+		int rc = halo_st_read_f32(st, cases[i].read, out, n, err, sizeof err);
+		CHECK(rc != 0 && strstr(err, "scale.safetensors") && strstr(err, cases[i].frag1) &&
+		          strstr(err, cases[i].frag2),
+		      "case %zu: %s", i, rc ? err : "accepted");
+		printf("refused: %s\n", err);
+		halo_st_close(st);
+	}
+	unlink(path_of("scale.safetensors"));
+}
+
 static void test_sharded(void)
 {
 	static const float a[2] = {1, 2}, b[3] = {3, 4, 5};
@@ -256,6 +413,8 @@ static void test_corrupt(void)
 		{"{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, "'t'", "run past"},
 		{"{\"t\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "'t'", "need 12"},
 		{"{\"t\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, "'t'", "F64"},
+		{"{\"t\":{\"dtype\":\"F4\",\"shape\":[2,3],\"data_offsets\":[0,3]}}", 8, "'t'", "must be even"},
+		{"{\"t\":{\"dtype\":\"F4\",\"shape\":[2,4],\"data_offsets\":[0,8]}}", 8, "'t'", "need 4"},
 		{"{\"t\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 8, "'t'", "shape[0]"},
 		{"{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", 8, "'t'", "begin <= end"},
 		{"{\"t\":{\"dtype\":\"F32\",\"shape\":[1]}}", 8, "'t'", "data_offsets"},
@@ -307,7 +466,7 @@ static void test_fixture(void)
 		return;
 	CHECK(halo_st_count(st) == 25, "%zu tensors", halo_st_count(st));
 	const halo_st_tensor *e = halo_st_find(st, "model.embed_tokens.weight");
-	CHECK(e && e->dtype == HALO_F32 && e->rank == 2 && e->shape[0] == 256 && e->shape[1] == 64, "embed");
+	CHECK(e && e->dtype == HALO_ST_F32 && e->rank == 2 && e->shape[0] == 256 && e->shape[1] == 64, "embed");
 	const halo_st_tensor *q = halo_st_find(st, "model.layers.1.self_attn.q_norm.weight");
 	CHECK(q && q->rank == 1 && q->shape[0] == 16, "q_norm");
 	CHECK(halo_st_find(st, "lm_head.weight") != NULL, "lm_head (untied)");
@@ -329,6 +488,9 @@ int main(void)
 	test_dtypes();
 	test_f16_output();
 	test_fp8_blocks();
+	test_fp8_e8m0();
+	test_mxfp4();
+	test_scale_errors();
 	test_sharded();
 	test_corrupt();
 	test_fixture();
