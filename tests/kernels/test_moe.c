@@ -182,9 +182,9 @@ static bool moe_variant(harness *h, moe_shape s, int64_t T, bool bad_id, kv_tile
 	moe_data a = data_new(&s, T, bad_id, seed);
 	bool ok = run(h, &k, &s, &a, 0, T, a.act, a.y);
 	ref_error err;
-	if (ok && (!ref_moe_gate_up(a.x, a.ref_ids, a.gate, a.up, a.act_want, T, s.H, s.F, s.E, s.k, &err) ||
+	if (ok && (!ref_moe_gate_up(a.x, a.ref_ids, a.gate, a.up, a.act_want, T, s.H, s.F, s.E, s.k, 0.0f, &err) ||
 		   !ref_moe_experts(a.x, a.ref_ids, a.wr, a.gate, a.up, a.down, a.want, T, s.H, s.F, s.E, s.k,
-				    &err))) {
+				    0.0f, &err))) {
 		fprintf(stderr, "FAIL: %s\n", err.msg);
 		ok = false;
 	}

@@ -66,8 +66,9 @@ static bool route_variant(harness *h, const kv_desc *d, bool route, int64_t T, i
 	hop ops[3] = {{x, nx * 4, false}, {ids, ns * 4, true}, {vals, ns * 4, true}};
 	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
 	if (ok) {
+		ref_route_params rp = {.k = kk, .norm_topk = norm, .scoring = REF_SCORE_SOFTMAX, .scaling = 1.0f};
 		if (route)
-			ref_moe_route(x, want_ids, want, T, N, kk, norm);
+			ref_moe_route(&rp, x, NULL, want_ids, want, T, N);
 		else
 			ref_topk(x, want_ids, want, T, N, kk);
 		char what[512];
