@@ -37,6 +37,9 @@ typedef struct {
 	strbuf sig;  /* the key: what the kernel computes */
 	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
+	/* set by the op's dims: its row's last input is absent (an optional
+	 * operand the dispatch lacks, e.g. an unweighted rms_norm's w) */
+	bool drop_last_in;
 	char *err;
 	size_t errlen;
 } kv_build;
@@ -778,6 +781,15 @@ static bool build_rms_norm(kv_build *b)
 	b->p->template = "rms_norm";
 	sb_printf(&b->sig, "rms_norm R=%" PRId64 " D=%" PRId64 " G=%" PRId64 " eps=%.9g off=%d", R, D,
 		  G, (double)b->d->u.rms_norm.eps, b->d->u.rms_norm.offset ? 1 : 0);
+	/* named (and defined) only when set, so the weighted kernels' keys and
+	 * code stay what they were */
+	if (b->d->u.rms_norm.unweighted) {
+		if (b->d->u.rms_norm.offset)
+			return fail(b, "an unweighted norm has no weight to offset");
+		sb_printf(&b->sig, " unweighted");
+		def_int(b, "UNWEIGHTED", 1);
+		b->drop_last_in = true;
+	}
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
 	def_uint(b, "G", G);
@@ -1496,8 +1508,9 @@ static bool build_qsa_select(kv_build *b)
 /* One row per op (kv_ops, after the variant spaces): how its variants are
  * planned. dims checks the descriptor and decides the key, the template,
  * the constants, the tiles and the grid; the driver then binds in[] (the
- * op's inputs, docs/ops.md order), the fused ops' operands and out[].
- * out[2] is an IR_OPF_STEPS op's optional result, its states after each
+ * op's inputs, docs/ops.md order; an optional last one only where the
+ * descriptor has it, kv_build.drop_last_in), the fused ops' operands and
+ * out[]. out[2] is an IR_OPF_STEPS op's optional result, its states after each
  * token: bound (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
 	ir_op op;
@@ -1518,7 +1531,10 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		p->a_binding = (int)bind(b, NULL);
 		p->b_binding = elem_is_binary(b->d->op) ? (int)bind(b, NULL) : -1;
 	}
-	for (int i = 0; i < 7 && r->in[i]; i++)
+	int n_in = 0;
+	while (n_in < 7 && r->in[n_in])
+		n_in++;
+	for (int i = 0; i < n_in - (b->drop_last_in ? 1 : 0); i++)
 		bind(b, r->in[i]);
 	if (!bind_fused(b, r->fuse))
 		return false;

@@ -115,7 +115,8 @@ typedef struct {
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;
 		} matmul;
-		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
+		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
+		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
 		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;

@@ -303,6 +303,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rms_norm.group = DI("group", 0);
 		k->u.rms_norm.eps = (float)DA("eps", 1e-6);
 		k->u.rms_norm.offset = (int)DI("offset", 0);
+		k->u.rms_norm.unweighted = d->n_in == 1;
 		return true;
 	case IR_OP_ROPE:
 		k->u.rope.heads = cdim(x, 1);

@@ -314,6 +314,9 @@ int main(void)
 	rms.u.rms_norm.offset = 1;
 	rms.epi[0] = (kv_elem_op){.op = IR_OP_MUL, .bcast = KV_BCAST_TRAILING, .bcast_n = 256};
 	check_desc("rms_norm", rms, 8);
+	rms.u.rms_norm.offset = 0;
+	rms.u.rms_norm.unweighted = true;
+	check_desc("rms_norm unweighted", rms, 8);
 
 	kv_desc ew = {.op = IR_OP_SWIGLU, .t_max = 64, .n_epi = 2};
 	ew.u.elementwise.numel = (ir_dim){.coef_T = 512, .c = 0};
