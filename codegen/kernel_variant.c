@@ -1227,7 +1227,39 @@ static bool build_gdr(kv_build *b)
 /* The selected values of a row live in each lane's registers. */
 #define KV_TOPK_MAX_K 256
 
-/* topk (x) -> (ids, vals), or moe_route (logits) -> (ids, w): one workgroup per row. */
+/* moe_route's DeepSeek V4 forms: the scoring, the bias and the scaling
+ * are named in the key and defined for topk.comp only when they differ
+ * from the softmax router's, whose kernels stay what they were. */
+static bool route_options(kv_build *b)
+{
+	static const char *const names[] = {"softmax", "sigmoid", "sqrtsoftplus"};
+	static const char *const defines[] = {NULL, "SCORE_SIGMOID", "SCORE_SQRTSOFTPLUS"};
+	kv_scoring s = b->d->u.topk.scoring;
+	float scaling = b->d->u.topk.scaling;
+	bool route = b->d->op == IR_OP_MOE_ROUTE, scaled = scaling != 0.0f && scaling != 1.0f;
+	if ((unsigned)s > KV_SCORE_SQRTSOFTPLUS)
+		return fail(b, "scoring %d unknown", (int)s);
+	if (!route && (s != KV_SCORE_SOFTMAX || b->d->u.topk.bias || scaled))
+		return fail(b, "scoring, bias and scaling apply to moe_route only");
+	if (!isfinite(scaling))
+		return fail(b, "scaling by a non-finite value");
+	if (s != KV_SCORE_SOFTMAX) {
+		sb_printf(&b->sig, " scoring=%s", names[s]);
+		def_int(b, defines[s], 1);
+	}
+	if (b->d->u.topk.bias) {
+		sb_printf(&b->sig, " bias");
+		def_int(b, "BIAS", 1);
+	}
+	if (scaled) {
+		sb_printf(&b->sig, " scaling=%.9g", (double)scaling);
+		def_float(b, "SCALING", scaling);
+	}
+	b->drop_last_in = route && !b->d->u.topk.bias;
+	return true;
+}
+
+/* topk (x) -> (ids, vals), or moe_route (logits[, bias]) -> (ids, w): one workgroup per row. */
 static bool build_topk(kv_build *b)
 {
 	bool route = b->d->op == IR_OP_MOE_ROUTE;
@@ -1247,6 +1279,8 @@ static bool build_topk(kv_build *b)
 		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
 	else
 		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
+	if (!route_options(b))
+		return false;
 	def_uint(b, "N", N);
 	def_uint(b, "KSEL", k);
 	def_int(b, "ROUTE", route ? 1 : 0);
@@ -1286,10 +1320,20 @@ static bool build_moe_half(kv_build *b)
 		return false;
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
+	float limit = b->d->u.moe.limit;
+	if (!isfinite(limit) || limit < 0.0f)
+		return fail(b, "limit %g must be finite and >= 0 (0: none)", (double)limit);
+	if (limit > 0.0f && !gate_up)
+		return fail(b, "limit %g: the clamp is moe_gate_up's, moe_down takes none", (double)limit);
 	bool vec8 = len % 8 == 0;
 	b->p->template = gate_up ? "moe_gate_up" : "moe_down";
 	sb_printf(&b->sig, "%s H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, gate_up ? "moe_gate_up" : "moe_down",
 		  H, F, E, k);
+	/* named and defined only when set: the unclamped kernels stay what they were */
+	if (limit > 0.0f) {
+		sb_printf(&b->sig, " limit=%.9g", (double)limit);
+		def_float(b, "LIMIT", limit);
+	}
 	def_uint(b, "H", H);
 	def_uint(b, "F", F);
 	def_uint(b, "E", E);
@@ -1860,7 +1904,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO", "B_ST"}, 0,
 	 false, NULL},
 	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
-	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
+	{IR_OP_MOE_ROUTE, build_topk, {"B_X", "B_BIAS"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},

@@ -69,6 +69,12 @@ static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
 	return x ? x->i : dflt;
 }
 
+static bool attr_is(const halo_dispatch *d, const char *name, const char *value)
+{
+	const halo_attr *x = halo_attr_find(d->attr, d->n_attr, name);
+	return x && x->is_str && strcmp(x->s, value) == 0;
+}
+
 #define DA(name, dflt) attr_f(d->attr, d->n_attr, name, dflt)
 #define DI(name, dflt) attr_i(d->attr, d->n_attr, name, dflt)
 
@@ -361,6 +367,11 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.topk.N = cdim(x, 1);
 		k->u.topk.k = DI("k", 1);
 		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
+		k->u.topk.scoring = attr_is(d, "scoring", "sigmoid")	    ? KV_SCORE_SIGMOID
+				    : attr_is(d, "scoring", "sqrtsoftplus") ? KV_SCORE_SQRTSOFTPLUS
+									    : KV_SCORE_SOFTMAX;
+		k->u.topk.bias = d->op == IR_OP_MOE_ROUTE && d->n_in == 2;
+		k->u.topk.scaling = (float)DA("scaling", 1.0);
 		return true;
 	case IR_OP_MOE_GATE_UP: { /* (x, ids, gate [E,F,H], up) */
 		const halo_tensor_ref *gate = &d->operand[2];
@@ -369,6 +380,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.moe.F = cdim(gate, 1);
 		k->u.moe.H = cdim(gate, 2);
 		k->u.moe.k = cdim(&d->operand[1], 1);
+		k->u.moe.limit = (float)DA("limit", 0.0);
 		return true;
 	}
 	case IR_OP_MOE_DOWN: { /* (act, ids, w, down [E,H,F]) */
@@ -378,6 +390,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.moe.H = cdim(down, 1);
 		k->u.moe.F = cdim(down, 2);
 		k->u.moe.k = cdim(&d->operand[1], 1);
+		k->u.moe.limit = (float)DA("limit", 0.0); /* the kernels refuse one here */
 		return true;
 	}
 	case IR_OP_SLICE:
