@@ -282,6 +282,12 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.H = cdim(x, 1);
 		return true;
 	case IR_OP_MATMUL:
+		if (DI("groups", 1) > 1) {
+			/* the caller names the entry and the dispatch */
+			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel runs a "
+				 "grouped matmul yet (the ref backend does: --targets ref)", (long long)DI("groups", 1));
+			return false;
+		}
 		/* the matmul and matvec kernels run a whole number of rows per token */
 		if (x->dim[0].coef_T < 1 || x->dim[0].c != 0) {
 			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take a*T "

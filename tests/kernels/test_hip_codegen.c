@@ -1,7 +1,9 @@
 /* The HIP dialect's codegen (codegen/emit_hip.c, codegen/hip_compile.c):
  * for variants of every template with a twin under kernels/hip (several
  * tiles, fused prologues and epilogues, a broadcast operand, a scaled op,
- * each weight type; for the others each form their #if's select, planned
+ * each weight type; for the others each form their #if's select (DeepSeek
+ * V4's among them: the unweighted norm, the routers' scorings, bias and
+ * scaling, the clamped experts, the clamps), planned
  * on the template named: the recurrent and chunked gated_delta_rule,
  * topk's shuffle and tree combines, the MoE halves' weight formats), the
  * emitted source compiles with clang-19 for
