@@ -337,6 +337,10 @@ int main(void)
 	ew.epi[0] = (kv_elem_op){.op = IR_OP_SCALE, .value = 0.125f};
 	ew.epi[1] = (kv_elem_op){.op = IR_OP_SOFTPLUS};
 	check_desc("swiglu", ew, 8);
+	ew.op = IR_OP_CLAMP_MAX;
+	ew.u.elementwise.main = (kv_elem_op){.op = IR_OP_CLAMP_MAX, .value = 10.0f};
+	ew.epi[0] = (kv_elem_op){.op = IR_OP_CLAMP_ABS, .value = 7.5f};
+	check_desc("clamp_max, clamp_abs", ew, 8);
 
 	check_matmuls();
 	for (size_t i = 0; i < sizeof other_cases / sizeof *other_cases; i++)
