@@ -284,8 +284,9 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_MATMUL:
 		if (DI("groups", 1) > 1) {
 			/* the caller names the entry and the dispatch */
-			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel runs a "
-				 "grouped matmul yet (the ref backend does: --targets ref)", (long long)DI("groups", 1));
+			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel "
+				 "runs a grouped matmul yet (the ref backend does: --targets ref)",
+				 (long long)DI("groups", 1));
 			return false;
 		}
 		/* the matmul and matvec kernels run a whole number of rows per token */

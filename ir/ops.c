@@ -710,8 +710,8 @@ static bool infer_moe_experts(infer_ctx *c)
 	    !need_float(c, 5) || !need_same_shape(c, 1, 2) || !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and ids") ||
 	    !need_same_shape(c, 3, 4) || !need_dim_eq(c, 0, 1, 3, 2, "hidden dims of x and gate") ||
 	    !need_dim_eq(c, 3, 0, 5, 0, "expert counts of gate and down") ||
-	    !need_dim_eq(c, 3, 1, 5, 2, "ffn dims of gate and down") || !need_dim_eq(c, 0, 1, 5, 1, "hidden dims of x and down") ||
-	    !limit_ok(c))
+	    !need_dim_eq(c, 3, 1, 5, 2, "ffn dims of gate and down") ||
+	    !need_dim_eq(c, 0, 1, 5, 1, "hidden dims of x and down") || !limit_ok(c))
 		return false;
 	c->os[0] = *in_shape(c, 0);
 	c->ot[0] = in_dtype(c, 0);
@@ -909,10 +909,11 @@ static bool infer_hc_collapse(infer_ctx *c)
 static bool infer_hc_expand(infer_ctx *c)
 {
 	if (!streams_ok(c, 2) || !need_rank(c, 1, 2) || !need_float(c, 1) ||
-	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and y") || !need_dim_eq(c, 0, 2, 1, 1, "widths of x and y") ||
+	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and y") ||
+	    !need_dim_eq(c, 0, 2, 1, 1, "widths of x and y") ||
 	    !need_rank(c, 3, 3) || !need_float(c, 3) || !need_dim_eq(c, 0, 0, 3, 0, "token counts of x and comb") ||
-	    !need_dim_eq(c, 0, 1, 3, 1, "stream counts of x and comb") ||
-	    !need_dim_eq(c, 0, 1, 3, 2, "stream counts of x and comb"))
+	    !need_dim_eq(c, 0, 1, 3, 1, "stream counts of x and comb's rows") ||
+	    !need_dim_eq(c, 0, 1, 3, 2, "stream counts of x and comb's columns"))
 		return false;
 	c->os[0] = *in_shape(c, 0);
 	c->ot[0] = in_dtype(c, 0);

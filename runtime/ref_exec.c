@@ -97,7 +97,8 @@ static bool exec_rows_op(exec_ctx *c, const float *x, float *y)
 	int64_t D = last_dim(c, 0), rows = numel(c, 0) / (D ? D : 1);
 	switch (d->op) {
 	case OP_RMS_NORM: /* (x, w), or (x) unweighted */
-		ref_rms_norm(x, d->n_in == 2 ? c->p[1] : NULL, y, rows, D, A_I("group", 0), A_F("eps", 1e-6f), (int)A_I("offset", 0));
+		ref_rms_norm(x, d->n_in == 2 ? c->p[1] : NULL, y, rows, D, A_I("group", 0), A_F("eps", 1e-6f),
+			     (int)A_I("offset", 0));
 		return true;
 	case OP_L2_NORM:
 		ref_l2_norm(x, y, rows, D, A_F("eps", 1e-6f));
