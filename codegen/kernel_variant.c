@@ -37,6 +37,9 @@ typedef struct {
 	strbuf sig;  /* the key: what the kernel computes */
 	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
+	/* set by the op's dims: its row's last input is absent (an optional
+	 * operand the dispatch lacks, e.g. an unweighted rms_norm's w) */
+	bool drop_last_in;
 	char *err;
 	size_t errlen;
 } kv_build;
@@ -778,6 +781,15 @@ static bool build_rms_norm(kv_build *b)
 	b->p->template = "rms_norm";
 	sb_printf(&b->sig, "rms_norm R=%" PRId64 " D=%" PRId64 " G=%" PRId64 " eps=%.9g off=%d", R, D,
 		  G, (double)b->d->u.rms_norm.eps, b->d->u.rms_norm.offset ? 1 : 0);
+	/* named (and defined) only when set, so the weighted kernels' keys and
+	 * code stay what they were */
+	if (b->d->u.rms_norm.unweighted) {
+		if (b->d->u.rms_norm.offset)
+			return fail(b, "an unweighted norm has no weight to offset");
+		sb_printf(&b->sig, " unweighted");
+		def_int(b, "UNWEIGHTED", 1);
+		b->drop_last_in = true;
+	}
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
 	def_uint(b, "G", G);
@@ -1215,7 +1227,39 @@ static bool build_gdr(kv_build *b)
 /* The selected values of a row live in each lane's registers. */
 #define KV_TOPK_MAX_K 256
 
-/* topk (x) -> (ids, vals), or moe_route (logits) -> (ids, w): one workgroup per row. */
+/* moe_route's DeepSeek V4 forms: the scoring, the bias and the scaling
+ * are named in the key and defined for topk.comp only when they differ
+ * from the softmax router's, whose kernels stay what they were. */
+static bool route_options(kv_build *b)
+{
+	static const char *const names[] = {"softmax", "sigmoid", "sqrtsoftplus"};
+	static const char *const defines[] = {NULL, "SCORE_SIGMOID", "SCORE_SQRTSOFTPLUS"};
+	kv_scoring s = b->d->u.topk.scoring;
+	float scaling = b->d->u.topk.scaling;
+	bool route = b->d->op == IR_OP_MOE_ROUTE, scaled = scaling != 0.0f && scaling != 1.0f;
+	if ((unsigned)s > KV_SCORE_SQRTSOFTPLUS)
+		return fail(b, "scoring %d unknown", (int)s);
+	if (!route && (s != KV_SCORE_SOFTMAX || b->d->u.topk.bias || scaled))
+		return fail(b, "scoring, bias and scaling apply to moe_route only");
+	if (!isfinite(scaling))
+		return fail(b, "scaling by a non-finite value");
+	if (s != KV_SCORE_SOFTMAX) {
+		sb_printf(&b->sig, " scoring=%s", names[s]);
+		def_int(b, defines[s], 1);
+	}
+	if (b->d->u.topk.bias) {
+		sb_printf(&b->sig, " bias");
+		def_int(b, "BIAS", 1);
+	}
+	if (scaled) {
+		sb_printf(&b->sig, " scaling=%.9g", (double)scaling);
+		def_float(b, "SCALING", scaling);
+	}
+	b->drop_last_in = route && !b->d->u.topk.bias;
+	return true;
+}
+
+/* topk (x) -> (ids, vals), or moe_route (logits[, bias]) -> (ids, w): one workgroup per row. */
 static bool build_topk(kv_build *b)
 {
 	bool route = b->d->op == IR_OP_MOE_ROUTE;
@@ -1235,6 +1279,8 @@ static bool build_topk(kv_build *b)
 		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
 	else
 		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
+	if (!route_options(b))
+		return false;
 	def_uint(b, "N", N);
 	def_uint(b, "KSEL", k);
 	def_int(b, "ROUTE", route ? 1 : 0);
@@ -1274,10 +1320,20 @@ static bool build_moe_half(kv_build *b)
 		return false;
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
+	float limit = b->d->u.moe.limit;
+	if (!isfinite(limit) || limit < 0.0f)
+		return fail(b, "limit %g must be finite and >= 0 (0: none)", (double)limit);
+	if (limit > 0.0f && !gate_up)
+		return fail(b, "limit %g: the clamp is moe_gate_up's, moe_down takes none", (double)limit);
 	bool vec8 = len % 8 == 0;
 	b->p->template = gate_up ? "moe_gate_up" : "moe_down";
 	sb_printf(&b->sig, "%s H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, gate_up ? "moe_gate_up" : "moe_down",
 		  H, F, E, k);
+	/* named and defined only when set: the unclamped kernels stay what they were */
+	if (limit > 0.0f) {
+		sb_printf(&b->sig, " limit=%.9g", (double)limit);
+		def_float(b, "LIMIT", limit);
+	}
 	def_uint(b, "H", H);
 	def_uint(b, "F", F);
 	def_uint(b, "E", E);
@@ -1496,8 +1552,9 @@ static bool build_qsa_select(kv_build *b)
 /* One row per op (kv_ops, after the variant spaces): how its variants are
  * planned. dims checks the descriptor and decides the key, the template,
  * the constants, the tiles and the grid; the driver then binds in[] (the
- * op's inputs, docs/ops.md order), the fused ops' operands and out[].
- * out[2] is an IR_OPF_STEPS op's optional result, its states after each
+ * op's inputs, docs/ops.md order; an optional last one only where the
+ * descriptor has it, kv_build.drop_last_in), the fused ops' operands and
+ * out[]. out[2] is an IR_OPF_STEPS op's optional result, its states after each
  * token: bound (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
 	ir_op op;
@@ -1518,7 +1575,10 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		p->a_binding = (int)bind(b, NULL);
 		p->b_binding = elem_is_binary(b->d->op) ? (int)bind(b, NULL) : -1;
 	}
-	for (int i = 0; i < 7 && r->in[i]; i++)
+	int n_in = 0;
+	while (n_in < 7 && r->in[n_in])
+		n_in++;
+	for (int i = 0; i < n_in - (b->drop_last_in ? 1 : 0); i++)
 		bind(b, r->in[i]);
 	if (!bind_fused(b, r->fuse))
 		return false;
@@ -1844,7 +1904,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_GATED_DELTA_RULE, build_gdr, {"B_Q", "B_K", "B_V", "B_G", "B_BETA", "B_S"}, {"B_O", "B_SO", "B_ST"}, 0,
 	 false, NULL},
 	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
-	{IR_OP_MOE_ROUTE, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
+	{IR_OP_MOE_ROUTE, build_topk, {"B_X", "B_BIAS"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},

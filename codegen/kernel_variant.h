@@ -37,6 +37,9 @@
 #define KV_NGRAM_MAX 16
 #define KV_NGRAM_MAX_HEADS (15 * 64)
 
+/* moe_route's scores (docs/ops.md, `scoring`). */
+typedef enum { KV_SCORE_SOFTMAX, KV_SCORE_SIGMOID, KV_SCORE_SQRTSOFTPLUS } kv_scoring;
+
 /* How a binary op's second operand is indexed for element i of the running
  * value (docs/ops.md): FULL b[i]; TRAILING b[i % n] (b is the trailing dims,
  * n = numel(b)); LASTDIM b[i / n] (b has last dim 1, n = the value's last dim). */
@@ -115,7 +118,8 @@ typedef struct {
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;
 		} matmul;
-		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
+		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
+		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;
 		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
 		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;
@@ -145,12 +149,21 @@ typedef struct {
 		 * S' [hv,dk,dv]); S' must not alias S. Recurrent kernel for t_max <= KV_MATVEC_MAX_T
 		 * or with steps, chunked (64 tokens) otherwise. */
 		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
-		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]) ->
-		 * (ids[T,k] i32, w[T,k]), N = E experts, norm = the norm_topk attr */
-		struct { int64_t N, k; bool norm; } topk;
-		/* (x[T,H], ids[T,k] i32, w[T,k], gate[E,F,H], up[E,F,H], down[E,H,F]) ->
-		 * y[T,H]; gate/up/down have dtype wtype */
-		struct { int64_t H, F, E, k; } moe;
+		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]
+		 * [, bias[N] f32 when bias]) -> (ids[T,k] i32, w[T,k]), N = E experts,
+		 * norm = the norm_topk attr, scoring, scaling (0 or 1: none) */
+		struct {
+			int64_t N, k;
+			bool norm;
+			kv_scoring scoring;
+			bool bias;
+			float scaling;
+		} topk;
+		/* MOE_GATE_UP (x[T,H], ids[T,k] i32, gate[E,F,H], up[E,F,H]) ->
+		 * act[T,k,F], clamped first by limit when > 0 (DeepSeek V4's
+		 * swiglu_limit); MOE_DOWN (act, ids, w[T,k], down[E,H,F]) -> y[T,H];
+		 * gate/up/down have dtype wtype */
+		struct { int64_t H, F, E, k; float limit; } moe;
 		/* REDUCE_MEAN: x viewed as [outer, n, inner] -> y [outer, inner]; outer
 		 * may depend on T, n and inner may not */
 		struct { ir_dim outer; int64_t n, inner; } reduce;

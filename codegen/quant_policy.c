@@ -62,7 +62,7 @@ static cg_weight_class matmul_class(const ir_module *m, const ir_func *f, const 
 	int out = n->out[0];
 	for (int k = u->start[out]; k < u->start[out + 1]; k++) {
 		ir_op op = f->nodes[u->user[k]].op;
-		if (op == IR_OP_MOE_ROUTE || op == IR_OP_TOPK)
+		if (op == IR_OP_MOE_ROUTE || op == IR_OP_MOE_ROUTE_HASH || op == IR_OP_TOPK)
 			return CG_WCLASS_ROUTER;
 	}
 	int64_t vocab = param_int(m, "vocab");

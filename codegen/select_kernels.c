@@ -69,6 +69,12 @@ static int64_t attr_i(const halo_attr *a, int n, const char *name, int64_t dflt)
 	return x ? x->i : dflt;
 }
 
+static bool attr_is(const halo_dispatch *d, const char *name, const char *value)
+{
+	const halo_attr *x = halo_attr_find(d->attr, d->n_attr, name);
+	return x && x->is_str && strcmp(x->s, value) == 0;
+}
+
 #define DA(name, dflt) attr_f(d->attr, d->n_attr, name, dflt)
 #define DI(name, dflt) attr_i(d->attr, d->n_attr, name, dflt)
 
@@ -276,6 +282,13 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.H = cdim(x, 1);
 		return true;
 	case IR_OP_MATMUL:
+		if (DI("groups", 1) > 1) {
+			/* the caller names the entry and the dispatch */
+			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel "
+				 "runs a grouped matmul yet (the ref backend does: --targets ref)",
+				 (long long)DI("groups", 1));
+			return false;
+		}
 		/* the matmul and matvec kernels run a whole number of rows per token */
 		if (x->dim[0].coef_T < 1 || x->dim[0].c != 0) {
 			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take a*T "
@@ -303,6 +316,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rms_norm.group = DI("group", 0);
 		k->u.rms_norm.eps = (float)DA("eps", 1e-6);
 		k->u.rms_norm.offset = (int)DI("offset", 0);
+		k->u.rms_norm.unweighted = d->n_in == 1;
 		return true;
 	case IR_OP_ROPE:
 		k->u.rope.heads = cdim(x, 1);
@@ -360,6 +374,11 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.topk.N = cdim(x, 1);
 		k->u.topk.k = DI("k", 1);
 		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
+		k->u.topk.scoring = attr_is(d, "scoring", "sigmoid")	    ? KV_SCORE_SIGMOID
+				    : attr_is(d, "scoring", "sqrtsoftplus") ? KV_SCORE_SQRTSOFTPLUS
+									    : KV_SCORE_SOFTMAX;
+		k->u.topk.bias = d->op == IR_OP_MOE_ROUTE && d->n_in == 2;
+		k->u.topk.scaling = (float)DA("scaling", 1.0);
 		return true;
 	case IR_OP_MOE_GATE_UP: { /* (x, ids, gate [E,F,H], up) */
 		const halo_tensor_ref *gate = &d->operand[2];
@@ -368,6 +387,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.moe.F = cdim(gate, 1);
 		k->u.moe.H = cdim(gate, 2);
 		k->u.moe.k = cdim(&d->operand[1], 1);
+		k->u.moe.limit = (float)DA("limit", 0.0);
 		return true;
 	}
 	case IR_OP_MOE_DOWN: { /* (act, ids, w, down [E,H,F]) */
@@ -377,6 +397,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.moe.H = cdim(down, 1);
 		k->u.moe.F = cdim(down, 2);
 		k->u.moe.k = cdim(&d->operand[1], 1);
+		k->u.moe.limit = (float)DA("limit", 0.0); /* the kernels refuse one here */
 		return true;
 	}
 	case IR_OP_SLICE:

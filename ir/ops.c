@@ -1,6 +1,7 @@
 /* The op table and shape/dtype rules (docs/ops.md is the reference). */
 #include "ir/ops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ static const ir_attr_schema a_repeat[] = {REQ_INT("r", 1, BIG)};
  * result is silu(x gate^T) * (x up^T) (docs/ops.md). */
 static const ir_attr_schema a_matmul[] = {
 	{.name = "split", .kind = IR_ATTR_INTS, .presence = IR_ATTR_OPTIONAL},
-	{.name = "pair", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = pair_choices}};
+	{.name = "pair", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = pair_choices},
+	OPT_INT("groups", 1, BIG)};
 static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0, 1), DEF_INT("group", 0, 0, BIG)};
 static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
@@ -51,7 +53,19 @@ static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT
 static const ir_attr_schema a_conv[] = {
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
 static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
-static const ir_attr_schema a_moe_route[] = {REQ_INT("k", 1, BIG), DEF_INT("norm_topk", 1, 0, 1)};
+/* The attributes DeepSeek V4 added to the routers are optional, not
+ * defaulted: a default would be written into every existing model's nodes
+ * (and bundles); readers take softmax and 1 when they are absent. */
+static const char *const scoring_choices[] = {"softmax", "sigmoid", "sqrtsoftplus", NULL};
+#define ROUTE_SCORING \
+	{.name = "scoring", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = scoring_choices}
+#define ROUTE_SCALING {.name = "scaling", .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_OPTIONAL}
+static const ir_attr_schema a_moe_route[] = {REQ_INT("k", 1, BIG), DEF_INT("norm_topk", 1, 0, 1), ROUTE_SCORING,
+					     ROUTE_SCALING};
+static const ir_attr_schema a_moe_route_hash[] = {DEF_INT("norm_topk", 1, 0, 1), ROUTE_SCORING, ROUTE_SCALING};
+/* limit: DeepSeek V4's swiglu_limit, optional for the same reason */
+static const ir_attr_schema a_moe_limit[] = {{.name = "limit", .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_OPTIONAL}};
+static const ir_attr_schema a_hc_weights[] = {DEF_INT("iters", 20, 1, BIG), DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_reduce[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
 static const ir_attr_schema a_signed_sqrt[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_ngram[] = {REQ_INT("ngram", 2, 16),	  REQ_INT("heads_per_ngram", 1, 64),
@@ -386,12 +400,31 @@ static bool infer_repeat_heads(infer_ctx *c)
 	return true;
 }
 
+/* With `groups` g > 1, x [M, g*K] and w [N, K], N a multiple of g: output
+ * n reads x's group n / (N/g) (a block-diagonal weight). */
+static bool grouped_dims_ok(infer_ctx *c, int64_t g)
+{
+	ir_dim xk = in_shape(c, 0)->dim[1], K = in_shape(c, 1)->dim[1], N = in_shape(c, 1)->dim[0];
+	char d1[192], d2[192];
+	if (ir_node_attr(c->n, "split") || ir_node_attr_str(c->n, "pair", NULL))
+		return fail(c, "groups %lld excludes split and pair", (long long)g);
+	if (!ir_dim_is_const(xk) || !ir_dim_is_const(K) || xk.c % g || xk.c / g != K.c)
+		return fail(c, "groups %lld: x's last dim must be %lld times w's: %s, %s", (long long)g, (long long)g,
+			    desc(c, 0, d1, sizeof(d1)), desc(c, 1, d2, sizeof(d2)));
+	if (!ir_dim_is_const(N) || N.c % g)
+		return fail(c, "groups %lld does not divide w's rows: %s", (long long)g, desc(c, 1, d2, sizeof(d2)));
+	return true;
+}
+
 /* One result y[rows, N] by default; with `split` one per listed column
- * count, w's rows in that order; with `pair` one of N/2 columns. */
+ * count, w's rows in that order; with `pair` one of N/2 columns; with
+ * `groups` one of N columns over a grouped x. */
 static bool infer_matmul(infer_ctx *c)
 {
-	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 2) || !need_float(c, 0) || !need_float(c, 1) ||
-	    !need_dim_eq(c, 0, 1, 1, 1, "inner dims"))
+	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 2) || !need_float(c, 0) || !need_float(c, 1))
+		return false;
+	int64_t groups = ir_node_attr_int(c->n, "groups", 1);
+	if (groups > 1 ? !grouped_dims_ok(c, groups) : !need_dim_eq(c, 0, 1, 1, 1, "inner dims"))
 		return false;
 	const ir_attr *split = ir_node_attr(c->n, "split");
 	bool pair = ir_node_attr_str(c->n, "pair", NULL) != NULL;
@@ -435,10 +468,17 @@ static bool infer_norm_common(infer_ctx *c, int wi)
 	return true;
 }
 
+/* rms_norm (x, w) or, unweighted, (x): an unweighted norm has no w to
+ * offset. */
 static bool infer_rms_norm(infer_ctx *c)
 {
-	if (!infer_norm_common(c, 1))
+	bool weighted = c->n->n_in == 2;
+	if (!infer_norm_common(c, weighted ? 1 : -1))
 		return false;
+	int64_t offset = ir_node_attr_int(c->n, "offset", 0);
+	if (!weighted && offset != 0)
+		return fail(c, "offset %lld needs a weight operand; an unweighted norm takes offset 0",
+			    (long long)offset);
 	const ir_shape *x = in_shape(c, 0);
 	int64_t group = ir_node_attr_int(c->n, "group", 0);
 	if (group == 0)
@@ -612,9 +652,52 @@ static bool infer_topk(infer_ctx *c)
 	return infer_select_k(c, c->f->values[c->n->in[0]].dtype);
 }
 
+/* scaling multiplies the routing weights: a finite factor. */
+static bool scaling_ok(infer_ctx *c)
+{
+	double s = ir_node_attr_float(c->n, "scaling", 1.0);
+	if (isfinite(s))
+		return true;
+	return fail(c, "scaling %g must be finite", s);
+}
+
+/* moe_route (logits [T,E]) or (logits, bias [E]): the bias only selects. */
 static bool infer_moe_route(infer_ctx *c)
 {
-	return infer_select_k(c, HALO_F32);
+	if (!infer_select_k(c, HALO_F32) || !scaling_ok(c))
+		return false;
+	if (c->n->n_in == 2 && (!need_rank(c, 1, 1) || !need_float(c, 1) ||
+				!need_dim_eq(c, 0, 1, 1, 0, "expert counts of logits and bias")))
+		return false;
+	return true;
+}
+
+/* moe_route_hash (logits [T,E], table [V,k], tokens [T] i32) -> ids, w
+ * [T,k]: the experts come from the table, k from its width. */
+static bool infer_moe_route_hash(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0) || !need_const_dim(c, 0, 1) || !need_rank(c, 1, 2) ||
+	    !need_float(c, 1) || !need_const_dim(c, 1, 0) || !need_const_dim(c, 1, 1) || !need_rank(c, 2, 1) ||
+	    !need_i32(c, 2) || !need_dim_eq(c, 0, 0, 2, 0, "token counts of logits and tokens") || !scaling_ok(c))
+		return false;
+	ir_dim k = in_shape(c, 1)->dim[1];
+	char d1[192], d2[192];
+	if (k.c > in_shape(c, 0)->dim[1].c)
+		return fail(c, "the table selects more experts per token than there are: %s, %s",
+			    desc(c, 1, d1, sizeof(d1)), desc(c, 0, d2, sizeof(d2)));
+	c->os[0] = c->os[1] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], k});
+	c->ot[0] = HALO_I32;
+	c->ot[1] = HALO_F32;
+	return true;
+}
+
+/* limit (moe_experts, moe_gate_up): 0 (none) or a positive clamp. */
+static bool limit_ok(infer_ctx *c)
+{
+	double l = ir_node_attr_float(c->n, "limit", 0.0);
+	if (isfinite(l) && l >= 0)
+		return true;
+	return fail(c, "limit %g must be finite and >= 0 (0: none)", l);
 }
 
 static bool infer_moe_experts(infer_ctx *c)
@@ -627,7 +710,8 @@ static bool infer_moe_experts(infer_ctx *c)
 	    !need_float(c, 5) || !need_same_shape(c, 1, 2) || !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and ids") ||
 	    !need_same_shape(c, 3, 4) || !need_dim_eq(c, 0, 1, 3, 2, "hidden dims of x and gate") ||
 	    !need_dim_eq(c, 3, 0, 5, 0, "expert counts of gate and down") ||
-	    !need_dim_eq(c, 3, 1, 5, 2, "ffn dims of gate and down") || !need_dim_eq(c, 0, 1, 5, 1, "hidden dims of x and down"))
+	    !need_dim_eq(c, 3, 1, 5, 2, "ffn dims of gate and down") ||
+	    !need_dim_eq(c, 0, 1, 5, 1, "hidden dims of x and down") || !limit_ok(c))
 		return false;
 	c->os[0] = *in_shape(c, 0);
 	c->ot[0] = in_dtype(c, 0);
@@ -643,7 +727,7 @@ static bool infer_moe_gate_up(infer_ctx *c)
 			return false;
 	if (!need_float(c, 0) || !need_i32(c, 1) || !need_float(c, 2) || !need_float(c, 3) ||
 	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and ids") || !need_same_shape(c, 2, 3) ||
-	    !need_dim_eq(c, 0, 1, 2, 2, "hidden dims of x and gate"))
+	    !need_dim_eq(c, 0, 1, 2, 2, "hidden dims of x and gate") || !limit_ok(c))
 		return false;
 	c->os[0] = mk_shape(3, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 1)->dim[1], in_shape(c, 2)->dim[1]});
 	c->ot[0] = in_dtype(c, 0);
@@ -771,6 +855,71 @@ static bool infer_attention_combine(infer_ctx *c)
 	return true;
 }
 
+/* ---- DeepSeek V4: mHC ---------------------------------------------------------- */
+
+/* hc_weights (mix [T,M], base [M], scale [S]): three results (pre [T,n],
+ * post [T,n], comb [T,n,n]) with M = (2+n)*n and S = 3, or the HyperHead's
+ * one (pre [T,n]) with M = n and S = 1. All f32. */
+static bool infer_hc_weights(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0) || !need_const_dim(c, 0, 1) || !need_rank(c, 1, 1) ||
+	    !need_float(c, 1) || !need_dim_eq(c, 0, 1, 1, 0, "mixing widths of mix and base") || !need_rank(c, 2, 1) ||
+	    !need_float(c, 2) || !need_const_dim(c, 2, 0))
+		return false;
+	bool full = c->n->n_out == 3;
+	if (!full && c->n->n_out != 1)
+		return fail(c, "has 1 result (the HyperHead's pre) or 3 (pre, post, comb), got %d", c->n->n_out);
+	int64_t M = in_shape(c, 0)->dim[1].c, n = M;
+	char d[192];
+	if (full) /* the n with (2+n)*n = M, if any */
+		for (n = 1; (2 + n) * n < M; n++)
+			;
+	if ((full ? (2 + n) * n : n) != M)
+		return fail(c, "mix's width must be (2+n)*n for pre, post and comb: %s", desc(c, 0, d, sizeof(d)));
+	if (in_shape(c, 2)->dim[0].c != (full ? 3 : 1))
+		return fail(c, "scale holds %d factor(s) for %d result(s): %s", full ? 3 : 1, c->n->n_out,
+			    desc(c, 2, d, sizeof(d)));
+	ir_dim T = in_shape(c, 0)->dim[0];
+	c->os[0] = c->os[1] = mk_shape(2, (ir_dim[]){T, ir_dim_const(n)});
+	c->os[2] = mk_shape(3, (ir_dim[]){T, ir_dim_const(n), ir_dim_const(n)});
+	c->ot[0] = c->ot[1] = c->ot[2] = HALO_F32;
+	return true;
+}
+
+/* x [T,n,H] and a [T,n] weight per stream (operand wi). */
+static bool streams_ok(infer_ctx *c, int wi)
+{
+	return need_rank(c, 0, 3) && need_float(c, 0) && need_const_dim(c, 0, 1) && need_rank(c, wi, 2) &&
+	       need_float(c, wi) && need_dim_eq(c, 0, 0, wi, 0, "token counts") &&
+	       need_dim_eq(c, 0, 1, wi, 1, "stream counts");
+}
+
+/* hc_collapse (x [T,n,H], pre [T,n]) -> [T,H]. */
+static bool infer_hc_collapse(infer_ctx *c)
+{
+	if (!streams_ok(c, 1))
+		return false;
+	const ir_shape *x = in_shape(c, 0);
+	c->os[0] = mk_shape(2, (ir_dim[]){x->dim[0], x->dim[2]});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* hc_expand (x [T,n,H], y [T,H], post [T,n], comb [T,n,n]) -> [T,n,H]. */
+static bool infer_hc_expand(infer_ctx *c)
+{
+	if (!streams_ok(c, 2) || !need_rank(c, 1, 2) || !need_float(c, 1) ||
+	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and y") ||
+	    !need_dim_eq(c, 0, 2, 1, 1, "widths of x and y") ||
+	    !need_rank(c, 3, 3) || !need_float(c, 3) || !need_dim_eq(c, 0, 0, 3, 0, "token counts of x and comb") ||
+	    !need_dim_eq(c, 0, 1, 3, 1, "stream counts of x and comb's rows") ||
+	    !need_dim_eq(c, 0, 1, 3, 2, "stream counts of x and comb's columns"))
+		return false;
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 typedef struct {
@@ -796,7 +945,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_CONCAT] = {{IR_OP_CONCAT, 2, 2, 1, PURE, ATTRS(a_concat)}, infer_concat},
 	[IR_OP_REPEAT_HEADS] = {{IR_OP_REPEAT_HEADS, 1, 1, 1, PURE, ATTRS(a_repeat)}, infer_repeat_heads},
 	[IR_OP_MATMUL] = {{IR_OP_MATMUL, 2, 2, IR_OP_VARIADIC, EPI, ATTRS(a_matmul)}, infer_matmul},
-	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 2, 2, 1, EPI, ATTRS(a_rms)}, infer_rms_norm},
+	[IR_OP_RMS_NORM] = {{IR_OP_RMS_NORM, 1, 2, 1, EPI, ATTRS(a_rms)}, infer_rms_norm},
 	[IR_OP_L2_NORM] = {{IR_OP_L2_NORM, 1, 1, 1, EPI, ATTRS(a_l2)}, infer_l2_norm},
 	[IR_OP_GATED_RMS_NORM] = {{IR_OP_GATED_RMS_NORM, 3, 3, 1, EPI, ATTRS(a_gated_rms)}, infer_gated_rms_norm},
 /* The elementwise ops, by their class in kernels/ops.def: swiglu (GATE)
@@ -820,8 +969,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_CONV1D_CAUSAL] = {{IR_OP_CONV1D_CAUSAL, 3, 3, 2, PURE | STEPS, ATTRS(a_conv)}, infer_conv1d},
 	[IR_OP_GATED_DELTA_RULE] = {{IR_OP_GATED_DELTA_RULE, 6, 6, 2, PURE | STEPS, ATTRS(a_scale_attr)}, infer_gdr},
 	[IR_OP_TOPK] = {{IR_OP_TOPK, 1, 1, 2, PURE, ATTRS(a_topk)}, infer_topk},
-	[IR_OP_MOE_ROUTE] = {{IR_OP_MOE_ROUTE, 1, 1, 2, PURE, ATTRS(a_moe_route)}, infer_moe_route},
-	[IR_OP_MOE_EXPERTS] = {{IR_OP_MOE_EXPERTS, 6, 6, 1, PURE, 0, NULL}, infer_moe_experts},
+	[IR_OP_MOE_ROUTE] = {{IR_OP_MOE_ROUTE, 1, 2, 2, PURE, ATTRS(a_moe_route)}, infer_moe_route},
+	[IR_OP_MOE_EXPERTS] = {{IR_OP_MOE_EXPERTS, 6, 6, 1, PURE, ATTRS(a_moe_limit)}, infer_moe_experts},
 	[IR_OP_ARGMAX] = {{IR_OP_ARGMAX, 1, 1, 1, PURE, 0, NULL}, infer_argmax},
 	[IR_OP_REDUCE_MEAN] = {{IR_OP_REDUCE_MEAN, 1, 1, 1, PURE, ATTRS(a_reduce)}, infer_reduce_mean},
 	/* not marked unary: no kernel generator knows it, so it must not be fused */
@@ -832,11 +981,16 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
 	[IR_OP_ROWS_AT_POS] = {{IR_OP_ROWS_AT_POS, 1, 1, 1, PURE, ATTRS(a_rows_at_pos)}, infer_rows_at_pos},
-	[IR_OP_MOE_GATE_UP] = {{IR_OP_MOE_GATE_UP, 4, 4, 1, PURE, 0, NULL}, infer_moe_gate_up},
+	[IR_OP_MOE_GATE_UP] = {{IR_OP_MOE_GATE_UP, 4, 4, 1, PURE, ATTRS(a_moe_limit)}, infer_moe_gate_up},
 	[IR_OP_MOE_DOWN] = {{IR_OP_MOE_DOWN, 4, 4, 1, PURE, 0, NULL}, infer_moe_down},
 	[IR_OP_ATTENTION_PARTIAL] = {{IR_OP_ATTENTION_PARTIAL, 3, 3, 1, PURE, ATTRS(a_attention_partial)},
 				     infer_attention_partial},
 	[IR_OP_ATTENTION_COMBINE] = {{IR_OP_ATTENTION_COMBINE, 1, 1, 1, EPI, 0, NULL}, infer_attention_combine},
+	[IR_OP_HC_WEIGHTS] = {{IR_OP_HC_WEIGHTS, 3, 3, IR_OP_VARIADIC, PURE, ATTRS(a_hc_weights)}, infer_hc_weights},
+	[IR_OP_HC_COLLAPSE] = {{IR_OP_HC_COLLAPSE, 2, 2, 1, PURE, 0, NULL}, infer_hc_collapse},
+	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},
+	[IR_OP_MOE_ROUTE_HASH] = {{IR_OP_MOE_ROUTE_HASH, 3, 3, 2, PURE, ATTRS(a_moe_route_hash)},
+				  infer_moe_route_hash},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

@@ -40,13 +40,17 @@ static int64_t reader_weights(const ir_func *f, const func_uses *u, int v)
 	return total;
 }
 
+/* A grouped matmul (attribute groups) reads x as groups of K: neither its
+ * kernels' prologue nor a fold into its [N, K] weight normalises a whole
+ * row of x, so it is no fusing reader. */
 static bool only_matmul_readers(const ir_func *f, const func_uses *u, int v)
 {
 	if (u->is_output[v] || func_uses_count(u, v) == 0)
 		return false;
 	for (int k = u->start[v]; k < u->start[v + 1]; k++) {
 		const ir_node *c = &f->nodes[u->user[k]];
-		if (c->op != IR_OP_MATMUL || c->in[0] != v || c->in[1] == v || c->n_fused)
+		if (c->op != IR_OP_MATMUL || c->in[0] != v || c->in[1] == v || c->n_fused ||
+		    ir_node_attr_int(c, "groups", 1) > 1)
 			return false;
 	}
 	return true;

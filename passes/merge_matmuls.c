@@ -28,7 +28,9 @@
  * same form. Parts are per-layer [N, K] matrices read directly, never a
  * router's (moe_route and topk read router logits: they stay as declared),
  * nor, with m->merge_min_rows, one of fewer rows (halo compile --quant keeps
- * such small gates in --dtype, and a merged matrix has one dtype). */
+ * such small gates in --dtype, and a merged matrix has one dtype). A
+ * matmul with any attribute (a split, a pair, DeepSeek V4's groups, whose
+ * x rows are not its K) joins none. */
 #include "passes/fuse_common.h"
 #include "passes/passes.h"
 
@@ -77,15 +79,15 @@ static bool feeds_router(const ir_func *f, const func_uses *u, int v)
 {
 	for (int k = u->start[v]; k < u->start[v + 1]; k++) {
 		ir_op op = f->nodes[u->user[k]].op;
-		if (op == IR_OP_MOE_ROUTE || op == IR_OP_TOPK)
+		if (op == IR_OP_MOE_ROUTE || op == IR_OP_MOE_ROUTE_HASH || op == IR_OP_TOPK)
 			return true;
 	}
 	return false;
 }
 
-/* Node i is a plain matmul that may join a group: one result, no split or
- * pair yet, its own per-layer matrix, at most a prologue before `epi`
- * epilogue entries are allowed (any when epi). */
+/* Node i is a plain matmul that may join a group: one result, no attribute
+ * (split, pair, groups), its own per-layer matrix, at most a prologue
+ * before `epi` epilogue entries are allowed (any when epi). */
 static bool candidate(const ir_module *m, const ir_func *f, const func_uses *u, int i, bool epi)
 {
 	const ir_node *n = &f->nodes[i];

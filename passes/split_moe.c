@@ -5,7 +5,9 @@
  * workgroup busy on the whole GPU; split, the two dispatches spread k*F and
  * H rows over workgroups. The graph keeps the one op (the model's meaning);
  * the split is the compiler's. Runs after fusion (neither half takes a
- * prologue or epilogue; readers of the output fuse it as before). */
+ * prologue or epilogue; readers of the output fuse it as before). The
+ * node's attributes (limit, DeepSeek V4's clamp of the activations) go to
+ * moe_gate_up, which applies them; moe_down has none. */
 #include "passes/passes.h"
 
 #include "passes/split_node.h"
@@ -27,11 +29,15 @@ static int split_moe(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err
 	g->n_in = 4;
 	g->in = ir_arena_alloc(&m->arena, 4 * sizeof(int));
 	g->in[0] = x, g->in[1] = ids, g->in[2] = gate, g->in[3] = up;
+	g->attr = n->attr;
+	g->n_attr = n->n_attr;
 	int act = split_add_output(m, f, gu, ir_arena_printf(&m->arena, "%s.act", name), err);
 	if (act < 0)
 		return -1;
 	n = &f->nodes[nid]; /* the appends may have moved the node array */
 	n->op = IR_OP_MOE_DOWN;
+	n->attr = NULL;
+	n->n_attr = 0;
 	n->in = ir_arena_alloc(&m->arena, 4 * sizeof(int));
 	n->n_in = 4;
 	n->in[0] = act, n->in[1] = ids, n->in[2] = w, n->in[3] = down;

@@ -96,8 +96,9 @@ static bool exec_rows_op(exec_ctx *c, const float *x, float *y)
 	const halo_dispatch *d = c->d;
 	int64_t D = last_dim(c, 0), rows = numel(c, 0) / (D ? D : 1);
 	switch (d->op) {
-	case OP_RMS_NORM:
-		ref_rms_norm(x, c->p[1], y, rows, D, A_I("group", 0), A_F("eps", 1e-6f), (int)A_I("offset", 0));
+	case OP_RMS_NORM: /* (x, w), or (x) unweighted */
+		ref_rms_norm(x, d->n_in == 2 ? c->p[1] : NULL, y, rows, D, A_I("group", 0), A_F("eps", 1e-6f),
+			     (int)A_I("offset", 0));
 		return true;
 	case OP_L2_NORM:
 		ref_l2_norm(x, y, rows, D, A_F("eps", 1e-6f));
@@ -223,13 +224,17 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 	}
 }
 
-/* matmul: one result, a (gate, up) pair's, or a split's results, each
- * over the next rows of w (docs/ops.md). */
+/* matmul: one result, a (gate, up) pair's, a grouped one's, or a split's
+ * results, each over the next rows of w (docs/ops.md). */
 static void exec_matmul(exec_ctx *c, const float *x)
 {
 	const halo_dispatch *d = c->d;
 	int o = d->n_in + d->n_extra;
-	int64_t T = c->dim[0][0], K = c->dim[0][1];
+	int64_t T = c->dim[0][0], K = c->dim[0][1], groups = A_I("groups", 1);
+	if (groups > 1) { /* x [T, groups*K'], w [N, K'] */
+		ref_matmul_grouped(x, c->p[1], c->p[o], T, c->dim[1][1], c->dim[1][0], groups);
+		return;
+	}
 	if (halo_attr_find(d->attr, d->n_attr, "pair")) {
 		ref_matmul_pair(x, c->p[1], c->p[o], T, K, c->dim[1][0] / 2);
 		return;
@@ -238,6 +243,50 @@ static void exec_matmul(exec_ctx *c, const float *x)
 	for (int s = 0; s < d->n_out; s++) {
 		ref_matmul(x, w, c->p[o + s], T, K, c->dim[o + s][1]);
 		w += c->dim[o + s][1] * K;
+	}
+}
+
+/* moe_route and moe_route_hash attributes (docs/ops.md; absent: softmax, 1). */
+static ref_route_params route_params(const exec_ctx *c, int64_t k)
+{
+	const halo_attr *a = c->d->attr;
+	int n = c->d->n_attr;
+	ref_scoring s = attr_is(a, n, "scoring", "sigmoid")	  ? REF_SCORE_SIGMOID
+			: attr_is(a, n, "scoring", "sqrtsoftplus") ? REF_SCORE_SQRTSOFTPLUS
+								   : REF_SCORE_SOFTMAX;
+	return (ref_route_params){.k = k, .norm_topk = A_I("norm_topk", 1), .scoring = s, .scaling = A_F("scaling", 1.0f)};
+}
+
+/* The ops of models/deepseek_v4.yaml that no other model uses; false with
+ * *handled unset when op is not one of them. */
+static bool exec_dsv4_op(exec_ctx *c, const float *x, bool *handled)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	ref_error e;
+	*handled = true;
+	switch (d->op) {
+	case OP_HC_WEIGHTS: /* (mix [T,M], base, scale) -> pre [T,n] (, post, comb) */
+		ref_hc_weights(x, c->p[1], c->p[2], c->p[o], d->n_out == 3 ? c->p[o + 1] : NULL,
+			       d->n_out == 3 ? c->p[o + 2] : NULL, c->dim[0][0], c->dim[o][1], A_I("iters", 20),
+			       A_F("eps", 1e-6f));
+		return true;
+	case OP_HC_COLLAPSE: /* (x [T,n,H], pre) */
+		ref_hc_collapse(x, c->p[1], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
+		return true;
+	case OP_HC_EXPAND: /* (x [T,n,H], y, post, comb) */
+		ref_hc_expand(x, c->p[1], c->p[2], c->p[3], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
+		return true;
+	case OP_MOE_ROUTE_HASH: { /* (logits [T,E], table [V,k], tokens) */
+		ref_route_params p = route_params(c, c->dim[1][1]);
+		if (!ref_moe_route_hash(&p, x, c->p[1], c->p[2], c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1],
+					c->dim[1][0], &e))
+			return ref_failed(c, &e);
+		return true;
+	}
+	default:
+		*handled = false;
+		return false;
 	}
 }
 
@@ -313,12 +362,14 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_TOPK:
 		ref_topk(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1));
 		return true;
-	case OP_MOE_ROUTE:
-		ref_moe_route(x, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1], A_I("k", 1), A_I("norm_topk", 1));
+	case OP_MOE_ROUTE: { /* (logits [T,E]) or (logits, bias [E]) */
+		ref_route_params p = route_params(c, A_I("k", 1));
+		ref_moe_route(&p, x, d->n_in == 2 ? c->p[1] : NULL, c->p[o], c->p[o + 1], c->dim[0][0], c->dim[0][1]);
 		return true;
+	}
 	case OP_MOE_GATE_UP: /* (x [T,H], ids [T,k], gate, up [E,F,H]) */
 		if (!ref_moe_gate_up(x, c->p[1], c->p[2], c->p[3], y, c->dim[0][0], c->dim[0][1], c->dim[2][1],
-				     c->dim[2][0], c->dim[1][1], &e))
+				     c->dim[2][0], c->dim[1][1], A_F("limit", 0.0f), &e))
 			return ref_failed(c, &e);
 		return true;
 	case OP_MOE_DOWN: /* (act [T,k,F], ids, w [T,k], down [E,H,F]) */
@@ -331,6 +382,8 @@ static bool exec_main(exec_ctx *c, const float *x)
 		return true;
 	default: {
 		bool handled, ok = exec_qwen4_op(c, x, &handled);
+		if (!handled)
+			ok = exec_dsv4_op(c, x, &handled);
 		return handled ? ok : fail(c, "op has no reference implementation in a dispatch", NULL);
 	}
 	}

@@ -1,8 +1,10 @@
 // moe_gate_up: x [T,H], ids [T,KSEL] i32, gate/up [E,F,H] -> act [T,KSEL,F]:
 // act[t,j,f] = silu(gate[e] x[t])[f] * (up[e] x[t])[f], e = ids[t,j] (an id
-// outside [0,E) reads expert 0). The twin of kernels/vulkan/moe_gate_up.comp
-// (the scheme: NR rows per workgroup, lanes over h, moe_weights.hip's fixed
-// tree). Grid: x = ceil(KSEL*F / NR), y = T.
+// outside [0,E) reads expert 0). With LIMIT (defined only when set, DeepSeek
+// V4's swiglu_limit) g = min(g, LIMIT) and u = clamp(u, -LIMIT, LIMIT) first.
+// The twin of kernels/vulkan/moe_gate_up.comp (the scheme: NR rows per
+// workgroup, lanes over h, moe_weights.hip's fixed tree).
+// Grid: x = ceil(KSEL*F / NR), y = T.
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
@@ -40,6 +42,12 @@ void main()
 		red[2u * i + 1u][l] = u;
 	}
 	reduce_rows(l, 2u * NR);
+#ifdef LIMIT
+	if (l < NR && r0 + l < KSEL * F)
+		y[t * KSEL * F + r0 + l] =
+			silu_f(min(red[2u * l][0], LIMIT)) * clamp(red[2u * l + 1u][0], -LIMIT, LIMIT);
+#else
 	if (l < NR && r0 + l < KSEL * F)
 		y[t * KSEL * F + r0 + l] = silu_f(red[2u * l][0]) * red[2u * l + 1u][0];
+#endif
 }

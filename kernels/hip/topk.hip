@@ -4,8 +4,9 @@
 // kernels/vulkan/topk.comp, which gives the scheme: larger value first,
 // equal values by lower index; selection j scans for the best element
 // ranked after selection j-1; lanes combine with subgroup shuffles
-// (SG_SHUFFLE) or a fixed tree. The loops over cand[] and chosen[] are
-// unrolled so both stay in registers (README.md).
+// (SG_SHUFFLE) or a fixed tree; DeepSeek V4's SCORE_SIGMOID,
+// SCORE_SQRTSOFTPLUS, BIAS (B_BIAS) and SCALING as there. The loops over
+// cand[] and chosen[] are unrolled so both stay in registers (README.md).
 // Grid: x = T.
 
 #define NONE 0xffffffffu
@@ -16,10 +17,24 @@ HALO_SHARED uint bi[LS_X];
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
+#ifdef BIAS
+const float *__restrict__ bias = (const float *)args.b[B_BIAS];
+#endif
 int *__restrict__ ids = (int *)args.b[B_IDS];
 float *__restrict__ vals = (float *)args.b[B_VALS];
 
-#if ROUTE
+#if defined(SCORE_SIGMOID)
+#define SCORE(v) sigmoid_f(v)
+#elif defined(SCORE_SQRTSOFTPLUS)
+#define SCORE(v) sqrt(softplus_f(v))
+#endif
+#ifdef SCALING
+#define SCALED(w) ((w) * SCALING)
+#else
+#define SCALED(w) (w)
+#endif
+
+#if ROUTE && !defined(SCORE)
 float row_max;
 float row_sum;
 
@@ -34,7 +49,18 @@ void softmax_stats(uint l, uint row)
 		s += exp(x[row + n] - row_max);
 	row_sum = tree_sum(l, s);
 }
+#endif
 
+#if ROUTE && defined(BIAS)
+#ifdef SCORE
+float score(uint row, uint n) { return SCORE(x[row + n]); }
+#else
+float score(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
+#endif
+float value(uint row, uint n) { return score(row, n) + bias[n]; }
+#elif ROUTE && defined(SCORE)
+float value(uint row, uint n) { return SCORE(x[row + n]); }
+#elif ROUTE
 float value(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 #else
 float value(uint row, uint n) { return x[row + n]; }
@@ -91,7 +117,7 @@ static void combine(uint l, float &best, uint &idx)
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.x, row = t * N;
-#if ROUTE
+#if ROUTE && !defined(SCORE)
 	softmax_stats(l, row);
 #endif
 	float cand[M];
@@ -100,6 +126,9 @@ void main()
 		cand[m] = l + m * LS_X < N ? value(row, l + m * LS_X) : 0.0f;
 	float pv = 0.0f, chosen[KSEL];
 	uint pi = NONE;
+#ifdef BIAS
+	uint chosen_id[KSEL];
+#endif
 #pragma unroll
 	for (uint j = 0u; j < KSEL; j++) {
 		float best = 0.0f;
@@ -117,22 +146,33 @@ void main()
 		pv = best;
 		pi = idx;
 		chosen[j] = pv;
+#ifdef BIAS
+		chosen_id[j] = pi;
+#endif
 		if (l == 0u)
 			ids[t * KSEL + j] = int(pi);
 	}
 	if (l != 0u)
 		return;
+#ifdef BIAS
+#pragma unroll
+	for (uint j = 0u; j < KSEL; j++)
+		chosen[j] = score(row, chosen_id[j]);
+#endif
 #if ROUTE && NORM
 	float sum = 0.0f;
 #pragma unroll
 	for (uint j = 0u; j < KSEL; j++)
 		sum += chosen[j];
+#ifdef SCORE
+	sum += 1e-20f;
+#endif
 #pragma unroll
 	for (uint j = 0u; j < KSEL; j++)
-		vals[t * KSEL + j] = chosen[j] / sum;
+		vals[t * KSEL + j] = SCALED(chosen[j] / sum);
 #else
 #pragma unroll
 	for (uint j = 0u; j < KSEL; j++)
-		vals[t * KSEL + j] = chosen[j];
+		vals[t * KSEL + j] = SCALED(chosen[j]);
 #endif
 }

@@ -1,8 +1,10 @@
 // moe_gate_up: x [T,H], ids [T,KSEL] i32, gate/up [E,F,H] -> act [T,KSEL,F]:
 // act[t,j,f] = silu(gate[e] x[t])[f] * (up[e] x[t])[f], e = ids[t,j] (an id
-// outside [0,E) reads expert 0). The first half of a routed-expert FFN; the
-// second is moe_down. Split so that decode spreads KSEL*F dot products over
-// the whole GPU instead of one workgroup per token.
+// outside [0,E) reads expert 0). With LIMIT (defined only when set, DeepSeek
+// V4's swiglu_limit) g = min(g, LIMIT) and u = clamp(u, -LIMIT, LIMIT) first.
+// The first half of a routed-expert FFN; the second is moe_down. Split so
+// that decode spreads KSEL*F dot products over the whole GPU instead of one
+// workgroup per token.
 // Each workgroup owns NR consecutive rows r = j*F + f of one token: lane l
 // sums h = l, l + LS_X, ... (VEC8: 8-wide chunks, one 16-byte load of f16
 // weights) and a fixed tree combines the lanes, so a row's result depends
@@ -43,6 +45,12 @@ void main()
 		red[2u * i + 1u][l] = u;
 	}
 	reduce_rows(l, 2u * NR);
+#ifdef LIMIT
+	if (l < NR && r0 + l < KSEL * F)
+		y[t * KSEL * F + r0 + l] =
+			silu_f(min(red[2u * l][0], LIMIT)) * clamp(red[2u * l + 1u][0], -LIMIT, LIMIT);
+#else
 	if (l < NR && r0 + l < KSEL * F)
 		y[t * KSEL * F + r0 + l] = silu_f(red[2u * l][0]) * red[2u * l + 1u][0];
+#endif
 }

@@ -2,6 +2,11 @@
 // moe_route (logits [T,N] -> ids, w): the values ranked are then the softmax
 // of the row (max-subtracted, f32), and with NORM the KSEL selected weights
 // are divided by their sum (taken in selection order).
+// DeepSeek V4's routers, each defined only when used (so the softmax router's
+// code is what it was): SCORE_SIGMOID or SCORE_SQRTSOFTPLUS score each logit
+// alone (and NORM adds 1e-20 to the sum); BIAS (binding B_BIAS, [N]) is added
+// to the scores for the ranking only, the weights being the scores;
+// SCALING multiplies the weights last.
 // Order: larger value first, equal values by lower index. Selection j scans
 // for the best element ranked after selection j-1, so nothing is marked:
 // lane l keeps the first best of its elements n = l, l + LS_X, ... (their
@@ -18,6 +23,9 @@
 #endif
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
+#ifdef BIAS
+layout(set = 0, binding = B_BIAS) readonly buffer Bias { float bias[]; };
+#endif
 layout(set = 0, binding = B_IDS) writeonly buffer Ids { int ids[]; };
 layout(set = 0, binding = B_VALS) writeonly buffer Vals { float vals[]; };
 
@@ -27,7 +35,18 @@ layout(set = 0, binding = B_VALS) writeonly buffer Vals { float vals[]; };
 shared float bv[LS_X];
 shared uint bi[LS_X];
 
-#if ROUTE
+#if defined(SCORE_SIGMOID)
+#define SCORE(v) sigmoid_f(v)
+#elif defined(SCORE_SQRTSOFTPLUS)
+#define SCORE(v) sqrt(softplus_f(v))
+#endif
+#ifdef SCALING
+#define SCALED(w) ((w) * SCALING)
+#else
+#define SCALED(w) (w)
+#endif
+
+#if ROUTE && !defined(SCORE)
 float row_max;
 float row_sum;
 
@@ -42,7 +61,18 @@ void softmax_stats(uint l, uint row)
 		s += exp(x[row + n] - row_max);
 	row_sum = tree_sum(l, s);
 }
+#endif
 
+#if ROUTE && defined(BIAS)
+#ifdef SCORE
+float score(uint row, uint n) { return SCORE(x[row + n]); }
+#else
+float score(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
+#endif
+float value(uint row, uint n) { return score(row, n) + bias[n]; }
+#elif ROUTE && defined(SCORE)
+float value(uint row, uint n) { return SCORE(x[row + n]); }
+#elif ROUTE
 float value(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 #else
 float value(uint row, uint n) { return x[row + n]; }
@@ -99,7 +129,7 @@ void combine(uint l, inout float best, inout uint idx)
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.x, row = t * N;
-#if ROUTE
+#if ROUTE && !defined(SCORE)
 	softmax_stats(l, row);
 #endif
 	float cand[M];
@@ -107,6 +137,9 @@ void main()
 		cand[m] = l + m * LS_X < N ? value(row, l + m * LS_X) : 0.0;
 	float pv = 0.0, chosen[KSEL];
 	uint pi = NONE;
+#ifdef BIAS
+	uint chosen_id[KSEL];
+#endif
 	for (uint j = 0u; j < KSEL; j++) {
 		float best = 0.0;
 		uint idx = NONE;
@@ -122,19 +155,29 @@ void main()
 		pv = best;
 		pi = idx;
 		chosen[j] = pv;
+#ifdef BIAS
+		chosen_id[j] = pi;
+#endif
 		if (l == 0u)
 			ids[t * KSEL + j] = int(pi);
 	}
 	if (l != 0u)
 		return;
+#ifdef BIAS
+	for (uint j = 0u; j < KSEL; j++)
+		chosen[j] = score(row, chosen_id[j]);
+#endif
 #if ROUTE && NORM
 	float sum = 0.0;
 	for (uint j = 0u; j < KSEL; j++)
 		sum += chosen[j];
+#ifdef SCORE
+	sum += 1e-20;
+#endif
 	for (uint j = 0u; j < KSEL; j++)
-		vals[t * KSEL + j] = chosen[j] / sum;
+		vals[t * KSEL + j] = SCALED(chosen[j] / sum);
 #else
 	for (uint j = 0u; j < KSEL; j++)
-		vals[t * KSEL + j] = chosen[j];
+		vals[t * KSEL + j] = SCALED(chosen[j]);
 #endif
 }

@@ -15,6 +15,14 @@ void ref_matmul(const float *x, const float *w, float *y, int64_t T, int64_t K, 
 			y[t * N + n] = dot(x + t * K, w + n * K, K);
 }
 
+void ref_matmul_grouped(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N, int64_t groups)
+{
+	int64_t per = N / groups;
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t n = 0; n < N; n++)
+			y[t * N + n] = dot(x + (t * groups + n / per) * K, w + n * K, K);
+}
+
 void ref_matmul_pair(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N)
 {
 	for (int64_t t = 0; t < T; t++)

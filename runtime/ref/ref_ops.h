@@ -53,6 +53,9 @@ bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int6
 
 /* y[t,n] = sum_k x[t,k] * w[n,k]; x [T,K], w [N,K], y [T,N]. */
 void ref_matmul(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N);
+/* matmul with `groups` g (docs/ops.md): x [T, g*K], w [N,K], N a multiple
+ * of g; output n reads x's group n / (N/g): y[t,n] = sum_k x[t, i*K + k] * w[n,k]. */
+void ref_matmul_grouped(const float *x, const float *w, float *y, int64_t T, int64_t K, int64_t N, int64_t groups);
 /* matmul with `pair` (docs/ops.md): w [2N, K] holds (gate, up) row pairs;
  * y[t,n] = silu(g) * u of the two dot products, each rounded to f32 as a
  * matmul's result is, so the value is the bit pattern of a matmul per
@@ -127,7 +130,7 @@ bool ref_attention_partial(const float *q, const float *k, const float *v, float
  * common max, over their rescaled denominators (f64 sums). */
 void ref_attention_combine(const float *part, float *y, int64_t rows, int64_t S, int64_t dv);
 
-/* Softmax over each row of D, max-subtracted. */
+/* Softmax over each row of D, max-subtracted; y may alias x. */
 void ref_softmax(const float *x, float *y, int64_t rows, int64_t D);
 
 /* ---- recurrent ------------------------------------------------------------------ */
@@ -156,23 +159,43 @@ void ref_gated_delta_rule(const float *q, const float *k, const float *v, const 
 /* Largest k of each row of x [T,N], descending, ties to the lower index. */
 void ref_topk(const float *x, int32_t *ids, float *vals, int64_t T, int64_t N, int64_t k);
 
-/* Softmax over E, top-k, renormalised to sum 1 when norm_topk. */
-void ref_moe_route(const float *logits, int32_t *ids, float *w, int64_t T, int64_t E, int64_t k,
-		   bool norm_topk);
+/* The router's scores (moe_route's `scoring`). */
+typedef enum { REF_SCORE_SOFTMAX, REF_SCORE_SIGMOID, REF_SCORE_SQRTSOFTPLUS } ref_scoring;
 
-/* act[t,j] = silu(gate[e] x[t]) * up[e] x[t], e = ids[t,j]. x [T,H], gate/up
- * [E,F,H], act [T,k,F]. False for an id outside [0,E). */
+/* moe_route / moe_route_hash attributes: k experts per token (the table's
+ * width for the hash), norm_topk, scoring, scaling (1: none). */
+typedef struct {
+	int64_t k;
+	bool norm_topk;
+	ref_scoring scoring;
+	float scaling;
+} ref_route_params;
+
+/* Scores s of each row of logits [T,E] (softmax over E, sigmoid or
+ * sqrt(softplus)), the top k of s + bias (bias [E], NULL for none; it only
+ * selects), w = s[ids] renormalised when norm_topk (softmax: over the sum;
+ * the others: over the sum + 1e-20), times scaling. ids, w [T,k]. */
+void ref_moe_route(const ref_route_params *p, const float *logits, const float *bias, int32_t *ids, float *w,
+		   int64_t T, int64_t E);
+/* ids[t] = table[tokens[t]] (table [V,k] of floats holding expert ids,
+ * tokens [T]), w from logits [T,E] as ref_moe_route. False for a token
+ * outside [0,V) or a table entry that is not an integer in [0,E). */
+bool ref_moe_route_hash(const ref_route_params *p, const float *logits, const float *table, const int32_t *tokens,
+			int32_t *ids, float *w, int64_t T, int64_t E, int64_t V, ref_error *err);
+
+/* act[t,j] = silu(g) * u with g = gate[e] x[t], u = up[e] x[t], e = ids[t,j];
+ * with limit L > 0, g = min(g, L) and u = clamp(u, -L, L) first (0: no
+ * clamp). x [T,H], gate/up [E,F,H], act [T,k,F]. False for an id outside [0,E). */
 bool ref_moe_gate_up(const float *x, const int32_t *ids, const float *gate, const float *up, float *act,
-		     int64_t T, int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err);
+		     int64_t T, int64_t H, int64_t F, int64_t E, int64_t k, float limit, ref_error *err);
 /* y[t] = sum_j w[t,j] * down[e] act[t,j], e = ids[t,j], summed in j order.
  * down [E,H,F]. False for an id outside [0,E). */
 bool ref_moe_down(const float *act, const int32_t *ids, const float *w, const float *down, float *y, int64_t T,
 		  int64_t H, int64_t F, int64_t E, int64_t k, ref_error *err);
-/* y[t] = sum_j w[t,j] * down[e] (silu(gate[e] x[t]) * up[e] x[t]): the two
- * above in sequence. */
+/* y[t] = sum_j w[t,j] * down[e] act[t,j]: the two above in sequence. */
 bool ref_moe_experts(const float *x, const int32_t *ids, const float *w, const float *gate,
 		     const float *up, const float *down, float *y, int64_t T, int64_t H, int64_t F,
-		     int64_t E, int64_t k, ref_error *err);
+		     int64_t E, int64_t k, float limit, ref_error *err);
 
 /* First index of the maximum of each row of x [T,N]. */
 void ref_argmax(const float *x, int32_t *ids, int64_t T, int64_t N);
@@ -242,5 +265,23 @@ bool ref_qsa_select(const ref_qsa_params *p, const float *q, const float *keys, 
 bool ref_masked_attention(const float *q, const float *k, const float *v, const float *mask, float *y, int64_t T,
 			  int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
 			  ref_error *err);
+
+/* ---- DeepSeek V4: mHC (ref_hc.c) ---------------------------------------------- */
+
+/* hc_weights per token of mix [T,(2+n)*n] (mix [T,n] when post is NULL, the
+ * HyperHead's form), base like a row of mix, scale [3] (or [1]):
+ * pre = sigmoid(mix[0:n]*scale[0] + base[0:n]) + eps; post =
+ * 2*sigmoid(mix[n:2n]*scale[1] + base[n:2n]); comb [n,n] = the row softmax
+ * of mix[2n:]*scale[2] + base[2n:], + eps, then the columns divided by their
+ * sums + eps, then iters - 1 times the rows and the columns (f64 sums). pre,
+ * post [T,n], comb [T,n,n]; post and comb NULL together. */
+void ref_hc_weights(const float *mix, const float *base, const float *scale, float *pre, float *post, float *comb,
+		    int64_t T, int64_t n, int64_t iters, float eps);
+/* y[t] = sum_j pre[t,j] x[t,j], j ascending (f64). x [T,n,H], pre [T,n], y [T,H]. */
+void ref_hc_collapse(const float *x, const float *pre, float *y, int64_t T, int64_t n, int64_t H);
+/* out[t,k] = post[t,k] y[t] + sum_j comb[t,j,k] x[t,j], j ascending (f64).
+ * x, out [T,n,H], y [T,H], post [T,n], comb [T,n,n]. */
+void ref_hc_expand(const float *x, const float *y, const float *post, const float *comb, float *out, int64_t T,
+		   int64_t n, int64_t H);
 
 #endif

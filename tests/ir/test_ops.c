@@ -163,6 +163,126 @@ static void test_attention_and_routing(void)
 	CHECK(!infer(missing, s, t, &err) && strstr(err.msg, "topk 'tk': missing attribute 'k'"), "topk: %s", err.msg);
 }
 
+static void attr_s(int nid, const char *name, const char *v)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_STR, .s = v};
+	ir_node_add_attr(m, f, nid, &a);
+}
+
+/* DeepSeek V4's attributes on existing ops: the unweighted rms_norm, the
+ * grouped matmul, the router's bias and the experts' limit. */
+static void test_dsv4_attrs(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 2, (ir_dim[]){T1, C(96)}), w = input("w", HALO_F32, 2, (ir_dim[]){C(64), C(24)});
+	ir_shape s[3];
+	halo_dtype t[3];
+	ir_error err;
+	int norm = node(IR_OP_RMS_NORM, "n", 1, (int[]){x}, 1);
+	attr_f(norm, "eps", 1e-6);
+	CHECK(infer(norm, s, t, &err) && strcmp(str(&s[0]), "[T, 96]") == 0, "unweighted rms_norm: %s", err.msg);
+	attr_i(norm, "offset", 1);
+	CHECK(!infer(norm, s, t, &err) && strstr(err.msg, "rms_norm 'n': offset 1 needs a weight operand"),
+	      "unweighted rms_norm with offset: %s", err.msg);
+	int mm = node(IR_OP_MATMUL, "o", 2, (int[]){x, w}, 1);
+	attr_i(mm, "groups", 4);
+	CHECK(infer(mm, s, t, &err) && strcmp(str(&s[0]), "[T, 64]") == 0, "grouped matmul: %s", err.msg);
+	int bad = node(IR_OP_MATMUL, "o3", 2, (int[]){x, w}, 1);
+	attr_i(bad, "groups", 3);
+	CHECK(!infer(bad, s, t, &err) &&
+		      strstr(err.msg, "groups 3: x's last dim must be 3 times w's: x is [T, 96], w is [64, 24]"),
+	      "groups 3: %s", err.msg);
+	int w6 = input("w6", HALO_F32, 2, (ir_dim[]){C(6), C(24)});
+	bad = node(IR_OP_MATMUL, "o6", 2, (int[]){x, w6}, 1);
+	attr_i(bad, "groups", 4);
+	CHECK(!infer(bad, s, t, &err) && strstr(err.msg, "groups 4 does not divide w's rows: w6 is [6, 24]"),
+	      "groups vs N: %s", err.msg);
+	bad = node(IR_OP_MATMUL, "op", 2, (int[]){x, w}, 1);
+	attr_i(bad, "groups", 4);
+	attr_s(bad, "pair", "swiglu");
+	CHECK(!infer(bad, s, t, &err) && strstr(err.msg, "groups 4 excludes split and pair"), "groups + pair: %s",
+	      err.msg);
+
+	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)}), bias = input("bias", HALO_F32, 1, (ir_dim[]){C(8)});
+	int b7 = input("b7", HALO_F32, 1, (ir_dim[]){C(7)});
+	int route = node(IR_OP_MOE_ROUTE, "r", 2, (int[]){lg, bias}, 2);
+	attr_i(route, "k", 2);
+	CHECK(infer(route, s, t, &err) && strcmp(str(&s[1]), "[T, 2]") == 0, "moe_route with bias: %s", err.msg);
+	route = node(IR_OP_MOE_ROUTE, "r7", 2, (int[]){lg, b7}, 2);
+	attr_i(route, "k", 2);
+	CHECK(!infer(route, s, t, &err) && strstr(err.msg, "expert counts of logits and bias differ"), "bias [7]: %s",
+	      err.msg);
+	ir_attr relu = {.name = "scoring", .kind = IR_ATTR_STR, .s = "relu"};
+	err = (ir_error){0};
+	CHECK(!ir_op_check_attr(IR_OP_MOE_ROUTE, &relu, (ir_loc){"x.yaml", 1, 1}, &err) &&
+		      strstr(err.msg, "must be one of softmax, sigmoid, sqrtsoftplus, got 'relu'"),
+	      "scoring choices: %s", err.msg);
+	CHECK(ir_op_attr_schema(IR_OP_MOE_ROUTE, "scoring")->presence == IR_ATTR_OPTIONAL &&
+		      ir_op_attr_schema(IR_OP_MOE_EXPERTS, "limit")->presence == IR_ATTR_OPTIONAL &&
+		      ir_op_attr_schema(IR_OP_MATMUL, "groups")->presence == IR_ATTR_OPTIONAL,
+	      "the attributes added to existing ops are optional (no default written into their nodes)");
+
+	int h = input("h", HALO_F32, 2, (ir_dim[]){T1, C(16)}), ids = input("ids", HALO_I32, 2, (ir_dim[]){T1, C(2)});
+	int wt = input("wt", HALO_F32, 2, (ir_dim[]){T1, C(2)}), gu = input("gu", HALO_F32, 3, (ir_dim[]){C(8), C(4), C(16)});
+	int dn = input("dn", HALO_F32, 3, (ir_dim[]){C(8), C(16), C(4)});
+	int ex = node(IR_OP_MOE_EXPERTS, "ex", 6, (int[]){h, ids, wt, gu, gu, dn}, 1);
+	attr_f(ex, "limit", -1);
+	CHECK(!infer(ex, s, t, &err) && strstr(err.msg, "limit -1 must be finite and >= 0"), "limit: %s", err.msg);
+}
+
+/* DeepSeek V4's new ops: hc_weights (both forms), hc_collapse, hc_expand,
+ * moe_route_hash. */
+static void test_dsv4_ops(void)
+{
+	fresh();
+	int mix = input("mix", HALO_F32, 2, (ir_dim[]){T1, C(24)}), base = input("base", HALO_F32, 1, (ir_dim[]){C(24)});
+	int sc3 = input("sc3", HALO_F32, 1, (ir_dim[]){C(3)}), sc1 = input("sc1", HALO_F32, 1, (ir_dim[]){C(1)});
+	ir_shape s[3];
+	halo_dtype t[3];
+	ir_error err;
+	int hw = node(IR_OP_HC_WEIGHTS, "hw", 3, (int[]){mix, base, sc3}, 3);
+	CHECK(infer(hw, s, t, &err) && strcmp(str(&s[0]), "[T, 4]") == 0 && strcmp(str(&s[1]), "[T, 4]") == 0 &&
+		      strcmp(str(&s[2]), "[T, 4, 4]") == 0 && t[2] == HALO_F32,
+	      "hc_weights: %s %s", err.msg, str(&s[2]));
+	int head = node(IR_OP_HC_WEIGHTS, "head", 3, (int[]){mix, base, sc1}, 1);
+	CHECK(infer(head, s, t, &err) && strcmp(str(&s[0]), "[T, 24]") == 0, "hyperhead hc_weights: %s", err.msg);
+	int two = node(IR_OP_HC_WEIGHTS, "two", 3, (int[]){mix, base, sc3}, 2);
+	CHECK(!infer(two, s, t, &err) && strstr(err.msg, "has 1 result (the HyperHead's pre) or 3"), "2 results: %s",
+	      err.msg);
+	int m25 = input("m25", HALO_F32, 2, (ir_dim[]){T1, C(25)}), b25 = input("b25", HALO_F32, 1, (ir_dim[]){C(25)});
+	int odd = node(IR_OP_HC_WEIGHTS, "odd", 3, (int[]){m25, b25, sc3}, 3);
+	CHECK(!infer(odd, s, t, &err) && strstr(err.msg, "mix's width must be (2+n)*n for pre, post and comb: m25 is [T, 25]"),
+	      "width 25: %s", err.msg);
+	int sc = node(IR_OP_HC_WEIGHTS, "sc", 3, (int[]){mix, base, sc1}, 3);
+	CHECK(!infer(sc, s, t, &err) && strstr(err.msg, "scale holds 3 factor(s) for 3 result(s): sc1 is [1]"),
+	      "scale [1] for 3 results: %s", err.msg);
+
+	int x = input("x", HALO_F32, 3, (ir_dim[]){T1, C(4), C(32)}), pre = input("pre", HALO_F32, 2, (ir_dim[]){T1, C(4)});
+	int y = input("y", HALO_F32, 2, (ir_dim[]){T1, C(32)}), comb = input("comb", HALO_F32, 3, (ir_dim[]){T1, C(4), C(4)});
+	int p3 = input("p3", HALO_F32, 2, (ir_dim[]){T1, C(3)});
+	int col = node(IR_OP_HC_COLLAPSE, "col", 2, (int[]){x, pre}, 1);
+	CHECK(infer(col, s, t, &err) && strcmp(str(&s[0]), "[T, 32]") == 0, "hc_collapse: %s", err.msg);
+	col = node(IR_OP_HC_COLLAPSE, "col3", 2, (int[]){x, p3}, 1);
+	CHECK(!infer(col, s, t, &err) && strstr(err.msg, "stream counts differ: x is [T, 4, 32], p3 is [T, 3]"),
+	      "hc_collapse streams: %s", err.msg);
+	int xp = node(IR_OP_HC_EXPAND, "xp", 4, (int[]){x, y, pre, comb}, 1);
+	CHECK(infer(xp, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "hc_expand: %s", err.msg);
+	xp = node(IR_OP_HC_EXPAND, "xp2", 4, (int[]){x, pre, pre, comb}, 1);
+	CHECK(!infer(xp, s, t, &err) && strstr(err.msg, "widths of x and y differ"), "hc_expand y: %s", err.msg);
+
+	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)}), table = input("table", HALO_F32, 2, (ir_dim[]){C(50), C(3)});
+	int tok = input("tok", HALO_I32, 1, (ir_dim[]){T1}), ftok = input("ftok", HALO_F32, 1, (ir_dim[]){T1});
+	int big = input("big", HALO_F32, 2, (ir_dim[]){C(50), C(9)});
+	int hr = node(IR_OP_MOE_ROUTE_HASH, "hr", 3, (int[]){lg, table, tok}, 2);
+	CHECK(infer(hr, s, t, &err) && strcmp(str(&s[0]), "[T, 3]") == 0 && t[0] == HALO_I32 && t[1] == HALO_F32,
+	      "moe_route_hash: %s", err.msg);
+	hr = node(IR_OP_MOE_ROUTE_HASH, "hf", 3, (int[]){lg, table, ftok}, 2);
+	CHECK(!infer(hr, s, t, &err) && strstr(err.msg, "operand 2 ('ftok') must be i32"), "float tokens: %s", err.msg);
+	hr = node(IR_OP_MOE_ROUTE_HASH, "hk", 3, (int[]){lg, big, tok}, 2);
+	CHECK(!infer(hr, s, t, &err) && strstr(err.msg, "selects more experts per token than there are"),
+	      "k > E: %s", err.msg);
+}
+
 static void test_table(void)
 {
 	CHECK(ir_op_is_elementwise(IR_OP_ADD) && ir_op_is_binary(IR_OP_ADD) && ir_op_is_unary(IR_OP_SILU) &&
@@ -216,6 +336,8 @@ int main(void)
 	test_broadcast();
 	test_reshape_and_rope();
 	test_attention_and_routing();
+	test_dsv4_attrs();
+	test_dsv4_ops();
 	test_table();
 	test_compact();
 	ir_module_free(m);

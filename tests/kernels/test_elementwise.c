@@ -3,7 +3,8 @@
  * chains of fused ops.
  *
  * Tolerance: max |got - want| / max(|want|, 1e-2) <= 1e-5. One to five f32
- * operations per element; GPU exp/log are within a few ulps of libm's. */
+ * operations per element; GPU exp/log are within a few ulps of libm's
+ * (clamp_max and clamp_abs only choose: exact). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -88,6 +89,10 @@ int main(void)
 		ok &= ew_case(h, (kv_elem_op){.op = unary[i]}, (ir_dim){129, 0}, 3, 0, NULL, &seed);
 	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_SCALE, .value = -1.75f}, (ir_dim){7, 0}, 5, 0, NULL,
 		      &seed);
+	/* DeepSeek V4's clamps, at a value inside the inputs' range |a| <= 3 so
+	 * that each side fires */
+	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_CLAMP_MAX, .value = 1.25f}, (ir_dim){129, 0}, 3, 0, NULL, &seed);
+	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_CLAMP_ABS, .value = 1.25f}, (ir_dim){129, 0}, 3, 0, NULL, &seed);
 	const ir_op binary[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_SWIGLU};
 	for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
 		ok &= ew_case(h, (kv_elem_op){.op = binary[i], .bcast = KV_BCAST_FULL}, (ir_dim){33, 0},
@@ -117,6 +122,18 @@ int main(void)
 	};
 	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_MUL, .bcast = KV_BCAST_LASTDIM, .bcast_n = 64},
 		      (ir_dim){64, 0}, 2, 4, chain2, &seed);
+	/* the clamps in chains, as DeepSeek V4's shared expert uses them:
+	 * silu(min(g, L)) * u (clamp_max, then swiglu as its epilogue), and
+	 * clamp_abs as an epilogue itself, followed by a scale */
+	kv_elem_op chain3[] = {
+		{.op = IR_OP_SWIGLU, .operand = 0, .bcast = KV_BCAST_FULL},
+	};
+	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_CLAMP_MAX, .value = 0.8f}, (ir_dim){40, 0}, 3, 1, chain3, &seed);
+	kv_elem_op chain4[] = {
+		{.op = IR_OP_CLAMP_ABS, .value = 0.5f},
+		{.op = IR_OP_SCALE, .value = 3.0f},
+	};
+	ok &= ew_case(h, (kv_elem_op){.op = IR_OP_ADD, .bcast = KV_BCAST_FULL}, (ir_dim){40, 0}, 3, 2, chain4, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

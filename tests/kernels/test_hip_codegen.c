@@ -1,7 +1,9 @@
 /* The HIP dialect's codegen (codegen/emit_hip.c, codegen/hip_compile.c):
  * for variants of every template with a twin under kernels/hip (several
  * tiles, fused prologues and epilogues, a broadcast operand, a scaled op,
- * each weight type; for the others each form their #if's select, planned
+ * each weight type; for the others each form their #if's select (DeepSeek
+ * V4's among them: the unweighted norm, the routers' scorings, bias and
+ * scaling, the clamped experts, the clamps), planned
  * on the template named: the recurrent and chunked gated_delta_rule,
  * topk's shuffle and tree combines, the MoE halves' weight formats), the
  * emitted source compiles with clang-19 for
@@ -232,10 +234,21 @@ static const struct {
 	 1},
 	{"topk shuffle, tree", "topk", {.op = IR_OP_TOPK, .t_max = 8, .u.topk = {.N = 300, .k = 8}}, 2},
 	{"moe_route norm", "topk", {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 6, .norm = true}}, 2},
+	{"moe_route sqrtsoftplus bias scaled", "topk",
+	 {.op = IR_OP_MOE_ROUTE, .t_max = 8,
+	  .u.topk = {.N = 256, .k = 6, .norm = true, .scoring = KV_SCORE_SQRTSOFTPLUS, .bias = true, .scaling = 1.5f}},
+	 1},
+	{"moe_route softmax bias", "topk",
+	 {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 4, .norm = true, .bias = true}}, 1},
+	{"moe_route sigmoid", "topk",
+	 {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 4, .scoring = KV_SCORE_SIGMOID}}, 1},
 	{"moe_gate_up f32 vec8", "moe_gate_up",
 	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F32, .u.moe = {.H = 256, .F = 96, .E = 8, .k = 2}}, 1},
 	{"moe_gate_up f16 scalar", "moe_gate_up",
 	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F16, .u.moe = {.H = 100, .F = 96, .E = 8, .k = 2}}, 1},
+	{"moe_gate_up f16 limit", "moe_gate_up",
+	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F16, .u.moe = {.H = 256, .F = 96, .E = 8, .k = 2, .limit = 7}},
+	 1},
 	{"moe_gate_up q4_k", "moe_gate_up",
 	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_Q4_K, .u.moe = {.H = 256, .F = 64, .E = 4, .k = 2}}, 1},
 	{"moe_down f16 vec8", "moe_down",
@@ -314,6 +327,9 @@ int main(void)
 	rms.u.rms_norm.offset = 1;
 	rms.epi[0] = (kv_elem_op){.op = IR_OP_MUL, .bcast = KV_BCAST_TRAILING, .bcast_n = 256};
 	check_desc("rms_norm", rms, 8);
+	rms.u.rms_norm.offset = 0;
+	rms.u.rms_norm.unweighted = true;
+	check_desc("rms_norm unweighted", rms, 8);
 
 	kv_desc ew = {.op = IR_OP_SWIGLU, .t_max = 64, .n_epi = 2};
 	ew.u.elementwise.numel = (ir_dim){.coef_T = 512, .c = 0};
@@ -321,6 +337,10 @@ int main(void)
 	ew.epi[0] = (kv_elem_op){.op = IR_OP_SCALE, .value = 0.125f};
 	ew.epi[1] = (kv_elem_op){.op = IR_OP_SOFTPLUS};
 	check_desc("swiglu", ew, 8);
+	ew.op = IR_OP_CLAMP_MAX;
+	ew.u.elementwise.main = (kv_elem_op){.op = IR_OP_CLAMP_MAX, .value = 10.0f};
+	ew.epi[0] = (kv_elem_op){.op = IR_OP_CLAMP_ABS, .value = 7.5f};
+	check_desc("clamp_max, clamp_abs", ew, 8);
 
 	check_matmuls();
 	for (size_t i = 0; i < sizeof other_cases / sizeof *other_cases; i++)

@@ -12,7 +12,9 @@
  * dequantize 8 weights at a time to those values (bitwise for q8_0 and
  * f8e4m3_b128, one f32 product each; q4_k: up to one fma's
  * rounding of (d*sc)*q - dmin*m) and sum in f32 as for f32 weights, so the
- * same tolerance holds.
+ * same tolerance holds. DeepSeek V4's limit (moe_gate_up clamps g from
+ * above and u on both sides before silu(g) * u) at a value that fires on
+ * many activations: the clamps only choose, so the same tolerance holds.
  *
  * Tolerance: max |got - want| / max(|want|, 5e-2) <= 2e-5. Each output sums k
  * weighted f32 dots of F <= 40 terms over activations that are themselves f32
@@ -33,6 +35,7 @@
 typedef struct {
 	int64_t H, F, E, k;
 	halo_dtype wt;
+	float limit; /* moe_gate_up's clamp, 0: none */
 } moe_shape;
 
 typedef struct {
@@ -132,9 +135,11 @@ static bool build(harness *h, const moe_shape *s, int64_t t_max, kv_tiles tiles,
 	d.u.moe.F = s->F;
 	d.u.moe.E = s->E;
 	d.u.moe.k = s->k;
+	d.u.moe.limit = s->limit;
 	if (!hk_build(h, &d, &k->gate_up))
 		return false;
 	d.op = IR_OP_MOE_DOWN;
+	d.u.moe.limit = 0.0f;
 	if (hk_build(h, &d, &k->down))
 		return true;
 	hk_free(h, &k->gate_up);
@@ -174,6 +179,18 @@ static bool run(harness *h, moe_kernels *k, const moe_shape *s, const moe_data *
 	return hk_run(h, &k->gate_up, gu, 5, (uint32_t)T, 0) && hk_run(h, &k->down, dn, 5, (uint32_t)T, 0);
 }
 
+/* Whether the limit changed some of the reference activations. */
+static bool limit_fires(const moe_shape *s, int64_t T, const moe_data *a)
+{
+	size_t n = (size_t)(T * s->k * s->F);
+	float *free_act = alloc_floats(n);
+	ref_error err;
+	bool fired = ref_moe_gate_up(a->x, a->ref_ids, a->gate, a->up, free_act, T, s->H, s->F, s->E, s->k, 0.0f, &err) &&
+		     memcmp(free_act, a->act_want, n * sizeof(float)) != 0;
+	free(free_act);
+	return fired;
+}
+
 static bool moe_variant(harness *h, moe_shape s, int64_t T, bool bad_id, kv_tiles tiles, uint32_t *seed)
 {
 	moe_kernels k;
@@ -182,10 +199,14 @@ static bool moe_variant(harness *h, moe_shape s, int64_t T, bool bad_id, kv_tile
 	moe_data a = data_new(&s, T, bad_id, seed);
 	bool ok = run(h, &k, &s, &a, 0, T, a.act, a.y);
 	ref_error err;
-	if (ok && (!ref_moe_gate_up(a.x, a.ref_ids, a.gate, a.up, a.act_want, T, s.H, s.F, s.E, s.k, &err) ||
+	if (ok && (!ref_moe_gate_up(a.x, a.ref_ids, a.gate, a.up, a.act_want, T, s.H, s.F, s.E, s.k, s.limit, &err) ||
 		   !ref_moe_experts(a.x, a.ref_ids, a.wr, a.gate, a.up, a.down, a.want, T, s.H, s.F, s.E, s.k,
-				    &err))) {
+				    s.limit, &err))) {
 		fprintf(stderr, "FAIL: %s\n", err.msg);
+		ok = false;
+	}
+	if (ok && s.limit > 0.0f && !limit_fires(&s, T, &a)) {
+		fprintf(stderr, "FAIL: limit %g changes no activation\n", (double)s.limit);
 		ok = false;
 	}
 	char what[512];
@@ -255,24 +276,28 @@ int main(void)
 	harness *h = harness_open();
 	uint32_t seed = 1618;
 	bool ok = true;
-	ok &= moe_case(h, (moe_shape){24, 10, 5, 2, HALO_F32}, 3, false, &seed);
-	ok &= moe_case(h, (moe_shape){33, 17, 7, 3, HALO_F16}, 5, true, &seed);   /* odd, f16 */
-	ok &= moe_case(h, (moe_shape){72, 40, 4, 1, HALO_F32}, 1, false, &seed);  /* decode, k = 1 */
-	ok &= moe_case(h, (moe_shape){300, 9, 6, 4, HALO_F16}, 2, false, &seed);  /* H > lanes */
-	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16}, 4, true, &seed);   /* 16-byte loads, f16 */
-	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32}, 2, false, &seed); /* 16-byte loads, f32 */
-	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16}, 5, &seed);
-	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16}, 8, &seed);
+	ok &= moe_case(h, (moe_shape){24, 10, 5, 2, HALO_F32, 0}, 3, false, &seed);
+	ok &= moe_case(h, (moe_shape){33, 17, 7, 3, HALO_F16, 0}, 5, true, &seed);   /* odd, f16 */
+	ok &= moe_case(h, (moe_shape){72, 40, 4, 1, HALO_F32, 0}, 1, false, &seed);  /* decode, k = 1 */
+	ok &= moe_case(h, (moe_shape){300, 9, 6, 4, HALO_F16, 0}, 2, false, &seed);  /* H > lanes */
+	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16, 0}, 4, true, &seed);   /* 16-byte loads, f16 */
+	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32, 0}, 2, false, &seed); /* 16-byte loads, f32 */
+	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16, 0}, 5, &seed);
+	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16, 0}, 8, &seed);
 	/* quantized experts: H and F whole blocks (q4_k: 256, f8e4m3_b128: 128) */
-	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0}, 3, true, &seed);
-	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K}, 2, false, &seed);
-	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K}, 1, true, &seed);
-	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0}, 5, false, &seed);
-	ok &= invariance(h, (moe_shape){256, 256, 5, 2, HALO_Q4_K}, 6, &seed);
-	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_Q8_0}, 8, &seed);
-	ok &= moe_case(h, (moe_shape){256, 128, 4, 2, HALO_F8E4M3_B128}, 3, true, &seed);
-	ok &= moe_case(h, (moe_shape){128, 384, 3, 1, HALO_F8E4M3_B128}, 2, false, &seed);
-	ok &= invariance(h, (moe_shape){128, 128, 5, 2, HALO_F8E4M3_B128}, 6, &seed);
+	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0, 0}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K, 0}, 2, false, &seed);
+	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K, 0}, 1, true, &seed);
+	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0, 0}, 5, false, &seed);
+	ok &= invariance(h, (moe_shape){256, 256, 5, 2, HALO_Q4_K, 0}, 6, &seed);
+	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_Q8_0, 0}, 8, &seed);
+	ok &= moe_case(h, (moe_shape){256, 128, 4, 2, HALO_F8E4M3_B128, 0}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){128, 384, 3, 1, HALO_F8E4M3_B128, 0}, 2, false, &seed);
+	ok &= invariance(h, (moe_shape){128, 128, 5, 2, HALO_F8E4M3_B128, 0}, 6, &seed);
+	/* DeepSeek V4's clamped SwiGLU: limits that fire on activations of order 1 */
+	ok &= moe_case(h, (moe_shape){24, 10, 5, 2, HALO_F32, 0.5f}, 3, false, &seed);
+	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16, 0.75f}, 4, true, &seed);
+	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0, 0.5f}, 2, false, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -143,19 +143,21 @@ static void test_routing(void)
 	ref_argmax(x, ids, 1, 4);
 	expect_true("argmax first max", ids[0] == 1);
 	float logits[2] = {0, (float)log(3.0)}, wts[1];
-	ref_moe_route(logits, ids, wts, 1, 2, 1, false);
+	ref_route_params rp = {.k = 1, .norm_topk = false, .scoring = REF_SCORE_SOFTMAX, .scaling = 1.0f};
+	ref_moe_route(&rp, logits, NULL, ids, wts, 1, 2);
 	expect_true("moe_route id", ids[0] == 1);
 	expect_near("moe_route weight", wts[0], 0.75, 1e-7);
-	ref_moe_route(logits, ids, wts, 1, 2, 1, true);
+	rp.norm_topk = true;
+	ref_moe_route(&rp, logits, NULL, ids, wts, 1, 2);
 	expect_near("moe_route renormalised", wts[0], 1.0, 0);
 	float xe[1] = {2}, gate[2] = {1, -1}, up[2] = {1, 1}, down[2] = {1, 3}, ye[1];
 	int32_t sel[2] = {1, 0};
 	float sw[2] = {0.5f, 0.25f};
 	ref_error err;
-	expect_true("moe_experts ok", ref_moe_experts(xe, sel, sw, gate, up, down, ye, 1, 1, 1, 2, 2, &err));
+	expect_true("moe_experts ok", ref_moe_experts(xe, sel, sw, gate, up, down, ye, 1, 1, 1, 2, 2, 0.0f, &err));
 	expect_near("moe_experts", ye[0], 0.5 * 3 * ref_silu_f(-2) * 2 + 0.25 * ref_silu_f(2) * 2, 1e-6);
 	sel[1] = 2;
-	expect_true("moe_experts bad id", !ref_moe_experts(xe, sel, sw, gate, up, down, ye, 1, 1, 1, 2, 2, &err) &&
+	expect_true("moe_experts bad id", !ref_moe_experts(xe, sel, sw, gate, up, down, ye, 1, 1, 1, 2, 2, 0.0f, &err) &&
 						   strstr(err.msg, "selects expert 2"));
 }
 

@@ -1,6 +1,7 @@
 /* topk and moe_route against the reference, with ties (equal values must be
  * taken lower index first), rows shorter and longer than the workgroup, and
- * k = 1 and k = N.
+ * k = 1 and k = N; moe_route also in DeepSeek V4's forms: sigmoid and
+ * sqrt(softplus) scores, a selection bias, a scaling.
  *
  * topk copies values, so ids and values must equal the reference exactly.
  * moe_route: ids exactly; weights within max |got - want| / |want| <= 2e-6.
@@ -10,7 +11,10 @@
  * in (0, 1] and never 0 here, so the error is purely relative. The logits are
  * spread (|x| <= 4 over >= 300 distinct values) so that no two selected
  * probabilities are within rounding of each other unless their logits are
- * equal (the planted ties). */
+ * equal (the planted ties). The other scorings are as many f32 operations (a
+ * sigmoid, or an exp, a log and a square root) and a bias only moves the
+ * ranking (random biases of |b| <= 0.5 leave no two candidates within
+ * rounding), so the same bound holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +48,10 @@ static bool ids_equal(const char *what, const int32_t *a, const int32_t *b, size
 	return true;
 }
 
-static bool route_variant(harness *h, const kv_desc *d, bool route, int64_t T, int64_t N, int64_t kk, bool norm,
-			  uint32_t *seed)
+static bool route_variant(harness *h, const kv_desc *d, uint32_t *seed)
 {
+	bool route = d->op == IR_OP_MOE_ROUTE, biased = d->u.topk.bias;
+	int64_t T = d->t_max, N = d->u.topk.N, kk = d->u.topk.k;
 	hkernel k;
 	if (!hk_build(h, d, &k))
 		return false;
@@ -56,18 +61,30 @@ static bool route_variant(harness *h, const kv_desc *d, bool route, int64_t T, i
 		return true;
 	}
 	size_t nx = (size_t)(T * N), ns = (size_t)(T * kk);
-	float *x = alloc_floats(nx), *vals = alloc_floats(ns), *want = alloc_floats(ns);
+	float *x = alloc_floats(nx), *vals = alloc_floats(ns), *want = alloc_floats(ns), *bias = alloc_floats((size_t)N);
 	int32_t *ids = calloc(ns, sizeof *ids), *want_ids = calloc(ns, sizeof *ids);
 	if (!ids || !want_ids) {
 		fprintf(stderr, "FAIL: out of memory\n");
 		exit(1);
 	}
 	fill_with_ties(x, T, N, seed);
-	hop ops[3] = {{x, nx * 4, false}, {ids, ns * 4, true}, {vals, ns * 4, true}};
-	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
+	fill_random(bias, (size_t)N, 0.5f, seed);
+	hop ops[4] = {{x, nx * 4, false}};
+	int nops = 1;
+	if (biased)
+		ops[nops++] = (hop){bias, (size_t)N * 4, false};
+	ops[nops++] = (hop){ids, ns * 4, true};
+	ops[nops++] = (hop){vals, ns * 4, true};
+	bool ok = hk_run(h, &k, ops, nops, (uint32_t)T, 0);
 	if (ok) {
+		static const ref_scoring scoring[] = {[KV_SCORE_SOFTMAX] = REF_SCORE_SOFTMAX,
+						      [KV_SCORE_SIGMOID] = REF_SCORE_SIGMOID,
+						      [KV_SCORE_SQRTSOFTPLUS] = REF_SCORE_SQRTSOFTPLUS};
+		float scaling = d->u.topk.scaling;
+		ref_route_params rp = {.k = kk, .norm_topk = d->u.topk.norm, .scoring = scoring[d->u.topk.scoring],
+				       .scaling = scaling != 0.0f ? scaling : 1.0f};
 		if (route)
-			ref_moe_route(x, want_ids, want, T, N, kk, norm);
+			ref_moe_route(&rp, x, biased ? bias : NULL, want_ids, want, T, N);
 		else
 			ref_topk(x, want_ids, want, T, N, kk);
 		char what[512];
@@ -78,26 +95,45 @@ static bool route_variant(harness *h, const kv_desc *d, bool route, int64_t T, i
 		ok &= route ? check_close(what, vals, want, ns, 2e-6, 1e-30)
 			    : check_bitwise(what, vals, want, ns);
 	}
-	free(x), free(vals), free(want), free(ids), free(want_ids);
+	free(x), free(vals), free(want), free(bias), free(ids), free(want_ids);
 	hk_free(h, &k);
 	return ok;
 }
 
-/* Every variant: the subgroup-shuffle combine and the shared-memory tree. */
+/* Every variant of d: the subgroup-shuffle combine and the shared-memory tree. */
+static bool variants(harness *h, kv_desc d, uint32_t *seed)
+{
+	kv_tiles t[4];
+	int n = kv_variant_space(&d, t, 4);
+	bool ok = n == 2;
+	for (int i = 0; i < n; i++) {
+		d.tiles = t[i];
+		ok &= route_variant(h, &d, seed);
+	}
+	return ok;
+}
+
 static bool route_case(harness *h, bool route, int64_t T, int64_t N, int64_t kk, bool norm, uint32_t *seed)
 {
 	kv_desc d = {.op = route ? IR_OP_MOE_ROUTE : IR_OP_TOPK, .t_max = T};
 	d.u.topk.N = N;
 	d.u.topk.k = kk;
 	d.u.topk.norm = norm;
-	kv_tiles t[4];
-	int n = kv_variant_space(&d, t, 4);
-	bool ok = n == 2;
-	for (int i = 0; i < n; i++) {
-		d.tiles = t[i];
-		ok &= route_variant(h, &d, route, T, N, kk, norm, seed);
-	}
-	return ok;
+	return variants(h, d, seed);
+}
+
+/* DeepSeek V4's routers: a scoring, an optional bias, a scaling. */
+static bool ds_route_case(harness *h, int64_t T, int64_t N, int64_t kk, bool norm, kv_scoring scoring, bool bias,
+			  float scaling, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_MOE_ROUTE, .t_max = T};
+	d.u.topk.N = N;
+	d.u.topk.k = kk;
+	d.u.topk.norm = norm;
+	d.u.topk.scoring = scoring;
+	d.u.topk.bias = bias;
+	d.u.topk.scaling = scaling;
+	return variants(h, d, seed);
 }
 
 int main(void)
@@ -112,6 +148,12 @@ int main(void)
 	ok &= route_case(h, true, 3, 37, 4, false, &seed);
 	ok &= route_case(h, true, 2, 300, 1, true, &seed);
 	ok &= route_case(h, true, 3, 512, 10, true, &seed);   /* Qwen3.8 Flash: 512 experts, top 10 */
+	/* DeepSeek V4: 256 experts, top 6, sqrt(softplus) with the correction bias, scaled */
+	ok &= ds_route_case(h, 3, 256, 6, true, KV_SCORE_SQRTSOFTPLUS, true, 1.5f, &seed);
+	ok &= ds_route_case(h, 2, 37, 4, false, KV_SCORE_SQRTSOFTPLUS, false, 0.0f, &seed);
+	ok &= ds_route_case(h, 4, 64, 8, true, KV_SCORE_SIGMOID, true, 2.5f, &seed);
+	ok &= ds_route_case(h, 2, 300, 3, true, KV_SCORE_SIGMOID, false, 1.0f, &seed);
+	ok &= ds_route_case(h, 3, 64, 8, true, KV_SCORE_SOFTMAX, true, 2.0f, &seed); /* softmax with a bias */
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

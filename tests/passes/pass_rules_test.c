@@ -29,7 +29,11 @@
  *  - fuse_state_store makes the KV-cache writes (at: pos, of the k rope's
  *    rows and the merged matmul's v rows) in place, not the GDN layers'
  *    whole-state writes, and nothing under no_fuse_state_store
- *    (plan_invariants_test checks where the plan puts those values). */
+ *    (plan_invariants_test checks where the plan puts those values);
+ *  - on DeepSeek V4's forms (dsv4_rules.yaml): no norm fuses into a
+ *    grouped matmul nor do grouped siblings merge, an unweighted norm fuses
+ *    into neither a matmul nor a rope, and split_moe gives the experts'
+ *    limit to moe_gate_up; the whole pipeline plans the mHC ops and routers. */
 #include <stdio.h>
 #include <string.h>
 
@@ -460,6 +464,33 @@ static void merge_rules(void)
 	ir_module_free(m);
 }
 
+/* DeepSeek V4's forms of existing ops (tests/passes/models/dsv4_rules.yaml). */
+static void dsv4_rules(void)
+{
+	const char *model = "tests/passes/models/dsv4_rules.yaml", *config = "tests/passes/models/dsv4_rules.config.json";
+	ir_module *m = test_run_to(model, config, "merge_matmuls", NULL);
+	if (!m)
+		return;
+	const char *kept[] = {"xn", "u", "qn"}; /* read by grouped matmuls; unweighted (a matmul's, a rope's) */
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+		CHECK(test_node(m, kept[i]) >= 0, "the norm %s was fused", kept[i]);
+	const char *alone[] = {"oa", "ob", "qr"};
+	for (size_t i = 0; i < sizeof alone / sizeof *alone; i++) {
+		const ir_node *n = node_named(m, alone[i]);
+		CHECK(n && n->n_fused == 0 && n->n_out == 1, "%s took a prologue or was merged", alone[i]);
+	}
+	ir_module_free(m);
+	m = test_run_to(model, config, "check_barriers", NULL);
+	if (!m)
+		return;
+	const ir_node *gu = node_named(m, "y.gate_up"), *down = node_named(m, "y");
+	CHECK(gu && gu->op == IR_OP_MOE_GATE_UP && ir_node_attr_float(gu, "limit", 0) == 7.0, "y.gate_up lost the limit");
+	CHECK(down && down->op == IR_OP_MOE_DOWN && down->n_attr == 0, "moe_down kept the experts' attributes");
+	gu = node_named(m, "y2.gate_up");
+	CHECK(gu && gu->op == IR_OP_MOE_GATE_UP && gu->n_attr == 0, "y2.gate_up has a limit it was not given");
+	ir_module_free(m);
+}
+
 static void set_no_store(ir_module *m, const void *off)
 {
 	m->no_fuse_state_store = *(const bool *)off;
@@ -507,5 +538,6 @@ int main(void)
 	norm_rope_fusion();
 	merge_rules();
 	state_store_rules();
+	dsv4_rules();
 	return test_finish("pass_rules_test");
 }
