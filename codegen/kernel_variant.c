@@ -350,9 +350,11 @@ static bool build_embed(kv_build *b)
 	    !check_index(b, "T*H", b->d->t_max * H) || !lanes_1d(b, 256, &ls))
 		return false;
 	b->p->template = "embed";
-	sb_printf(&b->sig, "embed V=%" PRId64 " H=%" PRId64, V, H);
+	sb_printf(&b->sig, "embed V=%" PRId64 " H=%" PRId64 "%s", V, H, b->d->u.embed.zero_pos0 ? " zero_pos0" : "");
 	def_uint(b, "V", V);
 	def_uint(b, "H", H);
+	if (b->d->u.embed.zero_pos0)
+		def_int(b, "ZERO_POS0", 1);
 	if (!weight_type(b))
 		return false;
 	set_local(b, ls, 1);

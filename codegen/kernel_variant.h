@@ -104,7 +104,7 @@ typedef struct {
 	 * dims) */
 	halo_dtype wtype;
 	union {
-		struct { int64_t V, H; } embed;                     /* (table, ids) -> y */
+		struct { int64_t V, H; bool zero_pos0; } embed;     /* (table, ids) -> y */
 		/* (x[a*T,K], w[N,K]) -> y[a*T,N]: rows_per_t a rows per token (0 or
 		 * 1: one; hyper-connection streams are several); matvec when a*t_max
 		 * <= KV_MATVEC_MAX_T */

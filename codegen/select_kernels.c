@@ -280,6 +280,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->wtype = x->dtype;
 		k->u.embed.V = cdim(x, 0);
 		k->u.embed.H = cdim(x, 1);
+		k->u.embed.zero_pos0 = DI("zero_pos0", 0) != 0;
 		return true;
 	case IR_OP_MATMUL:
 		if (DI("groups", 1) > 1) {

@@ -78,6 +78,9 @@ static const ir_attr_schema a_conv_dilated[] = {
 /* offset -1 reads the previous position's row: a draft head's own output,
  * written at its position, is the next position's input */
 static const ir_attr_schema a_rows_at_pos[] = {DEF_INT("offset", 0, -1, 0)};
+/* zero_pos0: the row at absolute position 0 is zero (vLLM's DeepSeek V4 MTP
+ * embedding); optional so that other models' dumps do not show it */
+static const ir_attr_schema a_embed[] = {OPT_INT("zero_pos0", 0, 1)};
 static const ir_attr_schema a_qsa_select[] = {REQ_INT("block", 1, BIG), REQ_INT("top_blocks", 1, BIG),
 					      REQ_FLOAT("base"), REQ_INT("rot_dim", 2, BIG), REQ_FLOAT("eps")};
 
@@ -939,7 +942,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_STATE_READ] = {{IR_OP_STATE_READ, 0, 0, 1, 0, 0, NULL}, infer_source},
 	[IR_OP_STATE_WRITE] = {{IR_OP_STATE_WRITE, 1, 1, 0, IR_OPF_SINK, ATTRS(a_state_write)}, infer_state_write},
 	[IR_OP_CALL] = {{IR_OP_CALL, 0, -1, IR_OP_VARIADIC, 0, ATTRS(a_call)}, infer_call},
-	[IR_OP_EMBED] = {{IR_OP_EMBED, 2, 2, 1, PURE, 0, NULL}, infer_embed},
+	[IR_OP_EMBED] = {{IR_OP_EMBED, 2, 2, 1, PURE, ATTRS(a_embed)}, infer_embed},
 	[IR_OP_RESHAPE] = {{IR_OP_RESHAPE, 1, 1, 1, PURE, ATTRS(a_reshape)}, infer_reshape},
 	[IR_OP_SLICE] = {{IR_OP_SLICE, 1, 1, 1, PURE, ATTRS(a_slice)}, infer_slice},
 	[IR_OP_CONCAT] = {{IR_OP_CONCAT, 2, 2, 1, PURE, ATTRS(a_concat)}, infer_concat},

@@ -307,6 +307,8 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_EMBED:
 		if (!ref_embed(c->p[0], c->p[1], y, c->T, c->dim[0][0], c->dim[0][1], &e))
 			return ref_failed(c, &e);
+		if (A_I("zero_pos0", 0) && c->pos == 0 && c->T > 0)
+			memset(y, 0, sizeof(float) * (size_t)c->dim[0][1]);
 		return true;
 	case OP_MATMUL:
 		exec_matmul(c, x);

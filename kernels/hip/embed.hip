@@ -15,5 +15,11 @@ void main()
 		return;
 	int id = ids[t];
 	uint row = (id < 0 || id >= int(V)) ? 0u : uint(id);
+#ifdef ZERO_POS0
+	if (step_pos + t == 0u) {
+		y[h] = 0.0;
+		return;
+	}
+#endif
 	y[t * H + h] = load_w(row * H + h);
 }

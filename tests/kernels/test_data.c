@@ -1,6 +1,6 @@
 /* Data movement and selection kernels against the reference, exactly (they
  * copy or compare floats, so the result must be bitwise the reference's):
- * embed (f32 and f16 table, out-of-range ids clamp to row 0), copy_rows as
+ * embed (f32 and f16 table, out-of-range ids clamp to row 0, zero_pos0), copy_rows as
  * state_write at pos, rows_at_pos (offsets 0 and -1, rows outside the
  * state read as zeros), slice and repeat_heads, concat, argmax (ties). */
 #include <stdio.h>
@@ -10,11 +10,15 @@
 #include "runtime/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
-static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype wt, uint32_t *seed)
+/* zero_pos0 (the DeepSeek V4 MTP embedding) runs at pos: with pos 0 the
+ * first row must be zeros, at any other pos every row the table's. */
+static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype wt, bool zero_pos0, uint32_t pos,
+		       uint32_t *seed)
 {
 	kv_desc d = {.op = IR_OP_EMBED, .t_max = T, .wtype = wt};
 	d.u.embed.V = V;
 	d.u.embed.H = H;
+	d.u.embed.zero_pos0 = zero_pos0;
 	hkernel k;
 	if (!hk_build(h, &d, &k))
 		return false;
@@ -39,9 +43,11 @@ static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype w
 		{ids, (size_t)T * 4, false},
 		{y, (size_t)(T * H) * 4, true},
 	};
-	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, 0);
+	bool ok = hk_run(h, &k, ops, 3, (uint32_t)T, pos);
 	ref_error err;
 	ok = ok && ref_embed(table, ids_ref, want, T, V, H, &err);
+	if (zero_pos0 && pos == 0)
+		memset(want, 0, sizeof(float) * (size_t)H);
 	ok = ok && check_bitwise(k.k.signature, y, want, (size_t)(T * H));
 	free(table), free(y), free(want), free(t16), free(ids), free(ids_ref);
 	hk_free(h, &k);
@@ -211,9 +217,11 @@ int main(void)
 	harness *h = harness_open();
 	uint32_t seed = 2024;
 	bool ok = true;
-	ok &= embed_case(h, 37, 65, 9, HALO_F32, &seed);
-	ok &= embed_case(h, 128, 7, 4, HALO_F16, &seed);
-	ok &= embed_case(h, 1, 1, 1, HALO_F32, &seed);
+	ok &= embed_case(h, 37, 65, 9, HALO_F32, false, 0, &seed);
+	ok &= embed_case(h, 128, 7, 4, HALO_F16, false, 0, &seed);
+	ok &= embed_case(h, 1, 1, 1, HALO_F32, false, 0, &seed);
+	ok &= embed_case(h, 37, 65, 9, HALO_F32, true, 0, &seed);
+	ok &= embed_case(h, 128, 7, 4, HALO_F16, true, 3, &seed);
 	ok &= state_write_case(h, &seed);
 	ok &= rows_at_pos_case(h, 5, 7, 0, &seed);
 	ok &= rows_at_pos_case(h, 3, 9, -1, &seed);
