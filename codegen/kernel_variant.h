@@ -27,6 +27,7 @@
 #include "ir/ir.h"
 #include "kernels/dtype.h"
 #include "kernels/device_features.h"
+#include "runtime/ref/ref_ops.h"
 
 #define KV_MAX_EPILOGUE 4
 /* The most results of a split matmul (passes/merge_matmuls.c). */
@@ -116,7 +117,9 @@ typedef struct {
 			bool pair;
 		} matmul;
 		struct { int64_t rows_per_t, D, group; float eps; int offset; } rms_norm; /* (x, w) -> y */
-		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
+		/* (x[T,heads,D]) -> y: p holds rot_dim, base and the rest of the
+		 * op's attributes (docs/ops.md) */
+		struct { int64_t heads, D; ref_rope_params p; } rope;
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
 		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;
 		 * ATTENTION_COMBINE (part) -> y: hq, dv and blocks only */

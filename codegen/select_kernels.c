@@ -304,12 +304,25 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rms_norm.eps = (float)DA("eps", 1e-6);
 		k->u.rms_norm.offset = (int)DI("offset", 0);
 		return true;
-	case IR_OP_ROPE:
+	case IR_OP_ROPE: {
+		const halo_attr *layout = halo_attr_find(d->attr, d->n_attr, "layout");
 		k->u.rope.heads = cdim(x, 1);
 		k->u.rope.D = cdim(x, 2);
-		k->u.rope.rot_dim = DI("rot_dim", cdim(x, 2));
-		k->u.rope.base = (float)DA("base", 10000.0);
+		k->u.rope.p = (ref_rope_params){
+			.rot_dim = DI("rot_dim", cdim(x, 2)),
+			.base = (float)DA("base", 10000.0),
+			.layout = layout && layout->is_str && strcmp(layout->s, "interleaved_tail") == 0
+					  ? REF_ROPE_INTERLEAVED_TAIL
+					  : REF_ROPE_NEOX,
+			.inverse = DI("inverse", 0) != 0,
+			.offset = DI("offset", 0),
+			.yarn_factor = (float)DA("yarn_factor", 0.0),
+			.yarn_orig_ctx = DI("yarn_orig_ctx", 0),
+			.yarn_beta_fast = (float)DA("yarn_beta_fast", 32.0),
+			.yarn_beta_slow = (float)DA("yarn_beta_slow", 1.0),
+		};
 		return true;
+	}
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 	case IR_OP_ATTENTION_PARTIAL:

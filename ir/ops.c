@@ -13,6 +13,7 @@
 #define OPT_INT(n, lo, hi) {.name = n, .kind = IR_ATTR_INT, .presence = IR_ATTR_OPTIONAL, .min_i = lo, .max_i = hi}
 #define REQ_FLOAT(n) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_REQUIRED}
 #define DEF_FLOAT(n, d) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_DEFAULT, .dflt_f = d}
+#define OPT_FLOAT(n) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_OPTIONAL}
 
 #define BIG INT64_MAX
 
@@ -45,7 +46,20 @@ static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0,
 static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
 static const ir_attr_schema a_scale[] = {REQ_FLOAT("value")};
-static const ir_attr_schema a_rope[] = {REQ_FLOAT("base"), OPT_INT("rot_dim", 2, BIG)};
+static const char *const rope_layouts[] = {"neox", "interleaved_tail", NULL};
+/* Past base and rot_dim every attribute is optional, its absence its
+ * default (docs/ops.md): a default the reader filled in would be lowered
+ * into every existing rope dispatch and change existing bundles. */
+static const ir_attr_schema a_rope[] = {
+	REQ_FLOAT("base"),
+	OPT_INT("rot_dim", 2, BIG),
+	{.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = rope_layouts},
+	OPT_INT("inverse", 0, 1),
+	OPT_INT("offset", -BIG, BIG),
+	OPT_FLOAT("yarn_factor"),
+	OPT_INT("yarn_orig_ctx", 1, BIG),
+	OPT_FLOAT("yarn_beta_fast"),
+	OPT_FLOAT("yarn_beta_slow")};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
 static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG)};
 static const ir_attr_schema a_conv[] = {
@@ -506,6 +520,25 @@ static bool infer_swiglu(infer_ctx *c)
 	return need_float(c, 1) && need_same_shape(c, 0, 1) && infer_unary(c);
 }
 
+/* YaRN's attributes: all or none, with a factor > 0, a base > 1 (its
+ * correction range divides by ln base) and positive betas. */
+static bool check_yarn(infer_ctx *c)
+{
+	double f = ir_node_attr_float(c->n, "yarn_factor", 0.0), base = ir_node_attr_float(c->n, "base", 0.0);
+	double fast = ir_node_attr_float(c->n, "yarn_beta_fast", 32.0);
+	double slow = ir_node_attr_float(c->n, "yarn_beta_slow", 1.0);
+	bool others = ir_node_attr(c->n, "yarn_orig_ctx") || ir_node_attr(c->n, "yarn_beta_fast") ||
+		      ir_node_attr(c->n, "yarn_beta_slow");
+	if (!ir_node_attr(c->n, "yarn_factor"))
+		return !others || fail(c, "yarn_orig_ctx, yarn_beta_fast and yarn_beta_slow apply with yarn_factor only");
+	if (!(f > 0.0) || !ir_node_attr(c->n, "yarn_orig_ctx"))
+		return fail(c, "yarn_factor %g must be positive, with yarn_orig_ctx", f);
+	if (!(base > 1.0) || !(fast > 0.0) || !(slow > 0.0))
+		return fail(c, "YaRN needs base > 1 and positive betas, got base %g, yarn_beta_fast %g, yarn_beta_slow %g",
+			    base, fast, slow);
+	return true;
+}
+
 static bool infer_rope(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 3) || !need_const_dim(c, 0, 2) || !infer_unary(c))
@@ -516,7 +549,7 @@ static bool infer_rope(infer_ctx *c)
 	if (rot < 2 || rot > d || rot % 2)
 		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
 			    desc(c, 0, buf, sizeof(buf)));
-	return true;
+	return check_yarn(c);
 }
 
 static bool heads_divide(infer_ctx *c, int qi, int qaxis, int ki, int kaxis)

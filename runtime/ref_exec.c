@@ -223,6 +223,24 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 	}
 }
 
+/* rope's attributes (docs/ops.md); absent ones take their defaults. */
+static ref_rope_params rope_params(const exec_ctx *c)
+{
+	const halo_dispatch *d = c->d;
+	return (ref_rope_params){
+		.rot_dim = A_I("rot_dim", c->dim[0][2]),
+		.base = A_F("base", 10000.0f),
+		.layout = attr_is(d->attr, d->n_attr, "layout", "interleaved_tail") ? REF_ROPE_INTERLEAVED_TAIL
+										     : REF_ROPE_NEOX,
+		.inverse = A_I("inverse", 0) != 0,
+		.offset = A_I("offset", 0),
+		.yarn_factor = A_F("yarn_factor", 0.0f),
+		.yarn_orig_ctx = A_I("yarn_orig_ctx", 0),
+		.yarn_beta_fast = A_F("yarn_beta_fast", 32.0f),
+		.yarn_beta_slow = A_F("yarn_beta_slow", 1.0f),
+	};
+}
+
 /* matmul: one result, a (gate, up) pair's, or a split's results, each
  * over the next rows of w (docs/ops.md). */
 static void exec_matmul(exec_ctx *c, const float *x)
@@ -262,10 +280,11 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_MATMUL:
 		exec_matmul(c, x);
 		return true;
-	case OP_ROPE:
-		ref_rope(x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], A_I("rot_dim", c->dim[0][2]),
-			 A_F("base", 10000.0f), c->pos);
+	case OP_ROPE: {
+		ref_rope_params p = rope_params(c);
+		ref_rope(&p, x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos);
 		return true;
+	}
 	case OP_ATTENTION:
 		if (!ref_attention(x, c->p[1], c->p[2], y, c->dim[0][0], c->dim[0][1], c->dim[1][1], c->dim[0][2],
 				   c->dim[2][2], c->dim[1][0], c->pos, A_F("scale", 1.0f), &e))

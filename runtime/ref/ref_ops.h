@@ -102,11 +102,42 @@ bool ref_elementwise(int op, const float *x, const float *other, float *y, int64
 
 /* ---- positional and attention ---------------------------------------------- */
 
-/* NeoX half-split rotary embedding on the first rot_dim channels of each head:
- * x, y [T,h,d]; token t has position pos+t; theta_i = base^(-2i/rot_dim).
- * cos/sin are computed in f64 from the f64 angle, then rounded to f32. */
-void ref_rope(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t rot_dim,
-	      float base, int64_t pos);
+/* rope's attributes (docs/ops.md). A zeroed struct with rot_dim and base
+ * set is the plain NeoX rope. */
+typedef enum {
+	REF_ROPE_NEOX,		   /* pairs (i, i + r/2) of the first r channels */
+	REF_ROPE_INTERLEAVED_TAIL, /* pairs (d-r+2i, d-r+2i+1) of the last r channels (DeepSeek V4) */
+} ref_rope_layout;
+
+typedef struct {
+	int64_t rot_dim; /* r, even */
+	float base;
+	ref_rope_layout layout;
+	bool inverse;	     /* rotate by -angle */
+	int64_t offset;	     /* token t is at position pos + t + offset */
+	float yarn_factor;   /* > 0: transformers' YaRN blend of the frequencies */
+	int64_t yarn_orig_ctx;
+	float yarn_beta_fast, yarn_beta_slow;
+} ref_rope_params;
+
+/* Whether the angles follow transformers' f32 recipe (ref_rope_inv_freq):
+ * with YaRN or the interleaved layout, the models whose oracle builds its
+ * tables so. The plain NeoX rope keeps the f64 angles the Qwen references
+ * were checked with. */
+bool ref_rope_f32_angles(const ref_rope_params *p);
+
+/* Pair i's frequency as transformers computes it in f32:
+ * 1 / base^(2i/r), then with yarn_factor f > 0 the blend
+ * (1 - ramp_i) * theta_i + ramp_i * theta_i / f (its correction range
+ * in f64, as Python computes it). */
+float ref_rope_inv_freq(const ref_rope_params *p, int64_t i);
+
+/* Rotary embedding of x into y, both [T,h,d]; token t is at position
+ * p = pos + t + offset. Angle p * theta_i: with ref_rope_f32_angles the
+ * product and its cos/sin in f32 (theta from ref_rope_inv_freq), else
+ * theta = base^(-2i/r) and the angle in f64, cos/sin rounded to f32.
+ * Channels outside the rotated r pass through. */
+void ref_rope(const ref_rope_params *p, const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t pos);
 
 /* q [T,hq,d], k [C,hk,d], v [C,hk,dv] -> y [T,hq,dv]. Query t attends cache rows
  * 0..pos+t; q head j uses kv head j/(hq/hk); softmax in f32 (max-subtracted,

@@ -142,6 +142,47 @@ static void test_reshape_and_rope(void)
 	CHECK(!infer(rope, s, t, &err) && strstr(err.msg, "rot_dim 7 must be even"), "rope: %s", err.msg);
 }
 
+static void attr_s(int nid, const char *name, const char *v)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_STR, .s = v};
+	ir_node_add_attr(m, f, nid, &a);
+}
+
+/* rope's DeepSeek V4 options: YaRN's attributes come all together, with a
+ * base its correction range can divide by. */
+static void test_rope_options(void)
+{
+	fresh();
+	int q = input("q", HALO_F32, 3, (ir_dim[]){T1, C(4), C(32)});
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	int ok = node(IR_OP_ROPE, "ds", 1, (int[]){q}, 1);
+	attr_f(ok, "base", 160000);
+	attr_i(ok, "rot_dim", 8);
+	attr_s(ok, "layout", "interleaved_tail");
+	attr_i(ok, "inverse", 1);
+	attr_i(ok, "offset", -3);
+	attr_f(ok, "yarn_factor", 4);
+	attr_i(ok, "yarn_orig_ctx", 64);
+	CHECK(infer(ok, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "deepseek rope: %s", err.msg);
+	int lone = node(IR_OP_ROPE, "lone", 1, (int[]){q}, 1);
+	attr_f(lone, "base", 160000);
+	attr_i(lone, "yarn_orig_ctx", 64);
+	CHECK(!infer(lone, s, t, &err) && strstr(err.msg, "apply with yarn_factor only"), "yarn_orig_ctx alone: %s",
+	      err.msg);
+	int no_ctx = node(IR_OP_ROPE, "no_ctx", 1, (int[]){q}, 1);
+	attr_f(no_ctx, "base", 160000);
+	attr_f(no_ctx, "yarn_factor", 4);
+	CHECK(!infer(no_ctx, s, t, &err) && strstr(err.msg, "yarn_factor 4 must be positive, with yarn_orig_ctx"),
+	      "yarn without its context: %s", err.msg);
+	int base1 = node(IR_OP_ROPE, "base1", 1, (int[]){q}, 1);
+	attr_f(base1, "base", 1);
+	attr_f(base1, "yarn_factor", 4);
+	attr_i(base1, "yarn_orig_ctx", 64);
+	CHECK(!infer(base1, s, t, &err) && strstr(err.msg, "YaRN needs base > 1"), "yarn base 1: %s", err.msg);
+}
+
 static void test_attention_and_routing(void)
 {
 	fresh();
@@ -216,6 +257,7 @@ int main(void)
 	test_broadcast();
 	test_reshape_and_rope();
 	test_attention_and_routing();
+	test_rope_options();
 	test_table();
 	test_compact();
 	ir_module_free(m);
