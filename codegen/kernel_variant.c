@@ -1052,6 +1052,10 @@ static bool build_copy(kv_build *b)
 	if (d->u.copy.from_pos && (!check_index(b, "source rows", d->u.copy.src_rows) ||
 				   !check_index(b, "last source index", d->u.copy.src_rows * d->u.copy.src_stride)))
 		return false;
+	if (d->u.copy.every && !d->u.copy.at_pos)
+		return fail(b, "every %" PRId64 " writes rows at the position only", d->u.copy.every);
+	if (d->u.copy.every && !check_index(b, "every", d->u.copy.every))
+		return false;
 	b->p->template = "copy_rows";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
@@ -1059,6 +1063,10 @@ static bool build_copy(kv_build *b)
 		  d->u.copy.dst_stride, d->u.copy.at_pos ? " at=pos" : "");
 	if (d->u.copy.from_pos)
 		sb_printf(&b->sig, " from=pos%+" PRId64 " of %" PRId64, d->u.copy.pos_offset, d->u.copy.src_rows);
+	if (d->u.copy.every) { /* a define only then: the other copies stay byte for byte what they were */
+		sb_printf(&b->sig, " every=%" PRId64, d->u.copy.every);
+		def_uint(b, "EVERY", d->u.copy.every);
+	}
 	def_uint(b, "W", W);
 	def_uint(b, "REP", rep);
 	def_uint(b, "SRC_OFF", d->u.copy.src_offset);

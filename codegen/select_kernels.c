@@ -147,6 +147,7 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 		int64_t width = at ? all.coef_T : all.c;
 		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1,
 			 at && at->is_str && !strcmp(at->s, "pos"));
+		k->u.copy.every = DI("every", 0);
 		return true;
 	}
 	if (d->op == IR_OP_ROWS_AT_POS) {

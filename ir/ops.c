@@ -28,8 +28,10 @@ static const char *const pair_choices[] = {"swiglu", NULL};
 static const ir_attr_schema a_call[] = {OPT_INT("layer", 0, BIG),
 					 {.name = "hf_prefix", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL},
 					 {.name = "as", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL}};
+/* every: with at: pos, one row per closed window of that many tokens */
 static const ir_attr_schema a_state_write[] = {
-	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices}};
+	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices},
+	OPT_INT("every", 1, BIG)};
 static const ir_attr_schema a_reshape[] = {
 	{.name = "shape", .kind = IR_ATTR_SHAPE, .presence = IR_ATTR_REQUIRED}};
 static const ir_attr_schema a_slice[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1), REQ_INT("start", 0, BIG),
@@ -246,6 +248,9 @@ static bool infer_state_write(infer_ctx *c)
 	if (!ok)
 		return fail(c, "rows must match the state's trailing dims: %s, state is %s",
 			    desc(c, 0, vb, sizeof(vb)), ir_shape_str(s, sb, sizeof(sb)));
+	/* the state's rows per window of a token axis are the model's business */
+	if (ir_node_attr(c->n, "every") && strcmp(ir_node_attr_str(c->n, "at", ""), "pos") != 0)
+		return fail(c, "every needs at: pos (it writes the windows the step's positions close)");
 	return true;
 }
 

@@ -134,13 +134,13 @@ static bool exec_state_write(exec_ctx *c, const float *v)
 	const halo_dispatch *d = c->d;
 	int out = d->n_in + d->n_extra;
 	const halo_attr *at = halo_attr_find(d->attr, d->n_attr, "at");
-	if (at) { /* rows [pos, pos + T) or, at start, [0, T) */
-		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1);
+	if (at) { /* rows [pos, pos + T) or, at start, [0, T); with every, one row per closed window */
+		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1), every = A_I("every", 0);
+		int64_t pos = attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0;
 		ref_error e;
-		if (!ref_state_write_at(v, c->p[out], c->T, C, row, attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0,
-					&e))
-			return ref_failed(c, &e);
-		return true;
+		bool ok = every ? ref_state_write_every(v, c->p[out], c->T, C, row, pos, every, &e)
+				: ref_state_write_at(v, c->p[out], c->T, C, row, pos, &e);
+		return ok || ref_failed(c, &e);
 	}
 	memmove(c->p[out], v, (size_t)numel(c, out) * sizeof(float));
 	return true;

@@ -41,13 +41,19 @@ void ref_concat(const float *a, const float *b, float *y, int64_t outer, int64_t
 /* x [T,h,d] -> y [T,h*r,d]; head j of y is head j/r of x. */
 void ref_repeat_heads(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t r);
 
-/* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
- * False when pos+T > C. */
 /* y[r] = x[pos + offset + r] for r < T (rows of `row` floats); a row
  * outside [0, C) reads as zeros. */
 void ref_rows_at_pos(const float *x, float *y, int64_t T, int64_t C, int64_t row, int64_t pos, int64_t offset);
+
+/* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
+ * False when pos+T > C. */
 bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int64_t row,
 			int64_t pos, ref_error *err);
+/* state_write at pos with `every` m: row t of v [T,row] goes to state row
+ * (pos+t+1)/m - 1 when (pos+t+1) mod m = 0 (the window it closes), other
+ * rows nowhere; state [C,row]. False when a window past the state closes. */
+bool ref_state_write_every(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
+			   int64_t m, ref_error *err);
 
 /* ---- linear algebra ----------------------------------------------------- */
 

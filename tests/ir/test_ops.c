@@ -183,6 +183,37 @@ static void test_rope_options(void)
 	CHECK(!infer(base1, s, t, &err) && strstr(err.msg, "YaRN needs base > 1"), "yarn base 1: %s", err.msg);
 }
 
+/* state_write's every: with at: pos, rows of the state's trailing dims. */
+static void test_state_write_every(void)
+{
+	fresh();
+	m->states = ir_arena_alloc(&m->arena, sizeof(ir_state));
+	m->states[0] = (ir_state){.name = "entries", .shape = {2, {C(16), C(8)}}, .dtype = HALO_F32, .kind = "kv"};
+	m->n_states = 1;
+	int v = input("v", HALO_F32, 2, (ir_dim[]){T1, C(8)}), v6 = input("v6", HALO_F32, 2, (ir_dim[]){T1, C(6)});
+	ir_shape s[1];
+	halo_dtype t[1];
+	ir_error err;
+	static const struct {
+		const char *at;
+		int value;
+		const char *want; /* NULL: accepted */
+	} cases[] = {{"pos", 0, NULL},
+		     {"start", 0, "every needs at: pos"},
+		     {NULL, 0, "value and state shapes differ"},
+		     {"pos", 1, "rows must match the state's trailing dims: v6 is [T, 6], state is [16, 8]"}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int w = node(IR_OP_STATE_WRITE, "w", 1, (int[]){cases[i].value ? v6 : v}, 0);
+		f->nodes[w].ref = 0;
+		if (cases[i].at)
+			attr_s(w, "at", cases[i].at);
+		attr_i(w, "every", 4);
+		bool got = infer(w, s, t, &err);
+		CHECK(cases[i].want ? !got && strstr(err.msg, cases[i].want) : got, "state_write every, case %zu: %s", i,
+		      err.msg);
+	}
+}
+
 static void test_attention_and_routing(void)
 {
 	fresh();
@@ -258,6 +289,7 @@ int main(void)
 	test_reshape_and_rope();
 	test_attention_and_routing();
 	test_rope_options();
+	test_state_write_every();
 	test_table();
 	test_compact();
 	ir_module_free(m);

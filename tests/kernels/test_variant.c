@@ -182,10 +182,10 @@ static void test_errors(void)
 }
 
 /* Every template, instantiated once, compiles and validates (optimised and not);
- * rope also with every option it takes (DeepSeek V4's). */
+ * rope and copy_rows also with every option they take (DeepSeek V4's). */
 static void test_compile_all(void)
 {
-	kv_desc ds[13];
+	kv_desc ds[14];
 	int n = 0;
 	ds[n++] = matmul_desc(8);
 	ds[n++] = matmul_desc(64);
@@ -210,6 +210,9 @@ static void test_compile_all(void)
 	ds[n] = (kv_desc){.op = IR_OP_SLICE, .t_max = 4};
 	ds[n].u.copy.rows = (ir_dim){1, 0}, ds[n].u.copy.width = 4, ds[n].u.copy.src_stride = 8;
 	ds[n++].u.copy.dst_stride = 4;
+	ds[n] = (kv_desc){.op = IR_OP_STATE_WRITE, .t_max = 4};
+	ds[n].u.copy.rows = (ir_dim){1, 0}, ds[n].u.copy.width = 4, ds[n].u.copy.src_stride = 4;
+	ds[n].u.copy.dst_stride = 4, ds[n].u.copy.at_pos = true, ds[n++].u.copy.every = 4;
 	ds[n] = (kv_desc){.op = IR_OP_CONCAT, .t_max = 4};
 	ds[n].u.concat.rows = (ir_dim){1, 0}, ds[n].u.concat.wa = (ir_dim){0, 3};
 	ds[n++].u.concat.wb = (ir_dim){0, 5};

@@ -1,6 +1,6 @@
 /* DeepSeek V4's attention ops in the reference (docs/ops.md "DeepSeek V4"):
- * rope's interleaved tail layout, inverse, offset and YaRN frequencies, on
- * cases worked out by hand and on random inputs (never zero) against a
+ * rope's interleaved tail layout, inverse, offset and YaRN frequencies, and
+ * state_write's every, on cases worked out by hand and on random inputs (never zero) against a
  * straightforward double-precision computation written here from the
  * contract.
  *
@@ -158,12 +158,34 @@ static void test_rope_random(void)
 	}
 }
 
+/* ---- state_write every ---------------------------------------------------------------- */
+
+/* m = 4, positions 2..8: 3 closes window 0, 7 window 1; rows 2 and 3 of
+ * the state stay as they were. */
+static void test_state_write_every(void)
+{
+	enum { T = 7, C = 4, ROW = 3 };
+	float v[T * ROW], st[C * ROW], before[C * ROW];
+	fill(v, T * ROW, 7);
+	fill(st, C * ROW, 8);
+	memcpy(before, st, sizeof st);
+	ref_error e;
+	expect_true("every runs", ref_state_write_every(v, st, T, C, ROW, 2, 4, &e));
+	expect_true("window 0 <- position 3 (row t = 1)", memcmp(st, v + 1 * ROW, ROW * 4) == 0);
+	expect_true("window 1 <- position 7 (row t = 5)", memcmp(st + ROW, v + 5 * ROW, ROW * 4) == 0);
+	expect_true("the other rows untouched", memcmp(st + 2 * ROW, before + 2 * ROW, 2 * ROW * 4) == 0);
+	expect_true("a window past the state is refused",
+		    !ref_state_write_every(v, st, T, C, ROW, 13, 4, &e) &&
+			    strstr(e.msg, "up to row 4, past the state's 4 rows"));
+}
+
 int main(void)
 {
 	test_yarn_tiny();
 	test_yarn_flash();
 	test_rope_hand();
 	test_rope_random();
+	test_state_write_every();
 	if (failures) {
 		printf("%d failure(s)\n", failures);
 		return 1;
