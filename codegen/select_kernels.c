@@ -458,6 +458,13 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	default:
 		break;
 	}
+	/* The ops with a reference implementation only: a clear refusal, not an
+	 * elementwise kernel that would misread them. */
+	if (halo_op_class_of(d->op) == HALO_OP_OTHER) {
+		snprintf(err, errlen, "no Vulkan kernel for op '%s' (its semantics are the reference's only so far: "
+			 "compile with --targets ref)", halo_op_name(d->op));
+		return false;
+	}
 	/* Elementwise: the node's own op is the head of the chain. */
 	if (!numel_affine(x, &k->u.elementwise.numel)) {
 		snprintf(err, errlen, "dispatch '%s': no Vulkan kernel for this op and shape", d->node);

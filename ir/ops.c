@@ -82,6 +82,11 @@ static const ir_attr_schema a_conv_dilated[] = {
 static const ir_attr_schema a_rows_at_pos[] = {DEF_INT("offset", 0, -1, 0)};
 static const ir_attr_schema a_qsa_select[] = {REQ_INT("block", 1, BIG), REQ_INT("top_blocks", 1, BIG),
 					      REQ_FLOAT("base"), REQ_INT("rot_dim", 2, BIG), REQ_FLOAT("eps")};
+static const ir_attr_schema a_compress_kv[] = {REQ_INT("ratio", 1, BIG), REQ_INT("overlap", 0, 1)};
+static const ir_attr_schema a_index_topk[] = {REQ_INT("k", 1, BIG), REQ_INT("ratio", 1, BIG), REQ_FLOAT("scale")};
+/* ratio: with entries only (their windows' length) */
+static const ir_attr_schema a_sink_attention[] = {REQ_FLOAT("scale"), REQ_INT("window", 1, BIG),
+						  OPT_INT("ratio", 1, BIG)};
 
 /* ---- shape rules ------------------------------------------------------------ */
 
@@ -809,6 +814,67 @@ static bool infer_attention_combine(infer_ctx *c)
 	return true;
 }
 
+/* compress_kv (c [N, w*D], z [N, w*D], bias [m, w*D]) -> [T, D], w = 1 + overlap. */
+static bool infer_compress_kv(infer_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, 2) || !need_float(c, i) || !need_const_dim(c, i, 0) || !need_const_dim(c, i, 1))
+			return false;
+	if (!need_same_shape(c, 0, 1) || !need_dim_eq(c, 0, 1, 2, 1, "row widths of c and bias"))
+		return false;
+	int64_t m = ir_node_attr_int(c->n, "ratio", 1), w = 1 + ir_node_attr_int(c->n, "overlap", 0);
+	int64_t width = in_shape(c, 0)->dim[1].c;
+	char d[192];
+	if (in_shape(c, 2)->dim[0].c != m)
+		return fail(c, "the bias has one row per slot of a window, ratio = %lld: %s", (long long)m,
+			    desc(c, 2, d, sizeof(d)));
+	if (width % w)
+		return fail(c, "with overlap a row holds two halves, its width must be even: %s", desc(c, 0, d, sizeof(d)));
+	c->os[0] = mk_shape(2, (ir_dim[]){{1, 0}, {0, width / w}});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* index_topk (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] i32. */
+static bool infer_index_topk(infer_ctx *c)
+{
+	static const int ranks[3] = {3, 2, 2};
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, ranks[i]) || !need_float(c, i))
+			return false;
+	if (!need_dim_eq(c, 0, 0, 1, 0, "token counts of q and w") ||
+	    !need_dim_eq(c, 0, 1, 1, 1, "head counts of q and w") ||
+	    !need_dim_eq(c, 0, 2, 2, 1, "head dims of q and keys") || !need_const_dim(c, 2, 0))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], ir_dim_const(ir_node_attr_int(c->n, "k", 1))});
+	c->ot[0] = HALO_I32;
+	return true;
+}
+
+/* sink_attention (q [T,h,D], kv [N,D], sinks [h]) with entries [E,D] and
+ * then ids [T,k] i32 optional -> [T,h,D]. */
+static bool infer_sink_attention(infer_ctx *c)
+{
+	static const int ranks[5] = {3, 2, 1, 2, 2};
+	int n = c->n->n_in;
+	for (int i = 0; i < n; i++)
+		if (!need_rank(c, i, ranks[i]) || (i < 4 && !need_float(c, i)))
+			return false;
+	if (!need_dim_eq(c, 0, 2, 1, 1, "head dims of q and kv") || !need_const_dim(c, 1, 0) ||
+	    !need_dim_eq(c, 0, 1, 2, 0, "head counts of q and sinks"))
+		return false;
+	if (n >= 4 && (!need_dim_eq(c, 0, 2, 3, 1, "head dims of q and entries") || !need_const_dim(c, 3, 0)))
+		return false;
+	if (n == 5 && (!need_i32(c, 4) || !need_dim_eq(c, 0, 0, 4, 0, "token counts of q and ids") ||
+		       !need_const_dim(c, 4, 1)))
+		return false;
+	if ((n >= 4) != (ir_node_attr(c->n, "ratio") != NULL))
+		return fail(c, n >= 4 ? "entries need ratio, the tokens per entry" : "ratio applies to entries only");
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 typedef struct {
@@ -875,6 +941,10 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_ATTENTION_PARTIAL] = {{IR_OP_ATTENTION_PARTIAL, 3, 3, 1, PURE, ATTRS(a_attention_partial)},
 				     infer_attention_partial},
 	[IR_OP_ATTENTION_COMBINE] = {{IR_OP_ATTENTION_COMBINE, 1, 1, 1, EPI, 0, NULL}, infer_attention_combine},
+	[IR_OP_COMPRESS_KV] = {{IR_OP_COMPRESS_KV, 3, 3, 1, PURE, ATTRS(a_compress_kv)}, infer_compress_kv},
+	[IR_OP_INDEX_TOPK] = {{IR_OP_INDEX_TOPK, 3, 3, 1, PURE, ATTRS(a_index_topk)}, infer_index_topk},
+	[IR_OP_SINK_ATTENTION] = {{IR_OP_SINK_ATTENTION, 3, 5, 1, PURE, ATTRS(a_sink_attention)},
+				  infer_sink_attention},
 };
 
 const ir_op_info *ir_op_get(ir_op op)
@@ -976,8 +1046,12 @@ bool ir_op_check_attr(ir_op op, const ir_attr *a, ir_loc loc, ir_error *err)
 static bool check_operands(const ir_func *f, const ir_node *n, const ir_op_info *info, ir_error *err)
 {
 	if (n->n_in < info->min_in || (info->max_in >= 0 && n->n_in > info->max_in)) {
-		ir_error_set(err, n->loc, "%s '%s': takes %d operand(s), got %d", ir_op_name(n->op),
-			     n->name ? n->name : "?", info->min_in, n->n_in);
+		if (info->max_in > info->min_in)
+			ir_error_set(err, n->loc, "%s '%s': takes %d to %d operands, got %d", ir_op_name(n->op),
+				     n->name ? n->name : "?", info->min_in, info->max_in, n->n_in);
+		else
+			ir_error_set(err, n->loc, "%s '%s': takes %d operand(s), got %d", ir_op_name(n->op),
+				     n->name ? n->name : "?", info->min_in, n->n_in);
 		return false;
 	}
 	if (!ir_op_result_count_ok(n->op, n->n_out)) {

@@ -241,6 +241,46 @@ static ref_rope_params rope_params(const exec_ctx *c)
 	};
 }
 
+/* sink_attention (q, kv, sinks[, entries[, ids]]). */
+static bool exec_sink_attention(exec_ctx *c, const float *q, float *y)
+{
+	const halo_dispatch *d = c->d;
+	bool entries = d->n_in >= 4, ids = d->n_in == 5;
+	ref_sink_params p = {.scale = A_F("scale", 1.0f), .window = A_I("window", 1), .ratio = A_I("ratio", 0),
+			     .N = c->dim[1][0], .E = entries ? c->dim[3][0] : 0, .k = ids ? c->dim[4][1] : 0};
+	ref_error e;
+	if (!ref_sink_attention(&p, q, c->p[1], c->p[2], entries ? c->p[3] : NULL, ids ? c->p[4] : NULL, y,
+				c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos, &e))
+		return ref_failed(c, &e);
+	return true;
+}
+
+/* DeepSeek V4's compressed sparse attention ops; false with *handled unset
+ * when op is not one of them. */
+static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	ref_error e;
+	*handled = true;
+	switch (d->op) {
+	case OP_COMPRESS_KV: /* (c [N, w*D], z, bias [m, w*D]) -> [T, D] */
+		if (!ref_compress_kv(x, c->p[1], c->p[2], c->p[o], c->dim[o][0], c->dim[0][0], c->dim[o][1],
+				     A_I("ratio", 1), A_I("overlap", 0) != 0, c->pos, &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_INDEX_TOPK: /* (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] */
+		ref_index_topk(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2], c->dim[2][0],
+			       c->dim[o][1], A_I("ratio", 1), A_F("scale", 1.0f), c->pos);
+		return true;
+	case OP_SINK_ATTENTION:
+		return exec_sink_attention(c, x, c->p[o]);
+	default:
+		*handled = false;
+		return false;
+	}
+}
+
 /* matmul: one result, a (gate, up) pair's, or a split's results, each
  * over the next rows of w (docs/ops.md). */
 static void exec_matmul(exec_ctx *c, const float *x)
@@ -350,6 +390,8 @@ static bool exec_main(exec_ctx *c, const float *x)
 		return true;
 	default: {
 		bool handled, ok = exec_qwen4_op(c, x, &handled);
+		if (!handled)
+			ok = exec_compressed_op(c, x, &handled);
 		return handled ? ok : fail(c, "op has no reference implementation in a dispatch", NULL);
 	}
 	}

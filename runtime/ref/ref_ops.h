@@ -280,4 +280,48 @@ bool ref_masked_attention(const float *q, const float *k, const float *v, const 
 			  int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
 			  ref_error *err);
 
+/* ---- DeepSeek V4: compressed sparse attention (runtime/ref/ref_compress.c) ---- */
+
+/* compress_kv: c, z [N, w*D] (w = 1 + overlap: per-token caches of the
+ * compressor's projections and raw gates, rows 0..pos+T-1 written), bias
+ * [m, w*D] -> y [T, D]. Row t, at position p = pos + t, is zero unless p
+ * closes a window of m tokens ((p+1) mod m = 0); then, for window
+ * wi = (p+1)/m - 1 starting at b = wi*m, channel d is the softmax over
+ * its slots of the gates z + bias weighting the c: rows b..b+m-1 at
+ * channel overlap*D + d, preceded with overlap and wi > 0 by rows
+ * b-m..b-1 at channel d (bias row r for the r-th row of either). Softmax
+ * in f32 (f64 denominator), weighted sum in f64. False when pos+T > N. */
+bool ref_compress_kv(const float *c, const float *z, const float *bias, float *y, int64_t T, int64_t N, int64_t D,
+		     int64_t m, bool overlap, int64_t pos, ref_error *err);
+
+/* index_topk: q [T,h,d], w [T,h], keys [E,d] -> ids [T,k]. At position
+ * p = pos + t the keys e < n = min((p+1)/m, E) are visible, scored
+ * sum_h w[t,h] * (relu(q[t,h] . keys[e]) * scale) (f32 terms, summed in f64
+ * in h order); ids are the best min(k, n) (descending, ties to the lower
+ * index), then -1. */
+void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *ids, int64_t T, int64_t h,
+		    int64_t d, int64_t E, int64_t k, int64_t m, float scale, int64_t pos);
+
+/* sink_attention's attributes and the extents of its optional operands. */
+typedef struct {
+	float scale;
+	int64_t window; /* Wn: query p sees cache rows max(0, p-Wn+1)..p */
+	int64_t ratio;	/* m: entry e is closed for p when e < (p+1)/m */
+	int64_t N;	/* cache rows */
+	int64_t E;	/* entry rows; 0: no entries */
+	int64_t k;	/* ids per query; 0: no ids (every closed entry) */
+} ref_sink_params;
+
+/* q [T,h,D], kv [N,D] (one head, K = V), sinks [h], entries [E,D] or NULL,
+ * ids [T,k] or NULL -> y [T,h,D]. Query t at p = pos + t attends its
+ * window's cache rows, then the entries e < (p+1)/m (no ids) or
+ * ids[t,i] >= 0 in ids order; s_j = (q . key_j) * scale, softmax over the
+ * s_j and sinks[h] (f32, max-subtracted, f64 denominator), y = sum_j
+ * softmax_j key_j in f64 (the sink has no value). False when pos+T > N,
+ * when closed entries lie past E, or for an id that is not a closed entry
+ * or is repeated in its row. */
+bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *kv, const float *sinks,
+			const float *entries, const int32_t *ids, float *y, int64_t T, int64_t h, int64_t D,
+			int64_t pos, ref_error *err);
+
 #endif

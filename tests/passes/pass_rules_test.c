@@ -29,7 +29,10 @@
  *  - fuse_state_store makes the KV-cache writes (at: pos, of the k rope's
  *    rows and the merged matmul's v rows) in place, not the GDN layers'
  *    whole-state writes, and nothing under no_fuse_state_store
- *    (plan_invariants_test checks where the plan puts those values). */
+ *    (plan_invariants_test checks where the plan puts those values); nor a
+ *    write with `every` (DeepSeek V4's compressed entries,
+ *    tests/models/dsv4_attention.yaml: its value's row t is not state row
+ *    pos + t), while the same model's KV-cache write is in place. */
 #include <stdio.h>
 #include <string.h>
 
@@ -492,6 +495,20 @@ static void state_store_rules(void)
 	ir_module_free(m);
 }
 
+static void every_write_stays_a_copy(void)
+{
+	bool off = false;
+	ir_module *m = run_one_pass("tests/models/dsv4_attention.yaml", "tests/models/dsv4_attention.config.json",
+				    "fuse_state_store", set_no_store, &off);
+	if (!m)
+		return;
+	const ir_node *kv = node_named(m, "kv_store"), *entry = node_named(m, "entry_store");
+	const ir_node *key = node_named(m, "key_store");
+	CHECK(kv && kv->in_place, "the rope's KV-cache write is not in place");
+	CHECK(entry && !entry->in_place && key && !key->in_place, "a write with every was made in place");
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -507,5 +524,6 @@ int main(void)
 	norm_rope_fusion();
 	merge_rules();
 	state_store_rules();
+	every_write_stays_a_copy();
 	return test_finish("pass_rules_test");
 }
