@@ -59,7 +59,7 @@ static const ir_attr_schema a_rope[] = {
 	OPT_INT("inverse", 0, 1),
 	OPT_INT("offset", -BIG, BIG),
 	OPT_FLOAT("yarn_factor"),
-	OPT_INT("yarn_orig_ctx", 1, BIG),
+	OPT_INT("yarn_orig_ctx", 0, BIG),
 	OPT_FLOAT("yarn_beta_fast"),
 	OPT_FLOAT("yarn_beta_slow")};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
@@ -530,19 +530,21 @@ static bool infer_swiglu(infer_ctx *c)
 	return need_float(c, 1) && need_same_shape(c, 0, 1) && infer_unary(c);
 }
 
-/* YaRN's attributes: all or none, with a factor > 0, a base > 1 (its
- * correction range divides by ln base) and positive betas. */
+/* YaRN: yarn_factor 0 (or absent) is none, whatever the other yarn_
+ * attributes say (a model file may pass a config's values through); a
+ * factor > 0 needs the original context, a base > 1 (the correction range
+ * divides by ln base) and positive betas. */
 static bool check_yarn(infer_ctx *c)
 {
 	double f = ir_node_attr_float(c->n, "yarn_factor", 0.0), base = ir_node_attr_float(c->n, "base", 0.0);
 	double fast = ir_node_attr_float(c->n, "yarn_beta_fast", 32.0);
 	double slow = ir_node_attr_float(c->n, "yarn_beta_slow", 1.0);
-	bool others = ir_node_attr(c->n, "yarn_orig_ctx") || ir_node_attr(c->n, "yarn_beta_fast") ||
-		      ir_node_attr(c->n, "yarn_beta_slow");
-	if (!ir_node_attr(c->n, "yarn_factor"))
-		return !others || fail(c, "yarn_orig_ctx, yarn_beta_fast and yarn_beta_slow apply with yarn_factor only");
-	if (!(f > 0.0) || !ir_node_attr(c->n, "yarn_orig_ctx"))
-		return fail(c, "yarn_factor %g must be positive, with yarn_orig_ctx", f);
+	int64_t ctx = ir_node_attr_int(c->n, "yarn_orig_ctx", 0);
+	if (f == 0.0)
+		return true;
+	if (!(f > 0.0) || ctx < 1)
+		return fail(c, "yarn_factor %g must be positive (0: no YaRN), with yarn_orig_ctx >= 1, got %lld", f,
+			    (long long)ctx);
 	if (!(base > 1.0) || !(fast > 0.0) || !(slow > 0.0))
 		return fail(c, "YaRN needs base > 1 and positive betas, got base %g, yarn_beta_fast %g, yarn_beta_slow %g",
 			    base, fast, slow);

@@ -148,8 +148,9 @@ static void attr_s(int nid, const char *name, const char *v)
 	ir_node_add_attr(m, f, nid, &a);
 }
 
-/* rope's DeepSeek V4 options: YaRN's attributes come all together, with a
- * base its correction range can divide by. */
+/* rope's DeepSeek V4 options: a YaRN factor of 0 is none, whatever the
+ * other yarn_ attributes say; a positive one needs the original context and
+ * a base its correction range can divide by; a negative one is refused. */
 static void test_rope_options(void)
 {
 	fresh();
@@ -166,16 +167,22 @@ static void test_rope_options(void)
 	attr_f(ok, "yarn_factor", 4);
 	attr_i(ok, "yarn_orig_ctx", 64);
 	CHECK(infer(ok, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "deepseek rope: %s", err.msg);
-	int lone = node(IR_OP_ROPE, "lone", 1, (int[]){q}, 1);
-	attr_f(lone, "base", 160000);
-	attr_i(lone, "yarn_orig_ctx", 64);
-	CHECK(!infer(lone, s, t, &err) && strstr(err.msg, "apply with yarn_factor only"), "yarn_orig_ctx alone: %s",
-	      err.msg);
+	int none = node(IR_OP_ROPE, "none", 1, (int[]){q}, 1);
+	attr_f(none, "base", 1);
+	attr_f(none, "yarn_factor", 0);
+	attr_i(none, "yarn_orig_ctx", 0);
+	CHECK(infer(none, s, t, &err), "yarn_factor 0 is no YaRN: %s", err.msg);
 	int no_ctx = node(IR_OP_ROPE, "no_ctx", 1, (int[]){q}, 1);
 	attr_f(no_ctx, "base", 160000);
 	attr_f(no_ctx, "yarn_factor", 4);
-	CHECK(!infer(no_ctx, s, t, &err) && strstr(err.msg, "yarn_factor 4 must be positive, with yarn_orig_ctx"),
+	CHECK(!infer(no_ctx, s, t, &err) && strstr(err.msg, "with yarn_orig_ctx >= 1, got 0"),
 	      "yarn without its context: %s", err.msg);
+	int negative = node(IR_OP_ROPE, "negative", 1, (int[]){q}, 1);
+	attr_f(negative, "base", 160000);
+	attr_f(negative, "yarn_factor", -2);
+	attr_i(negative, "yarn_orig_ctx", 64);
+	CHECK(!infer(negative, s, t, &err) && strstr(err.msg, "yarn_factor -2 must be positive (0: no YaRN)"),
+	      "a negative factor: %s", err.msg);
 	int base1 = node(IR_OP_ROPE, "base1", 1, (int[]){q}, 1);
 	attr_f(base1, "base", 1);
 	attr_f(base1, "yarn_factor", 4);
