@@ -802,21 +802,51 @@ static bool build_rms_norm(kv_build *b)
 	return true;
 }
 
-/* theta_i = base^(-2i/rot) in f64, rounded once to f32, as a constant table. */
-static void rope_table(kv_build *b, int64_t rot, float base)
+/* theta_i as a constant table: the reference's f32 frequencies where its
+ * angles are f32 (ref_rope_f32_angles: the same bits), else base^(-2i/rot)
+ * in f64, rounded once to f32. */
+static void rope_table(kv_build *b, const ref_rope_params *p)
 {
+	int64_t rot = p->rot_dim;
 	float *th = malloc((size_t)(rot / 2) * sizeof(*th) + 1);
 	if (!th)
 		abort();
 	for (int64_t i = 0; i < rot / 2; i++)
-		th[i] = (float)pow((double)base, -2.0 * (double)i / (double)rot);
+		th[i] = ref_rope_f32_angles(p) ? ref_rope_inv_freq(p, i)
+					       : (float)pow((double)p->base, -2.0 * (double)i / (double)rot);
 	def_float_array(b, "THETA", th, rot / 2);
+}
+
+/* rope's attributes past rot_dim and base, each a define and a part of the
+ * key only where it differs from its default: the plain rope's kernels stay
+ * byte for byte what they were. YaRN changes the table alone. */
+static bool rope_options(kv_build *b, const ref_rope_params *p)
+{
+	if (p->offset < INT32_MIN / 2 || p->offset > INT32_MAX / 2)
+		return fail(b, "position offset %" PRId64 " does not fit the kernel's int positions", p->offset);
+	if (p->layout == REF_ROPE_INTERLEAVED_TAIL) {
+		def_int(b, "ROPE_TAIL", 1);
+		sb_printf(&b->sig, " tail");
+	}
+	if (p->inverse) {
+		def_int(b, "ROPE_INVERSE", 1);
+		sb_printf(&b->sig, " inverse");
+	}
+	if (p->offset) {
+		def_int(b, "ROPE_OFFSET", p->offset);
+		sb_printf(&b->sig, " offset=%" PRId64, p->offset);
+	}
+	if (p->yarn_factor > 0.0f)
+		sb_printf(&b->sig, " yarn=%.9g,%" PRId64 ",%.9g,%.9g", (double)p->yarn_factor, p->yarn_orig_ctx,
+			  (double)p->yarn_beta_fast, (double)p->yarn_beta_slow);
+	return true;
 }
 
 static bool build_rope(kv_build *b)
 {
-	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D, rot = b->d->u.rope.rot_dim;
-	float base = b->d->u.rope.base;
+	const ref_rope_params *rp = &b->d->u.rope.p;
+	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D, rot = rp->rot_dim;
+	float base = rp->base;
 	bool pro = b->d->pro.on;
 	uint32_t ls;
 	/* with the prologue, rms_norm.comp's lanes for a row of D: its sums */
@@ -829,15 +859,20 @@ static bool build_rope(kv_build *b)
 		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
 	if (!(base > 0.0f) || !isfinite(base))
 		return fail(b, "base %g must be positive and finite", (double)base);
+	if (rp->yarn_factor > 0.0f && (!(base > 1.0f) || rp->yarn_orig_ctx < 1))
+		return fail(b, "YaRN needs base > 1 (got %g) and an original context (got %" PRId64 ")", (double)base,
+			    rp->yarn_orig_ctx);
 	b->p->template = "rope";
 	sb_printf(&b->sig, "rope H=%" PRId64 " D=%" PRId64 " rot=%" PRId64 " base=%.9g", HH, D, rot,
 		  (double)base);
+	if (!rope_options(b, rp))
+		return false;
 	def_uint(b, "HH", HH);
 	def_uint(b, "D", D);
 	def_uint(b, "ROT", rot);
 	def_uint(b, "HALF", rot / 2);
 	def_int(b, "USE_TREE", pro ? 1 : 0);
-	rope_table(b, rot, base);
+	rope_table(b, rp);
 	per_token_grid(b, ls, pro ? HH : HH * D, pro ? 1 : ls);
 	return true;
 }
@@ -1031,6 +1066,10 @@ static bool build_copy(kv_build *b)
 	if (d->u.copy.from_pos && (!check_index(b, "source rows", d->u.copy.src_rows) ||
 				   !check_index(b, "last source index", d->u.copy.src_rows * d->u.copy.src_stride)))
 		return false;
+	if (d->u.copy.every && !d->u.copy.at_pos)
+		return fail(b, "every %" PRId64 " writes rows at the position only", d->u.copy.every);
+	if (d->u.copy.every && !check_index(b, "every", d->u.copy.every))
+		return false;
 	b->p->template = "copy_rows";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
@@ -1038,6 +1077,10 @@ static bool build_copy(kv_build *b)
 		  d->u.copy.dst_stride, d->u.copy.at_pos ? " at=pos" : "");
 	if (d->u.copy.from_pos)
 		sb_printf(&b->sig, " from=pos%+" PRId64 " of %" PRId64, d->u.copy.pos_offset, d->u.copy.src_rows);
+	if (d->u.copy.every) { /* a define only then: the other copies stay byte for byte what they were */
+		sb_printf(&b->sig, " every=%" PRId64, d->u.copy.every);
+		def_uint(b, "EVERY", d->u.copy.every);
+	}
 	def_uint(b, "W", W);
 	def_uint(b, "REP", rep);
 	def_uint(b, "SRC_OFF", d->u.copy.src_offset);
@@ -1544,7 +1587,7 @@ static bool build_qsa_select(kv_build *b)
 	def_uint(b, "NB_MAX", nb_max + 1);
 	def_float(b, "EPS", d->u.qsa.eps);
 	def_int(b, "USE_TREE", 0);
-	rope_table(b, rot, d->u.qsa.base);
+	rope_table(b, &(ref_rope_params){.rot_dim = rot, .base = d->u.qsa.base});
 	per_token_grid(b, ls, 1, 1);
 	return true;
 }

@@ -27,6 +27,7 @@
 #include "ir/ir.h"
 #include "kernels/dtype.h"
 #include "kernels/device_features.h"
+#include "runtime/ref/ref_ops.h"
 
 #define KV_MAX_EPILOGUE 4
 /* The most results of a split matmul (passes/merge_matmuls.c). */
@@ -120,7 +121,9 @@ typedef struct {
 		} matmul;
 		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
 		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;
-		struct { int64_t heads, D, rot_dim; float base; } rope;  /* (x) -> y */
+		/* (x[T,heads,D]) -> y: p holds rot_dim, base and the rest of the
+		 * op's attributes (docs/ops.md) */
+		struct { int64_t heads, D; ref_rope_params p; } rope;
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
 		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;
 		 * ATTENTION_COMBINE (part) -> y: hq, dv and blocks only */
@@ -131,12 +134,14 @@ typedef struct {
 		struct { int64_t N; } argmax;                       /* (x) -> ids */
 		/* SLICE, REPEAT_HEADS, STATE_WRITE, ROWS_AT_POS: (src) -> dst,
 		 * copy_rows.comp. from_pos: source rows start at pos + pos_offset
-		 * and rows outside [0, src_rows) read as zeros. */
+		 * and rows outside [0, src_rows) read as zeros. every (> 0, with
+		 * at_pos): row r goes to row (pos + r + 1) / every - 1 when it
+		 * closes a window of that many, else nowhere (state_write's every). */
 		struct {
 			ir_dim rows;
 			int64_t width, src_stride, src_offset, dst_stride, dst_offset, rep;
 			bool at_pos, from_pos;
-			int64_t src_rows, pos_offset;
+			int64_t src_rows, pos_offset, every;
 		} copy;
 		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
 		/* L2_NORM (x) -> y, GATED_RMS_NORM (x, z, w) -> y: rows_per_t rows of

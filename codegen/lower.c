@@ -56,7 +56,8 @@ static bool state_ref(const ir_module *m, const plan_entry *pe, int state, halo_
 	return false;
 }
 
-static bool lower_attrs(const ir_node *n, const ir_attr *attr, int n_attr, halo_attr *out, int *n_out,
+/* At most cap attributes into out. */
+static bool lower_attrs(const ir_node *n, const ir_attr *attr, int n_attr, halo_attr *out, int cap, int *n_out,
 			ir_error *err)
 {
 	*n_out = 0;
@@ -64,7 +65,7 @@ static bool lower_attrs(const ir_node *n, const ir_attr *attr, int n_attr, halo_
 		const ir_attr *a = &attr[i];
 		if (a->kind == IR_ATTR_INTS)
 			continue; /* view shapes, resolved by the plan; a matmul's split, which its results' shapes carry */
-		if (*n_out >= HALO_MAX_ATTRS || strlen(a->name) >= sizeof(out->name))
+		if (*n_out >= cap || strlen(a->name) >= sizeof(out->name))
 			return lower_fail(err, n, "too many or too long attributes for a dispatch");
 		halo_attr *h = &out[(*n_out)++];
 		memset(h, 0, sizeof(*h));
@@ -115,7 +116,7 @@ static bool lower_fused(const ir_module *m, const ir_func *f, const plan_entry *
 				return false;
 			d->n_extra++;
 		}
-		if (!lower_attrs(n, fu->attr, fu->n_attr, h->attr, &h->n_attr, err))
+		if (!lower_attrs(n, fu->attr, fu->n_attr, h->attr, HALO_MAX_FUSED_ATTRS, &h->n_attr, err))
 			return false;
 	}
 	return true;
@@ -147,7 +148,7 @@ static bool lower_dispatch(const ir_module *m, const ir_func *f, const plan_entr
 			if (!add_operand(d, n, value_ref(m, f, pe, wl, n->out[i]), err))
 				return false;
 	}
-	return lower_attrs(n, n->attr, n->n_attr, d->attr, &d->n_attr, err);
+	return lower_attrs(n, n->attr, n->n_attr, d->attr, HALO_MAX_ATTRS, &d->n_attr, err);
 }
 
 bool cg_lower_entry(const ir_module *m, const plan_entry *pe, const cg_weight_layout *wl, halo_entry *out,

@@ -153,6 +153,7 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 		int64_t width = at ? all.coef_T : all.c;
 		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1,
 			 at && at->is_str && !strcmp(at->s, "pos"));
+		k->u.copy.every = DI("every", 0);
 		return true;
 	}
 	if (d->op == IR_OP_ROWS_AT_POS) {
@@ -319,12 +320,25 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rms_norm.offset = (int)DI("offset", 0);
 		k->u.rms_norm.unweighted = d->n_in == 1;
 		return true;
-	case IR_OP_ROPE:
+	case IR_OP_ROPE: {
+		const halo_attr *layout = halo_attr_find(d->attr, d->n_attr, "layout");
 		k->u.rope.heads = cdim(x, 1);
 		k->u.rope.D = cdim(x, 2);
-		k->u.rope.rot_dim = DI("rot_dim", cdim(x, 2));
-		k->u.rope.base = (float)DA("base", 10000.0);
+		k->u.rope.p = (ref_rope_params){
+			.rot_dim = DI("rot_dim", cdim(x, 2)),
+			.base = (float)DA("base", 10000.0),
+			.layout = layout && layout->is_str && strcmp(layout->s, "interleaved_tail") == 0
+					  ? REF_ROPE_INTERLEAVED_TAIL
+					  : REF_ROPE_NEOX,
+			.inverse = DI("inverse", 0) != 0,
+			.offset = DI("offset", 0),
+			.yarn_factor = (float)DA("yarn_factor", 0.0),
+			.yarn_orig_ctx = DI("yarn_orig_ctx", 0),
+			.yarn_beta_fast = (float)DA("yarn_beta_fast", 32.0),
+			.yarn_beta_slow = (float)DA("yarn_beta_slow", 1.0),
+		};
 		return true;
+	}
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 	case IR_OP_ATTENTION_PARTIAL:
@@ -465,6 +479,13 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	}
 	default:
 		break;
+	}
+	/* The ops with a reference implementation only: a clear refusal, not an
+	 * elementwise kernel that would misread them. */
+	if (halo_op_class_of(d->op) == HALO_OP_OTHER) {
+		snprintf(err, errlen, "no Vulkan kernel for op '%s' (its semantics are the reference's only so far: "
+			 "compile with --targets ref)", halo_op_name(d->op));
+		return false;
 	}
 	/* Elementwise: the node's own op is the head of the chain. */
 	if (!numel_affine(x, &k->u.elementwise.numel)) {

@@ -14,6 +14,7 @@
 #define OPT_INT(n, lo, hi) {.name = n, .kind = IR_ATTR_INT, .presence = IR_ATTR_OPTIONAL, .min_i = lo, .max_i = hi}
 #define REQ_FLOAT(n) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_REQUIRED}
 #define DEF_FLOAT(n, d) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_DEFAULT, .dflt_f = d}
+#define OPT_FLOAT(n) {.name = n, .kind = IR_ATTR_FLOAT, .presence = IR_ATTR_OPTIONAL}
 
 #define BIG INT64_MAX
 
@@ -28,8 +29,10 @@ static const char *const pair_choices[] = {"swiglu", NULL};
 static const ir_attr_schema a_call[] = {OPT_INT("layer", 0, BIG),
 					 {.name = "hf_prefix", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL},
 					 {.name = "as", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL}};
+/* every: with at: pos, one row per closed window of that many tokens */
 static const ir_attr_schema a_state_write[] = {
-	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices}};
+	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices},
+	OPT_INT("every", 1, BIG)};
 static const ir_attr_schema a_reshape[] = {
 	{.name = "shape", .kind = IR_ATTR_SHAPE, .presence = IR_ATTR_REQUIRED}};
 static const ir_attr_schema a_slice[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1), REQ_INT("start", 0, BIG),
@@ -47,7 +50,20 @@ static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0,
 static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
 static const ir_attr_schema a_scale[] = {REQ_FLOAT("value")};
-static const ir_attr_schema a_rope[] = {REQ_FLOAT("base"), OPT_INT("rot_dim", 2, BIG)};
+static const char *const rope_layouts[] = {"neox", "interleaved_tail", NULL};
+/* Past base and rot_dim every attribute is optional, its absence its
+ * default (docs/ops.md): a default the reader filled in would be lowered
+ * into every existing rope dispatch and change existing bundles. */
+static const ir_attr_schema a_rope[] = {
+	REQ_FLOAT("base"),
+	OPT_INT("rot_dim", 2, BIG),
+	{.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = rope_layouts},
+	OPT_INT("inverse", 0, 1),
+	OPT_INT("offset", -BIG, BIG),
+	OPT_FLOAT("yarn_factor"),
+	OPT_INT("yarn_orig_ctx", 0, BIG),
+	OPT_FLOAT("yarn_beta_fast"),
+	OPT_FLOAT("yarn_beta_slow")};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
 static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG)};
 static const ir_attr_schema a_conv[] = {
@@ -83,6 +99,11 @@ static const ir_attr_schema a_rows_at_pos[] = {DEF_INT("offset", 0, -1, 0)};
 static const ir_attr_schema a_embed[] = {OPT_INT("zero_pos0", 0, 1)};
 static const ir_attr_schema a_qsa_select[] = {REQ_INT("block", 1, BIG), REQ_INT("top_blocks", 1, BIG),
 					      REQ_FLOAT("base"), REQ_INT("rot_dim", 2, BIG), REQ_FLOAT("eps")};
+static const ir_attr_schema a_compress_kv[] = {REQ_INT("ratio", 1, BIG), REQ_INT("overlap", 0, 1)};
+static const ir_attr_schema a_index_topk[] = {REQ_INT("k", 1, BIG), REQ_INT("ratio", 1, BIG), REQ_FLOAT("scale")};
+/* ratio: with entries only (their windows' length) */
+static const ir_attr_schema a_sink_attention[] = {REQ_FLOAT("scale"), REQ_INT("window", 1, BIG),
+						  OPT_INT("ratio", 1, BIG)};
 
 /* ---- shape rules ------------------------------------------------------------ */
 
@@ -249,6 +270,9 @@ static bool infer_state_write(infer_ctx *c)
 	if (!ok)
 		return fail(c, "rows must match the state's trailing dims: %s, state is %s",
 			    desc(c, 0, vb, sizeof(vb)), ir_shape_str(s, sb, sizeof(sb)));
+	/* the state's rows per window of a token axis are the model's business */
+	if (ir_node_attr(c->n, "every") && strcmp(ir_node_attr_str(c->n, "at", ""), "pos") != 0)
+		return fail(c, "every needs at: pos (it writes the windows the step's positions close)");
 	return true;
 }
 
@@ -549,6 +573,27 @@ static bool infer_swiglu(infer_ctx *c)
 	return need_float(c, 1) && need_same_shape(c, 0, 1) && infer_unary(c);
 }
 
+/* YaRN: yarn_factor 0 (or absent) is none, whatever the other yarn_
+ * attributes say (a model file may pass a config's values through); a
+ * factor > 0 needs the original context, a base > 1 (the correction range
+ * divides by ln base) and positive betas. */
+static bool check_yarn(infer_ctx *c)
+{
+	double f = ir_node_attr_float(c->n, "yarn_factor", 0.0), base = ir_node_attr_float(c->n, "base", 0.0);
+	double fast = ir_node_attr_float(c->n, "yarn_beta_fast", 32.0);
+	double slow = ir_node_attr_float(c->n, "yarn_beta_slow", 1.0);
+	int64_t ctx = ir_node_attr_int(c->n, "yarn_orig_ctx", 0);
+	if (f == 0.0)
+		return true;
+	if (!(f > 0.0) || ctx < 1)
+		return fail(c, "yarn_factor %g must be positive (0: no YaRN), with yarn_orig_ctx >= 1, got %lld", f,
+			    (long long)ctx);
+	if (!(base > 1.0) || !(fast > 0.0) || !(slow > 0.0))
+		return fail(c, "YaRN needs base > 1 and positive betas, got base %g, yarn_beta_fast %g, yarn_beta_slow %g",
+			    base, fast, slow);
+	return true;
+}
+
 static bool infer_rope(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 3) || !need_const_dim(c, 0, 2) || !infer_unary(c))
@@ -559,7 +604,7 @@ static bool infer_rope(infer_ctx *c)
 	if (rot < 2 || rot > d || rot % 2)
 		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
 			    desc(c, 0, buf, sizeof(buf)));
-	return true;
+	return check_yarn(c);
 }
 
 static bool heads_divide(infer_ctx *c, int qi, int qaxis, int ki, int kaxis)
@@ -908,6 +953,27 @@ static bool infer_hc_collapse(infer_ctx *c)
 	return true;
 }
 
+/* compress_kv (c [N, w*D], z [N, w*D], bias [m, w*D]) -> [T, D], w = 1 + overlap. */
+static bool infer_compress_kv(infer_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, 2) || !need_float(c, i) || !need_const_dim(c, i, 0) || !need_const_dim(c, i, 1))
+			return false;
+	if (!need_same_shape(c, 0, 1) || !need_dim_eq(c, 0, 1, 2, 1, "row widths of c and bias"))
+		return false;
+	int64_t m = ir_node_attr_int(c->n, "ratio", 1), w = 1 + ir_node_attr_int(c->n, "overlap", 0);
+	int64_t width = in_shape(c, 0)->dim[1].c;
+	char d[192];
+	if (in_shape(c, 2)->dim[0].c != m)
+		return fail(c, "the bias has one row per slot of a window, ratio = %lld: %s", (long long)m,
+			    desc(c, 2, d, sizeof(d)));
+	if (width % w)
+		return fail(c, "with overlap a row holds two halves, its width must be even: %s", desc(c, 0, d, sizeof(d)));
+	c->os[0] = mk_shape(2, (ir_dim[]){{1, 0}, {0, width / w}});
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 /* hc_expand (x [T,n,H], y [T,H], post [T,n], comb [T,n,n]) -> [T,n,H]. */
 static bool infer_hc_expand(infer_ctx *c)
 {
@@ -918,6 +984,46 @@ static bool infer_hc_expand(infer_ctx *c)
 	    !need_dim_eq(c, 0, 1, 3, 1, "stream counts of x and comb's rows") ||
 	    !need_dim_eq(c, 0, 1, 3, 2, "stream counts of x and comb's columns"))
 		return false;
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
+/* index_topk (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] i32. */
+static bool infer_index_topk(infer_ctx *c)
+{
+	static const int ranks[3] = {3, 2, 2};
+	for (int i = 0; i < 3; i++)
+		if (!need_rank(c, i, ranks[i]) || !need_float(c, i))
+			return false;
+	if (!need_dim_eq(c, 0, 0, 1, 0, "token counts of q and w") ||
+	    !need_dim_eq(c, 0, 1, 1, 1, "head counts of q and w") ||
+	    !need_dim_eq(c, 0, 2, 2, 1, "head dims of q and keys") || !need_const_dim(c, 2, 0))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], ir_dim_const(ir_node_attr_int(c->n, "k", 1))});
+	c->ot[0] = HALO_I32;
+	return true;
+}
+
+/* sink_attention (q [T,h,D], kv [N,D], sinks [h]) with entries [E,D] and
+ * then ids [T,k] i32 optional -> [T,h,D]. */
+static bool infer_sink_attention(infer_ctx *c)
+{
+	static const int ranks[5] = {3, 2, 1, 2, 2};
+	int n = c->n->n_in;
+	for (int i = 0; i < n; i++)
+		if (!need_rank(c, i, ranks[i]) || (i < 4 && !need_float(c, i)))
+			return false;
+	if (!need_dim_eq(c, 0, 2, 1, 1, "head dims of q and kv") || !need_const_dim(c, 1, 0) ||
+	    !need_dim_eq(c, 0, 1, 2, 0, "head counts of q and sinks"))
+		return false;
+	if (n >= 4 && (!need_dim_eq(c, 0, 2, 3, 1, "head dims of q and entries") || !need_const_dim(c, 3, 0)))
+		return false;
+	if (n == 5 && (!need_i32(c, 4) || !need_dim_eq(c, 0, 0, 4, 0, "token counts of q and ids") ||
+		       !need_const_dim(c, 4, 1)))
+		return false;
+	if ((n >= 4) != (ir_node_attr(c->n, "ratio") != NULL))
+		return fail(c, n >= 4 ? "entries need ratio, the tokens per entry" : "ratio applies to entries only");
 	c->os[0] = *in_shape(c, 0);
 	c->ot[0] = in_dtype(c, 0);
 	return true;
@@ -994,6 +1100,10 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},
 	[IR_OP_MOE_ROUTE_HASH] = {{IR_OP_MOE_ROUTE_HASH, 3, 3, 2, PURE, ATTRS(a_moe_route_hash)},
 				  infer_moe_route_hash},
+	[IR_OP_COMPRESS_KV] = {{IR_OP_COMPRESS_KV, 3, 3, 1, PURE, ATTRS(a_compress_kv)}, infer_compress_kv},
+	[IR_OP_INDEX_TOPK] = {{IR_OP_INDEX_TOPK, 3, 3, 1, PURE, ATTRS(a_index_topk)}, infer_index_topk},
+	[IR_OP_SINK_ATTENTION] = {{IR_OP_SINK_ATTENTION, 3, 5, 1, PURE, ATTRS(a_sink_attention)},
+				  infer_sink_attention},
 };
 
 const ir_op_info *ir_op_get(ir_op op)
@@ -1095,8 +1205,12 @@ bool ir_op_check_attr(ir_op op, const ir_attr *a, ir_loc loc, ir_error *err)
 static bool check_operands(const ir_func *f, const ir_node *n, const ir_op_info *info, ir_error *err)
 {
 	if (n->n_in < info->min_in || (info->max_in >= 0 && n->n_in > info->max_in)) {
-		ir_error_set(err, n->loc, "%s '%s': takes %d operand(s), got %d", ir_op_name(n->op),
-			     n->name ? n->name : "?", info->min_in, n->n_in);
+		if (info->max_in > info->min_in)
+			ir_error_set(err, n->loc, "%s '%s': takes %d to %d operands, got %d", ir_op_name(n->op),
+				     n->name ? n->name : "?", info->min_in, info->max_in, n->n_in);
+		else
+			ir_error_set(err, n->loc, "%s '%s': takes %d operand(s), got %d", ir_op_name(n->op),
+				     n->name ? n->name : "?", info->min_in, n->n_in);
 		return false;
 	}
 	if (!ir_op_result_count_ok(n->op, n->n_out)) {

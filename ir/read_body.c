@@ -250,6 +250,9 @@ static bool check_operand_count(body_ctx *bc, const yaml_node_t *at, ir_op op, i
 	const ir_op_info *info = ir_op_get(op);
 	if (n_in >= info->min_in && (info->max_in < 0 || n_in <= info->max_in))
 		return true;
+	if (info->max_in > info->min_in)
+		return rd_fail(bc->rd, at, "op %s takes %d to %d operands, got %d", ir_op_name(op), info->min_in,
+			       info->max_in, n_in);
 	return rd_fail(bc->rd, at, "op %s takes %d operand(s), got %d", ir_op_name(op), info->min_in, n_in);
 }
 

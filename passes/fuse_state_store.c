@@ -11,7 +11,9 @@
  *
  * Conditions, each needed for the write to keep its meaning:
  *   - the write is `at: pos` into a module state (positional rows of the
- *     step's T tokens), and its value's rows are the step's T tokens;
+ *     step's T tokens), and its value's rows are the step's T tokens; not
+ *     with `every` (one row per closed window: the producer's row t does
+ *     not land at row pos + t);
  *   - the value, and every reshape between it and the write, has exactly
  *     one reader and is no graph output: nobody else reads the rows that
  *     now live in the state;
@@ -72,7 +74,7 @@ static bool can_store(const ir_func *f, const func_uses *u, int w)
 	const ir_node *n = &f->nodes[w];
 	const ir_attr *at = ir_node_attr(n, "at");
 	if (n->dead || n->op != IR_OP_STATE_WRITE || n->ref_local || n->in_place || !at ||
-	    at->kind != IR_ATTR_STR || strcmp(at->s, "pos") != 0)
+	    at->kind != IR_ATTR_STR || strcmp(at->s, "pos") != 0 || ir_node_attr(n, "every"))
 		return false;
 	int v = produced_value(f, u, n->in[0]);
 	if (v < 0 || !token_rows(&f->values[v].shape) || !token_rows(&f->values[n->in[0]].shape))

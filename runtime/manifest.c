@@ -116,7 +116,8 @@ static bool parse_affine(mctx *c, json_object *v, const char *path, halo_affine 
 	return true;
 }
 
-static bool parse_attrs(mctx *c, json_object *o, const char *path, halo_attr *attr, int *n_attr)
+/* At most cap attributes into attr. */
+static bool parse_attrs(mctx *c, json_object *o, const char *path, halo_attr *attr, int cap, int *n_attr)
 {
 	json_object *a = get(c, o, path, "attrs", json_type_object);
 	if (!a)
@@ -124,8 +125,8 @@ static bool parse_attrs(mctx *c, json_object *o, const char *path, halo_attr *at
 	*n_attr = 0;
 	json_object_object_foreach(a, key, val)
 	{
-		if (*n_attr >= HALO_MAX_ATTRS)
-			return fail(c, path, "more than %d attrs", HALO_MAX_ATTRS);
+		if (*n_attr >= cap)
+			return fail(c, path, "more than %d attrs", cap);
 		halo_attr *x = &attr[(*n_attr)++];
 		memset(x, 0, sizeof(*x));
 		if (strlen(key) >= sizeof(x->name))
@@ -359,7 +360,7 @@ static bool parse_fused(mctx *c, json_object *o, const char *path, int n_operand
 			return fail(c, path, "fused operand index out of range");
 		f->operand[i] = (int)idx;
 	}
-	return parse_attrs(c, o, path, f->attr, &f->n_attr);
+	return parse_attrs(c, o, path, f->attr, HALO_MAX_FUSED_ATTRS, &f->n_attr);
 }
 
 /* The dispatch's choice: -1 in a bundle without GPU kernels, else an
@@ -425,7 +426,7 @@ static bool parse_dispatch(mctx *c, json_object *o, const char *path, const halo
 	if (!b)
 		return false;
 	d->barrier = json_object_get_boolean(b);
-	return parse_attrs(c, o, path, d->attr, &d->n_attr) && parse_dispatch_choice(c, o, path, m, d);
+	return parse_attrs(c, o, path, d->attr, HALO_MAX_ATTRS, &d->n_attr) && parse_dispatch_choice(c, o, path, m, d);
 }
 
 static bool parse_io(mctx *c, json_object *o, const char *path, const char *key, halo_io *io)

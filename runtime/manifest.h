@@ -18,7 +18,10 @@
 #define HALO_MAX_RANK 4
 #define HALO_MAX_OPERANDS 16
 #define HALO_MAX_FUSED 8
-#define HALO_MAX_ATTRS 8
+/* A dispatch's attributes (rope has up to 9) and a fused op's (a norm's or
+ * an elementwise op's few). */
+#define HALO_MAX_ATTRS 12
+#define HALO_MAX_FUSED_ATTRS 8
 
 /* coef_T * T + c: dims and sizes that depend on the step's token count. */
 typedef struct {
@@ -50,7 +53,7 @@ typedef struct {
 	bool is_float;
 	int64_t i;
 	double f;
-	char s[16];
+	char s[24]; /* the longest choice: rope's "interleaved_tail" */
 	bool is_str;
 } halo_attr;
 
@@ -61,7 +64,7 @@ typedef struct {
 	int op;          /* kernels/ops.def id */
 	bool prologue;   /* else epilogue */
 	int n_attr;
-	halo_attr attr[HALO_MAX_ATTRS];
+	halo_attr attr[HALO_MAX_FUSED_ATTRS];
 	int n_operand;   /* indices into the dispatch's operands */
 	int operand[2];
 	int side;        /* binary epilogue: which side the running value takes */

@@ -135,13 +135,13 @@ static bool exec_state_write(exec_ctx *c, const float *v)
 	const halo_dispatch *d = c->d;
 	int out = d->n_in + d->n_extra;
 	const halo_attr *at = halo_attr_find(d->attr, d->n_attr, "at");
-	if (at) { /* rows [pos, pos + T) or, at start, [0, T) */
-		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1);
+	if (at) { /* rows [pos, pos + T) or, at start, [0, T); with every, one row per closed window */
+		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1), every = A_I("every", 0);
+		int64_t pos = attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0;
 		ref_error e;
-		if (!ref_state_write_at(v, c->p[out], c->T, C, row, attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0,
-					&e))
-			return ref_failed(c, &e);
-		return true;
+		bool ok = every ? ref_state_write_every(v, c->p[out], c->T, C, row, pos, every, &e)
+				: ref_state_write_at(v, c->p[out], c->T, C, row, pos, &e);
+		return ok || ref_failed(c, &e);
 	}
 	memmove(c->p[out], v, (size_t)numel(c, out) * sizeof(float));
 	return true;
@@ -218,6 +218,64 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 					  c->dim[0][2], c->dim[2][2], c->dim[1][0], c->pos, A_F("scale", 1.0f), &e))
 			return ref_failed(c, &e);
 		return true;
+	default:
+		*handled = false;
+		return false;
+	}
+}
+
+/* rope's attributes (docs/ops.md); absent ones take their defaults. */
+static ref_rope_params rope_params(const exec_ctx *c)
+{
+	const halo_dispatch *d = c->d;
+	return (ref_rope_params){
+		.rot_dim = A_I("rot_dim", c->dim[0][2]),
+		.base = A_F("base", 10000.0f),
+		.layout = attr_is(d->attr, d->n_attr, "layout", "interleaved_tail") ? REF_ROPE_INTERLEAVED_TAIL
+										     : REF_ROPE_NEOX,
+		.inverse = A_I("inverse", 0) != 0,
+		.offset = A_I("offset", 0),
+		.yarn_factor = A_F("yarn_factor", 0.0f),
+		.yarn_orig_ctx = A_I("yarn_orig_ctx", 0),
+		.yarn_beta_fast = A_F("yarn_beta_fast", 32.0f),
+		.yarn_beta_slow = A_F("yarn_beta_slow", 1.0f),
+	};
+}
+
+/* sink_attention (q, kv, sinks[, entries[, ids]]). */
+static bool exec_sink_attention(exec_ctx *c, const float *q, float *y)
+{
+	const halo_dispatch *d = c->d;
+	bool entries = d->n_in >= 4, ids = d->n_in == 5;
+	ref_sink_params p = {.scale = A_F("scale", 1.0f), .window = A_I("window", 1), .ratio = A_I("ratio", 0),
+			     .N = c->dim[1][0], .E = entries ? c->dim[3][0] : 0, .k = ids ? c->dim[4][1] : 0};
+	ref_error e;
+	if (!ref_sink_attention(&p, q, c->p[1], c->p[2], entries ? c->p[3] : NULL, ids ? c->p[4] : NULL, y,
+				c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos, &e))
+		return ref_failed(c, &e);
+	return true;
+}
+
+/* DeepSeek V4's compressed sparse attention ops; false with *handled unset
+ * when op is not one of them. */
+static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	ref_error e;
+	*handled = true;
+	switch (d->op) {
+	case OP_COMPRESS_KV: /* (c [N, w*D], z, bias [m, w*D]) -> [T, D] */
+		if (!ref_compress_kv(x, c->p[1], c->p[2], c->p[o], c->dim[o][0], c->dim[0][0], c->dim[o][1],
+				     A_I("ratio", 1), A_I("overlap", 0) != 0, c->pos, &e))
+			return ref_failed(c, &e);
+		return true;
+	case OP_INDEX_TOPK: /* (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] */
+		ref_index_topk(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2], c->dim[2][0],
+			       c->dim[o][1], A_I("ratio", 1), A_F("scale", 1.0f), c->pos);
+		return true;
+	case OP_SINK_ATTENTION:
+		return exec_sink_attention(c, x, c->p[o]);
 	default:
 		*handled = false;
 		return false;
@@ -313,10 +371,11 @@ static bool exec_main(exec_ctx *c, const float *x)
 	case OP_MATMUL:
 		exec_matmul(c, x);
 		return true;
-	case OP_ROPE:
-		ref_rope(x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], A_I("rot_dim", c->dim[0][2]),
-			 A_F("base", 10000.0f), c->pos);
+	case OP_ROPE: {
+		ref_rope_params p = rope_params(c);
+		ref_rope(&p, x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos);
 		return true;
+	}
 	case OP_ATTENTION:
 		if (!ref_attention(x, c->p[1], c->p[2], y, c->dim[0][0], c->dim[0][1], c->dim[1][1], c->dim[0][2],
 				   c->dim[2][2], c->dim[1][0], c->pos, A_F("scale", 1.0f), &e))
@@ -386,6 +445,8 @@ static bool exec_main(exec_ctx *c, const float *x)
 		bool handled, ok = exec_qwen4_op(c, x, &handled);
 		if (!handled)
 			ok = exec_dsv4_op(c, x, &handled);
+		if (!handled)
+			ok = exec_compressed_op(c, x, &handled);
 		return handled ? ok : fail(c, "op has no reference implementation in a dispatch", NULL);
 	}
 	}

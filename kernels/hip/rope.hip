@@ -1,7 +1,8 @@
-// rope, NeoX half split on the first ROT channels of each of HH heads of D:
-// token t has position pos + t, the angle float(pos + t) * THETA[i] in f32
-// (THETA: the plan's f32 table). Channels from ROT on pass through. Then the
-// epilogue. The twin of kernels/vulkan/rope.comp, whose comment gives the
+// rope, NeoX half split on the first ROT channels of each of HH heads of D
+// (channels from ROT on pass through), or with ROPE_TAIL DeepSeek V4's
+// adjacent pairs on the last ROT: token t has position pos + t (plus
+// ROPE_OFFSET), the angle float(position) * THETA[i] in f32 (THETA: the
+// plan's f32 table). Then the epilogue. The twin of kernels/vulkan/rope.comp, whose comment gives the
 // PRO_RMS form (one workgroup per head of a token, its sum of squares by the
 // fixed tree as rms_norm.hip sums it).
 // Grid: x = ceil(HH * D / LS_X), y = T; with PRO_RMS x = HH, y = T.
@@ -27,19 +28,49 @@ float at(uint base, uint i, float inv)
 #endif
 }
 
+// The rest of rope's attributes, each defined only when it applies:
+// ROPE_INVERSE rotates by -angle, ROPE_OFFSET moves every position by that
+// many (a negative position included).
+#ifdef ROPE_INVERSE
+#define ROPE_SIN(a) (-sin(a))
+#else
+#define ROPE_SIN(a) sin(a)
+#endif
+#ifdef ROPE_OFFSET
+#define ROPE_POS(t) float(int(step_pos + (t)) + ROPE_OFFSET)
+#else
+#define ROPE_POS(t) float(step_pos + (t))
+#endif
+
+#ifdef ROPE_TAIL
+// Channel i of the head at base, rotated for position p: DeepSeek V4's
+// interleaved tail, pair k of adjacent channels (D - ROT + 2k, +1) on the
+// last ROT; the first D - ROT pass through.
+float rotated(uint base, uint i, float p, float inv)
+{
+	if (i < D - ROT)
+		return at(base, i, inv);
+	uint k = i - (D - ROT);
+	float a = p * THETA[k / 2u];
+	if (k % 2u == 0u)
+		return at(base, i, inv) * cos(a) - at(base, i + 1u, inv) * ROPE_SIN(a);
+	return at(base, i, inv) * cos(a) + at(base, i - 1u, inv) * ROPE_SIN(a);
+}
+#else
 // Channel i of the head at base, rotated for position p.
 float rotated(uint base, uint i, float p, float inv)
 {
 	if (i < HALF) {
 		float a = p * THETA[i];
-		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * sin(a);
+		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * ROPE_SIN(a);
 	}
 	if (i < ROT) {
 		float a = p * THETA[i - HALF];
-		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * sin(a);
+		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * ROPE_SIN(a);
 	}
 	return at(base, i, inv);
 }
+#endif
 
 #if PRO_RMS
 void main()
@@ -50,7 +81,7 @@ void main()
 	for (uint i = l; i < D; i += LS_X)
 		s += x[base + i] * x[base + i];
 	float inv = 1.0f / sqrt(tree_sum(l, s) / float(D) + PRO_EPS);
-	float p = float(step_pos + t);
+	float p = ROPE_POS(t);
 	for (uint i = l; i < D; i += LS_X)
 		store_y(base + i, epilogue(rotated(base, i, p, inv), base + i));
 }
@@ -62,6 +93,6 @@ void main()
 	if (e >= HH * D)
 		return;
 	uint base = t * HH * D + (e / D) * D;
-	store_y(base + e % D, epilogue(rotated(base, e % D, float(step_pos + t), 1.0f), base + e % D));
+	store_y(base + e % D, epilogue(rotated(base, e % D, ROPE_POS(t), 1.0f), base + e % D));
 }
 #endif

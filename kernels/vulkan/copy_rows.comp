@@ -1,6 +1,7 @@
 // copy_rows: dst[DST_OFF + (r + r0) * DST_STRIDE + j] =
 //            src[SRC_OFF + (s / REP) * SRC_STRIDE + j]
-// for rows r < ROWS (affine in T) and j < W, with r0 = pos when AT_POS, else 0,
+// for rows r < ROWS (affine in T) and j < W, with r0 = pos when AT_POS, else 0
+// (with EVERY, only rows closing a window, to the window's row: below),
 // and s = r, or s = pos + POS_OFFSET + r when FROM_POS (rows of a positional
 // state; a row outside [0, SRC_ROWS) reads as zeros).
 // Covers state_write (whole, or rows pos..pos+T-1), slice along any axis
@@ -23,5 +24,13 @@ void main()
 #else
 	float v = src[SRC_OFF + (r / REP) * SRC_STRIDE + j];
 #endif
+#ifdef EVERY
+	// state_write's every: the row of the position closing a window of
+	// EVERY goes to that window's row, the others nowhere
+	uint q = r + r0 + 1u;
+	if (q % EVERY == 0u)
+		dst[DST_OFF + (q / EVERY - 1u) * DST_STRIDE + j] = v;
+#else
 	dst[DST_OFF + (r + r0) * DST_STRIDE + j] = v;
+#endif
 }

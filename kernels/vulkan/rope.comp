@@ -1,7 +1,10 @@
-// rope, NeoX half split on the first ROT channels of each of HH heads of D:
-// token t has position pos + t; THETA[i] = base^(-2i/ROT) is generated as an
-// f32 table (computed in f64), the angle is float(pos + t) * THETA[i] in f32.
-// Channels from ROT on pass through. Then the epilogue.
+// rope, NeoX half split on the first ROT channels of each of HH heads of D
+// (channels from ROT on pass through), or with ROPE_TAIL DeepSeek V4's
+// adjacent pairs on the last ROT: token t has position pos + t (plus
+// ROPE_OFFSET); THETA[i] is an f32 table (base^(-2i/ROT) computed in f64,
+// or with YaRN or the tail layout the reference's f32 frequencies,
+// ref_rope_inv_freq), the angle is float(position) * THETA[i] in f32.
+// Then the epilogue.
 // Grid: x = ceil(HH * D / LS_X), y = T.
 //
 // With the rms_norm prologue (PRO_RMS: a per-head q_norm or k_norm,
@@ -38,19 +41,49 @@ float at(uint base, uint i, float inv)
 #endif
 }
 
+// The rest of rope's attributes, each defined only when it applies:
+// ROPE_INVERSE rotates by -angle, ROPE_OFFSET moves every position by that
+// many (a negative position included).
+#ifdef ROPE_INVERSE
+#define ROPE_SIN(a) (-sin(a))
+#else
+#define ROPE_SIN(a) sin(a)
+#endif
+#ifdef ROPE_OFFSET
+#define ROPE_POS(t) float(int(step_pos + (t)) + ROPE_OFFSET)
+#else
+#define ROPE_POS(t) float(step_pos + (t))
+#endif
+
+#ifdef ROPE_TAIL
+// Channel i of the head at base, rotated for position p: DeepSeek V4's
+// interleaved tail, pair k of adjacent channels (D - ROT + 2k, +1) on the
+// last ROT; the first D - ROT pass through.
+float rotated(uint base, uint i, float p, float inv)
+{
+	if (i < D - ROT)
+		return at(base, i, inv);
+	uint k = i - (D - ROT);
+	float a = p * THETA[k / 2u];
+	if (k % 2u == 0u)
+		return at(base, i, inv) * cos(a) - at(base, i + 1u, inv) * ROPE_SIN(a);
+	return at(base, i, inv) * cos(a) + at(base, i - 1u, inv) * ROPE_SIN(a);
+}
+#else
 // Channel i of the head at base, rotated for position p.
 float rotated(uint base, uint i, float p, float inv)
 {
 	if (i < HALF) {
 		float a = p * THETA[i];
-		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * sin(a);
+		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * ROPE_SIN(a);
 	}
 	if (i < ROT) {
 		float a = p * THETA[i - HALF];
-		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * sin(a);
+		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * ROPE_SIN(a);
 	}
 	return at(base, i, inv);
 }
+#endif
 
 #if PRO_RMS
 void main()
@@ -61,7 +94,7 @@ void main()
 	for (uint i = l; i < D; i += LS_X)
 		s += x[base + i] * x[base + i];
 	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + PRO_EPS);
-	float p = float(step_pos + t);
+	float p = ROPE_POS(t);
 	for (uint i = l; i < D; i += LS_X)
 		store(base + i, rotated(base, i, p, inv));
 }
@@ -73,6 +106,6 @@ void main()
 	if (e >= HH * D)
 		return;
 	uint base = t * HH * D + (e / D) * D;
-	store(base + e % D, rotated(base, e % D, float(step_pos + t), 1.0));
+	store(base + e % D, rotated(base, e % D, ROPE_POS(t), 1.0));
 }
 #endif

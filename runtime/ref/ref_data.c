@@ -1,4 +1,4 @@
-/* Data movement: embed, slice, concat, repeat_heads, state_write at pos. */
+/* Data movement: embed, slice, concat, repeat_heads, state_write at pos (every m). */
 #include "runtime/ref/ref_error.h"
 
 #include <inttypes.h>
@@ -64,5 +64,18 @@ bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int6
 		return ref_fail(err, "state_write", "rows [%" PRId64 ", %" PRId64
 				") do not fit the state's %" PRId64 " rows", pos, pos + T, C);
 	memcpy(state + pos * row, v, (size_t)(T * row) * sizeof *v);
+	return true;
+}
+
+bool ref_state_write_every(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
+			   int64_t m, ref_error *err)
+{
+	if (pos < 0 || m < 1 || (pos + T) / m > C)
+		return ref_fail(err, "state_write", "positions [%" PRId64 ", %" PRId64 ") close windows of %" PRId64
+				" tokens up to row %" PRId64 ", past the state's %" PRId64 " rows", pos, pos + T, m,
+				m > 0 ? (pos + T) / m - 1 : 0, C);
+	for (int64_t t = 0; t < T; t++)
+		if ((pos + t + 1) % m == 0)
+			memcpy(state + ((pos + t + 1) / m - 1) * row, v + t * row, (size_t)row * sizeof *v);
 	return true;
 }

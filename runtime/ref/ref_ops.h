@@ -41,13 +41,19 @@ void ref_concat(const float *a, const float *b, float *y, int64_t outer, int64_t
 /* x [T,h,d] -> y [T,h*r,d]; head j of y is head j/r of x. */
 void ref_repeat_heads(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t r);
 
-/* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
- * False when pos+T > C. */
 /* y[r] = x[pos + offset + r] for r < T (rows of `row` floats); a row
  * outside [0, C) reads as zeros. */
 void ref_rows_at_pos(const float *x, float *y, int64_t T, int64_t C, int64_t row, int64_t pos, int64_t offset);
+
+/* state_write at pos: v [T,row] into state [C,row] rows pos..pos+T-1.
+ * False when pos+T > C. */
 bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int64_t row,
 			int64_t pos, ref_error *err);
+/* state_write at pos with `every` m: row t of v [T,row] goes to state row
+ * (pos+t+1)/m - 1 when (pos+t+1) mod m = 0 (the window it closes), other
+ * rows nowhere; state [C,row]. False when a window past the state closes. */
+bool ref_state_write_every(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
+			   int64_t m, ref_error *err);
 
 /* ---- linear algebra ----------------------------------------------------- */
 
@@ -105,11 +111,42 @@ bool ref_elementwise(int op, const float *x, const float *other, float *y, int64
 
 /* ---- positional and attention ---------------------------------------------- */
 
-/* NeoX half-split rotary embedding on the first rot_dim channels of each head:
- * x, y [T,h,d]; token t has position pos+t; theta_i = base^(-2i/rot_dim).
- * cos/sin are computed in f64 from the f64 angle, then rounded to f32. */
-void ref_rope(const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t rot_dim,
-	      float base, int64_t pos);
+/* rope's attributes (docs/ops.md). A zeroed struct with rot_dim and base
+ * set is the plain NeoX rope. */
+typedef enum {
+	REF_ROPE_NEOX,		   /* pairs (i, i + r/2) of the first r channels */
+	REF_ROPE_INTERLEAVED_TAIL, /* pairs (d-r+2i, d-r+2i+1) of the last r channels (DeepSeek V4) */
+} ref_rope_layout;
+
+typedef struct {
+	int64_t rot_dim; /* r, even */
+	float base;
+	ref_rope_layout layout;
+	bool inverse;	     /* rotate by -angle */
+	int64_t offset;	     /* token t is at position pos + t + offset */
+	float yarn_factor;   /* > 0: transformers' YaRN blend of the frequencies */
+	int64_t yarn_orig_ctx;
+	float yarn_beta_fast, yarn_beta_slow;
+} ref_rope_params;
+
+/* Whether the angles follow transformers' f32 recipe (ref_rope_inv_freq):
+ * with YaRN or the interleaved layout, the models whose oracle builds its
+ * tables so. The plain NeoX rope keeps the f64 angles the Qwen references
+ * were checked with. */
+bool ref_rope_f32_angles(const ref_rope_params *p);
+
+/* Pair i's frequency as transformers computes it in f32:
+ * 1 / base^(2i/r), then with yarn_factor f > 0 the blend
+ * (1 - ramp_i) * theta_i + ramp_i * theta_i / f (its correction range
+ * in f64, as Python computes it). */
+float ref_rope_inv_freq(const ref_rope_params *p, int64_t i);
+
+/* Rotary embedding of x into y, both [T,h,d]; token t is at position
+ * p = pos + t + offset. Angle p * theta_i: with ref_rope_f32_angles the
+ * product and its cos/sin in f32 (theta from ref_rope_inv_freq), else
+ * theta = base^(-2i/r) and the angle in f64, cos/sin rounded to f32.
+ * Channels outside the rotated r pass through. */
+void ref_rope(const ref_rope_params *p, const float *x, float *y, int64_t T, int64_t h, int64_t d, int64_t pos);
 
 /* q [T,hq,d], k [C,hk,d], v [C,hk,dv] -> y [T,hq,dv]. Query t attends cache rows
  * 0..pos+t; q head j uses kv head j/(hq/hk); softmax in f32 (max-subtracted,
@@ -283,5 +320,49 @@ void ref_hc_collapse(const float *x, const float *pre, float *y, int64_t T, int6
  * x, out [T,n,H], y [T,H], post [T,n], comb [T,n,n]. */
 void ref_hc_expand(const float *x, const float *y, const float *post, const float *comb, float *out, int64_t T,
 		   int64_t n, int64_t H);
+
+/* ---- DeepSeek V4: compressed sparse attention (runtime/ref/ref_compress.c) ---- */
+
+/* compress_kv: c, z [N, w*D] (w = 1 + overlap: per-token caches of the
+ * compressor's projections and raw gates, rows 0..pos+T-1 written), bias
+ * [m, w*D] -> y [T, D]. Row t, at position p = pos + t, is zero unless p
+ * closes a window of m tokens ((p+1) mod m = 0); then, for window
+ * wi = (p+1)/m - 1 starting at b = wi*m, channel d is the softmax over
+ * its slots of the gates z + bias weighting the c: rows b..b+m-1 at
+ * channel overlap*D + d, preceded with overlap and wi > 0 by rows
+ * b-m..b-1 at channel d (bias row r for the r-th row of either). Softmax
+ * in f32 (f64 denominator), weighted sum in f64. False when pos+T > N. */
+bool ref_compress_kv(const float *c, const float *z, const float *bias, float *y, int64_t T, int64_t N, int64_t D,
+		     int64_t m, bool overlap, int64_t pos, ref_error *err);
+
+/* index_topk: q [T,h,d], w [T,h], keys [E,d] -> ids [T,k]. At position
+ * p = pos + t the keys e < n = min((p+1)/m, E) are visible, scored
+ * sum_h w[t,h] * (relu(q[t,h] . keys[e]) * scale) (f32 terms, summed in f64
+ * in h order); ids are the best min(k, n) (descending, ties to the lower
+ * index), then -1. */
+void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *ids, int64_t T, int64_t h,
+		    int64_t d, int64_t E, int64_t k, int64_t m, float scale, int64_t pos);
+
+/* sink_attention's attributes and the extents of its optional operands. */
+typedef struct {
+	float scale;
+	int64_t window; /* Wn: query p sees cache rows max(0, p-Wn+1)..p */
+	int64_t ratio;	/* m: entry e is closed for p when e < (p+1)/m */
+	int64_t N;	/* cache rows */
+	int64_t E;	/* entry rows; 0: no entries */
+	int64_t k;	/* ids per query; 0: no ids (every closed entry) */
+} ref_sink_params;
+
+/* q [T,h,D], kv [N,D] (one head, K = V), sinks [h], entries [E,D] or NULL,
+ * ids [T,k] or NULL -> y [T,h,D]. Query t at p = pos + t attends its
+ * window's cache rows, then the entries e < (p+1)/m (no ids) or
+ * ids[t,i] >= 0 in ids order; s_j = (q . key_j) * scale, softmax over the
+ * s_j and sinks[h] (f32, max-subtracted, f64 denominator), y = sum_j
+ * softmax_j key_j in f64 (the sink has no value). False when pos+T > N,
+ * when closed entries lie past E, or for an id that is not a closed entry
+ * or is repeated in its row. */
+bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *kv, const float *sinks,
+			const float *entries, const int32_t *ids, float *y, int64_t T, int64_t h, int64_t D,
+			int64_t pos, ref_error *err);
 
 #endif

@@ -20,7 +20,7 @@ static void block_key(const float *keys, const float *w, float *out, float *scra
 		pooled[i] = (float)(acc / (double)c);
 	}
 	ref_rms_norm(pooled, w, normed, 1, d, 0, p->eps, 1);
-	ref_rope(normed, out, 1, 1, d, p->rot_dim, p->base, b * c);
+	ref_rope(&(ref_rope_params){.rot_dim = p->rot_dim, .base = p->base}, normed, out, 1, 1, d, b * c);
 }
 
 /* Score of block key kb for query q [h,d]: sum over heads of relu(q_h . kb) / sqrt(d). */

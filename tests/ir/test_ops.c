@@ -142,6 +142,157 @@ static void test_reshape_and_rope(void)
 	CHECK(!infer(rope, s, t, &err) && strstr(err.msg, "rot_dim 7 must be even"), "rope: %s", err.msg);
 }
 
+static void attr_s(int nid, const char *name, const char *v)
+{
+	ir_attr a = {.name = name, .kind = IR_ATTR_STR, .s = v};
+	ir_node_add_attr(m, f, nid, &a);
+}
+
+/* rope's DeepSeek V4 options: a YaRN factor of 0 is none, whatever the
+ * other yarn_ attributes say; a positive one needs the original context and
+ * a base its correction range can divide by; a negative one is refused. */
+static void test_rope_options(void)
+{
+	fresh();
+	int q = input("q", HALO_F32, 3, (ir_dim[]){T1, C(4), C(32)});
+	ir_shape s[2];
+	halo_dtype t[2];
+	ir_error err;
+	int ok = node(IR_OP_ROPE, "ds", 1, (int[]){q}, 1);
+	attr_f(ok, "base", 160000);
+	attr_i(ok, "rot_dim", 8);
+	attr_s(ok, "layout", "interleaved_tail");
+	attr_i(ok, "inverse", 1);
+	attr_i(ok, "offset", -3);
+	attr_f(ok, "yarn_factor", 4);
+	attr_i(ok, "yarn_orig_ctx", 64);
+	CHECK(infer(ok, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "deepseek rope: %s", err.msg);
+	int none = node(IR_OP_ROPE, "none", 1, (int[]){q}, 1);
+	attr_f(none, "base", 1);
+	attr_f(none, "yarn_factor", 0);
+	attr_i(none, "yarn_orig_ctx", 0);
+	CHECK(infer(none, s, t, &err), "yarn_factor 0 is no YaRN: %s", err.msg);
+	int no_ctx = node(IR_OP_ROPE, "no_ctx", 1, (int[]){q}, 1);
+	attr_f(no_ctx, "base", 160000);
+	attr_f(no_ctx, "yarn_factor", 4);
+	CHECK(!infer(no_ctx, s, t, &err) && strstr(err.msg, "with yarn_orig_ctx >= 1, got 0"),
+	      "yarn without its context: %s", err.msg);
+	int negative = node(IR_OP_ROPE, "negative", 1, (int[]){q}, 1);
+	attr_f(negative, "base", 160000);
+	attr_f(negative, "yarn_factor", -2);
+	attr_i(negative, "yarn_orig_ctx", 64);
+	CHECK(!infer(negative, s, t, &err) && strstr(err.msg, "yarn_factor -2 must be positive (0: no YaRN)"),
+	      "a negative factor: %s", err.msg);
+	int base1 = node(IR_OP_ROPE, "base1", 1, (int[]){q}, 1);
+	attr_f(base1, "base", 1);
+	attr_f(base1, "yarn_factor", 4);
+	attr_i(base1, "yarn_orig_ctx", 64);
+	CHECK(!infer(base1, s, t, &err) && strstr(err.msg, "YaRN needs base > 1"), "yarn base 1: %s", err.msg);
+}
+
+/* state_write's every: with at: pos, rows of the state's trailing dims. */
+static void test_state_write_every(void)
+{
+	fresh();
+	m->states = ir_arena_alloc(&m->arena, sizeof(ir_state));
+	m->states[0] = (ir_state){.name = "entries", .shape = {2, {C(16), C(8)}}, .dtype = HALO_F32, .kind = "kv"};
+	m->n_states = 1;
+	int v = input("v", HALO_F32, 2, (ir_dim[]){T1, C(8)}), v6 = input("v6", HALO_F32, 2, (ir_dim[]){T1, C(6)});
+	ir_shape s[1];
+	halo_dtype t[1];
+	ir_error err;
+	static const struct {
+		const char *at;
+		int value;
+		const char *want; /* NULL: accepted */
+	} cases[] = {{"pos", 0, NULL},
+		     {"start", 0, "every needs at: pos"},
+		     {NULL, 0, "value and state shapes differ"},
+		     {"pos", 1, "rows must match the state's trailing dims: v6 is [T, 6], state is [16, 8]"}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int w = node(IR_OP_STATE_WRITE, "w", 1, (int[]){cases[i].value ? v6 : v}, 0);
+		f->nodes[w].ref = 0;
+		if (cases[i].at)
+			attr_s(w, "at", cases[i].at);
+		attr_i(w, "every", 4);
+		bool got = infer(w, s, t, &err);
+		CHECK(cases[i].want ? !got && strstr(err.msg, cases[i].want) : got, "state_write every, case %zu: %s", i,
+		      err.msg);
+	}
+}
+
+/* compress_kv, index_topk and sink_attention: shapes, dtypes, and what each
+ * refuses. */
+static void test_compressed_attention(void)
+{
+	fresh();
+	int cz = input("c", HALO_F32, 2, (ir_dim[]){C(64), C(32)});
+	int bias = input("bias", HALO_F32, 2, (ir_dim[]){C(4), C(32)});
+	int bias8 = input("bias8", HALO_F32, 2, (ir_dim[]){C(8), C(32)});
+	int odd = input("odd", HALO_F32, 2, (ir_dim[]){C(64), C(33)});
+	int odd_bias = input("odd_bias", HALO_F32, 2, (ir_dim[]){C(4), C(33)});
+	ir_shape s[1];
+	halo_dtype t[1];
+	ir_error err;
+	int ck = node(IR_OP_COMPRESS_KV, "ck", 3, (int[]){cz, cz, bias}, 1);
+	attr_i(ck, "ratio", 4);
+	attr_i(ck, "overlap", 1);
+	CHECK(infer(ck, s, t, &err) && strcmp(str(&s[0]), "[T, 16]") == 0 && t[0] == HALO_F32, "compress_kv: %s %s",
+	      err.msg, str(&s[0]));
+	int rows = node(IR_OP_COMPRESS_KV, "rows", 3, (int[]){cz, cz, bias8}, 1);
+	attr_i(rows, "ratio", 4);
+	attr_i(rows, "overlap", 0);
+	CHECK(!infer(rows, s, t, &err) && strstr(err.msg, "one row per slot of a window, ratio = 4: bias8 is [8, 32]"),
+	      "compress_kv bias rows: %s", err.msg);
+	int halves = node(IR_OP_COMPRESS_KV, "halves", 3, (int[]){odd, odd, odd_bias}, 1);
+	attr_i(halves, "ratio", 4);
+	attr_i(halves, "overlap", 1);
+	CHECK(!infer(halves, s, t, &err) && strstr(err.msg, "its width must be even: odd is [64, 33]"),
+	      "compress_kv odd halves: %s", err.msg);
+
+	int q = input("q", HALO_F32, 3, (ir_dim[]){T1, C(2), C(16)}), w = input("w", HALO_F32, 2, (ir_dim[]){T1, C(2)});
+	int keys = input("keys", HALO_F32, 2, (ir_dim[]){C(16), C(16)});
+	int keys8 = input("keys8", HALO_F32, 2, (ir_dim[]){C(16), C(8)});
+	int it = node(IR_OP_INDEX_TOPK, "it", 3, (int[]){q, w, keys}, 1);
+	attr_i(it, "k", 3);
+	attr_i(it, "ratio", 4);
+	attr_f(it, "scale", 0.25);
+	CHECK(infer(it, s, t, &err) && strcmp(str(&s[0]), "[T, 3]") == 0 && t[0] == HALO_I32, "index_topk: %s", err.msg);
+	int dims = node(IR_OP_INDEX_TOPK, "dims", 3, (int[]){q, w, keys8}, 1);
+	attr_i(dims, "k", 3);
+	attr_i(dims, "ratio", 4);
+	attr_f(dims, "scale", 0.25);
+	CHECK(!infer(dims, s, t, &err) && strstr(err.msg, "head dims of q and keys differ"), "index_topk dims: %s",
+	      err.msg);
+
+	int qa = input("qa", HALO_F32, 3, (ir_dim[]){T1, C(4), C(16)});
+	int kv = input("kv", HALO_F32, 2, (ir_dim[]){C(64), C(16)});
+	int sinks = input("sinks", HALO_F32, 1, (ir_dim[]){C(4)}), ids = input("ids", HALO_I32, 2, (ir_dim[]){T1, C(2)});
+	int fids = input("fids", HALO_F32, 2, (ir_dim[]){T1, C(2)});
+	static const struct {
+		int n;
+		bool ratio, float_ids;
+		const char *want; /* NULL: accepted */
+	} cases[] = {{3, false, false, NULL},
+		     {4, true, false, NULL},
+		     {5, true, false, NULL},
+		     {4, false, false, "entries need ratio"},
+		     {3, true, false, "ratio applies to entries only"},
+		     {5, true, true, "operand 4 ('fids') must be i32, not f32"},
+		     {6, true, false, "takes 3 to 5 operands, got 6"}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int in[6] = {qa, kv, sinks, kv, cases[i].float_ids ? fids : ids, ids};
+		int a = node(IR_OP_SINK_ATTENTION, "sa", cases[i].n, in, 1);
+		attr_f(a, "scale", 0.25);
+		attr_i(a, "window", 8);
+		if (cases[i].ratio)
+			attr_i(a, "ratio", 4);
+		bool got = infer(a, s, t, &err);
+		CHECK(cases[i].want ? !got && strstr(err.msg, cases[i].want) : got && strcmp(str(&s[0]), "[T, 4, 16]") == 0,
+		      "sink_attention case %zu: %s", i, err.msg);
+	}
+}
+
 static void test_attention_and_routing(void)
 {
 	fresh();
@@ -338,6 +489,9 @@ int main(void)
 	test_attention_and_routing();
 	test_dsv4_attrs();
 	test_dsv4_ops();
+	test_rope_options();
+	test_state_write_every();
+	test_compressed_attention();
 	test_table();
 	test_compact();
 	ir_module_free(m);

@@ -1,7 +1,7 @@
 /* Data movement and selection kernels against the reference, exactly (they
  * copy or compare floats, so the result must be bitwise the reference's):
  * embed (f32 and f16 table, out-of-range ids clamp to row 0, zero_pos0), copy_rows as
- * state_write at pos, rows_at_pos (offsets 0 and -1, rows outside the
+ * state_write at pos (and with every), rows_at_pos (offsets 0 and -1, rows outside the
  * state read as zeros), slice and repeat_heads, concat, argmax (ties). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,26 +66,32 @@ static bool copy_run(harness *h, const kv_desc *d, float *src, size_t ns, float 
 	return ok;
 }
 
-/* state_write at pos: v [T, 2, 8] into the cache [C=20, 2, 8]; other rows untouched. */
-static bool state_write_case(harness *h, uint32_t *seed)
+/* state_write at pos: v [T, 2, 8] into the cache [C, 2, 8]; other rows
+ * untouched. With every m (DeepSeek V4's compressed entries) only the rows
+ * that close a window land, each in its window's row of a [C, 2, 8] state. */
+static bool state_write_case(harness *h, int64_t T, int64_t C, uint32_t pos, int64_t every, uint32_t *seed)
 {
-	const int64_t T = 3, C = 20, row = 16;
-	const uint32_t pos = 11;
-	kv_desc d = {.op = IR_OP_STATE_WRITE, .t_max = 8};
+	const int64_t row = 16;
+	kv_desc d = {.op = IR_OP_STATE_WRITE, .t_max = 16};
 	d.u.copy.rows = (ir_dim){1, 0};
 	d.u.copy.width = row;
 	d.u.copy.src_stride = row;
 	d.u.copy.dst_stride = row;
 	d.u.copy.at_pos = true;
+	d.u.copy.every = every;
 	float *v = alloc_floats((size_t)(T * row)), *cache = alloc_floats((size_t)(C * row));
 	float *want = alloc_floats((size_t)(C * row));
 	fill_random(v, (size_t)(T * row), 1.0f, seed);
 	fill_random(cache, (size_t)(C * row), 1.0f, seed);
 	memcpy(want, cache, (size_t)(C * row) * 4);
 	ref_error err;
-	bool ok = ref_state_write_at(v, want, T, C, row, pos, &err);
+	bool ok = every ? ref_state_write_every(v, want, T, C, row, pos, every, &err)
+			: ref_state_write_at(v, want, T, C, row, pos, &err);
 	ok = ok && copy_run(h, &d, v, (size_t)(T * row), cache, (size_t)(C * row), (uint32_t)T, pos);
-	ok = ok && check_bitwise("copy_rows as state_write at pos", cache, want, (size_t)(C * row));
+	char what[128];
+	snprintf(what, sizeof what, "copy_rows as state_write at pos %u, T %lld, every %lld", pos, (long long)T,
+		 (long long)every);
+	ok = ok && check_bitwise(what, cache, want, (size_t)(C * row));
 	free(v), free(cache), free(want);
 	return ok;
 }
@@ -222,7 +228,10 @@ int main(void)
 	ok &= embed_case(h, 1, 1, 1, HALO_F32, false, 0, &seed);
 	ok &= embed_case(h, 37, 65, 9, HALO_F32, true, 0, &seed);
 	ok &= embed_case(h, 128, 7, 4, HALO_F16, true, 3, &seed);
-	ok &= state_write_case(h, &seed);
+	ok &= state_write_case(h, 3, 20, 11, 0, &seed);
+	ok &= state_write_case(h, 13, 5, 2, 4, &seed); /* positions 2..14 close windows 0, 1 and 2 */
+	ok &= state_write_case(h, 1, 5, 7, 4, &seed);  /* a decode step closing window 1 */
+	ok &= state_write_case(h, 1, 5, 8, 4, &seed);  /* one closing none: nothing changes */
 	ok &= rows_at_pos_case(h, 5, 7, 0, &seed);
 	ok &= rows_at_pos_case(h, 3, 9, -1, &seed);
 	ok &= rows_at_pos_case(h, 2, 0, -1, &seed); /* row -1 reads as zeros */

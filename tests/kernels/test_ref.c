@@ -95,7 +95,7 @@ static void test_elementwise(void)
 static void test_positional(void)
 {
 	float x[2] = {1, 0}, y[2];
-	ref_rope(x, y, 1, 1, 2, 2, 10000.0f, 1);
+	ref_rope(&(ref_rope_params){.rot_dim = 2, .base = 10000.0f}, x, y, 1, 1, 2, 1);
 	expect_near("rope cos", y[0], cos(1.0), 1e-7);
 	expect_near("rope sin", y[1], sin(1.0), 1e-7);
 	float q[2] = {1, 1}, k[4] = {1, 0, 0, 1}, v[4] = {5, 6, 7, 8}, o[4];

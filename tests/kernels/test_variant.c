@@ -181,10 +181,11 @@ static void test_errors(void)
 	expect_error("too many workgroups", &w, "workgroups along axis 0");
 }
 
-/* Every template, instantiated once, compiles and validates (optimised and not). */
+/* Every template, instantiated once, compiles and validates (optimised and not);
+ * rope and copy_rows also with every option they take (DeepSeek V4's). */
 static void test_compile_all(void)
 {
-	kv_desc ds[12];
+	kv_desc ds[14];
 	int n = 0;
 	ds[n++] = matmul_desc(8);
 	ds[n++] = matmul_desc(64);
@@ -193,7 +194,12 @@ static void test_compile_all(void)
 	ds[n] = (kv_desc){.op = IR_OP_RMS_NORM, .t_max = 4};
 	ds[n].u.rms_norm.rows_per_t = 2, ds[n].u.rms_norm.D = 8, ds[n++].u.rms_norm.eps = 1e-6f;
 	ds[n] = (kv_desc){.op = IR_OP_ROPE, .t_max = 4};
-	ds[n].u.rope.heads = 2, ds[n].u.rope.D = 8, ds[n].u.rope.rot_dim = 4, ds[n++].u.rope.base = 1e4f;
+	ds[n].u.rope.heads = 2, ds[n].u.rope.D = 8, ds[n++].u.rope.p = (ref_rope_params){.rot_dim = 4, .base = 1e4f};
+	ds[n] = (kv_desc){.op = IR_OP_ROPE, .t_max = 4};
+	ds[n].u.rope.heads = 2, ds[n].u.rope.D = 8;
+	ds[n++].u.rope.p = (ref_rope_params){.rot_dim = 4, .base = 1.6e5f, .layout = REF_ROPE_INTERLEAVED_TAIL,
+					     .inverse = true, .offset = -3, .yarn_factor = 4.0f, .yarn_orig_ctx = 64,
+					     .yarn_beta_fast = 32.0f, .yarn_beta_slow = 1.0f};
 	ds[n++] = attention_desc(4, 2);
 	ds[n] = (kv_desc){.op = IR_OP_SOFTMAX, .t_max = 4};
 	ds[n].u.softmax.rows_per_t = 1, ds[n++].u.softmax.D = 8;
@@ -204,6 +210,9 @@ static void test_compile_all(void)
 	ds[n] = (kv_desc){.op = IR_OP_SLICE, .t_max = 4};
 	ds[n].u.copy.rows = (ir_dim){1, 0}, ds[n].u.copy.width = 4, ds[n].u.copy.src_stride = 8;
 	ds[n++].u.copy.dst_stride = 4;
+	ds[n] = (kv_desc){.op = IR_OP_STATE_WRITE, .t_max = 4};
+	ds[n].u.copy.rows = (ir_dim){1, 0}, ds[n].u.copy.width = 4, ds[n].u.copy.src_stride = 4;
+	ds[n].u.copy.dst_stride = 4, ds[n].u.copy.at_pos = true, ds[n++].u.copy.every = 4;
 	ds[n] = (kv_desc){.op = IR_OP_CONCAT, .t_max = 4};
 	ds[n].u.concat.rows = (ir_dim){1, 0}, ds[n].u.concat.wa = (ir_dim){0, 3};
 	ds[n++].u.concat.wb = (ir_dim){0, 5};

@@ -29,7 +29,10 @@
  *  - fuse_state_store makes the KV-cache writes (at: pos, of the k rope's
  *    rows and the merged matmul's v rows) in place, not the GDN layers'
  *    whole-state writes, and nothing under no_fuse_state_store
- *    (plan_invariants_test checks where the plan puts those values);
+ *    (plan_invariants_test checks where the plan puts those values); nor a
+ *    write with `every` (DeepSeek V4's compressed entries,
+ *    tests/models/dsv4_attention.yaml: its value's row t is not state row
+ *    pos + t), while the same model's KV-cache write is in place;
  *  - on DeepSeek V4's forms (dsv4_rules.yaml): no norm fuses into a
  *    grouped matmul nor do grouped siblings merge, an unweighted norm fuses
  *    into neither a matmul nor a rope, and split_moe gives the experts'
@@ -523,6 +526,20 @@ static void state_store_rules(void)
 	ir_module_free(m);
 }
 
+static void every_write_stays_a_copy(void)
+{
+	bool off = false;
+	ir_module *m = run_one_pass("tests/models/dsv4_attention.yaml", "tests/models/dsv4_attention.config.json",
+				    "fuse_state_store", set_no_store, &off);
+	if (!m)
+		return;
+	const ir_node *kv = node_named(m, "kv_store"), *entry = node_named(m, "entry_store");
+	const ir_node *key = node_named(m, "key_store");
+	CHECK(kv && kv->in_place, "the rope's KV-cache write is not in place");
+	CHECK(entry && !entry->in_place && key && !key->in_place, "a write with every was made in place");
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -539,5 +556,6 @@ int main(void)
 	merge_rules();
 	state_store_rules();
 	dsv4_rules();
+	every_write_stays_a_copy();
 	return test_finish("pass_rules_test");
 }
