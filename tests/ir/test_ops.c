@@ -314,12 +314,6 @@ static void test_attention_and_routing(void)
 	CHECK(!infer(missing, s, t, &err) && strstr(err.msg, "topk 'tk': missing attribute 'k'"), "topk: %s", err.msg);
 }
 
-static void attr_s(int nid, const char *name, const char *v)
-{
-	ir_attr a = {.name = name, .kind = IR_ATTR_STR, .s = v};
-	ir_node_add_attr(m, f, nid, &a);
-}
-
 /* DeepSeek V4's attributes on existing ops: the unweighted rms_norm, the
  * grouped matmul, the router's bias and the experts' limit. */
 static void test_dsv4_attrs(void)
