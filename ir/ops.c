@@ -928,9 +928,14 @@ static bool infer_hc_weights(infer_ctx *c)
 		return fail(c, "scale holds %d factor(s) for %d result(s): %s", full ? 3 : 1, c->n->n_out,
 			    desc(c, 2, d, sizeof(d)));
 	ir_dim T = in_shape(c, 0)->dim[0];
-	c->os[0] = c->os[1] = mk_shape(2, (ir_dim[]){T, ir_dim_const(n)});
-	c->os[2] = mk_shape(3, (ir_dim[]){T, ir_dim_const(n), ir_dim_const(n)});
-	c->ot[0] = c->ot[1] = c->ot[2] = HALO_F32;
+	/* os and ot hold n_out entries: the HyperHead form writes one */
+	c->os[0] = mk_shape(2, (ir_dim[]){T, ir_dim_const(n)});
+	c->ot[0] = HALO_F32;
+	if (full) {
+		c->os[1] = c->os[0];
+		c->os[2] = mk_shape(3, (ir_dim[]){T, ir_dim_const(n), ir_dim_const(n)});
+		c->ot[1] = c->ot[2] = HALO_F32;
+	}
 	return true;
 }
 

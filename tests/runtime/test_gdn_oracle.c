@@ -3,7 +3,10 @@
  * fixtures, or with the checkpoint folder argv[3] (the trained models of
  * models/trained, any family; the released-form fixtures qwen4_exp_var,
  * qwen4_exp_hc5 and qwen3_fp8: no layer_types, 3 and 5 streams, two PLE
- * tables, bf16 shards, block fp8 with partial blocks), and run on the backend
+ * tables, bf16 shards, block fp8 with partial blocks; deepseek_v4_tiny and
+ * deepseek_v4_b, whose prompts cross several compression windows and the
+ * sliding window, with the indexer's top-k ties broken toward the lower
+ * index in the reference as in halo), and run on the backend
  * named by argv[1] (ref or vulkan, validation on). Checked: every prompt
  * position's logits, the 24-token greedy continuation (exactly), the logits
  * of every continuation step, that two runs give the same bits, and that a

@@ -5,8 +5,9 @@
  * with tests/fixtures/<family>_tiny, or with the checkpoint folder argv[3]
  * (models/trained/qwen4_exp_small, whose head was trained;
  * tests/fixtures/qwen4_exp_var, a bf16 head with 3 streams in the last shard
- * of a sharded checkpoint; tests/fixtures/qwen4_exp_hc5, 5 streams), on the
- * backend named by argv[1].
+ * of a sharded checkpoint; tests/fixtures/qwen4_exp_hc5, 5 streams;
+ * tests/fixtures/deepseek_v4_tiny and _b, vLLM's DeepSeek V4 MTP layer), on
+ * the backend named by argv[1], from a bundle compiled for it.
  *
  * usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]
  *
@@ -195,7 +196,7 @@ int main(int argc, char **argv)
 	snprintf(bundle, sizeof(bundle), "mtp_oracle_%d.halo", (int)getpid());
 	fixture fx;
 	read_fixture(dir, &fx);
-	mc_compile(model, dir, bundle, false);
+	mc_compile_for(model, dir, bundle, false, backend);
 	halo_model *m = mc_open(bundle, backend);
 	check_rows_and_chunks(m, &fx);
 	check_no_mtp(m, model, dir, &fx, backend);

@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 	snprintf(model, sizeof(model), "models/%s.yaml", argv[3]);
 	snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_tiny", argv[3]);
 	snprintf(bundle, sizeof(bundle), "spec_%d.halo", (int)getpid());
-	mc_compile(model, fixture, bundle, false);
+	mc_compile_for(model, fixture, bundle, false, backend);
 	target t = {.m = mc_open(bundle, backend)};
 	halo_entry_info draft;
 	t.has_mtp = halo_model_entry(t.m, HALO_MTP_STEP_ENTRY, &draft);
