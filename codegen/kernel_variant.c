@@ -37,9 +37,10 @@ typedef struct {
 	strbuf sig;  /* the key: what the kernel computes */
 	strbuf tile; /* how: the variant's tile parameters */
 	uint32_t next_binding;
-	/* set by the op's dims: its row's last input is absent (an optional
-	 * operand the dispatch lacks, e.g. an unweighted rms_norm's w) */
-	bool drop_last_in;
+	/* set by the op's dims: how many of its row's last inputs are absent
+	 * (optional operands the dispatch lacks, e.g. an unweighted rms_norm's
+	 * w, a sink_attention's entries and ids) */
+	int absent_in;
 	char *err;
 	size_t errlen;
 } kv_build;
@@ -790,7 +791,7 @@ static bool build_rms_norm(kv_build *b)
 			return fail(b, "an unweighted norm has no weight to offset");
 		sb_printf(&b->sig, " unweighted");
 		def_int(b, "UNWEIGHTED", 1);
-		b->drop_last_in = true;
+		b->absent_in = 1;
 	}
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
@@ -1300,7 +1301,7 @@ static bool route_options(kv_build *b)
 		sb_printf(&b->sig, " scaling=%.9g", (double)scaling);
 		def_float(b, "SCALING", scaling);
 	}
-	b->drop_last_in = route && !b->d->u.topk.bias;
+	b->absent_in = route && !b->d->u.topk.bias ? 1 : 0;
 	return true;
 }
 
@@ -1597,8 +1598,8 @@ static bool build_qsa_select(kv_build *b)
 /* One row per op (kv_ops, after the variant spaces): how its variants are
  * planned. dims checks the descriptor and decides the key, the template,
  * the constants, the tiles and the grid; the driver then binds in[] (the
- * op's inputs, docs/ops.md order; an optional last one only where the
- * descriptor has it, kv_build.drop_last_in), the fused ops' operands and
+ * op's inputs, docs/ops.md order; optional last ones only where the
+ * descriptor has them, kv_build.absent_in), the fused ops' operands and
  * out[]. out[2] is an IR_OPF_STEPS op's optional result, its states after each
  * token: bound (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
@@ -1623,7 +1624,7 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 	int n_in = 0;
 	while (n_in < 7 && r->in[n_in])
 		n_in++;
-	for (int i = 0; i < n_in - (b->drop_last_in ? 1 : 0); i++)
+	for (int i = 0; i < n_in - b->absent_in; i++)
 		bind(b, r->in[i]);
 	if (!bind_fused(b, r->fuse))
 		return false;
