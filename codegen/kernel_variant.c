@@ -1593,6 +1593,28 @@ static bool build_qsa_select(kv_build *b)
 	return true;
 }
 
+/* ---- DeepSeek V4's compressed sparse attention ------------------------------------------ */
+
+/* compress_kv.comp: a lane per channel of a row's pooled entry. */
+static bool build_compress_kv(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t N = d->u.compress.N, D = d->u.compress.D, m = d->u.compress.ratio, w = d->u.compress.overlap ? 2 : 1;
+	uint32_t ls;
+	if (!check_index(b, "N", N) || !check_index(b, "D", D) || !check_index(b, "ratio", m) ||
+	    !check_index(b, "N*w*D", N * w * D) || !check_index(b, "ratio*w*D", m * w * D) ||
+	    !check_index(b, "T*D", d->t_max * D) || !lanes_1d(b, 64, &ls))
+		return false;
+	b->p->template = "compress_kv";
+	sb_printf(&b->sig, "compress_kv D=%" PRId64 " ratio=%" PRId64 " overlap=%d", D, m, (int)(w - 1));
+	def_uint(b, "D", D);
+	def_uint(b, "RATIO", m);
+	def_uint(b, "OVERLAP", w - 1);
+	def_int(b, "USE_TREE", 0);
+	per_token_grid(b, ls, D, ls);
+	return true;
+}
+
 /* ---- assembly ------------------------------------------------------------------------------ */
 
 /* One row per op (kv_ops, after the variant spaces): how its variants are
@@ -1957,6 +1979,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_COMPRESS_KV, build_compress_kv, {"B_C", "B_Z", "B_BIAS"}, {"B_Y"}, 0, false, NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

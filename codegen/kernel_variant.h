@@ -190,6 +190,8 @@ typedef struct {
 		/* (q[T,h,D], keys[C,D], k_norm[D] f32) -> mask[T,C] f32: block = c, top =
 		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
+		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap */
+		struct { int64_t N, D, ratio; bool overlap; } compress;
 	} u;
 	/* conv1d_causal, conv1d_dilated, gated_delta_rule, ngram_embed: a third
 	 * output, the op's state after each token, [T, ...state shape] f32

@@ -464,6 +464,12 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.qsa.base = (float)DA("base", 10000.0);
 		k->u.qsa.eps = (float)DA("eps", 1e-6);
 		return true;
+	case IR_OP_COMPRESS_KV: /* (c [N, w*D], z, bias [m, w*D]) -> [T, D] */
+		k->u.compress.N = cdim(x, 0);
+		k->u.compress.overlap = DI("overlap", 0) != 0;
+		k->u.compress.D = cdim(x, 1) / (k->u.compress.overlap ? 2 : 1);
+		k->u.compress.ratio = DI("ratio", 1);
+		return true;
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];

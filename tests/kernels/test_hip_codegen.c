@@ -281,6 +281,10 @@ static const struct {
 	 {.op = IR_OP_QSA_SELECT, .t_max = 8, .wtype = HALO_F32,
 	  .u.qsa = {.h = 4, .D = 64, .C = 512, .block = 16, .top = 4, .rot_dim = 32, .base = 1e4f, .eps = 1e-6f}},
 	 1},
+	{"compress_kv overlap", "compress_kv",
+	 {.op = IR_OP_COMPRESS_KV, .t_max = 64, .u.compress = {.N = 4096, .D = 512, .ratio = 4, .overlap = true}}, 1},
+	{"compress_kv", "compress_kv",
+	 {.op = IR_OP_COMPRESS_KV, .t_max = 8, .u.compress = {.N = 4096, .D = 512, .ratio = 128}}, 1},
 };
 #undef ATT
 
