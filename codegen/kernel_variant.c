@@ -1615,6 +1615,87 @@ static bool build_compress_kv(kv_build *b)
 	return true;
 }
 
+/* sink_attention.comp's shared memory in bytes: the group's q rows, a
+ * chunk of keys (rows padded by p vec4s), the partial dots, the chunk's
+ * weights, each head's max, denominator and rescale, and with ids (k > 0)
+ * their compacted rows and a scan over the lanes. */
+static int64_t sink_shared(int64_t D, int64_t hg, int64_t kc, int64_t ls, int64_t k)
+{
+	int64_t p = ls / (hg * kc);
+	return 4 * (hg * D + kc * (D + 4 * p) + ls + hg * kc + 3 * hg + (k ? k + ls : 0));
+}
+
+/* The heads per workgroup (tile cols, else the largest power of two <= 4
+ * dividing h: more workgroups at decode, where one token has h / hg) and
+ * the keys per chunk (tile bk, else the largest power of two <= 16 that
+ * fits: fewer barriers a key). */
+static bool sink_tiles(kv_build *b, uint32_t ls, int64_t *hg, int64_t *kc)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.sink.h, D = d->u.sink.D, k = d->u.sink.k;
+	*hg = d->tiles.cols;
+	if (!*hg)
+		for (*hg = 4; h % *hg; *hg /= 2)
+			;
+	*kc = d->tiles.bk;
+	if (!*kc)
+		for (*kc = 16; *kc > 1 && (*hg * *kc > ls || sink_shared(D, *hg, *kc, ls, k) > KV_SHARED_LIMIT); *kc /= 2)
+			;
+	if (!is_pow2((uint64_t)*hg) || h % *hg || !is_pow2((uint64_t)*kc) || *hg * *kc > ls)
+		return fail(b, "%" PRId64 " heads a workgroup and %" PRId64 " keys a chunk: powers of two, the heads"
+			    " dividing h = %" PRId64 ", their product at most the %u lanes", *hg, *kc, h, ls);
+	if (sink_shared(D, *hg, *kc, ls, k) > KV_SHARED_LIMIT)
+		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " keys a chunk need more than %d bytes of"
+			    " shared memory", *hg, D, *kc, KV_SHARED_LIMIT);
+	return true;
+}
+
+/* sink_attention.comp: a workgroup per (token, group of heads), the row's
+ * keys staged a chunk at a time for all the group's heads. */
+static bool build_sink_attention(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.sink.h, D = d->u.sink.D, N = d->u.sink.N, E = d->u.sink.E, k = d->u.sink.k;
+	int64_t hg, kc;
+	uint32_t ls;
+	if (!check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "N*D", N * D) ||
+	    !check_index(b, "T*h*D", d->t_max * h * D) || !check_index(b, "window", d->u.sink.window) ||
+	    (E && (!check_index(b, "E*D", E * D) || !check_index(b, "ratio", d->u.sink.ratio))) ||
+	    (k && (!check_index(b, "T*k", d->t_max * k) || !E)) || !lanes_1d(b, 256, &ls) ||
+	    !sink_tiles(b, ls, &hg, &kc))
+		return false;
+	if (D % 4)
+		return fail(b, "head dim %" PRId64 " is not a multiple of 4 (keys are staged as vec4s)", D);
+	if (!isfinite(d->u.sink.scale))
+		return fail(b, "scale is not finite");
+	b->p->template = "sink_attention";
+	sb_printf(&b->sig, "sink_attention h=%" PRId64 " D=%" PRId64 " window=%" PRId64 " scale=%.9g", h, D,
+		  d->u.sink.window, (double)d->u.sink.scale);
+	def_uint(b, "H", h);
+	def_uint(b, "D", D);
+	def_uint(b, "HG", hg);
+	def_uint(b, "KC", kc);
+	def_uint(b, "LPP", ls / (hg * kc));
+	def_uint(b, "WINDOW", d->u.sink.window);
+	def_float(b, "SCALE", d->u.sink.scale);
+	def_int(b, "USE_TREE", 0);
+	b->absent_in = E ? (k ? 0 : 1) : 2;
+	if (E) {
+		sb_printf(&b->sig, " entries=%" PRId64 " ratio=%" PRId64, E, d->u.sink.ratio);
+		def_int(b, "ENTRIES", 1);
+		def_uint(b, "E_ROWS", E);
+		def_uint(b, "RATIO", d->u.sink.ratio);
+	}
+	if (k) {
+		sb_printf(&b->sig, " ids=%" PRId64, k);
+		def_int(b, "IDS", 1);
+		def_uint(b, "KSEL", k);
+	}
+	per_token_grid(b, ls, h / hg, 1);
+	sb_printf(&b->tile, ",hg%" PRId64 ",kc%" PRId64, hg, kc);
+	return true;
+}
+
 /* ---- assembly ------------------------------------------------------------------------------ */
 
 /* One row per op (kv_ops, after the variant spaces): how its variants are
@@ -1980,6 +2061,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_COMPRESS_KV, build_compress_kv, {"B_C", "B_Z", "B_BIAS"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,
+	 NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

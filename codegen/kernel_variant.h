@@ -82,6 +82,9 @@ typedef struct {
  * all multiples of 16.
  * gated_delta_rule: local value columns per workgroup (recurrent: 64; chunked: the
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
+ * sink_attention: local (256) lanes, cols heads per workgroup (the largest
+ * power of two <= 4 dividing h), bk keys per chunk (the largest power of two
+ * <= 16 that fits).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
@@ -192,6 +195,9 @@ typedef struct {
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
 		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap */
 		struct { int64_t N, D, ratio; bool overlap; } compress;
+		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
+		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32 */
+		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;
 	} u;
 	/* conv1d_causal, conv1d_dilated, gated_delta_rule, ngram_embed: a third
 	 * output, the op's state after each token, [T, ...state shape] f32

@@ -470,6 +470,16 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.compress.D = cdim(x, 1) / (k->u.compress.overlap ? 2 : 1);
 		k->u.compress.ratio = DI("ratio", 1);
 		return true;
+	case IR_OP_SINK_ATTENTION: /* (q [T,h,D], kv [N,D], sinks [h] [, entries [E,D] [, ids [T,k]]]) */
+		k->u.sink.h = cdim(x, 1);
+		k->u.sink.D = cdim(x, 2);
+		k->u.sink.N = cdim(&d->operand[1], 0);
+		k->u.sink.E = d->n_in >= 4 ? cdim(&d->operand[3], 0) : 0;
+		k->u.sink.k = d->n_in == 5 ? cdim(&d->operand[4], 1) : 0;
+		k->u.sink.window = DI("window", 1);
+		k->u.sink.ratio = DI("ratio", 0);
+		k->u.sink.scale = (float)DA("scale", 1.0);
+		return true;
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];

@@ -285,6 +285,14 @@ static const struct {
 	 {.op = IR_OP_COMPRESS_KV, .t_max = 64, .u.compress = {.N = 4096, .D = 512, .ratio = 4, .overlap = true}}, 1},
 	{"compress_kv", "compress_kv",
 	 {.op = IR_OP_COMPRESS_KV, .t_max = 8, .u.compress = {.N = 4096, .D = 512, .ratio = 128}}, 1},
+	{"sink_attention entries", "sink_attention",
+	 {.op = IR_OP_SINK_ATTENTION, .t_max = 64,
+	  .u.sink = {.h = 64, .D = 512, .N = 4096, .E = 32, .window = 128, .ratio = 128, .scale = 0.044f}},
+	 1},
+	{"sink_attention ids", "sink_attention",
+	 {.op = IR_OP_SINK_ATTENTION, .t_max = 8,
+	  .u.sink = {.h = 64, .D = 512, .N = 4096, .E = 1024, .k = 512, .window = 128, .ratio = 4, .scale = 0.044f}},
+	 1},
 };
 #undef ATT
 

@@ -1,0 +1,229 @@
+// sink_attention (docs/ops.md): q [T,H,D], kv [N,D] (one head, K = V),
+// sinks [H]; with ENTRIES also entries [E_ROWS,D] (ratio RATIO), with IDS
+// also ids [T,KSEL] i32 -> y [T,H,D].
+// Row t at p = pos + t attends its key list: the window's cache rows
+// p+1-n_win .. p (n_win = min(p+1, WINDOW)), then the entries: every closed
+// one, e < min((p+1)/RATIO, E_ROWS), without IDS; the row's ids in ids order
+// with IDS. Softmax over the scores (q . key) * SCALE and the head's sink
+// logit, which has no value; y = sum softmax * key.
+//
+// A workgroup per (group of HG heads, token) (grid x = H / HG, y = T): the
+// heads read the same keys, so the group shares every key load. The list is
+// taken KC keys a chunk: the chunk is staged in shared memory (each row
+// padded by LPP vec4s, so that lanes scoring different keys read different
+// banks) and each (head, key) pair of it is scored by LPP lanes, lane s over
+// the vec4s s, s + LPP, ..., their partial dots summed in lane order. Lane
+// g < HG then runs head g's online softmax: the running max (starting at the
+// sink logit), the chunk's weights e^(s - max), the rescale of what came
+// before and the denominator (starting at the sink's own e^0 = 1). Every
+// lane owns output vec4s l, l + LS_X, ... of the group's HG rows: rescaled,
+// plus the chunk's weighted keys in key order. The next chunk's keys are
+// loaded into registers while this one is scored. Four barriers a chunk.
+// A row's chunks, sums and their order follow from its own key list alone,
+// never from T: T rows in one dispatch give bitwise what T single-row
+// dispatches give (prefill, verify and decode alike).
+//
+// With IDS the row's ids are compacted into `sel` first (a fixed-order scan
+// over the lanes, so their order is kept). An id counts only when
+// 0 <= id < min((p+1)/RATIO, E_ROWS): -1 pads the row, and the others (an
+// entry not yet closed, a row past the entries) are errors the reference
+// reports; the kernel skips them so that it reads nothing outside its
+// buffers. A repeated id, also an error there, counts twice here.
+// Window rows are at most p < N (the runtime keeps pos + T <= N).
+
+layout(set = 0, binding = B_Q) readonly buffer Qb { vec4 q4[]; };
+layout(set = 0, binding = B_KV) readonly buffer KVb { vec4 kv4[]; };
+layout(set = 0, binding = B_SINK) readonly buffer Sb { float sinks[]; };
+#ifdef ENTRIES
+layout(set = 0, binding = B_ENT) readonly buffer Eb { vec4 ent4[]; };
+#endif
+#ifdef IDS
+layout(set = 0, binding = B_IDS) readonly buffer Ib { int ids[]; };
+#endif
+layout(set = 0, binding = B_Y) writeonly buffer Yb { vec4 y4[]; };
+
+#define D4 (D / 4u)
+// A staged key row, padded.
+#define KS4 (D4 + LPP)
+// Vec4s a lane stages a chunk, sums into a partial dot, owns of the output.
+#define NPRE ((KC * D4 + LS_X - 1u) / LS_X)
+#define NDOT ((D4 + LPP - 1u) / LPP)
+#define NOUT ((HG * D4 + LS_X - 1u) / LS_X)
+
+shared vec4 qs[HG * D4];
+shared vec4 ks[KC * KS4];
+shared float part[LS_X];
+shared float wt[HG * KC];
+shared float m_run[HG];
+shared float l_run[HG];
+shared float corr[HG];
+#ifdef IDS
+shared uint sel[KSEL];
+shared uint scan[LS_X];
+#endif
+
+// The row's key list: n_win window rows from win0, then the entries.
+uint n_win, win0, n_keys;
+
+// Vec4 i of key j of the list.
+vec4 key_vec(uint j, uint i)
+{
+	if (j < n_win)
+		return kv4[(win0 + j) * D4 + i];
+#ifdef ENTRIES
+#ifdef IDS
+	return ent4[sel[j - n_win] * D4 + i];
+#else
+	return ent4[(j - n_win) * D4 + i];
+#endif
+#else
+	return vec4(0.0);
+#endif
+}
+
+// The lane's share of the chunk at c0 (zeros past the list), into registers.
+void load_chunk(out vec4 pre[NPRE], uint c0, uint l)
+{
+	for (uint r = 0u; r < NPRE; r++) {
+		uint idx = l + r * LS_X, c = idx / D4;
+		pre[r] = idx < KC * D4 && c0 + c < n_keys ? key_vec(c0 + c, idx % D4) : vec4(0.0);
+	}
+}
+
+void store_chunk(vec4 pre[NPRE], uint l)
+{
+	for (uint r = 0u; r < NPRE; r++) {
+		uint idx = l + r * LS_X;
+		if (idx < KC * D4)
+			ks[(idx / D4) * KS4 + idx % D4] = pre[r];
+	}
+}
+
+#ifdef IDS
+// Ids per lane: lane l checks the run l * IPL .. + IPL.
+#define IPL ((KSEL + LS_X - 1u) / LS_X)
+
+bool id_ok(int e, uint closed)
+{
+	return e >= 0 && uint(e) < closed;
+}
+
+// The row's valid ids, in ids order, into sel; returns their count. An
+// inclusive scan of the lanes' counts (Hillis-Steele, fixed order) places
+// each lane's run.
+uint compact_ids(uint t, uint l, uint closed)
+{
+	uint first = l * IPL, cnt = 0u;
+	for (uint r = 0u; r < IPL; r++)
+		if (first + r < KSEL && id_ok(ids[t * KSEL + first + r], closed))
+			cnt++;
+	scan[l] = cnt;
+	for (uint off = 1u; off < LS_X; off <<= 1) {
+		barrier();
+		uint v = l >= off ? scan[l - off] : 0u;
+		barrier();
+		scan[l] += v;
+	}
+	barrier();
+	uint at = scan[l] - cnt;
+	for (uint r = 0u; r < IPL; r++) {
+		int e = first + r < KSEL ? ids[t * KSEL + first + r] : -1;
+		if (id_ok(e, closed))
+			sel[at++] = uint(e);
+	}
+	barrier(); // sel is read by every lane's first key loads
+	return scan[LS_X - 1u];
+}
+#endif
+
+// Head g's online softmax over the chunk at c0: its scores from the pairs'
+// partial dots (in lane order), the new max, the weights e^(s - max) into
+// wt (0 past the list), the rescale of the sums so far into corr, and the
+// denominator.
+void softmax_step(uint g, uint c0)
+{
+	uint cnt = min(KC, n_keys - c0);
+	float m_new = m_run[g];
+	for (uint c = 0u; c < cnt; c++) {
+		float s = 0.0;
+		for (uint i = 0u; i < LPP; i++)
+			s += part[(g * KC + c) * LPP + i];
+		s *= SCALE;
+		wt[g * KC + c] = s;
+		m_new = max(m_new, s);
+	}
+	float sum = 0.0;
+	for (uint c = 0u; c < KC; c++) {
+		float w = c < cnt ? exp(wt[g * KC + c] - m_new) : 0.0;
+		wt[g * KC + c] = w;
+		sum += w;
+	}
+	float f = exp(m_run[g] - m_new);
+	corr[g] = f;
+	l_run[g] = l_run[g] * f + sum;
+	m_run[g] = m_new;
+}
+
+void main()
+{
+	uint l = gl_LocalInvocationID.x, h0 = gl_WorkGroupID.x * HG, t = gl_WorkGroupID.y;
+	uint p = step_pos + t;
+	n_win = min(p + 1u, WINDOW);
+	win0 = p + 1u - n_win;
+	n_keys = n_win;
+#ifdef ENTRIES
+	uint closed = min((p + 1u) / RATIO, E_ROWS);
+#ifdef IDS
+	n_keys += compact_ids(t, l, closed);
+#else
+	n_keys += closed;
+#endif
+#endif
+	for (uint i = l; i < HG * D4; i += LS_X)
+		qs[i] = q4[(t * H + h0) * D4 + i];
+	if (l < HG) {
+		m_run[l] = sinks[h0 + l];
+		l_run[l] = 1.0;
+	}
+	// lane l scores pair l / LPP = (head g, key c) of each chunk
+	uint s = l % LPP, g = l / LPP / KC, c = l / LPP % KC;
+	vec4 pre[NPRE];
+	vec4 acc[NOUT];
+	for (uint r = 0u; r < NOUT; r++)
+		acc[r] = vec4(0.0);
+	load_chunk(pre, 0u, l);
+	// n_keys >= 1 (the window holds row p), so the loop's barriers also
+	// publish qs, m_run and l_run before their first use.
+	for (uint c0 = 0u; c0 < n_keys; c0 += KC) {
+		store_chunk(pre, l);
+		barrier();
+		load_chunk(pre, c0 + KC, l);
+		float dp = 0.0;
+		for (uint r = 0u; r < NDOT; r++) {
+			uint i = s + r * LPP;
+			if (i < D4)
+				dp += dot(qs[g * D4 + i], ks[c * KS4 + i]);
+		}
+		part[l] = dp;
+		barrier();
+		if (l < HG)
+			softmax_step(l, c0);
+		barrier();
+		uint cnt = min(KC, n_keys - c0);
+		for (uint r = 0u; r < NOUT; r++) {
+			uint o = l + r * LS_X, og = o / D4;
+			if (o < HG * D4) {
+				vec4 a = acc[r] * corr[og];
+				for (uint k = 0u; k < cnt; k++)
+					a += wt[og * KC + k] * ks[k * KS4 + o % D4];
+				acc[r] = a;
+			}
+		}
+		barrier();
+	}
+	for (uint r = 0u; r < NOUT; r++) {
+		uint o = l + r * LS_X;
+		if (o < HG * D4)
+			y4[(t * H + h0) * D4 + o] = acc[r] / l_run[o / D4];
+	}
+}
