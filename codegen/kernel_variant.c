@@ -1615,6 +1615,63 @@ static bool build_compress_kv(kv_build *b)
 	return true;
 }
 
+/* The most accumulators a lane of index_topk keeps (its keys times the
+ * heads of a q stage): past it they would spill out of registers. */
+#define INDEX_MAX_ACC 64
+
+/* index_topk.comp's shared memory in bytes: a stage of hg q rows, the
+ * head weights, a chunk's and the running best's (score, index) pairs. */
+static int64_t index_shared(int64_t h, int64_t dd, int64_t hg, int64_t ch, int64_t kp)
+{
+	return 4 * (hg * dd + h + 2 * ch + 2 * kp);
+}
+
+/* index_topk.comp: one workgroup per token scores the visible keys a chunk
+ * at a time and merges each chunk's best into the running best. */
+static bool build_index_topk(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, k = d->u.index.k, m = d->u.index.ratio;
+	uint32_t ls;
+	if (!check_index(b, "h", h) || !check_index(b, "d", dd) || !check_index(b, "E", E) || !check_index(b, "k", k) ||
+	    !check_index(b, "ratio", m) || !check_index(b, "E*d", E * dd) || !check_index(b, "T*h*d", d->t_max * h * dd) ||
+	    !check_index(b, "T*k", d->t_max * k) || !lanes_1d(b, 256, &ls))
+		return false;
+	if (dd % 4)
+		return fail(b, "head dim %" PRId64 " is not a multiple of 4 (keys are read as vec4s)", dd);
+	if (!isfinite(d->u.index.scale))
+		return fail(b, "scale is not finite");
+	int64_t kp = 1, hg = d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
+	while (kp < k)
+		kp *= 2;
+	int64_t ch = d->tiles.bk ? d->tiles.bk : (kp > ls ? kp : ls);
+	if (!is_pow2((uint64_t)ch) || ch < kp || ch < ls)
+		return fail(b, "a chunk of %" PRId64 " keys must be a power of two holding k = %" PRId64
+			    " (rounded up to %" PRId64 ") and one key per lane (%u)", ch, k, kp, ls);
+	if (hg < 1 || hg > h || (ch / ls) * hg > INDEX_MAX_ACC)
+		return fail(b, "%" PRId64 " heads a q stage: at least 1, at most h = %" PRId64 ", and times %" PRId64
+			    " keys a lane at most %d accumulators", hg, h, ch / ls, INDEX_MAX_ACC);
+	if (index_shared(h, dd, hg, ch, kp) > KV_SHARED_LIMIT)
+		return fail(b, "%" PRId64 " heads of %" PRId64 " a stage and a chunk of %" PRId64 " keys need more than %d"
+			    " bytes of shared memory", hg, dd, ch, KV_SHARED_LIMIT);
+	b->p->template = "index_topk";
+	sb_printf(&b->sig, "index_topk h=%" PRId64 " d=%" PRId64 " E=%" PRId64 " k=%" PRId64 " ratio=%" PRId64
+		  " scale=%.9g", h, dd, E, k, m, (double)d->u.index.scale);
+	def_uint(b, "H", h);
+	def_uint(b, "DI", dd);
+	def_uint(b, "E_ROWS", E);
+	def_uint(b, "KSEL", k);
+	def_uint(b, "KP", kp);
+	def_uint(b, "CH", ch);
+	def_uint(b, "HG", hg);
+	def_uint(b, "RATIO", m);
+	def_float(b, "SCALE", d->u.index.scale);
+	def_int(b, "USE_TREE", 0);
+	per_token_grid(b, ls, 1, 1);
+	sb_printf(&b->tile, ",hg%" PRId64 ",ch%" PRId64, hg, ch);
+	return true;
+}
+
 /* sink_attention.comp's shared memory in bytes: the group's q rows, a
  * chunk of keys (rows padded by p vec4s), the partial dots, the chunk's
  * weights, each head's max, denominator and rescale, and with ids (k > 0)
@@ -2061,6 +2118,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_COMPRESS_KV, build_compress_kv, {"B_C", "B_Z", "B_BIAS"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_INDEX_TOPK, build_index_topk, {"B_Q", "B_HW", "B_K"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,
 	 NULL},
 #define ELEMENTWISE_OTHER(id)

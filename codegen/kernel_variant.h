@@ -84,7 +84,8 @@ typedef struct {
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
  * sink_attention: local (256) lanes, cols heads per workgroup (the largest
  * power of two <= 4 dividing h), bk keys per chunk (the largest power of two
- * <= 16 that fits).
+ * <= 16 that fits). index_topk: local (256) lanes, cols heads per q stage
+ * (16, at most h), bk keys per chunk (a power of two >= max(k, local)).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
@@ -195,6 +196,9 @@ typedef struct {
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
 		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap */
 		struct { int64_t N, D, ratio; bool overlap; } compress;
+		/* INDEX_TOPK (q[T,h,d], w[T,h], keys[E,d]) -> ids[T,k] i32: the keys
+		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1 */
+		struct { int64_t h, d, E, k, ratio; float scale; } index;
 		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
 		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32 */
 		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;

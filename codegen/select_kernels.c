@@ -470,6 +470,14 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.compress.D = cdim(x, 1) / (k->u.compress.overlap ? 2 : 1);
 		k->u.compress.ratio = DI("ratio", 1);
 		return true;
+	case IR_OP_INDEX_TOPK: /* (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] */
+		k->u.index.h = cdim(x, 1);
+		k->u.index.d = cdim(x, 2);
+		k->u.index.E = cdim(&d->operand[2], 0);
+		k->u.index.k = DI("k", 1);
+		k->u.index.ratio = DI("ratio", 1);
+		k->u.index.scale = (float)DA("scale", 1.0);
+		return true;
 	case IR_OP_SINK_ATTENTION: /* (q [T,h,D], kv [N,D], sinks [h] [, entries [E,D] [, ids [T,k]]]) */
 		k->u.sink.h = cdim(x, 1);
 		k->u.sink.D = cdim(x, 2);
