@@ -3,7 +3,9 @@
  * scoring, a bias and a scaling, moe_gate_up with a limit get kernels whose
  * keys name what they add and whose bindings leave out an absent operand;
  * the softmax router and the weighted norm keep their keys; a grouped matmul
- * and a limit on moe_down are refused with a message naming the dispatch. */
+ * and a limit on moe_down are refused with a message naming the dispatch;
+ * compress_kv, index_topk and sink_attention (window only, with entries,
+ * with ids) get kernels binding exactly the operands they are given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,12 +164,69 @@ static void test_grouped_matmul(void)
 	       !s.ok && strstr(s.err, "dispatch 'o_a_proj': matmul with groups 4"));
 }
 
+/* A state's rows (the caches these ops read whole): constant dims. */
+static halo_tensor_ref state(halo_dtype t, int rank, const int64_t *dims)
+{
+	halo_tensor_ref r = weight(rank, dims);
+	r.space = HALO_SPACE_STATE;
+	r.dtype = t;
+	return r;
+}
+
+#define STATE(...) state(HALO_F32, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__})
+
+/* compress_kv, index_topk and sink_attention in each of its three forms:
+ * keys naming their dims, and bindings for exactly the operands given. */
+static void test_compressed_attention(void)
+{
+	halo_dispatch c = {.node = "attn.compress", .op = IR_OP_COMPRESS_KV, .n_in = 3, .n_out = 1};
+	c.operand[0] = STATE(256, 64);
+	c.operand[1] = STATE(256, 64);
+	c.operand[2] = WEIGHT(4, 64);
+	c.operand[3] = ACT(HALO_F32, 32);
+	set_attr(&c, "ratio", false, 4, NULL);
+	set_attr(&c, "overlap", false, 1, NULL);
+	expect_key("compress_kv: c, z, bias, y, step", select_one(c), "compress_kv D=32 ratio=4 overlap=1 tmax=8", 5);
+	halo_dispatch x = {.node = "attn.indexer", .op = IR_OP_INDEX_TOPK, .n_in = 3, .n_out = 1};
+	x.operand[0] = ACT(HALO_F32, 2, 16);
+	x.operand[1] = ACT(HALO_F32, 2);
+	x.operand[2] = STATE(64, 16);
+	x.operand[3] = ACT(HALO_I32, 2);
+	set_attr(&x, "k", false, 2, NULL);
+	set_attr(&x, "ratio", false, 4, NULL);
+	set_attr(&x, "scale", true, 0.25, NULL);
+	expect_key("index_topk: q, w, keys, ids, step", select_one(x),
+		   "index_topk h=2 d=16 E=64 k=2 ratio=4 scale=0.25 tmax=8", 5);
+	halo_dispatch a = {.node = "attn.core", .op = IR_OP_SINK_ATTENTION, .n_in = 3, .n_out = 1};
+	a.operand[0] = ACT(HALO_F32, 4, 32);
+	a.operand[1] = STATE(256, 32);
+	a.operand[2] = WEIGHT(4);
+	a.operand[3] = ACT(HALO_F32, 4, 32);
+	set_attr(&a, "scale", true, 0.25, NULL);
+	set_attr(&a, "window", false, 8, NULL);
+	expect_key("sink_attention, window only: q, kv, sinks, y, step", select_one(a),
+		   "sink_attention h=4 D=32 window=8 scale=0.25 tmax=8", 5);
+	halo_dispatch e = a;
+	e.n_in = 4;
+	e.operand[3] = STATE(16, 32);
+	e.operand[4] = ACT(HALO_F32, 4, 32);
+	set_attr(&e, "ratio", false, 16, NULL);
+	expect_key("sink_attention with entries: + entries", select_one(e),
+		   "sink_attention h=4 D=32 window=8 scale=0.25 entries=16 ratio=16 tmax=8", 6);
+	e.n_in = 5;
+	e.operand[4] = ACT(HALO_I32, 2);
+	e.operand[5] = ACT(HALO_F32, 4, 32);
+	expect_key("sink_attention with ids: + entries, ids", select_one(e),
+		   "sink_attention h=4 D=32 window=8 scale=0.25 entries=16 ratio=16 ids=2 tmax=8", 7);
+}
+
 int main(void)
 {
 	test_norms();
 	test_routers();
 	test_experts();
 	test_grouped_matmul();
+	test_compressed_attention();
 	printf("%d failure(s)\n", failures);
 	return failures ? 1 : 0;
 }
