@@ -1627,7 +1627,9 @@ static int64_t index_shared(int64_t h, int64_t dd, int64_t hg, int64_t ch, int64
 }
 
 /* index_topk.comp: one workgroup per token scores the visible keys a chunk
- * at a time and merges each chunk's best into the running best. */
+ * at a time and merges each chunk's best into the running best. A decode
+ * or verify step has a workgroup per token and nothing else, so its variant
+ * (t_max <= KV_MATVEC_MAX_T) takes 512 lanes, a prompt step's 256. */
 static bool build_index_topk(kv_build *b)
 {
 	const kv_desc *d = b->d;
@@ -1635,7 +1637,7 @@ static bool build_index_topk(kv_build *b)
 	uint32_t ls;
 	if (!check_index(b, "h", h) || !check_index(b, "d", dd) || !check_index(b, "E", E) || !check_index(b, "k", k) ||
 	    !check_index(b, "ratio", m) || !check_index(b, "E*d", E * dd) || !check_index(b, "T*h*d", d->t_max * h * dd) ||
-	    !check_index(b, "T*k", d->t_max * k) || !lanes_1d(b, 256, &ls))
+	    !check_index(b, "T*k", d->t_max * k) || !lanes_1d(b, d->t_max <= KV_MATVEC_MAX_T ? 512 : 256, &ls))
 		return false;
 	if (dd % 4)
 		return fail(b, "head dim %" PRId64 " is not a multiple of 4 (keys are read as vec4s)", dd);

@@ -84,8 +84,9 @@ typedef struct {
  * widest of 16, 8, ... whose tile fits 32 KiB of shared memory).
  * sink_attention: local (256) lanes, cols heads per workgroup (the largest
  * power of two <= 4 dividing h), bk keys per chunk (the largest power of two
- * <= 16 that fits). index_topk: local (256) lanes, cols heads per q stage
- * (16, at most h), bk keys per chunk (a power of two >= max(k, local)).
+ * <= 16 that fits). index_topk: local lanes (512 with t_max <= 8, else 256),
+ * cols heads per q stage (16, at most h), bk keys per chunk (a power of two
+ * >= k and >= local; the larger of the two powers).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;

@@ -2,7 +2,9 @@
  * 16, top 2, ratio 4) and V4-Flash's (64 heads of 128, top 512) over 1024
  * entries (a 4096-token context), prefill from position 0 (rows with fewer
  * visible keys than k, so -1s) and deep (T = 64), decode steps T = 1..5,
- * and batch invariance (T rows in one dispatch equal T one-row dispatches).
+ * decode at a 32k context (8192 entries), and batch invariance (T rows in
+ * one dispatch equal T one-row dispatches) of the decode variant (t_max 8,
+ * 512 lanes) and the prompt variant (t_max 64, 256 lanes).
  *
  * The ids must equal the reference's exactly wherever the scores are exact
  * in f32: "grid" inputs (q and keys in multiples of 1/4 up to 2, w in
@@ -36,9 +38,11 @@ typedef struct {
 
 typedef enum { RANDOM, GRID, ZERO_Q } data_kind;
 
-static bool build(harness *hn, const index_shape *s, hkernel *k)
+/* The variant a bundle has for steps of up to t_max tokens: decode and
+ * verify (8: 512 lanes) or prompt (64: 256 lanes). */
+static bool build(harness *hn, const index_shape *s, int64_t t_max, hkernel *k)
 {
-	kv_desc d = {.op = IR_OP_INDEX_TOPK, .t_max = 64, .wtype = HALO_F32};
+	kv_desc d = {.op = IR_OP_INDEX_TOPK, .t_max = t_max, .wtype = HALO_F32};
 	d.u.index.h = s->h;
 	d.u.index.d = s->d;
 	d.u.index.E = s->E;
@@ -163,7 +167,7 @@ static bool row_ok(const index_shape *s, const index_data *a, int64_t t, uint32_
 static bool index_case(harness *hn, index_shape s, int64_t T, uint32_t pos, data_kind kind, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(hn, &s, &k))
+	if (!build(hn, &s, T <= 8 ? 8 : 64, &k))
 		return false;
 	index_data a = data_new(&s, T, kind, seed);
 	bool ok = run(hn, &k, &s, &a, a.q, a.w, a.ids, T, pos);
@@ -185,12 +189,14 @@ static bool index_case(harness *hn, index_shape s, int64_t T, uint32_t pos, data
 	return ok;
 }
 
-static bool invariance(harness *hn, index_shape s, int64_t T, uint32_t pos, uint32_t *seed)
+/* T rows in one dispatch against T one-row dispatches of the variant for
+ * t_max: the same ids. */
+static bool invariance(harness *hn, index_shape s, int64_t T, int64_t t_max, uint32_t pos, uint32_t *seed)
 {
 	hkernel k;
-	if (!build(hn, &s, &k))
+	if (!build(hn, &s, t_max, &k))
 		return false;
-	index_data a = data_new(&s, T, GRID, seed);
+	index_data a = data_new(&s, T, RANDOM, seed);
 	bool ok = run(hn, &k, &s, &a, a.q, a.w, a.ids, T, pos);
 	for (int64_t t = 0; ok && t < T; t++)
 		ok = run(hn, &k, &s, &a, a.q + t * s.h * s.d, a.w + t * s.h, a.want + t * s.k, 1, pos + (uint32_t)t);
@@ -211,7 +217,7 @@ static bool forms(harness *hn, index_shape s, uint32_t deep, uint32_t *seed)
 		for (int64_t T = 1; T <= 5; T++)
 			ok &= index_case(hn, s, T, deep - (uint32_t)T, kind, seed);
 	}
-	return ok && invariance(hn, s, 16, deep - 16, seed);
+	return ok && invariance(hn, s, 5, 8, deep - 5, seed) && invariance(hn, s, 16, 64, deep - 16, seed);
 }
 
 int main(void)
@@ -223,6 +229,10 @@ int main(void)
 	ok &= forms(hn, (index_shape){2, 16, 64, 2, 4, 0.125f}, 256, &seed);         /* the tiny fixture's */
 	ok &= forms(hn, (index_shape){64, 128, 1024, 512, 4, 0.125f}, 4096, &seed);  /* V4-Flash's */
 	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f}, 900, &seed);       /* odd sizes */
+	/* V4-Flash's at a 32k context: 8192 entries */
+	index_shape ctx32k = {64, 128, 8192, 512, 4, 0.125f};
+	for (data_kind kind = RANDOM; kind <= GRID; kind++)
+		ok &= index_case(hn, ctx32k, 2, 32766, kind, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }
