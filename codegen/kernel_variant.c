@@ -1070,6 +1070,8 @@ static bool build_copy(kv_build *b)
 		return fail(b, "every %" PRId64 " writes rows at the position only", d->u.copy.every);
 	if (d->u.copy.every && !check_index(b, "every", d->u.copy.every))
 		return false;
+	if (d->u.copy.ring && (!d->u.copy.at_pos || d->u.copy.every || !check_index(b, "ring", d->u.copy.ring)))
+		return fail(b, "a ring of %" PRId64 " rows takes rows at the position, without every", d->u.copy.ring);
 	b->p->template = "copy_rows";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
@@ -1080,6 +1082,10 @@ static bool build_copy(kv_build *b)
 	if (d->u.copy.every) { /* a define only then: the other copies stay byte for byte what they were */
 		sb_printf(&b->sig, " every=%" PRId64, d->u.copy.every);
 		def_uint(b, "EVERY", d->u.copy.every);
+	}
+	if (d->u.copy.ring) { /* likewise */
+		sb_printf(&b->sig, " ring=%" PRId64, d->u.copy.ring);
+		def_uint(b, "RING", d->u.copy.ring);
 	}
 	def_uint(b, "W", W);
 	def_uint(b, "REP", rep);

@@ -136,12 +136,14 @@ typedef struct {
 		 * copy_rows.comp. from_pos: source rows start at pos + pos_offset
 		 * and rows outside [0, src_rows) read as zeros. every (> 0, with
 		 * at_pos): row r goes to row (pos + r + 1) / every - 1 when it
-		 * closes a window of that many, else nowhere (state_write's every). */
+		 * closes a window of that many, else nowhere (state_write's every).
+		 * ring (> 0, with at_pos): row r goes to row (pos + r) mod ring
+		 * (state_write's ring: the state holds the last `ring` positions). */
 		struct {
 			ir_dim rows;
 			int64_t width, src_stride, src_offset, dst_stride, dst_offset, rep;
 			bool at_pos, from_pos;
-			int64_t src_rows, pos_offset, every;
+			int64_t src_rows, pos_offset, every, ring;
 		} copy;
 		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
 		/* L2_NORM (x) -> y, GATED_RMS_NORM (x, z, w) -> y: rows_per_t rows of

@@ -154,6 +154,8 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1,
 			 at && at->is_str && !strcmp(at->s, "pos"));
 		k->u.copy.every = DI("every", 0);
+		/* the state's rows: the ring a position wraps around */
+		k->u.copy.ring = DI("ring", 0) ? cdim(&d->operand[d->n_in + d->n_extra], 0) : 0;
 		return true;
 	}
 	if (d->op == IR_OP_ROWS_AT_POS) {
