@@ -24,24 +24,7 @@
 #include <string.h>
 
 #include "runtime/ref/ref_ops.h"
-
-static int failures;
-
-static void expect_near(const char *what, double got, double want, double tol)
-{
-	if (!(fabs(got - want) <= tol)) {
-		printf("FAIL %s: got %.9g want %.9g (tol %.3g)\n", what, got, want, tol);
-		failures++;
-	}
-}
-
-static void expect_true(const char *what, bool cond)
-{
-	if (!cond) {
-		printf("FAIL %s\n", what);
-		failures++;
-	}
-}
+#include "tests/runtime/expect.h"
 
 /* Deterministic values in [-1, -1/64] u [1/64, 1]: never zero, so a dropped
  * term or a row left unwritten shows. */
@@ -552,8 +535,8 @@ int main(void)
 	test_sink_random();
 	test_streaming();
 	test_rings();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
+	if (expect_failures) {
+		printf("%d failure(s)\n", expect_failures);
 		return 1;
 	}
 	printf("all DeepSeek V4 attention reference op tests passed\n");
