@@ -381,6 +381,19 @@ static int64_t mm_rows_max(const kv_desc *d)
 	return mm_rpt(d) * d->t_max;
 }
 
+/* A grouped matmul's groups (1: not grouped). */
+static int64_t mm_groups(const kv_desc *d)
+{
+	return d->u.matmul.groups > 1 ? d->u.matmul.groups : 1;
+}
+
+/* Whether `cols` consecutive columns from a multiple of cols read one input
+ * group: always without groups (columns past N are never stored). */
+static bool mm_cols_fit(const kv_desc *d, uint32_t cols)
+{
+	return mm_groups(d) == 1 || (d->u.matmul.N / mm_groups(d)) % cols == 0;
+}
+
 /* Quantized weights: weights per 32-bit word (0 for f32 and f16). */
 static uint32_t q_per_word(const kv_desc *d)
 {
@@ -405,6 +418,14 @@ static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
 	return t.cols * f < 8 ? t.cols * f : (t.cols > 8 ? t.cols : 8);
 }
 
+/* Whether t's columns may grow with T: not where they would leave a grouped
+ * matmul's input group. */
+static bool matvec_may_grow(const kv_desc *d, kv_tiles t)
+{
+	t.grow = 1;
+	return mm_cols_fit(d, matvec_nc_max(d, t));
+}
+
 /* Why tiles t are not a matvec variant for d, or NULL when they are. */
 static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 {
@@ -422,6 +443,10 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "qw applies to quantized weights only";
 	if (d->u.matmul.pair && t.cols < 2)
 		return "pair: a column group holds each gate column with its up, so cols >= 2";
+	/* its columns share their x reads, so they must read one input group */
+	if (!mm_cols_fit(d, nc_max))
+		return "groups: a column group's columns must read one input group (N / groups a multiple of the"
+		       " columns per group at the largest T)";
 	/* A quantized chunk in registers: its qw words and its scales (q8_0,
 	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
 	 * lane. */
@@ -483,6 +508,8 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool q4 = d->wtype == HALO_Q4_K;
 	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 1 : 2, .qw = 2, .grow = 1};
+	while (t.cols > 1 && !mm_cols_fit(d, t.cols)) /* a grouped matmul's narrow input groups */
+		t.cols /= 2;
 	matvec_widen(N, kc, &t); /* the split of one-word chunks, as measured */
 	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
@@ -529,7 +556,7 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
-	t.grow = (uint64_t)kc >= 2 * (uint64_t)t.split;
+	t.grow = (uint64_t)kc >= 2 * (uint64_t)t.split && matvec_may_grow(d, t);
 	/* Too many chunks in flight at the largest T: two loads a lane; too
 	 * wide for the reduction's shared memory: columns that do not grow,
 	 * then narrower groups. */
@@ -618,6 +645,8 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	if (b->d->wtype != HALO_F16 && !q_per_word(b->d))
 		return fail(b, "the cooperative-matrix matmul takes f16 weights or quantized ones (f32 weights use"
 			    " matmul.comp)");
+	if (mm_groups(b->d) > 1)
+		return fail(b, "the cooperative-matrix matmul takes no groups (the tiled kernel does)");
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
 	    wn < 16 || bk < 16 || bm % wm || bn % wn)
 		return fail(b, "coopmat tiles bm=%u bn=%u bk=%u wm=%u wn=%u: powers of two >= 16 with wm | bm, wn | bn",
@@ -661,17 +690,31 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	return true;
 }
 
+/* The tiled kernel's default BN: 32, or for a grouped matmul the widest
+ * power of two up to 32 that divides its columns per group (a tile's
+ * columns then read one input group). */
+static uint32_t matmul_bn(const kv_desc *d)
+{
+	uint32_t bn = 32;
+	while (bn > 1 && !mm_cols_fit(d, bn))
+		bn /= 2;
+	return bn;
+}
+
 static bool matmul_tiles(kv_build *b)
 {
 	const kv_tiles *t = &b->d->tiles;
 	if (t->coopmat)
 		return matmul_coopmat_tiles(b);
-	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : 32, bk = t->bk ? t->bk : 16;
-	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : 2;
+	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : matmul_bn(b->d), bk = t->bk ? t->bk : 16;
+	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : (bn < 2 ? bn : 2);
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(tm) || !is_pow2(tn) || bm % tm ||
 	    bn % tn)
 		return fail(b, "matmul tiles bm=%u bn=%u bk=%u tm=%u tn=%u: powers of two with tm | bm, tn | bn",
 			    bm, bn, bk, tm, tn);
+	if (!mm_cols_fit(b->d, bn))
+		return fail(b, "matmul: a tile's %u columns must read one input group of %" PRId64 " columns", bn,
+			    b->d->u.matmul.N / mm_groups(b->d));
 	if (q_per_word(b->d) && bk % 8)
 		return fail(b, "matmul: quantized weights are dequantized 8 at a time; bk = %u", bk);
 	if (b->d->u.matmul.pair && tn % 2)
@@ -732,6 +775,31 @@ static bool matmul_results(kv_build *b)
 	return true;
 }
 
+/* groups g > 1 (docs/ops.md): x's rows are g inputs of K, column n reads
+ * input n / (N/g). Named and defined (XGROUPS, GROUP_N) only then, so the
+ * other matmuls' keys and code stay what they were. */
+static bool matmul_groups(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t g = d->u.matmul.groups;
+	if (g < 0)
+		return fail(b, "groups %" PRId64 " must be positive", g);
+	if (g <= 1)
+		return true;
+	if (d->u.matmul.N % g)
+		return fail(b, "groups %" PRId64 " does not divide N = %" PRId64, g, d->u.matmul.N);
+	if (d->u.matmul.n_split || d->u.matmul.pair)
+		return fail(b, "groups exclude split and pair");
+	if (d->pro.on)
+		return fail(b, "a grouped matmul takes no rms_norm prologue (its x row is %" PRId64 " inputs)", g);
+	if (!check_index(b, "rows*groups*K", mm_rows_max(d) * g * d->u.matmul.K))
+		return false;
+	sb_printf(&b->sig, " groups=%" PRId64, g);
+	def_uint(b, "XGROUPS", g);
+	def_uint(b, "GROUP_N", d->u.matmul.N / g);
+	return true;
+}
+
 static bool build_matmul(kv_build *b)
 {
 	int64_t K = b->d->u.matmul.K, N = b->d->u.matmul.N, rows = mm_rows_max(b->d);
@@ -748,7 +816,7 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "K", K);
 	def_uint(b, "N", N);
 	def_uint(b, "RPT", mm_rpt(b->d));
-	if (!matmul_results(b))
+	if (!matmul_groups(b) || !matmul_results(b))
 		return false;
 	if (!weight_type_q(b, N, K))
 		return false;
@@ -1729,6 +1797,7 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
 	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	tree.grow = matvec_may_grow(d, tree);
 	fixed.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
@@ -1791,11 +1860,12 @@ static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
  * the 128x128 tile's rate (bench/matmul_bench, Qwen3-8B at T = 512: 91 vs
  * 131 TFLOP/s with 128 workgroups of 128x128), while with 32 of them
  * (N = 1024) 64x64 was twice as fast. Then the tiled kernel's defaults,
- * which need nothing. f32 weights: the tiled kernel only. */
+ * which need nothing. f32 weights and grouped matmuls (matmul_coopmat.comp
+ * reads x without groups): the tiled kernel only. */
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	int n = 0;
-	if (d->wtype == HALO_F16 || q_per_word(d)) {
+	if ((d->wtype == HALO_F16 || q_per_word(d)) && mm_groups(d) == 1) {
 		int64_t big = ((d->u.matmul.N + 127) / 128) * ((mm_rows_max(d) + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
 		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};

@@ -111,12 +111,16 @@ typedef struct {
 		/* split (n_split >= 2): the N columns are n_split results of
 		 * split[i] columns each, in that order (no epilogue); pair: w's
 		 * rows are (gate, up) pairs and the one result, of N / 2 columns,
-		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl) */
+		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl); groups g
+		 * (0 or 1: none): x is [a*T, g*K] and column n reads x's group
+		 * n / (N/g) (DeepSeek V4's block-diagonal o_a_proj; no split, pair
+		 * or prologue) */
 		struct {
 			int64_t K, N, rows_per_t;
 			int n_split;
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;
+			int64_t groups;
 		} matmul;
 		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
 		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;

@@ -282,13 +282,6 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.H = cdim(x, 1);
 		return true;
 	case IR_OP_MATMUL:
-		if (DI("groups", 1) > 1) {
-			/* the caller names the entry and the dispatch */
-			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel "
-				 "runs a grouped matmul yet (the ref backend does: --targets ref)",
-				 (long long)DI("groups", 1));
-			return false;
-		}
 		/* the matmul and matvec kernels run a whole number of rows per token */
 		if (x->dim[0].coef_T < 1 || x->dim[0].c != 0) {
 			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take a*T "
@@ -296,7 +289,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 			return false;
 		}
 		k->wtype = d->operand[1].dtype;
-		k->u.matmul.K = cdim(x, 1);
+		k->u.matmul.groups = DI("groups", 1);
+		k->u.matmul.K = cdim(&d->operand[1], 1); /* w's rows; a grouped x row holds groups of them */
 		k->u.matmul.N = cdim(&d->operand[1], 0);
 		k->u.matmul.rows_per_t = x->dim[0].coef_T;
 		k->u.matmul.pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;

@@ -132,7 +132,7 @@ static kv_desc merged(kv_desc d, const int64_t *split, int n_split, bool pair)
 
 /* matvec (T <= 8: f16 and f32, 16-byte and element chunks, the shuffle and
  * tree reductions, growing columns), the quantized formats, the tiled
- * matmul and matmul_coopmat. */
+ * matmul and matmul_coopmat, split and pair results, groups. */
 static void check_matmuls(void)
 {
 	check_desc("matvec T=1 f16 pro", fused(matmul_desc(256, 320, 1, HALO_F16), false), 2);
@@ -162,6 +162,14 @@ static void check_matmuls(void)
 	check_desc("matvec pair", merged(fused(matmul_desc(256, 192, 5, HALO_F16), true), NULL, 0, true), 1);
 	check_desc("matmul split", merged(matmul_desc(256, 256, 64, HALO_F32), qkv, 3, false), 1);
 	check_desc("matmul_coopmat pair", merged(matmul_desc(256, 192, 512, HALO_F16), NULL, 0, true), 1);
+
+	/* grouped (DeepSeek V4's o_a_proj: x holds 8 inputs of K): matvec, tiled */
+	kv_desc g = matmul_desc(256, 128, 5, HALO_F16);
+	g.u.matmul.groups = 8;
+	check_desc("matvec groups", g, 1);
+	g = matmul_desc(256, 128, 64, HALO_F32);
+	g.u.matmul.groups = 8;
+	check_desc("matmul groups", g, 1);
 }
 
 /* The twins past the matmuls, rms_norm and elementwise: a row a form that
