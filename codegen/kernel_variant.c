@@ -1304,11 +1304,13 @@ static bool route_options(kv_build *b)
 	static const char *const defines[] = {NULL, "SCORE_SIGMOID", "SCORE_SQRTSOFTPLUS"};
 	kv_scoring s = b->d->u.topk.scoring;
 	float scaling = b->d->u.topk.scaling;
-	bool route = b->d->op == IR_OP_MOE_ROUTE, scaled = scaling != 0.0f && scaling != 1.0f;
+	bool route = b->d->op != IR_OP_TOPK, scaled = scaling != 0.0f && scaling != 1.0f;
 	if ((unsigned)s > KV_SCORE_SQRTSOFTPLUS)
 		return fail(b, "scoring %d unknown", (int)s);
 	if (!route && (s != KV_SCORE_SOFTMAX || b->d->u.topk.bias || scaled))
 		return fail(b, "scoring, bias and scaling apply to moe_route only");
+	if (b->d->op == IR_OP_MOE_ROUTE_HASH && b->d->u.topk.bias)
+		return fail(b, "hash routing takes no bias (nothing is ranked)");
 	if (!isfinite(scaling))
 		return fail(b, "scaling by a non-finite value");
 	if (s != KV_SCORE_SOFTMAX) {
@@ -1323,14 +1325,31 @@ static bool route_options(kv_build *b)
 		sb_printf(&b->sig, " scaling=%.9g", (double)scaling);
 		def_float(b, "SCALING", scaling);
 	}
-	b->drop_last_in = route && !b->d->u.topk.bias;
+	b->drop_last_in = b->d->op == IR_OP_MOE_ROUTE && !b->d->u.topk.bias;
 	return true;
 }
 
-/* topk (x) -> (ids, vals), or moe_route (logits[, bias]) -> (ids, w): one workgroup per row. */
+/* moe_route_hash's table (HASH): V rows of k expert ids held as floats,
+ * f32 or f16 (the compiler stores a matrix in its matrix dtype), read
+ * through the prelude's load_w. */
+static bool hash_table(kv_build *b)
+{
+	int64_t V = b->d->u.topk.V;
+	if (b->d->op != IR_OP_MOE_ROUTE_HASH)
+		return true;
+	if (!check_index(b, "V", V) || !check_index(b, "V*k", V * b->d->u.topk.k))
+		return false;
+	sb_printf(&b->sig, " V=%" PRId64, V);
+	def_int(b, "HASH", 1);
+	def_uint(b, "V", V);
+	return weight_type(b);
+}
+
+/* topk (x) -> (ids, vals), moe_route (logits[, bias]) -> (ids, w), or
+ * moe_route_hash (logits, table, tokens) -> (ids, w): one workgroup per row. */
 static bool build_topk(kv_build *b)
 {
-	bool route = b->d->op == IR_OP_MOE_ROUTE;
+	bool route = b->d->op != IR_OP_TOPK, hash = b->d->op == IR_OP_MOE_ROUTE_HASH;
 	int64_t N = b->d->u.topk.N, k = b->d->u.topk.k;
 	bool norm = b->d->u.topk.norm;
 	uint32_t ls;
@@ -1344,10 +1363,10 @@ static bool build_topk(kv_build *b)
 		return fail(b, "renormalising the selected values applies to moe_route only");
 	b->p->template = "topk";
 	if (route)
-		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
+		sb_printf(&b->sig, "%s E=%" PRId64 " k=%" PRId64 " norm=%d", op_name(b->d->op), N, k, norm ? 1 : 0);
 	else
 		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
-	if (!route_options(b))
+	if (!route_options(b) || !hash_table(b))
 		return false;
 	def_uint(b, "N", N);
 	def_uint(b, "KSEL", k);
@@ -1356,14 +1375,14 @@ static bool build_topk(kv_build *b)
 	def_int(b, "USE_TREE", route ? 1 : 0);
 	/* the selections' combine: subgroup shuffles, or (tree, for devices
 	 * without them) a shared-memory tree; a total order, so the same
-	 * element either way */
-	bool shuffle = !b->d->tiles.tree;
+	 * element either way. Hash routing selects nothing. */
+	bool shuffle = !b->d->tiles.tree && !hash;
 	def_int(b, "SG_SHUFFLE", shuffle ? 1 : 0);
 	if (shuffle)
 		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->tile, "ls%u%s", ls, shuffle ? "" : ",tree");
+	sb_printf(&b->tile, "ls%u%s", ls, shuffle || hash ? "" : ",tree");
 	return true;
 }
 
@@ -1975,6 +1994,7 @@ static const kv_op_row kv_ops[] = {
 	 false, NULL},
 	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
 	{IR_OP_MOE_ROUTE, build_topk, {"B_X", "B_BIAS"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
+	{IR_OP_MOE_ROUTE_HASH, build_topk, {"B_X", "B_W", "B_TOK"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},

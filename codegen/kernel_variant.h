@@ -155,13 +155,17 @@ typedef struct {
 		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
 		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]
 		 * [, bias[N] f32 when bias]) -> (ids[T,k] i32, w[T,k]), N = E experts,
-		 * norm = the norm_topk attr, scoring, scaling (0 or 1: none) */
+		 * norm = the norm_topk attr, scoring, scaling (0 or 1: none);
+		 * MOE_ROUTE_HASH (logits[T,N], table[V,k] of dtype wtype, tokens[T]
+		 * i32) -> (ids, w): the experts from the table, the weights as
+		 * MOE_ROUTE's (no bias) */
 		struct {
 			int64_t N, k;
 			bool norm;
 			kv_scoring scoring;
 			bool bias;
 			float scaling;
+			int64_t V;
 		} topk;
 		/* MOE_GATE_UP (x[T,H], ids[T,k] i32, gate[E,F,H], up[E,F,H]) ->
 		 * act[T,k,F], clamped first by limit when > 0 (DeepSeek V4's

@@ -365,15 +365,23 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		return true;
 	case IR_OP_TOPK:
 	case IR_OP_MOE_ROUTE:
+	case IR_OP_MOE_ROUTE_HASH: { /* hash: (logits, table [V,k], tokens) */
+		const halo_tensor_ref *table = &d->operand[1];
+		bool hash = d->op == IR_OP_MOE_ROUTE_HASH;
 		k->u.topk.N = cdim(x, 1);
-		k->u.topk.k = DI("k", 1);
-		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
+		k->u.topk.k = hash ? cdim(table, 1) : DI("k", 1);
+		k->u.topk.norm = d->op != IR_OP_TOPK && DI("norm_topk", 1);
 		k->u.topk.scoring = attr_is(d, "scoring", "sigmoid")	    ? KV_SCORE_SIGMOID
 				    : attr_is(d, "scoring", "sqrtsoftplus") ? KV_SCORE_SQRTSOFTPLUS
 									    : KV_SCORE_SOFTMAX;
 		k->u.topk.bias = d->op == IR_OP_MOE_ROUTE && d->n_in == 2;
 		k->u.topk.scaling = (float)DA("scaling", 1.0);
+		if (hash) {
+			k->wtype = table->dtype;
+			k->u.topk.V = cdim(table, 0);
+		}
 		return true;
+	}
 	case IR_OP_MOE_GATE_UP: { /* (x, ids, gate [E,F,H], up) */
 		const halo_tensor_ref *gate = &d->operand[2];
 		k->wtype = gate->dtype;

@@ -4,8 +4,9 @@
  * keys name what they add and whose bindings leave out an absent operand;
  * the softmax router and the weighted norm keep their keys; a grouped matmul
  * gets the matvec with its groups in the key and x's K read from the
- * weight; a limit on moe_down is refused with a message naming the
- * dispatch. */
+ * weight; hash routing gets topk.comp's HASH form, its table's dtype and
+ * rows in the key; a limit on moe_down is refused with a message naming
+ * the dispatch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,17 @@ static void test_routers(void)
 	set_attr(&r, "scoring", false, 0, "sigmoid");
 	expect_key("sigmoid router without a bias", select_one(r), "moe_route E=64 k=6 norm=1 scoring=sigmoid tmax=8",
 		   4);
+	halo_dispatch hr = {.node = "hash_router", .op = IR_OP_MOE_ROUTE_HASH, .n_in = 3, .n_out = 2};
+	hr.operand[0] = ACT(HALO_F32, 64);
+	hr.operand[1] = WEIGHT(1000, 6);
+	hr.operand[1].dtype = HALO_F16;
+	hr.operand[2] = ref(HALO_SPACE_ACT, HALO_I32, 1, NULL);
+	hr.operand[3] = ACT(HALO_I32, 6);
+	hr.operand[4] = ACT(HALO_F32, 6);
+	set_attr(&hr, "scoring", false, 0, "sqrtsoftplus");
+	set_attr(&hr, "scaling", true, 1.5, NULL);
+	expect_key("hash router: logits, table, tokens, ids, w, step", select_one(hr),
+		   "moe_route_hash E=64 k=6 norm=1 scoring=sqrtsoftplus scaling=1.5 V=1000 w=f16 tmax=8", 6);
 }
 
 static void test_experts(void)
