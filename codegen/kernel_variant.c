@@ -40,6 +40,10 @@ typedef struct {
 	/* set by the op's dims: its row's last input is absent (an optional
 	 * operand the dispatch lacks, e.g. an unweighted rms_norm's w) */
 	bool drop_last_in;
+	/* set by the op's dims where its result count varies (a matmul's split
+	 * results, hc_weights' one or three); 0: the row's first two, and the
+	 * states after each token with steps */
+	int n_out;
 	char *err;
 	size_t errlen;
 } kv_build;
@@ -769,6 +773,7 @@ static bool matmul_results(kv_build *b)
 	}
 	def_int(b, "NSEG", n ? n : 1);
 	def_int(b, "PAIR", d->u.matmul.pair ? 1 : 0);
+	b->n_out = n ? n : 1;
 	if (d->u.matmul.pair)
 		sb_printf(&b->sig, " pair=swiglu");
 	b->p->library = "matmul_out";
@@ -1634,6 +1639,81 @@ static bool build_qsa_select(kv_build *b)
 	return true;
 }
 
+/* ---- DeepSeek V4 ops ---------------------------------------------------------------------- */
+
+/* The most streams: hc_weights keeps a token's n x n matrix, hc_expand its
+ * n inputs, in one lane's registers. */
+#define KV_HC_MAX_N 8
+
+static bool hc_streams_ok(kv_build *b)
+{
+	int64_t n = b->d->u.hc.n;
+	if (!check_index(b, "n", n))
+		return false;
+	if (n > KV_HC_MAX_N)
+		return fail(b, "%" PRId64 " streams, at most %d (a lane holds them in registers)", n, KV_HC_MAX_N);
+	return true;
+}
+
+/* hc_weights: one lane per token computes its (2+n)*n weights (or the n of
+ * pre) in f32, the Sinkhorn iterations on its n x n matrix in registers. */
+static bool build_hc_weights(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t n = d->u.hc.n, iters = d->u.hc.iters;
+	float eps = d->u.hc.eps;
+	bool full = d->u.hc.full;
+	uint32_t ls;
+	if (!hc_streams_ok(b) || !check_index(b, "T*(2+n)*n", d->t_max * (2 + n) * n) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (!isfinite(eps) || eps < 0.0f)
+		return fail(b, "eps %g must be finite and non-negative", (double)eps);
+	if (full && !check_index(b, "iters", iters))
+		return false;
+	b->p->template = "hc_weights";
+	sb_printf(&b->sig, "hc_weights n=%" PRId64 " eps=%.9g", n, (double)eps);
+	def_uint(b, "NS", n);
+	def_float(b, "EPS", eps);
+	def_int(b, "FULL", full ? 1 : 0);
+	if (full) { /* the HyperHead's form (pre alone) has no Sinkhorn */
+		sb_printf(&b->sig, " iters=%" PRId64, iters);
+		def_uint(b, "ITERS", iters);
+	} else {
+		sb_printf(&b->sig, " pre");
+	}
+	def_int(b, "USE_TREE", 0);
+	b->n_out = full ? 3 : 1;
+	set_local(b, ls, 1);
+	set_grid(b, 0, 1, 0, ls);
+	sb_printf(&b->tile, "ls%u", ls);
+	return true;
+}
+
+/* hc_collapse and (EXPAND) hc_expand: lanes over H in vec4s (VEC4, H % 4
+ * == 0) or floats, one token per grid row; a lane reads its n stream
+ * elements once. */
+static bool build_hc_streams(kv_build *b)
+{
+	bool expand = b->d->op == IR_OP_HC_EXPAND;
+	int64_t n = b->d->u.hc.n, H = b->d->u.hc.H;
+	bool vec4 = H % 4 == 0;
+	uint32_t ls;
+	if (!hc_streams_ok(b) || !check_index(b, "H", H) || !check_index(b, "T*n*H", b->d->t_max * n * H) ||
+	    !lanes_1d(b, 64, &ls))
+		return false;
+	b->p->template = "hc_streams";
+	sb_printf(&b->sig, "%s n=%" PRId64 " H=%" PRId64, op_name(b->d->op), n, H);
+	def_uint(b, "NS", n);
+	def_uint(b, "H", H);
+	def_int(b, "VEC4", vec4 ? 1 : 0);
+	def_int(b, "EXPAND", expand ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
+	per_token_grid(b, ls, vec4 ? H / 4 : H, ls);
+	if (vec4)
+		sb_printf(&b->tile, ",v4");
+	return true;
+}
+
 /* ---- assembly ------------------------------------------------------------------------------ */
 
 /* One row per op (kv_ops, after the variant spaces): how its variants are
@@ -1641,8 +1721,9 @@ static bool build_qsa_select(kv_build *b)
  * the constants, the tiles and the grid; the driver then binds in[] (the
  * op's inputs, docs/ops.md order; an optional last one only where the
  * descriptor has it, kv_build.drop_last_in), the fused ops' operands and
- * out[]. out[2] is an IR_OPF_STEPS op's optional result, its states after each
- * token: bound (and STEPS defined) only with the descriptor's steps. */
+ * out[] (the first kv_build.n_out where dims sets it). out[2] is an
+ * IR_OPF_STEPS op's optional result, its states after each token: bound
+ * (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
 	ir_op op;
 	bool (*dims)(kv_build *b);
@@ -1671,9 +1752,7 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		return false;
 	if (r->elementwise)
 		p->y_binding = (int)bind(b, NULL);
-	/* a matmul's split results, else up to two and the states after each token */
-	int n_out = b->d->op == IR_OP_MATMUL ? (b->d->u.matmul.n_split ? b->d->u.matmul.n_split : 1)
-					      : (b->d->steps ? 3 : 2);
+	int n_out = b->n_out ? b->n_out : b->d->steps ? 3 : 2;
 	for (int i = 0; i < n_out && r->out[i]; i++)
 		bind(b, r->out[i]);
 	if (b->d->steps) {
@@ -2001,6 +2080,10 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_HC_WEIGHTS, build_hc_weights, {"B_MIX", "B_BASE", "B_SCALE"}, {"B_PRE", "B_POST", "B_COMB"}, 0, false,
+	 NULL},
+	{IR_OP_HC_COLLAPSE, build_hc_streams, {"B_X", "B_PRE"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_HC_EXPAND, build_hc_streams, {"B_X", "B_Y", "B_POST", "B_COMB"}, {"B_OUT"}, 0, false, NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

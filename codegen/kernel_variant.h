@@ -193,6 +193,12 @@ typedef struct {
 		/* (q[T,h,D], keys[C,D], k_norm[D] f32) -> mask[T,C] f32: block = c, top =
 		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
+		/* DeepSeek V4's mHC, n streams, all f32. HC_WEIGHTS (mix[T,M],
+		 * base[M], scale[3]) -> (pre[T,n], post[T,n], comb[T,n,n]) with M =
+		 * (2+n)*n when full, else (mix[T,n], base[n], scale[1]) -> pre;
+		 * iters, eps: the attrs. HC_COLLAPSE (x[T,n,H], pre[T,n]) -> y[T,H];
+		 * HC_EXPAND (x[T,n,H], y[T,H], post[T,n], comb[T,n,n]) -> [T,n,H] */
+		struct { int64_t n, H, iters; float eps; bool full; } hc;
 	} u;
 	/* conv1d_causal, conv1d_dilated, gated_delta_rule, ngram_embed: a third
 	 * output, the op's state after each token, [T, ...state shape] f32

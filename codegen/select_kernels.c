@@ -260,6 +260,17 @@ static bool quant_operands_ok(const halo_dispatch *d, char *err, size_t errlen)
 	return true;
 }
 
+/* The mHC kernels take row t of every operand for token t. */
+static bool one_row_per_token(const halo_dispatch *d, char *err, size_t errlen)
+{
+	const halo_tensor_ref *x = &d->operand[0];
+	if (x->dim[0].coef_T == 1 && x->dim[0].c == 0)
+		return true;
+	snprintf(err, errlen, "dispatch '%s': %s over %lld*T+%lld rows; its kernel takes one row per token", d->node,
+		 halo_op_name(d->op), (long long)x->dim[0].coef_T, (long long)x->dim[0].c);
+	return false;
+}
+
 /* The kernel descriptor of one dispatch. */
 static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
 {
@@ -451,6 +462,17 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.qsa.base = (float)DA("base", 10000.0);
 		k->u.qsa.eps = (float)DA("eps", 1e-6);
 		return true;
+	case IR_OP_HC_WEIGHTS: /* (mix [T,M], base, scale) -> pre [T,n] (, post, comb) */
+		k->u.hc.n = cdim(&d->operand[d->n_in + d->n_extra], 1);
+		k->u.hc.full = d->n_out == 3;
+		k->u.hc.iters = DI("iters", 20);
+		k->u.hc.eps = (float)DA("eps", 1e-6);
+		return one_row_per_token(d, err, errlen);
+	case IR_OP_HC_COLLAPSE:
+	case IR_OP_HC_EXPAND: /* (x [T,n,H], ...) */
+		k->u.hc.n = cdim(x, 1);
+		k->u.hc.H = cdim(x, 2);
+		return one_row_per_token(d, err, errlen);
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];
