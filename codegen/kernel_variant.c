@@ -41,6 +41,10 @@ typedef struct {
 	 * (optional operands the dispatch lacks, e.g. an unweighted rms_norm's
 	 * w, a sink_attention's entries and ids) */
 	int absent_in;
+	/* set by the op's dims where its result count varies (a matmul's split
+	 * results, hc_weights' one or three); 0: the row's first two, and the
+	 * states after each token with steps */
+	int n_out;
 	char *err;
 	size_t errlen;
 } kv_build;
@@ -384,6 +388,19 @@ static int64_t mm_rows_max(const kv_desc *d)
 	return mm_rpt(d) * d->t_max;
 }
 
+/* A grouped matmul's groups (1: not grouped). */
+static int64_t mm_groups(const kv_desc *d)
+{
+	return d->u.matmul.groups > 1 ? d->u.matmul.groups : 1;
+}
+
+/* Whether `cols` consecutive columns from a multiple of cols read one input
+ * group: always without groups (columns past N are never stored). */
+static bool mm_cols_fit(const kv_desc *d, uint32_t cols)
+{
+	return mm_groups(d) == 1 || (d->u.matmul.N / mm_groups(d)) % cols == 0;
+}
+
 /* Quantized weights: weights per 32-bit word (0 for f32 and f16). */
 static uint32_t q_per_word(const kv_desc *d)
 {
@@ -408,6 +425,14 @@ static uint32_t matvec_nc_max(const kv_desc *d, kv_tiles t)
 	return t.cols * f < 8 ? t.cols * f : (t.cols > 8 ? t.cols : 8);
 }
 
+/* Whether t's columns may grow with T: not where they would leave a grouped
+ * matmul's input group. */
+static bool matvec_may_grow(const kv_desc *d, kv_tiles t)
+{
+	t.grow = 1;
+	return mm_cols_fit(d, matvec_nc_max(d, t));
+}
+
 /* Why tiles t are not a matvec variant for d, or NULL when they are. */
 static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 {
@@ -425,6 +450,10 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "qw applies to quantized weights only";
 	if (d->u.matmul.pair && t.cols < 2)
 		return "pair: a column group holds each gate column with its up, so cols >= 2";
+	/* its columns share their x reads, so they must read one input group */
+	if (!mm_cols_fit(d, nc_max))
+		return "groups: a column group's columns must read one input group (N / groups a multiple of the"
+		       " columns per group at the largest T)";
 	/* A quantized chunk in registers: its qw words and its scales (q8_0,
 	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
 	 * lane. */
@@ -486,6 +515,8 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool q4 = d->wtype == HALO_Q4_K;
 	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 1 : 2, .qw = 2, .grow = 1};
+	while (t.cols > 1 && !mm_cols_fit(d, t.cols)) /* a grouped matmul's narrow input groups */
+		t.cols /= 2;
 	matvec_widen(N, kc, &t); /* the split of one-word chunks, as measured */
 	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
 	while (t.unroll > 1 && t.unroll > per_lane)
@@ -532,7 +563,7 @@ static kv_tiles matvec_heuristic(const kv_desc *d)
 	matvec_widen(N, kc, &t);
 	uint64_t per_lane = ((uint64_t)kc + t.split - 1) / t.split;
 	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
-	t.grow = (uint64_t)kc >= 2 * (uint64_t)t.split;
+	t.grow = (uint64_t)kc >= 2 * (uint64_t)t.split && matvec_may_grow(d, t);
 	/* Too many chunks in flight at the largest T: two loads a lane; too
 	 * wide for the reduction's shared memory: columns that do not grow,
 	 * then narrower groups. */
@@ -621,6 +652,8 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	if (b->d->wtype != HALO_F16 && !q_per_word(b->d))
 		return fail(b, "the cooperative-matrix matmul takes f16 weights or quantized ones (f32 weights use"
 			    " matmul.comp)");
+	if (mm_groups(b->d) > 1)
+		return fail(b, "the cooperative-matrix matmul takes no groups (the tiled kernel does)");
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(wm) || !is_pow2(wn) || wm < 16 ||
 	    wn < 16 || bk < 16 || bm % wm || bn % wn)
 		return fail(b, "coopmat tiles bm=%u bn=%u bk=%u wm=%u wn=%u: powers of two >= 16 with wm | bm, wn | bn",
@@ -664,17 +697,31 @@ static bool matmul_coopmat_tiles(kv_build *b)
 	return true;
 }
 
+/* The tiled kernel's default BN: 32, or for a grouped matmul the widest
+ * power of two up to 32 that divides its columns per group (a tile's
+ * columns then read one input group). */
+static uint32_t matmul_bn(const kv_desc *d)
+{
+	uint32_t bn = 32;
+	while (bn > 1 && !mm_cols_fit(d, bn))
+		bn /= 2;
+	return bn;
+}
+
 static bool matmul_tiles(kv_build *b)
 {
 	const kv_tiles *t = &b->d->tiles;
 	if (t->coopmat)
 		return matmul_coopmat_tiles(b);
-	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : 32, bk = t->bk ? t->bk : 16;
-	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : 2;
+	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : matmul_bn(b->d), bk = t->bk ? t->bk : 16;
+	uint32_t tm = t->tm ? t->tm : 2, tn = t->tn ? t->tn : (bn < 2 ? bn : 2);
 	if (!is_pow2(bm) || !is_pow2(bn) || !is_pow2(bk) || !is_pow2(tm) || !is_pow2(tn) || bm % tm ||
 	    bn % tn)
 		return fail(b, "matmul tiles bm=%u bn=%u bk=%u tm=%u tn=%u: powers of two with tm | bm, tn | bn",
 			    bm, bn, bk, tm, tn);
+	if (!mm_cols_fit(b->d, bn))
+		return fail(b, "matmul: a tile's %u columns must read one input group of %" PRId64 " columns", bn,
+			    b->d->u.matmul.N / mm_groups(b->d));
 	if (q_per_word(b->d) && bk % 8)
 		return fail(b, "matmul: quantized weights are dequantized 8 at a time; bk = %u", bk);
 	if (b->d->u.matmul.pair && tn % 2)
@@ -729,9 +776,35 @@ static bool matmul_results(kv_build *b)
 	}
 	def_int(b, "NSEG", n ? n : 1);
 	def_int(b, "PAIR", d->u.matmul.pair ? 1 : 0);
+	b->n_out = n ? n : 1;
 	if (d->u.matmul.pair)
 		sb_printf(&b->sig, " pair=swiglu");
 	b->p->library = "matmul_out";
+	return true;
+}
+
+/* groups g > 1 (docs/ops.md): x's rows are g inputs of K, column n reads
+ * input n / (N/g). Named and defined (XGROUPS, GROUP_N) only then, so the
+ * other matmuls' keys and code stay what they were. */
+static bool matmul_groups(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t g = d->u.matmul.groups;
+	if (g < 0)
+		return fail(b, "groups %" PRId64 " must be positive", g);
+	if (g <= 1)
+		return true;
+	if (d->u.matmul.N % g)
+		return fail(b, "groups %" PRId64 " does not divide N = %" PRId64, g, d->u.matmul.N);
+	if (d->u.matmul.n_split || d->u.matmul.pair)
+		return fail(b, "groups exclude split and pair");
+	if (d->pro.on)
+		return fail(b, "a grouped matmul takes no rms_norm prologue (its x row is %" PRId64 " inputs)", g);
+	if (!check_index(b, "rows*groups*K", mm_rows_max(d) * g * d->u.matmul.K))
+		return false;
+	sb_printf(&b->sig, " groups=%" PRId64, g);
+	def_uint(b, "XGROUPS", g);
+	def_uint(b, "GROUP_N", d->u.matmul.N / g);
 	return true;
 }
 
@@ -751,7 +824,7 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "K", K);
 	def_uint(b, "N", N);
 	def_uint(b, "RPT", mm_rpt(b->d));
-	if (!matmul_results(b))
+	if (!matmul_groups(b) || !matmul_results(b))
 		return false;
 	if (!weight_type_q(b, N, K))
 		return false;
@@ -1071,6 +1144,8 @@ static bool build_copy(kv_build *b)
 		return fail(b, "every %" PRId64 " writes rows at the position only", d->u.copy.every);
 	if (d->u.copy.every && !check_index(b, "every", d->u.copy.every))
 		return false;
+	if (d->u.copy.ring && (!d->u.copy.at_pos || d->u.copy.every || !check_index(b, "ring", d->u.copy.ring)))
+		return fail(b, "a ring of %" PRId64 " rows takes rows at the position, without every", d->u.copy.ring);
 	b->p->template = "copy_rows";
 	sb_printf(&b->sig, "copy_rows rows=%" PRId64 "*T+%" PRId64 " W=%" PRId64 " src=%" PRId64
 		  "+r/%" PRId64 "*%" PRId64 " dst=%" PRId64 "+r*%" PRId64 "%s", rows.coef_T, rows.c, W,
@@ -1081,6 +1156,10 @@ static bool build_copy(kv_build *b)
 	if (d->u.copy.every) { /* a define only then: the other copies stay byte for byte what they were */
 		sb_printf(&b->sig, " every=%" PRId64, d->u.copy.every);
 		def_uint(b, "EVERY", d->u.copy.every);
+	}
+	if (d->u.copy.ring) { /* likewise */
+		sb_printf(&b->sig, " ring=%" PRId64, d->u.copy.ring);
+		def_uint(b, "RING", d->u.copy.ring);
 	}
 	def_uint(b, "W", W);
 	def_uint(b, "REP", rep);
@@ -1282,11 +1361,13 @@ static bool route_options(kv_build *b)
 	static const char *const defines[] = {NULL, "SCORE_SIGMOID", "SCORE_SQRTSOFTPLUS"};
 	kv_scoring s = b->d->u.topk.scoring;
 	float scaling = b->d->u.topk.scaling;
-	bool route = b->d->op == IR_OP_MOE_ROUTE, scaled = scaling != 0.0f && scaling != 1.0f;
+	bool route = b->d->op != IR_OP_TOPK, scaled = scaling != 0.0f && scaling != 1.0f;
 	if ((unsigned)s > KV_SCORE_SQRTSOFTPLUS)
 		return fail(b, "scoring %d unknown", (int)s);
 	if (!route && (s != KV_SCORE_SOFTMAX || b->d->u.topk.bias || scaled))
 		return fail(b, "scoring, bias and scaling apply to moe_route only");
+	if (b->d->op == IR_OP_MOE_ROUTE_HASH && b->d->u.topk.bias)
+		return fail(b, "hash routing takes no bias (nothing is ranked)");
 	if (!isfinite(scaling))
 		return fail(b, "scaling by a non-finite value");
 	if (s != KV_SCORE_SOFTMAX) {
@@ -1301,14 +1382,31 @@ static bool route_options(kv_build *b)
 		sb_printf(&b->sig, " scaling=%.9g", (double)scaling);
 		def_float(b, "SCALING", scaling);
 	}
-	b->absent_in = route && !b->d->u.topk.bias ? 1 : 0;
+	b->absent_in = b->d->op == IR_OP_MOE_ROUTE && !b->d->u.topk.bias ? 1 : 0;
 	return true;
 }
 
-/* topk (x) -> (ids, vals), or moe_route (logits[, bias]) -> (ids, w): one workgroup per row. */
+/* moe_route_hash's table (HASH): V rows of k expert ids held as floats,
+ * f32 or f16 (the compiler stores a matrix in its matrix dtype), read
+ * through the prelude's load_w. */
+static bool hash_table(kv_build *b)
+{
+	int64_t V = b->d->u.topk.V;
+	if (b->d->op != IR_OP_MOE_ROUTE_HASH)
+		return true;
+	if (!check_index(b, "V", V) || !check_index(b, "V*k", V * b->d->u.topk.k))
+		return false;
+	sb_printf(&b->sig, " V=%" PRId64, V);
+	def_int(b, "HASH", 1);
+	def_uint(b, "V", V);
+	return weight_type(b);
+}
+
+/* topk (x) -> (ids, vals), moe_route (logits[, bias]) -> (ids, w), or
+ * moe_route_hash (logits, table, tokens) -> (ids, w): one workgroup per row. */
 static bool build_topk(kv_build *b)
 {
-	bool route = b->d->op == IR_OP_MOE_ROUTE;
+	bool route = b->d->op != IR_OP_TOPK, hash = b->d->op == IR_OP_MOE_ROUTE_HASH;
 	int64_t N = b->d->u.topk.N, k = b->d->u.topk.k;
 	bool norm = b->d->u.topk.norm;
 	uint32_t ls;
@@ -1322,10 +1420,10 @@ static bool build_topk(kv_build *b)
 		return fail(b, "renormalising the selected values applies to moe_route only");
 	b->p->template = "topk";
 	if (route)
-		sb_printf(&b->sig, "moe_route E=%" PRId64 " k=%" PRId64 " norm=%d", N, k, norm ? 1 : 0);
+		sb_printf(&b->sig, "%s E=%" PRId64 " k=%" PRId64 " norm=%d", op_name(b->d->op), N, k, norm ? 1 : 0);
 	else
 		sb_printf(&b->sig, "topk N=%" PRId64 " k=%" PRId64, N, k);
-	if (!route_options(b))
+	if (!route_options(b) || !hash_table(b))
 		return false;
 	def_uint(b, "N", N);
 	def_uint(b, "KSEL", k);
@@ -1334,14 +1432,14 @@ static bool build_topk(kv_build *b)
 	def_int(b, "USE_TREE", route ? 1 : 0);
 	/* the selections' combine: subgroup shuffles, or (tree, for devices
 	 * without them) a shared-memory tree; a total order, so the same
-	 * element either way */
-	bool shuffle = !b->d->tiles.tree;
+	 * element either way. Hash routing selects nothing. */
+	bool shuffle = !b->d->tiles.tree && !hash;
 	def_int(b, "SG_SHUFFLE", shuffle ? 1 : 0);
 	if (shuffle)
 		b->k->needs |= HALO_NEED_SUBGROUP_SHUFFLE;
 	set_local(b, ls, 1);
 	set_grid(b, 0, 1, 0, 1);
-	sb_printf(&b->tile, "ls%u%s", ls, shuffle ? "" : ",tree");
+	sb_printf(&b->tile, "ls%u%s", ls, shuffle || hash ? "" : ",tree");
 	return true;
 }
 
@@ -1755,6 +1853,81 @@ static bool build_sink_attention(kv_build *b)
 	return true;
 }
 
+/* ---- DeepSeek V4 ops ---------------------------------------------------------------------- */
+
+/* The most streams: hc_weights keeps a token's n x n matrix, hc_expand its
+ * n inputs, in one lane's registers. */
+#define KV_HC_MAX_N 8
+
+static bool hc_streams_ok(kv_build *b)
+{
+	int64_t n = b->d->u.hc.n;
+	if (!check_index(b, "n", n))
+		return false;
+	if (n > KV_HC_MAX_N)
+		return fail(b, "%" PRId64 " streams, at most %d (a lane holds them in registers)", n, KV_HC_MAX_N);
+	return true;
+}
+
+/* hc_weights: one lane per token computes its (2+n)*n weights (or the n of
+ * pre) in f32, the Sinkhorn iterations on its n x n matrix in registers. */
+static bool build_hc_weights(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t n = d->u.hc.n, iters = d->u.hc.iters;
+	float eps = d->u.hc.eps;
+	bool full = d->u.hc.full;
+	uint32_t ls;
+	if (!hc_streams_ok(b) || !check_index(b, "T*(2+n)*n", d->t_max * (2 + n) * n) || !lanes_1d(b, 64, &ls))
+		return false;
+	if (!isfinite(eps) || eps < 0.0f)
+		return fail(b, "eps %g must be finite and non-negative", (double)eps);
+	if (full && !check_index(b, "iters", iters))
+		return false;
+	b->p->template = "hc_weights";
+	sb_printf(&b->sig, "hc_weights n=%" PRId64 " eps=%.9g", n, (double)eps);
+	def_uint(b, "NS", n);
+	def_float(b, "EPS", eps);
+	def_int(b, "FULL", full ? 1 : 0);
+	if (full) { /* the HyperHead's form (pre alone) has no Sinkhorn */
+		sb_printf(&b->sig, " iters=%" PRId64, iters);
+		def_uint(b, "ITERS", iters);
+	} else {
+		sb_printf(&b->sig, " pre");
+	}
+	def_int(b, "USE_TREE", 0);
+	b->n_out = full ? 3 : 1;
+	set_local(b, ls, 1);
+	set_grid(b, 0, 1, 0, ls);
+	sb_printf(&b->tile, "ls%u", ls);
+	return true;
+}
+
+/* hc_collapse and (EXPAND) hc_expand: lanes over H in vec4s (VEC4, H % 4
+ * == 0) or floats, one token per grid row; a lane reads its n stream
+ * elements once. */
+static bool build_hc_streams(kv_build *b)
+{
+	bool expand = b->d->op == IR_OP_HC_EXPAND;
+	int64_t n = b->d->u.hc.n, H = b->d->u.hc.H;
+	bool vec4 = H % 4 == 0;
+	uint32_t ls;
+	if (!hc_streams_ok(b) || !check_index(b, "H", H) || !check_index(b, "T*n*H", b->d->t_max * n * H) ||
+	    !lanes_1d(b, 64, &ls))
+		return false;
+	b->p->template = "hc_streams";
+	sb_printf(&b->sig, "%s n=%" PRId64 " H=%" PRId64, op_name(b->d->op), n, H);
+	def_uint(b, "NS", n);
+	def_uint(b, "H", H);
+	def_int(b, "VEC4", vec4 ? 1 : 0);
+	def_int(b, "EXPAND", expand ? 1 : 0);
+	def_int(b, "USE_TREE", 0);
+	per_token_grid(b, ls, vec4 ? H / 4 : H, ls);
+	if (vec4)
+		sb_printf(&b->tile, ",v4");
+	return true;
+}
+
 /* ---- assembly ------------------------------------------------------------------------------ */
 
 /* One row per op (kv_ops, after the variant spaces): how its variants are
@@ -1762,8 +1935,9 @@ static bool build_sink_attention(kv_build *b)
  * the constants, the tiles and the grid; the driver then binds in[] (the
  * op's inputs, docs/ops.md order; optional last ones only where the
  * descriptor has them, kv_build.absent_in), the fused ops' operands and
- * out[]. out[2] is an IR_OPF_STEPS op's optional result, its states after each
- * token: bound (and STEPS defined) only with the descriptor's steps. */
+ * out[] (the first kv_build.n_out where dims sets it). out[2] is an
+ * IR_OPF_STEPS op's optional result, its states after each token: bound
+ * (and STEPS defined) only with the descriptor's steps. */
 typedef struct {
 	ir_op op;
 	bool (*dims)(kv_build *b);
@@ -1792,9 +1966,7 @@ static bool bind_operands(kv_build *b, const kv_op_row *r)
 		return false;
 	if (r->elementwise)
 		p->y_binding = (int)bind(b, NULL);
-	/* a matmul's split results, else up to two and the states after each token */
-	int n_out = b->d->op == IR_OP_MATMUL ? (b->d->u.matmul.n_split ? b->d->u.matmul.n_split : 1)
-					      : (b->d->steps ? 3 : 2);
+	int n_out = b->n_out ? b->n_out : b->d->steps ? 3 : 2;
 	for (int i = 0; i < n_out && r->out[i]; i++)
 		bind(b, r->out[i]);
 	if (b->d->steps) {
@@ -1937,6 +2109,7 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
 	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
+	tree.grow = matvec_may_grow(d, tree);
 	fixed.grow = !h.grow;
 	kv_tiles cand[] = {
 		h,
@@ -1999,11 +2172,12 @@ static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
  * the 128x128 tile's rate (bench/matmul_bench, Qwen3-8B at T = 512: 91 vs
  * 131 TFLOP/s with 128 workgroups of 128x128), while with 32 of them
  * (N = 1024) 64x64 was twice as fast. Then the tiled kernel's defaults,
- * which need nothing. f32 weights: the tiled kernel only. */
+ * which need nothing. f32 weights and grouped matmuls (matmul_coopmat.comp
+ * reads x without groups): the tiled kernel only. */
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	int n = 0;
-	if (d->wtype == HALO_F16 || q_per_word(d)) {
+	if ((d->wtype == HALO_F16 || q_per_word(d)) && mm_groups(d) == 1) {
 		int64_t big = ((d->u.matmul.N + 127) / 128) * ((mm_rows_max(d) + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
 		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};
@@ -2113,6 +2287,7 @@ static const kv_op_row kv_ops[] = {
 	 false, NULL},
 	{IR_OP_TOPK, build_topk, {"B_X"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
 	{IR_OP_MOE_ROUTE, build_topk, {"B_X", "B_BIAS"}, {"B_IDS", "B_VALS"}, 0, false, topk_space},
+	{IR_OP_MOE_ROUTE_HASH, build_topk, {"B_X", "B_W", "B_TOK"}, {"B_IDS", "B_VALS"}, 0, false, NULL},
 	{IR_OP_MOE_GATE_UP, build_moe_half, {"B_X", "B_IDS", "B_A", "B_B"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_MOE_DOWN, build_moe_half, {"B_X", "B_IDS", "B_WR", "B_A"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},
@@ -2123,6 +2298,10 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_INDEX_TOPK, build_index_topk, {"B_Q", "B_HW", "B_K"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,
 	 NULL},
+	{IR_OP_HC_WEIGHTS, build_hc_weights, {"B_MIX", "B_BASE", "B_SCALE"}, {"B_PRE", "B_POST", "B_COMB"}, 0, false,
+	 NULL},
+	{IR_OP_HC_COLLAPSE, build_hc_streams, {"B_X", "B_PRE"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_HC_EXPAND, build_hc_streams, {"B_X", "B_Y", "B_POST", "B_COMB"}, {"B_OUT"}, 0, false, NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

@@ -117,12 +117,16 @@ typedef struct {
 		/* split (n_split >= 2): the N columns are n_split results of
 		 * split[i] columns each, in that order (no epilogue); pair: w's
 		 * rows are (gate, up) pairs and the one result, of N / 2 columns,
-		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl) */
+		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl); groups g
+		 * (0 or 1: none): x is [a*T, g*K] and column n reads x's group
+		 * n / (N/g) (DeepSeek V4's block-diagonal o_a_proj; no split, pair
+		 * or prologue) */
 		struct {
 			int64_t K, N, rows_per_t;
 			int n_split;
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;
+			int64_t groups;
 		} matmul;
 		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
 		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;
@@ -141,12 +145,14 @@ typedef struct {
 		 * copy_rows.comp. from_pos: source rows start at pos + pos_offset
 		 * and rows outside [0, src_rows) read as zeros. every (> 0, with
 		 * at_pos): row r goes to row (pos + r + 1) / every - 1 when it
-		 * closes a window of that many, else nowhere (state_write's every). */
+		 * closes a window of that many, else nowhere (state_write's every).
+		 * ring (> 0, with at_pos): row r goes to row (pos + r) mod ring
+		 * (state_write's ring: the state holds the last `ring` positions). */
 		struct {
 			ir_dim rows;
 			int64_t width, src_stride, src_offset, dst_stride, dst_offset, rep;
 			bool at_pos, from_pos;
-			int64_t src_rows, pos_offset, every;
+			int64_t src_rows, pos_offset, every, ring;
 		} copy;
 		struct { ir_dim rows, wa, wb; } concat;              /* (a, b) -> y */
 		/* L2_NORM (x) -> y, GATED_RMS_NORM (x, z, w) -> y: rows_per_t rows of
@@ -161,13 +167,17 @@ typedef struct {
 		struct { int64_t hk, hv, dk, dv; float scale; } gdr;
 		/* TOPK (x[T,N]) -> (ids[T,k] i32, vals[T,k]); MOE_ROUTE (logits[T,N]
 		 * [, bias[N] f32 when bias]) -> (ids[T,k] i32, w[T,k]), N = E experts,
-		 * norm = the norm_topk attr, scoring, scaling (0 or 1: none) */
+		 * norm = the norm_topk attr, scoring, scaling (0 or 1: none);
+		 * MOE_ROUTE_HASH (logits[T,N], table[V,k] of dtype wtype, tokens[T]
+		 * i32) -> (ids, w): the experts from the table, the weights as
+		 * MOE_ROUTE's (no bias) */
 		struct {
 			int64_t N, k;
 			bool norm;
 			kv_scoring scoring;
 			bool bias;
 			float scaling;
+			int64_t V;
 		} topk;
 		/* MOE_GATE_UP (x[T,H], ids[T,k] i32, gate[E,F,H], up[E,F,H]) ->
 		 * act[T,k,F], clamped first by limit when > 0 (DeepSeek V4's
@@ -203,6 +213,12 @@ typedef struct {
 		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
 		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32 */
 		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;
+		/* DeepSeek V4's mHC, n streams, all f32. HC_WEIGHTS (mix[T,M],
+		 * base[M], scale[3]) -> (pre[T,n], post[T,n], comb[T,n,n]) with M =
+		 * (2+n)*n when full, else (mix[T,n], base[n], scale[1]) -> pre;
+		 * iters, eps: the attrs. HC_COLLAPSE (x[T,n,H], pre[T,n]) -> y[T,H];
+		 * HC_EXPAND (x[T,n,H], y[T,H], post[T,n], comb[T,n,n]) -> [T,n,H] */
+		struct { int64_t n, H, iters; float eps; bool full; } hc;
 	} u;
 	/* conv1d_causal, conv1d_dilated, gated_delta_rule, ngram_embed: a third
 	 * output, the op's state after each token, [T, ...state shape] f32

@@ -154,6 +154,8 @@ static bool copy_desc(const halo_dispatch *d, kv_desc *k, char *err, size_t errl
 		set_copy(k, at ? (ir_dim){1, 0} : (ir_dim){0, 1}, width, width, 0, width, 1,
 			 at && at->is_str && !strcmp(at->s, "pos"));
 		k->u.copy.every = DI("every", 0);
+		/* the state's rows: the ring a position wraps around */
+		k->u.copy.ring = DI("ring", 0) ? cdim(&d->operand[d->n_in + d->n_extra], 0) : 0;
 		return true;
 	}
 	if (d->op == IR_OP_ROWS_AT_POS) {
@@ -261,6 +263,17 @@ static bool quant_operands_ok(const halo_dispatch *d, char *err, size_t errlen)
 	return true;
 }
 
+/* The mHC kernels take row t of every operand for token t. */
+static bool one_row_per_token(const halo_dispatch *d, char *err, size_t errlen)
+{
+	const halo_tensor_ref *x = &d->operand[0];
+	if (x->dim[0].coef_T == 1 && x->dim[0].c == 0)
+		return true;
+	snprintf(err, errlen, "dispatch '%s': %s over %lld*T+%lld rows; its kernel takes one row per token", d->node,
+		 halo_op_name(d->op), (long long)x->dim[0].coef_T, (long long)x->dim[0].c);
+	return false;
+}
+
 /* The kernel descriptor of one dispatch. */
 static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *err, size_t errlen)
 {
@@ -284,13 +297,6 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.embed.zero_pos0 = DI("zero_pos0", 0) != 0;
 		return true;
 	case IR_OP_MATMUL:
-		if (DI("groups", 1) > 1) {
-			/* the caller names the entry and the dispatch */
-			snprintf(err, errlen, "matmul with groups %lld (a block-diagonal weight): no Vulkan kernel "
-				 "runs a grouped matmul yet (the ref backend does: --targets ref)",
-				 (long long)DI("groups", 1));
-			return false;
-		}
 		/* the matmul and matvec kernels run a whole number of rows per token */
 		if (x->dim[0].coef_T < 1 || x->dim[0].c != 0) {
 			snprintf(err, errlen, "dispatch '%s': matmul over %lld*T+%lld rows; the Vulkan kernels take a*T "
@@ -298,7 +304,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 			return false;
 		}
 		k->wtype = d->operand[1].dtype;
-		k->u.matmul.K = cdim(x, 1);
+		k->u.matmul.groups = DI("groups", 1);
+		k->u.matmul.K = cdim(&d->operand[1], 1); /* w's rows; a grouped x row holds groups of them */
 		k->u.matmul.N = cdim(&d->operand[1], 0);
 		k->u.matmul.rows_per_t = x->dim[0].coef_T;
 		k->u.matmul.pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
@@ -386,15 +393,23 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		return true;
 	case IR_OP_TOPK:
 	case IR_OP_MOE_ROUTE:
+	case IR_OP_MOE_ROUTE_HASH: { /* hash: (logits, table [V,k], tokens) */
+		const halo_tensor_ref *table = &d->operand[1];
+		bool hash = d->op == IR_OP_MOE_ROUTE_HASH;
 		k->u.topk.N = cdim(x, 1);
-		k->u.topk.k = DI("k", 1);
-		k->u.topk.norm = d->op == IR_OP_MOE_ROUTE && DI("norm_topk", 1);
+		k->u.topk.k = hash ? cdim(table, 1) : DI("k", 1);
+		k->u.topk.norm = d->op != IR_OP_TOPK && DI("norm_topk", 1);
 		k->u.topk.scoring = attr_is(d, "scoring", "sigmoid")	    ? KV_SCORE_SIGMOID
 				    : attr_is(d, "scoring", "sqrtsoftplus") ? KV_SCORE_SQRTSOFTPLUS
 									    : KV_SCORE_SOFTMAX;
 		k->u.topk.bias = d->op == IR_OP_MOE_ROUTE && d->n_in == 2;
 		k->u.topk.scaling = (float)DA("scaling", 1.0);
+		if (hash) {
+			k->wtype = table->dtype;
+			k->u.topk.V = cdim(table, 0);
+		}
 		return true;
+	}
 	case IR_OP_MOE_GATE_UP: { /* (x, ids, gate [E,F,H], up) */
 		const halo_tensor_ref *gate = &d->operand[2];
 		k->wtype = gate->dtype;
@@ -488,6 +503,17 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.sink.ratio = DI("ratio", 0);
 		k->u.sink.scale = (float)DA("scale", 1.0);
 		return true;
+	case IR_OP_HC_WEIGHTS: /* (mix [T,M], base, scale) -> pre [T,n] (, post, comb) */
+		k->u.hc.n = cdim(&d->operand[d->n_in + d->n_extra], 1);
+		k->u.hc.full = d->n_out == 3;
+		k->u.hc.iters = DI("iters", 20);
+		k->u.hc.eps = (float)DA("eps", 1e-6);
+		return one_row_per_token(d, err, errlen);
+	case IR_OP_HC_COLLAPSE:
+	case IR_OP_HC_EXPAND: /* (x [T,n,H], ...) */
+		k->u.hc.n = cdim(x, 1);
+		k->u.hc.H = cdim(x, 2);
+		return one_row_per_token(d, err, errlen);
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];

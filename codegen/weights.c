@@ -23,6 +23,7 @@ struct cg_weights {
 	bool *stored; /* weight i is read by a node: it has bytes in the section */
 	char **name; /* the checkpoint name weight i reads (malloc'd; NULL: random weights) */
 	int64_t *need_rows; /* stack_pad weights: the real rows their readers reach (0: no bound) */
+	int64_t *id_range;  /* tables of ids (moe_route_hash's): random weights draw ids below it (0: none) */
 	uint64_t total;
 	int n_fallbacks;       /* weights --quant q4_k stores q8_0 (K not a multiple of 256) */
 	char fallbacks[512];   /* their names and shapes */
@@ -118,6 +119,27 @@ static bool choose_dtypes(cg_weights *w, char *err, size_t errlen)
  * weight that is only a merged matrix's part (passes/merge_matmuls.c) or a
  * norm folded into its readers' matrices is read from the checkpoint while
  * those are built, and stores nothing of its own. */
+/* Weights read as tables of expert ids (operand 1 of moe_route_hash): their
+ * random stand-ins must be ids below the router's expert count, which
+ * id_range[w] gets. */
+static void mark_id_tables(const ir_module *m, int64_t *id_range)
+{
+	for (int fi = 0; fi < m->n_funcs; fi++) {
+		const ir_func *f = &m->funcs[fi];
+		for (int i = 0; i < f->n_nodes; i++) {
+			const ir_node *n = &f->nodes[i];
+			if (n->dead || n->op != IR_OP_MOE_ROUTE_HASH || n->n_in < 2)
+				continue;
+			int p = f->values[n->in[1]].producer;
+			const ir_shape *logits = &f->values[n->in[0]].shape;
+			const ir_node *src = p >= 0 ? &f->nodes[p] : NULL;
+			if (src && src->op == IR_OP_WEIGHT && !src->ref_local && src->ref >= 0 && src->ref < m->n_weights &&
+			    logits->rank == 2)
+				id_range[src->ref] = logits->dim[1].c;
+		}
+	}
+}
+
 static void mark_stored(const ir_module *m, bool *stored)
 {
 	for (int fi = 0; fi < m->n_funcs; fi++) {
@@ -144,8 +166,10 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		w->stored = calloc(n, sizeof(*w->stored));
 		w->name = calloc(n, sizeof(*w->name));
 		w->need_rows = calloc(n, sizeof(*w->need_rows));
+		w->id_range = calloc(n, sizeof(*w->id_range));
 	}
-	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->stored || !w->name || !w->need_rows) {
+	if (!w || !w->offset || !w->size || !w->dtype || !w->alias || !w->stored || !w->name || !w->need_rows ||
+	    !w->id_range) {
 		cg_weights_free(w);
 		snprintf(err, errlen, "out of memory laying out weights");
 		return NULL;
@@ -158,6 +182,7 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 		return NULL;
 	}
 	mark_stored(m, w->stored);
+	mark_id_tables(m, w->id_range);
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
 		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d));
@@ -193,6 +218,7 @@ void cg_weights_free(cg_weights *w)
 		free(w->name[i]);
 	free(w->name);
 	free(w->need_rows);
+	free(w->id_range);
 	free(w->bytes);
 	free(w->f32);
 	free(w);
@@ -279,6 +305,19 @@ static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t 
 	random_job j = {.state = name_hash(d->name, seed), .a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f,
 			.center = fan_in ? 0.0f : 1.0f, .dst = dst};
 	cg_parallel_for(n, 1 << 16, random_range, &j);
+}
+
+/* A random table of ids: each row of k holds k distinct ids below range
+ * (a random start, then the next ones around), as a hash router's table
+ * does; k > range repeats them. */
+static void fill_random_ids(const ir_weight *d, uint64_t seed, float *dst, uint64_t n, int64_t range)
+{
+	uint64_t k = d->shape.rank ? (uint64_t)d->shape.dim[d->shape.rank - 1].c : 1, state = name_hash(d->name, seed);
+	for (uint64_t r = 0; k && r < n / k; r++) {
+		uint64_t start = splitmix_at(state, r) % (uint64_t)range;
+		for (uint64_t j = 0; j < k; j++)
+			dst[r * k + j] = (float)((start + j) % (uint64_t)range);
+	}
 }
 
 typedef struct {
@@ -514,7 +553,10 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 {
 	const ir_weight *d = &w->m->weights[id];
 	if (!w->src.read) {
-		fill_random(d, w->src.seed, dst, n);
+		if (w->id_range[id] > 0)
+			fill_random_ids(d, w->src.seed, dst, n, w->id_range[id]);
+		else
+			fill_random(d, w->src.seed, dst, n);
 		return true;
 	}
 	const char *name = w->name[id];

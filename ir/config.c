@@ -136,6 +136,20 @@ bool ir_config_number(const ir_config *c, const char *key, ir_cfg_kind *kind, in
 	return false;
 }
 
+bool ir_config_string(const ir_config *c, const char *key, const char **out, ir_error *err)
+{
+	json_object *v = lookup(c, key);
+	*out = NULL;
+	if (!v)
+		return true;
+	if (!json_object_is_type(v, json_type_string)) {
+		ir_error_set(err, file_loc(c->name), "key '%s': expected a string", key);
+		return false;
+	}
+	*out = json_object_get_string(v);
+	return true;
+}
+
 bool ir_config_strings(ir_config *c, const char *key, const char ***out, int *n_out, ir_error *err)
 {
 	json_object *v = lookup(c, key);

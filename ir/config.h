@@ -27,6 +27,9 @@ bool ir_config_strings(ir_config *c, const char *key, const char ***out, int *n_
  * *out, a malloc'd array the caller frees (NULL when empty); *n_out = -1
  * when the key is absent. */
 bool ir_config_ints(const ir_config *c, const char *key, int64_t **out, int *n_out, ir_error *err);
+/* Looks up a string: *out valid until ir_config_free(), NULL when the key
+ * is absent or a JSON null; false with err set for any other kind. */
+bool ir_config_string(const ir_config *c, const char *key, const char **out, ir_error *err);
 /* The config's name as given to ir_config_parse (for messages). */
 const char *ir_config_name(const ir_config *c);
 

@@ -296,7 +296,9 @@ static void put_params(FILE *out, const ir_module *m)
 		fputs("  ", out);
 		put_str(out, m->params[i].name);
 		fputs(": ", out);
-		if (m->params[i].is_float)
+		if (m->params[i].s)
+			put_str(out, m->params[i].s);
+		else if (m->params[i].is_float)
 			put_float(out, m->params[i].f);
 		else
 			fprintf(out, "%" PRId64, m->params[i].i);

@@ -243,6 +243,8 @@ static bool name(parser *ps, ir_expr_val *out)
 	if (!prm)
 		return fail_at(ps, start, "unknown name '%s'%s", buf,
 			       strcmp(buf, "T") == 0 ? " (T is allowed in shapes only)" : " (not an earlier param)");
+	if (prm->s)
+		return fail_at(ps, start, "param '%s' is a string (it names a value for string attributes only)", buf);
 	*out = prm->is_float ? float_val(prm->f) : int_val(prm->i);
 	return true;
 }

@@ -233,6 +233,7 @@ typedef struct {
 typedef struct {
 	const char *name;
 	bool is_float;
+	const char *s; /* a `type: str` param's value (string attributes only); NULL otherwise */
 	int64_t i;
 	double f;
 	ir_loc loc;

@@ -32,7 +32,7 @@ static const ir_attr_schema a_call[] = {OPT_INT("layer", 0, BIG),
 /* every: with at: pos, one row per closed window of that many tokens */
 static const ir_attr_schema a_state_write[] = {
 	{.name = "at", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = at_choices},
-	OPT_INT("every", 1, BIG)};
+	OPT_INT("every", 1, BIG), OPT_INT("ring", 0, 1)};
 static const ir_attr_schema a_reshape[] = {
 	{.name = "shape", .kind = IR_ATTR_SHAPE, .presence = IR_ATTR_REQUIRED}};
 static const ir_attr_schema a_slice[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1), REQ_INT("start", 0, BIG),
@@ -273,6 +273,9 @@ static bool infer_state_write(infer_ctx *c)
 	/* the state's rows per window of a token axis are the model's business */
 	if (ir_node_attr(c->n, "every") && strcmp(ir_node_attr_str(c->n, "at", ""), "pos") != 0)
 		return fail(c, "every needs at: pos (it writes the windows the step's positions close)");
+	if (ir_node_attr_int(c->n, "ring", 0) &&
+	    (strcmp(ir_node_attr_str(c->n, "at", ""), "pos") != 0 || ir_node_attr(c->n, "every")))
+		return fail(c, "ring needs at: pos and no every (position p goes to row p mod the state's rows)");
 	return true;
 }
 

@@ -170,9 +170,13 @@ static bool read_attr(body_ctx *bc, ir_op op, const char *key, const yaml_node_t
 	case IR_ATTR_FLOAT:
 		ok = rd_float(rd, v, what, &a->f);
 		break;
-	case IR_ATTR_STR:
+	case IR_ATTR_STR: { /* a string param's name stands for its value */
 		ok = (a->s = rd_str(rd, v, what)) != NULL;
+		const ir_param *p = ok ? ir_module_param(rd->m, a->s) : NULL;
+		if (p && p->s)
+			a->s = p->s;
 		break;
+	}
 	case IR_ATTR_SHAPE:
 		ok = rd_shape(rd, v, true, what, &a->shape);
 		break;

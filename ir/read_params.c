@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const param_keys[] = {"config", "length_of", "default", "type", NULL};
-static const char *const param_types[] = {"int", "float", NULL};
+static const char *const param_types[] = {"int", "float", "str", NULL};
 static const char *const reserved[] = {"T", "sqrt", "min", "max", "ceil_div", "prime_sum", "int", "floor", NULL};
 
 static bool check_name(rd_ctx *rd, const yaml_node_t *key, const char *name)
@@ -65,6 +65,26 @@ static bool bind_length(rd_ctx *rd, const yaml_node_t *node, const char *key, ir
 	return true;
 }
 
+/* A string param (`type: str`): a config string, else the default as
+ * written. It names a value for string attributes (a router's scoring),
+ * never a number in an expression. */
+static bool read_str_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *spec, const yaml_node_t *cfg,
+			   const yaml_node_t *dflt, ir_param *p)
+{
+	if (rd_get(rd, spec, "length_of"))
+		return rd_fail(rd, key, "param '%s': a string param takes 'config' and 'default' only", p->name);
+	const char *cfg_key = cfg ? rd_scalar(rd, cfg, "a config key") : NULL, *v = NULL;
+	if ((cfg && !cfg_key) || (cfg_key && !ir_config_string(rd->cfg, cfg_key, &v, rd->err)))
+		return false;
+	if (!v && !dflt)
+		return rd_fail(rd, key, "param '%s': config key '%s' is missing from %s and there is no default", p->name,
+			       cfg_key ? cfg_key : "", ir_config_name(rd->cfg));
+	if (!v && !(v = rd_str(rd, dflt, "the default of a string param")))
+		return false;
+	p->s = ir_arena_strdup(&rd->m->arena, v);
+	return true;
+}
+
 static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *spec, ir_param *p)
 {
 	if (!check_name(rd, key, p->name) || !rd_want_map(rd, spec, "a param spec") ||
@@ -77,6 +97,8 @@ static bool read_param(rd_ctx *rd, const yaml_node_t *key, const yaml_node_t *sp
 		if (!t)
 			return false;
 		p->is_float = strcmp(t, "float") == 0;
+		if (strcmp(t, "str") == 0)
+			return read_str_param(rd, key, spec, cfg, dflt, p);
 	}
 	yaml_node_t *len = rd_get(rd, spec, "length_of");
 	if (cfg && len)

@@ -74,7 +74,8 @@ static bool can_store(const ir_func *f, const func_uses *u, int w)
 	const ir_node *n = &f->nodes[w];
 	const ir_attr *at = ir_node_attr(n, "at");
 	if (n->dead || n->op != IR_OP_STATE_WRITE || n->ref_local || n->in_place || !at ||
-	    at->kind != IR_ATTR_STR || strcmp(at->s, "pos") != 0 || ir_node_attr(n, "every"))
+	    at->kind != IR_ATTR_STR || strcmp(at->s, "pos") != 0 || ir_node_attr(n, "every") ||
+	    ir_node_attr_int(n, "ring", 0))
 		return false;
 	int v = produced_value(f, u, n->in[0]);
 	if (v < 0 || !token_rows(&f->values[v].shape) || !token_rows(&f->values[n->in[0]].shape))

@@ -139,8 +139,9 @@ static bool exec_state_write(exec_ctx *c, const float *v)
 		int64_t C = c->dim[out][0], row = numel(c, out) / (C ? C : 1), every = A_I("every", 0);
 		int64_t pos = attr_is(d->attr, d->n_attr, "at", "pos") ? c->pos : 0;
 		ref_error e;
-		bool ok = every ? ref_state_write_every(v, c->p[out], c->T, C, row, pos, every, &e)
-				: ref_state_write_at(v, c->p[out], c->T, C, row, pos, &e);
+		bool ok = every		? ref_state_write_every(v, c->p[out], c->T, C, row, pos, every, &e)
+			  : A_I("ring", 0) ? ref_state_write_ring(v, c->p[out], c->T, C, row, pos, &e)
+					   : ref_state_write_at(v, c->p[out], c->T, C, row, pos, &e);
 		return ok || ref_failed(c, &e);
 	}
 	memmove(c->p[out], v, (size_t)numel(c, out) * sizeof(float));

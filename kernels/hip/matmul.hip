@@ -4,11 +4,21 @@
 // tile of y through shared-memory tiles of BK; each of its LS_X x LS_Y lanes
 // owns TM x TN outputs. Every output sums k in increasing order, independent
 // of T. Quantized weights (WQUANT) are dequantized to f32 as the tile is
-// loaded. Grid: x = ceil(N / BN), y = ceil(ROWS / BM).
+// loaded. Groups (XGROUPS: a grouped matmul, no prologue) as there: a
+// tile's columns read one input group of x, from X_BASE on.
+// Grid: x = ceil(N / BN), y = ceil(ROWS / BM).
 
 #define TM (BM / LS_Y)
 #define TN (BN / LS_X)
 #define LANES (LS_X * LS_Y)
+
+// Element k of row t of the tile's input.
+#ifdef XGROUPS
+#define X_BASE (gl_WorkGroupID.x * BN / GROUP_N * K)
+#define XAT(t, k) ((t) * (XGROUPS * K) + X_BASE + (k))
+#else
+#define XAT(t, k) ((t) * K + (k))
+#endif
 
 HALO_SHARED float xs[BM][BK + 1];
 HALO_SHARED float ws[BN][BK + 1];
@@ -42,7 +52,7 @@ float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r] * (nw[k] + PRO_O
 float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r]; }
 #endif
 #else
-float xin(uint t, uint k, uint) { return x[t * K + k]; }
+float xin(uint t, uint k, uint) { return x[XAT(t, k)]; }
 #endif
 
 void load_tiles(uint lid, uint t0, uint n0, uint k0)

@@ -7,7 +7,8 @@
 // partial sums are combined in the same fixed order (subgroup butterfly then
 // subgroup order with SG_SHUFFLE, a pairwise tree without). The per-nc code
 // is matvec_cols.hip, instantiated once per nc value after this file.
-// Grid: x = ceil(N / (GROUPS * NC)).
+// Groups (XGROUPS: a grouped matmul) as there: a column group reads one
+// input group of x, from x_base on. Grid: x = ceil(N / (GROUPS * NC)).
 
 #define GROUPS (LS_X / SPLIT)
 #ifdef WQUANT
@@ -51,6 +52,17 @@ const float *__restrict__ nw = (const float *)args.b[B_NW];
 #if VEC8
 const vec4 *__restrict__ nw4 = (const vec4 *)args.b[B_NW];
 #endif
+#endif
+
+// Where row t of the lane's x starts, in floats (XROW) and vec4s (X4ROW).
+#ifdef XGROUPS
+// The lane's input group's offset in a row, set once in main.
+uint x_base;
+#define XROW(t) ((t) * (XGROUPS * K) + x_base)
+#define X4ROW(t) ((t) * (XGROUPS * K / 4u) + x_base / 4u)
+#else
+#define XROW(t) ((t) * K)
+#define X4ROW(t) ((t) * (K / 4u))
 #endif
 
 #ifdef WQUANT
@@ -133,5 +145,9 @@ void main()
 	if (gl_WorkGroupID.x * GROUPS * nc >= N)
 		return;
 	uint grp = gl_WorkGroupID.x * GROUPS + g;
+#ifdef XGROUPS
+	// a group past N reads column N - 1's input and writes nothing
+	x_base = min(grp * nc, N - 1u) / GROUP_N * K;
+#endif
 	MATVEC_DISPATCH
 }

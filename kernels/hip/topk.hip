@@ -5,20 +5,26 @@
 // equal values by lower index; selection j scans for the best element
 // ranked after selection j-1; lanes combine with subgroup shuffles
 // (SG_SHUFFLE) or a fixed tree; DeepSeek V4's SCORE_SIGMOID,
-// SCORE_SQRTSOFTPLUS, BIAS (B_BIAS) and SCALING as there. The loops over
-// cand[] and chosen[] are unrolled so both stay in registers (README.md).
-// Grid: x = T.
+// SCORE_SQRTSOFTPLUS, BIAS (B_BIAS) and SCALING as there, and HASH
+// (moe_route_hash: the token's row of the table at B_W names the experts,
+// tokens at B_TOK). The loops over cand[] and chosen[] are unrolled so both
+// stay in registers (README.md). Grid: x = T.
 
 #define NONE 0xffffffffu
 // Stands in for -infinity: exp(NEG_BIG - m) is exactly 0 for any finite m.
 #define NEG_BIG -3.0e38f
+#ifndef HASH
 HALO_SHARED float bv[LS_X];
 HALO_SHARED uint bi[LS_X];
+#endif
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
 #ifdef BIAS
 const float *__restrict__ bias = (const float *)args.b[B_BIAS];
+#endif
+#ifdef HASH
+const int *__restrict__ tokens = (const int *)args.b[B_TOK];
 #endif
 int *__restrict__ ids = (int *)args.b[B_IDS];
 float *__restrict__ vals = (float *)args.b[B_VALS];
@@ -51,12 +57,31 @@ void softmax_stats(uint l, uint row)
 }
 #endif
 
-#if ROUTE && defined(BIAS)
+#if ROUTE && (defined(BIAS) || defined(HASH))
 #ifdef SCORE
 float score(uint row, uint n) { return SCORE(x[row + n]); }
 #else
 float score(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 #endif
+#endif
+#ifdef HASH
+// The weights of row t's experts: the token's table row, clamped as in
+// topk.comp (a token outside [0, V) reads row 0, an entry outside [0, N)
+// or NaN expert 0; the reference reports both as errors), each entry
+// truncated to an integer, its score.
+void hash_experts(uint t, uint row, float (&chosen)[KSEL])
+{
+	int tok = tokens[t];
+	uint r = (tok < 0 || tok >= int(V)) ? 0u : uint(tok);
+#pragma unroll
+	for (uint j = 0u; j < KSEL; j++) {
+		float f = load_w(r * KSEL + j);
+		uint e = (f >= 0.0f && f < float(N)) ? uint(f) : 0u;
+		ids[t * KSEL + j] = int(e);
+		chosen[j] = score(row, e);
+	}
+}
+#elif ROUTE && defined(BIAS)
 float value(uint row, uint n) { return score(row, n) + bias[n]; }
 #elif ROUTE && defined(SCORE)
 float value(uint row, uint n) { return SCORE(x[row + n]); }
@@ -66,6 +91,7 @@ float value(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 float value(uint row, uint n) { return x[row + n]; }
 #endif
 
+#ifndef HASH
 // (v, i) ranks before (w, j); NONE ranks last.
 static bool before(float v, uint i, float w, uint j)
 {
@@ -113,6 +139,7 @@ static void combine(uint l, float &best, uint &idx)
 #endif
 	barrier(); // every lane has read the winner before bv is reused
 }
+#endif
 
 void main()
 {
@@ -120,6 +147,12 @@ void main()
 #if ROUTE && !defined(SCORE)
 	softmax_stats(l, row);
 #endif
+#ifdef HASH
+	float chosen[KSEL];
+	if (l != 0u)
+		return;
+	hash_experts(t, row, chosen);
+#else
 	float cand[M];
 #pragma unroll
 	for (uint m = 0u; m < M; m++)
@@ -158,6 +191,7 @@ void main()
 #pragma unroll
 	for (uint j = 0u; j < KSEL; j++)
 		chosen[j] = score(row, chosen_id[j]);
+#endif
 #endif
 #if ROUTE && NORM
 	float sum = 0.0f;

@@ -30,6 +30,9 @@ void main()
 	uint q = r + r0 + 1u;
 	if (q % EVERY == 0u)
 		dst[DST_OFF + (q / EVERY - 1u) * DST_STRIDE + j] = v;
+#elif defined(RING)
+	// state_write's ring: the state holds the last RING positions
+	dst[DST_OFF + ((r + r0) % RING) * DST_STRIDE + j] = v;
 #else
 	dst[DST_OFF + (r + r0) * DST_STRIDE + j] = v;
 #endif

@@ -5,6 +5,10 @@
 // TN = BN / LS_X). Every output sums k in increasing order, independent of T.
 // Rows t index the ROWS = RPT * T rows of x. Grid: x = ceil(N / BN), y = ceil(ROWS / BM).
 // Quantized weights (WQUANT) are dequantized to f32 as the tile is loaded.
+// Groups (XGROUPS, defined only for a grouped matmul, docs/ops.md): x's rows
+// are XGROUPS inputs of K and column n reads input n / GROUP_N; BN divides
+// GROUP_N (the builder's rule), so a tile's columns read one input, from
+// X_BASE on in every row. A grouped matmul takes no prologue.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 #if PRO_NW
@@ -14,6 +18,14 @@ layout(set = 0, binding = B_NW) readonly buffer NW { float nw[]; };
 #define TM (BM / LS_Y)
 #define TN (BN / LS_X)
 #define LANES (LS_X * LS_Y)
+
+// Element k of row t of the tile's input.
+#ifdef XGROUPS
+#define X_BASE (gl_WorkGroupID.x * BN / GROUP_N * K)
+#define XAT(t, k) ((t) * (XGROUPS * K) + X_BASE + (k))
+#else
+#define XAT(t, k) ((t) * K + (k))
+#endif
 
 shared float xs[BM][BK + 1];
 shared float ws[BN][BK + 1];
@@ -40,7 +52,7 @@ float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r] * (nw[k] + PRO_O
 float xin(uint t, uint k, uint r) { return x[t * K + k] * rs[r]; }
 #endif
 #else
-float xin(uint t, uint k, uint r) { return x[t * K + k]; }
+float xin(uint t, uint k, uint r) { return x[XAT(t, k)]; }
 #endif
 
 void load_tiles(uint lid, uint t0, uint n0, uint k0)

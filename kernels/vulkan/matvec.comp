@@ -40,6 +40,11 @@
 // lanes of a group read x in consecutive 16 or 32 bytes (a 16-byte chunk of
 // q4_k spans 128 bytes of x per lane, 32 lanes then touch 32 lines of x per
 // load); the sums per chunk, and so the bits, depend on QW.
+//
+// Groups (XGROUPS, defined only for a grouped matmul, docs/ops.md): x's
+// rows are XGROUPS inputs of K and column n reads input n / GROUP_N. The
+// builder keeps GROUP_N a multiple of the columns per group, so a column
+// group reads one input, from x_base on in every row.
 
 #if SG_SHUFFLE
 #extension GL_KHR_shader_subgroup_basic : require
@@ -93,6 +98,18 @@ shared float part[LS_X * NVAL_C];
 #endif
 // Live value v (matvec_cols.glsl) of slot i.
 #define PART(i, v) part[(i) * NVAL_C + (v)]
+
+// Where row t of the lane's x starts, in floats (XROW) and vec4s (X4ROW).
+#ifdef XGROUPS
+// The lane's input group's offset in a row: set once in main, before the
+// column paths, so that accumulate's x reads need no extra argument.
+uint x_base;
+#define XROW(t) ((t) * (XGROUPS * K) + x_base)
+#define X4ROW(t) ((t) * (XGROUPS * K / 4u) + x_base / 4u)
+#else
+#define XROW(t) ((t) * K)
+#define X4ROW(t) ((t) * (K / 4u))
+#endif
 
 #ifdef WQUANT
 #if QW == 4
@@ -163,5 +180,9 @@ void main()
 	if (gl_WorkGroupID.x * GROUPS * nc >= N)
 		return;
 	uint grp = gl_WorkGroupID.x * GROUPS + g;
+#ifdef XGROUPS
+	// a group past N reads column N - 1's input and writes nothing
+	x_base = min(grp * nc, N - 1u) / GROUP_N * K;
+#endif
 	MATVEC_DISPATCH
 }

@@ -51,7 +51,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		for (uint t = 0u; t < T_MAX; t++) {
 			if (t >= ROWS)
 				break;
-			vec4 xa = x4[t * (K / 4u) + xi], xb = x4[t * (K / 4u) + xi + 1u];
+			vec4 xa = x4[X4ROW(t) + xi], xb = x4[X4ROW(t) + xi + 1u];
 #if PRO_RMS
 			acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
 #endif
@@ -73,7 +73,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		for (uint t = 0u; t < T_MAX; t++) {
 			if (t >= ROWS)
 				break;
-			vec4 xa = x4[t * (K / 4u) + xi];
+			vec4 xa = x4[X4ROW(t) + xi];
 #if PRO_RMS
 			acc[NDOT_@NC@ + t] += dot(xa, xa);
 #endif
@@ -108,7 +108,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 		if (t >= ROWS)
 			break;
 #if VEC8
-		vec4 xa = x4[t * (K / 4u) + 2u * j], xb = x4[t * (K / 4u) + 2u * j + 1u];
+		vec4 xa = x4[X4ROW(t) + 2u * j], xb = x4[X4ROW(t) + 2u * j + 1u];
 #if PRO_RMS
 		acc[NDOT_@NC@ + t] += dot(xa, xa) + dot(xb, xb);
 #endif
@@ -122,7 +122,7 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 			acc[c * T_MAX + t] += dot(xa, wa) + dot(xb, wb);
 		}
 #else
-		float xv = x[t * K + j];
+		float xv = x[XROW(t) + j];
 #if PRO_RMS
 		acc[NDOT_@NC@ + t] += xv * xv;
 #endif

@@ -7,6 +7,9 @@
 // alone (and NORM adds 1e-20 to the sum); BIAS (binding B_BIAS, [N]) is added
 // to the scores for the ranking only, the weights being the scores;
 // SCALING multiplies the weights last.
+// HASH (moe_route_hash: logits [T,N], table [V,KSEL] at B_W, tokens [T] at
+// B_TOK): nothing is ranked; the token's table row names the experts (floats
+// holding integers, f32 or f16), their weights are their scores as above.
 // Order: larger value first, equal values by lower index. Selection j scans
 // for the best element ranked after selection j-1, so nothing is marked:
 // lane l keeps the first best of its elements n = l, l + LS_X, ... (their
@@ -26,14 +29,19 @@ layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 #ifdef BIAS
 layout(set = 0, binding = B_BIAS) readonly buffer Bias { float bias[]; };
 #endif
+#ifdef HASH
+layout(set = 0, binding = B_TOK) readonly buffer Tokens { int tokens[]; };
+#endif
 layout(set = 0, binding = B_IDS) writeonly buffer Ids { int ids[]; };
 layout(set = 0, binding = B_VALS) writeonly buffer Vals { float vals[]; };
 
 #define NONE 0xffffffffu
 // Stands in for -infinity: exp(NEG_BIG - m) is exactly 0 for any finite m.
 #define NEG_BIG -3.0e38
+#ifndef HASH
 shared float bv[LS_X];
 shared uint bi[LS_X];
+#endif
 
 #if defined(SCORE_SIGMOID)
 #define SCORE(v) sigmoid_f(v)
@@ -63,12 +71,30 @@ void softmax_stats(uint l, uint row)
 }
 #endif
 
-#if ROUTE && defined(BIAS)
+#if ROUTE && (defined(BIAS) || defined(HASH))
 #ifdef SCORE
 float score(uint row, uint n) { return SCORE(x[row + n]); }
 #else
 float score(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 #endif
+#endif
+#ifdef HASH
+// The weights of row t's experts: the token's table row (a token outside
+// [0, V) reads row 0, an entry outside [0, N) or NaN expert 0, as embed
+// clamps its ids; the reference reports both as errors), each entry
+// truncated to an integer, its score.
+void hash_experts(uint t, uint row, out float chosen[KSEL])
+{
+	int tok = tokens[t];
+	uint r = (tok < 0 || tok >= int(V)) ? 0u : uint(tok);
+	for (uint j = 0u; j < KSEL; j++) {
+		float f = load_w(r * KSEL + j);
+		uint e = (f >= 0.0 && f < float(N)) ? uint(f) : 0u;
+		ids[t * KSEL + j] = int(e);
+		chosen[j] = score(row, e);
+	}
+}
+#elif ROUTE && defined(BIAS)
 float value(uint row, uint n) { return score(row, n) + bias[n]; }
 #elif ROUTE && defined(SCORE)
 float value(uint row, uint n) { return SCORE(x[row + n]); }
@@ -78,6 +104,7 @@ float value(uint row, uint n) { return exp(x[row + n] - row_max) / row_sum; }
 float value(uint row, uint n) { return x[row + n]; }
 #endif
 
+#ifndef HASH
 // (v, i) ranks before (w, j); NONE ranks last.
 bool before(float v, uint i, float w, uint j)
 {
@@ -125,6 +152,7 @@ void combine(uint l, inout float best, inout uint idx)
 #endif
 	barrier(); // every lane has read the winner before bv is reused
 }
+#endif
 
 void main()
 {
@@ -132,6 +160,12 @@ void main()
 #if ROUTE && !defined(SCORE)
 	softmax_stats(l, row);
 #endif
+#ifdef HASH
+	float chosen[KSEL];
+	if (l != 0u)
+		return;
+	hash_experts(t, row, chosen);
+#else
 	float cand[M];
 	for (uint m = 0u; m < M; m++)
 		cand[m] = l + m * LS_X < N ? value(row, l + m * LS_X) : 0.0;
@@ -166,6 +200,7 @@ void main()
 #ifdef BIAS
 	for (uint j = 0u; j < KSEL; j++)
 		chosen[j] = score(row, chosen_id[j]);
+#endif
 #endif
 #if ROUTE && NORM
 	float sum = 0.0;

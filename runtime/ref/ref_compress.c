@@ -36,11 +36,11 @@ static int64_t window_slots(int64_t wi, int64_t m, int64_t D, bool overlap, pool
 /* Channel d of a window's entry: softmax of the slots' gates z + bias in f32
  * (f64 denominator), then the weighted sum of their c in f64. g: n floats. */
 static float pool_channel(const float *c, const float *z, const float *bias, const pool_slot *s, int64_t n,
-			  int64_t W, int64_t d, float *g)
+			  int64_t N, int64_t W, int64_t d, float *g)
 {
 	float mx = -INFINITY;
 	for (int64_t j = 0; j < n; j++) {
-		g[j] = z[s[j].row * W + s[j].col + d] + bias[s[j].r * W + s[j].col + d];
+		g[j] = z[s[j].row % N * W + s[j].col + d] + bias[s[j].r * W + s[j].col + d];
 		mx = fmaxf(mx, g[j]);
 	}
 	double sum = 0.0;
@@ -49,18 +49,21 @@ static float pool_channel(const float *c, const float *z, const float *bias, con
 	float inv = (float)(1.0 / sum);
 	double acc = 0.0;
 	for (int64_t j = 0; j < n; j++)
-		acc += (double)(g[j] * inv) * (double)c[s[j].row * W + s[j].col + d];
+		acc += (double)(g[j] * inv) * (double)c[s[j].row % N * W + s[j].col + d];
 	return (float)acc;
 }
 
 bool ref_compress_kv(const float *c, const float *z, const float *bias, float *y, int64_t T, int64_t N, int64_t D,
 		     int64_t m, bool overlap, int64_t pos, ref_error *err)
 {
-	if (pos < 0 || pos + T > N)
-		return ref_fail(err, "compress_kv", "positions [%" PRId64 ", %" PRId64 ") exceed the %" PRId64
-				" cached rows", pos, pos + T, N);
 	if (m < 1)
 		return ref_fail(err, "compress_kv", "ratio %" PRId64 " must be at least 1", m);
+	/* position q is row q mod N: a cache shorter than the context is a ring,
+	 * which must hold the step's rows and the windows they close */
+	int64_t span = T + (overlap ? 2 : 1) * m - 1;
+	if (pos < 0 || (pos + T > N && span > N))
+		return ref_fail(err, "compress_kv", "positions [%" PRId64 ", %" PRId64 ") with their windows need %" PRId64
+				" rows, the cache holds %" PRId64, pos, pos + T, span, N);
 	int64_t W = (overlap ? 2 : 1) * D;
 	pool_slot *slots = malloc((size_t)(2 * m) * sizeof *slots);
 	float *g = malloc((size_t)(2 * m) * sizeof *g);
@@ -77,7 +80,7 @@ bool ref_compress_kv(const float *c, const float *z, const float *bias, float *y
 		}
 		int64_t n = window_slots((p + 1) / m - 1, m, D, overlap, slots);
 		for (int64_t d = 0; d < D; d++)
-			row[d] = pool_channel(c, z, bias, slots, n, W, d, g);
+			row[d] = pool_channel(c, z, bias, slots, n, N, W, d, g);
 	}
 	free(slots), free(g);
 	return true;
@@ -127,7 +130,7 @@ static bool gather_keys(const ref_sink_params *p, const float *kv, const float *
 	int64_t closed = p->ratio > 0 ? (pos + 1) / p->ratio : 0;
 	*n = 0;
 	for (int64_t r = pos - p->window + 1 > 0 ? pos - p->window + 1 : 0; r <= pos; r++)
-		keys[(*n)++] = kv + r * D;
+		keys[(*n)++] = kv + r % p->N * D;
 	if (!entries)
 		return true;
 	if (!ids) {
@@ -183,9 +186,12 @@ bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *k
 			const float *entries, const int32_t *ids, float *y, int64_t T, int64_t h, int64_t D,
 			int64_t pos, ref_error *err)
 {
-	if (pos < 0 || pos + T > p->N)
-		return ref_fail(err, "sink_attention", "positions [%" PRId64 ", %" PRId64 ") exceed the cache of %" PRId64
-				" rows", pos, pos + T, p->N);
+	/* position j is row j mod N: a cache shorter than the context is a
+	 * ring, which must hold the step's rows and the window before them */
+	if (pos < 0 || (pos + T > p->N && T + p->window - 1 > p->N))
+		return ref_fail(err, "sink_attention", "positions [%" PRId64 ", %" PRId64 ") and their window of %" PRId64
+				" need %" PRId64 " rows, the cache holds %" PRId64, pos, pos + T, p->window,
+				T + p->window - 1, p->N);
 	if (p->window < 1 || (entries && p->ratio < 1))
 		return ref_fail(err, "sink_attention", "window %" PRId64 " and ratio %" PRId64 " must be at least 1",
 				p->window, p->ratio);

@@ -67,6 +67,17 @@ bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int6
 	return true;
 }
 
+bool ref_state_write_ring(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
+			  ref_error *err)
+{
+	if (pos < 0 || T > C)
+		return ref_fail(err, "state_write", "%" PRId64 " rows at position %" PRId64 " do not fit a ring of %" PRId64
+				" rows", T, pos, C);
+	for (int64_t t = 0; t < T; t++)
+		memcpy(state + ((pos + t) % C) * row, v + t * row, (size_t)row * sizeof *v);
+	return true;
+}
+
 bool ref_state_write_every(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
 			   int64_t m, ref_error *err)
 {

@@ -52,6 +52,11 @@ bool ref_state_write_at(const float *v, float *state, int64_t T, int64_t C, int6
 /* state_write at pos with `every` m: row t of v [T,row] goes to state row
  * (pos+t+1)/m - 1 when (pos+t+1) mod m = 0 (the window it closes), other
  * rows nowhere; state [C,row]. False when a window past the state closes. */
+/* state_write at pos with `ring`: row t of v [T,row] goes to state row
+ * (pos+t) mod C, state [C,row]: a ring of the last C positions. False when
+ * T > C (the step would overwrite its own rows). */
+bool ref_state_write_ring(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
+			  ref_error *err);
 bool ref_state_write_every(const float *v, float *state, int64_t T, int64_t C, int64_t row, int64_t pos,
 			   int64_t m, ref_error *err);
 

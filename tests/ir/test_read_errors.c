@@ -160,6 +160,13 @@ static const err_case cases[] = {
 	{"division by zero", HEAD "  K: {default: H % (H - 8)}\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:18: division by zero"},
 	{"unknown name in expression", HEAD "  K: {default: 2 * (H + Q)}\n" W G MATMUL OUT_Y ENTRY,
 	 "t.yaml:5:25: unknown name 'Q' (not an earlier param)"},
+	{"string param in an expression", HEAD "  S: {default: sigmoid, type: str}\n  K: {default: S + 1}\n" W G MATMUL
+	 OUT_Y ENTRY, "t.yaml:6:16: param 'S' is a string (it names a value for string attributes only)"},
+	{"string param from a number", HEAD "  S: {config: hidden, type: str}\n" W G MATMUL OUT_Y ENTRY,
+	 "c.json: key 'hidden': expected a string"},
+	{"string param's value not a choice", HEAD "  S: {default: cubic, type: str}\n" W G
+	 "      - {op: matmul, out: l, in: [x, w]}\n      - {op: moe_route, out: [y, i], in: [l], k: 2, scoring: S}\n"
+	 OUT_Y ENTRY, "t.yaml:14:62: moe_route attribute 'scoring' must be one of softmax, sigmoid, sqrtsoftplus, got 'cubic'"},
 	{"T outside shapes", HEAD "  K: {default: T}\n" W G MATMUL OUT_Y ENTRY,
 	 "t.yaml:5:16: unknown name 'T' (T is allowed in shapes only)"},
 	{"float where an int is required", HEAD "  K: {default: H * 0.5}\n" W G MATMUL OUT_Y ENTRY,

@@ -69,7 +69,9 @@ static bool copy_run(harness *h, const kv_desc *d, float *src, size_t ns, float 
 /* state_write at pos: v [T, 2, 8] into the cache [C, 2, 8]; other rows
  * untouched. With every m (DeepSeek V4's compressed entries) only the rows
  * that close a window land, each in its window's row of a [C, 2, 8] state. */
-static bool state_write_case(harness *h, int64_t T, int64_t C, uint32_t pos, int64_t every, uint32_t *seed)
+/* every > 0: one row per closed window; ring: rows (pos + t) mod C. */
+static bool state_write_case(harness *h, int64_t T, int64_t C, uint32_t pos, int64_t every, bool ring,
+			     uint32_t *seed)
 {
 	const int64_t row = 16;
 	kv_desc d = {.op = IR_OP_STATE_WRITE, .t_max = 16};
@@ -79,6 +81,7 @@ static bool state_write_case(harness *h, int64_t T, int64_t C, uint32_t pos, int
 	d.u.copy.dst_stride = row;
 	d.u.copy.at_pos = true;
 	d.u.copy.every = every;
+	d.u.copy.ring = ring ? C : 0;
 	float *v = alloc_floats((size_t)(T * row)), *cache = alloc_floats((size_t)(C * row));
 	float *want = alloc_floats((size_t)(C * row));
 	fill_random(v, (size_t)(T * row), 1.0f, seed);
@@ -86,11 +89,12 @@ static bool state_write_case(harness *h, int64_t T, int64_t C, uint32_t pos, int
 	memcpy(want, cache, (size_t)(C * row) * 4);
 	ref_error err;
 	bool ok = every ? ref_state_write_every(v, want, T, C, row, pos, every, &err)
-			: ref_state_write_at(v, want, T, C, row, pos, &err);
+		  : ring ? ref_state_write_ring(v, want, T, C, row, pos, &err)
+			 : ref_state_write_at(v, want, T, C, row, pos, &err);
 	ok = ok && copy_run(h, &d, v, (size_t)(T * row), cache, (size_t)(C * row), (uint32_t)T, pos);
 	char what[128];
-	snprintf(what, sizeof what, "copy_rows as state_write at pos %u, T %lld, every %lld", pos, (long long)T,
-		 (long long)every);
+	snprintf(what, sizeof what, "copy_rows as state_write at pos %u, T %lld, every %lld%s", pos, (long long)T,
+		 (long long)every, ring ? ", ring" : "");
 	ok = ok && check_bitwise(what, cache, want, (size_t)(C * row));
 	free(v), free(cache), free(want);
 	return ok;
@@ -228,10 +232,12 @@ int main(void)
 	ok &= embed_case(h, 1, 1, 1, HALO_F32, false, 0, &seed);
 	ok &= embed_case(h, 37, 65, 9, HALO_F32, true, 0, &seed);
 	ok &= embed_case(h, 128, 7, 4, HALO_F16, true, 3, &seed);
-	ok &= state_write_case(h, 3, 20, 11, 0, &seed);
-	ok &= state_write_case(h, 13, 5, 2, 4, &seed); /* positions 2..14 close windows 0, 1 and 2 */
-	ok &= state_write_case(h, 1, 5, 7, 4, &seed);  /* a decode step closing window 1 */
-	ok &= state_write_case(h, 1, 5, 8, 4, &seed);  /* one closing none: nothing changes */
+	ok &= state_write_case(h, 3, 20, 11, 0, false, &seed);
+	ok &= state_write_case(h, 13, 5, 2, 4, false, &seed); /* positions 2..14 close windows 0, 1 and 2 */
+	ok &= state_write_case(h, 1, 5, 7, 4, false, &seed);  /* a decode step closing window 1 */
+	ok &= state_write_case(h, 1, 5, 8, 4, false, &seed);  /* one closing none: nothing changes */
+	ok &= state_write_case(h, 7, 9, 5, 0, true, &seed);   /* a ring: positions 9..11 wrap to rows 0..2 */
+	ok &= state_write_case(h, 1, 9, 40, 0, true, &seed);  /* a decode step far past the ring's rows */
 	ok &= rows_at_pos_case(h, 5, 7, 0, &seed);
 	ok &= rows_at_pos_case(h, 3, 9, -1, &seed);
 	ok &= rows_at_pos_case(h, 2, 0, -1, &seed); /* row -1 reads as zeros */

@@ -3,9 +3,13 @@
  * scoring, a bias and a scaling, moe_gate_up with a limit get kernels whose
  * keys name what they add and whose bindings leave out an absent operand;
  * the softmax router and the weighted norm keep their keys; a grouped matmul
- * and a limit on moe_down are refused with a message naming the dispatch;
- * compress_kv, index_topk and sink_attention (window only, with entries,
- * with ids) get kernels binding exactly the operands they are given. */
+ * gets the matvec with its groups in the key and x's K read from the
+ * weight; hash routing gets topk.comp's HASH form, its table's dtype and
+ * rows in the key; the mHC ops get their kernels (hc_weights in both forms,
+ * binding only the results it has); a limit on moe_down is refused with a
+ * message naming the dispatch; compress_kv, index_topk and sink_attention
+ * (window only, with entries, with ids) get kernels binding exactly the
+ * operands they are given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +132,17 @@ static void test_routers(void)
 	set_attr(&r, "scoring", false, 0, "sigmoid");
 	expect_key("sigmoid router without a bias", select_one(r), "moe_route E=64 k=6 norm=1 scoring=sigmoid tmax=8",
 		   4);
+	halo_dispatch hr = {.node = "hash_router", .op = IR_OP_MOE_ROUTE_HASH, .n_in = 3, .n_out = 2};
+	hr.operand[0] = ACT(HALO_F32, 64);
+	hr.operand[1] = WEIGHT(1000, 6);
+	hr.operand[1].dtype = HALO_F16;
+	hr.operand[2] = ref(HALO_SPACE_ACT, HALO_I32, 1, NULL);
+	hr.operand[3] = ACT(HALO_I32, 6);
+	hr.operand[4] = ACT(HALO_F32, 6);
+	set_attr(&hr, "scoring", false, 0, "sqrtsoftplus");
+	set_attr(&hr, "scaling", true, 1.5, NULL);
+	expect_key("hash router: logits, table, tokens, ids, w, step", select_one(hr),
+		   "moe_route_hash E=64 k=6 norm=1 scoring=sqrtsoftplus scaling=1.5 V=1000 w=f16 tmax=8", 6);
 }
 
 static void test_experts(void)
@@ -159,9 +174,43 @@ static void test_grouped_matmul(void)
 	mm.operand[1] = WEIGHT(64, 32);
 	mm.operand[2] = ACT(HALO_F32, 64);
 	set_attr(&mm, "groups", false, 4, NULL);
-	selection s = select_one(mm);
-	expect(s.ok ? "a grouped matmul selected" : s.err,
-	       !s.ok && strstr(s.err, "dispatch 'o_a_proj': matmul with groups 4"));
+	expect_key("grouped matmul: x [T, 4*32], w [64, 32], y, step", select_one(mm),
+		   "matvec K=32 N=64 groups=4 w=f32 tmax=8", 4);
+}
+
+static void test_hc(void)
+{
+	halo_dispatch w = {.node = "hc_attn", .op = IR_OP_HC_WEIGHTS, .n_in = 3, .n_out = 3};
+	w.operand[0] = ACT(HALO_F32, 24);
+	w.operand[1] = WEIGHT(24);
+	w.operand[2] = WEIGHT(3);
+	w.operand[3] = ACT(HALO_F32, 4);
+	w.operand[4] = ACT(HALO_F32, 4);
+	w.operand[5] = ACT(HALO_F32, 4, 4);
+	set_attr(&w, "iters", false, 20, NULL);
+	set_attr(&w, "eps", true, 1e-6, NULL);
+	expect_key("hc_weights: mix, base, scale, pre, post, comb, step", select_one(w),
+		   "hc_weights n=4 eps=9.99999997e-07 iters=20 tmax=8", 7);
+	halo_dispatch p = {.node = "hc_head", .op = IR_OP_HC_WEIGHTS, .n_in = 3, .n_out = 1};
+	p.operand[0] = ACT(HALO_F32, 4);
+	p.operand[1] = WEIGHT(4);
+	p.operand[2] = WEIGHT(1);
+	p.operand[3] = ACT(HALO_F32, 4);
+	set_attr(&p, "eps", true, 1e-6, NULL);
+	expect_key("the HyperHead's hc_weights: mix, base, scale, pre, step", select_one(p),
+		   "hc_weights n=4 eps=9.99999997e-07 pre tmax=8", 5);
+	halo_dispatch c = {.node = "collapse", .op = IR_OP_HC_COLLAPSE, .n_in = 2, .n_out = 1};
+	c.operand[0] = ACT(HALO_F32, 4, 64);
+	c.operand[1] = ACT(HALO_F32, 4);
+	c.operand[2] = ACT(HALO_F32, 64);
+	expect_key("hc_collapse: x, pre, y, step", select_one(c), "hc_collapse n=4 H=64 tmax=8", 4);
+	halo_dispatch e = {.node = "expand", .op = IR_OP_HC_EXPAND, .n_in = 4, .n_out = 1};
+	e.operand[0] = ACT(HALO_F32, 4, 64);
+	e.operand[1] = ACT(HALO_F32, 64);
+	e.operand[2] = ACT(HALO_F32, 4);
+	e.operand[3] = ACT(HALO_F32, 4, 4);
+	e.operand[4] = ACT(HALO_F32, 4, 64);
+	expect_key("hc_expand: x, y, post, comb, out, step", select_one(e), "hc_expand n=4 H=64 tmax=8", 6);
 }
 
 /* A state's rows (the caches these ops read whole): constant dims. */
@@ -226,6 +275,7 @@ int main(void)
 	test_routers();
 	test_experts();
 	test_grouped_matmul();
+	test_hc();
 	test_compressed_attention();
 	printf("%d failure(s)\n", failures);
 	return failures ? 1 : 0;

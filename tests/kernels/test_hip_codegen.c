@@ -132,7 +132,7 @@ static kv_desc merged(kv_desc d, const int64_t *split, int n_split, bool pair)
 
 /* matvec (T <= 8: f16 and f32, 16-byte and element chunks, the shuffle and
  * tree reductions, growing columns), the quantized formats, the tiled
- * matmul and matmul_coopmat. */
+ * matmul and matmul_coopmat, split and pair results, groups. */
 static void check_matmuls(void)
 {
 	check_desc("matvec T=1 f16 pro", fused(matmul_desc(256, 320, 1, HALO_F16), false), 2);
@@ -162,6 +162,14 @@ static void check_matmuls(void)
 	check_desc("matvec pair", merged(fused(matmul_desc(256, 192, 5, HALO_F16), true), NULL, 0, true), 1);
 	check_desc("matmul split", merged(matmul_desc(256, 256, 64, HALO_F32), qkv, 3, false), 1);
 	check_desc("matmul_coopmat pair", merged(matmul_desc(256, 192, 512, HALO_F16), NULL, 0, true), 1);
+
+	/* grouped (DeepSeek V4's o_a_proj: x holds 8 inputs of K): matvec, tiled */
+	kv_desc g = matmul_desc(256, 128, 5, HALO_F16);
+	g.u.matmul.groups = 8;
+	check_desc("matvec groups", g, 1);
+	g = matmul_desc(256, 128, 64, HALO_F32);
+	g.u.matmul.groups = 8;
+	check_desc("matmul groups", g, 1);
 }
 
 /* The twins past the matmuls, rms_norm and elementwise: a row a form that
@@ -254,6 +262,13 @@ static const struct {
 	 {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 4, .norm = true, .bias = true}}, 1},
 	{"moe_route sigmoid", "topk",
 	 {.op = IR_OP_MOE_ROUTE, .t_max = 8, .u.topk = {.N = 64, .k = 4, .scoring = KV_SCORE_SIGMOID}}, 1},
+	{"moe_route_hash f16 sqrtsoftplus scaled", "topk",
+	 {.op = IR_OP_MOE_ROUTE_HASH, .t_max = 8, .wtype = HALO_F16,
+	  .u.topk = {.N = 256, .k = 6, .norm = true, .scoring = KV_SCORE_SQRTSOFTPLUS, .scaling = 1.5f, .V = 1000}},
+	 1},
+	{"moe_route_hash softmax", "topk",
+	 {.op = IR_OP_MOE_ROUTE_HASH, .t_max = 8, .wtype = HALO_F32, .u.topk = {.N = 64, .k = 4, .norm = true, .V = 100}},
+	 1},
 	{"moe_gate_up f32 vec8", "moe_gate_up",
 	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_F32, .u.moe = {.H = 256, .F = 96, .E = 8, .k = 2}}, 1},
 	{"moe_gate_up f16 scalar", "moe_gate_up",
@@ -277,6 +292,13 @@ static const struct {
 	  .u.ngram = {.ngram = 3, .hpn = 2, .eos = 0, .vocab = 1000, .rows = 420, .dp = 16,
 		      .mult = {1, 999, 1997}, .size = {101, 103, 107, 109}}},
 	 1},
+	{"hc_weights", "hc_weights",
+	 {.op = IR_OP_HC_WEIGHTS, .t_max = 64, .u.hc = {.n = 4, .iters = 20, .eps = 1e-6f, .full = true}}, 1},
+	{"hc_weights pre", "hc_weights", {.op = IR_OP_HC_WEIGHTS, .t_max = 8, .u.hc = {.n = 4, .eps = 1e-6f}}, 1},
+	{"hc_collapse vec4", "hc_streams", {.op = IR_OP_HC_COLLAPSE, .t_max = 8, .u.hc = {.n = 4, .H = 7168}}, 1},
+	{"hc_collapse scalar", "hc_streams", {.op = IR_OP_HC_COLLAPSE, .t_max = 8, .u.hc = {.n = 3, .H = 37}}, 1},
+	{"hc_expand vec4", "hc_streams", {.op = IR_OP_HC_EXPAND, .t_max = 8, .u.hc = {.n = 4, .H = 7168}}, 1},
+	{"hc_expand scalar", "hc_streams", {.op = IR_OP_HC_EXPAND, .t_max = 64, .u.hc = {.n = 5, .H = 130}}, 1},
 	{"qsa_select", "qsa_select",
 	 {.op = IR_OP_QSA_SELECT, .t_max = 8, .wtype = HALO_F32,
 	  .u.qsa = {.h = 4, .D = 64, .C = 512, .block = 16, .top = 4, .rot_dim = 32, .base = 1e4f, .eps = 1e-6f}},

@@ -14,7 +14,15 @@
  * equal (the planted ties). The other scorings are as many f32 operations (a
  * sigmoid, or an exp, a log and a square root) and a bias only moves the
  * ranking (random biases of |b| <= 0.5 leave no two candidates within
- * rounding), so the same bound holds. */
+ * rounding), so the same bound holds.
+ *
+ * moe_route_hash (DeepSeek V4's hash layers) runs topk.comp's HASH form:
+ * the experts from a random table (f32 and f16, entries exact in both) by
+ * random tokens, ids exactly, the weights as moe_route's (the same scores
+ * and renormalisation: the same bound). The kernel's clamps, which the
+ * reference reports as errors instead, are checked against the reference
+ * given the clamped inputs: a token outside [0, V) reads row 0, a table
+ * entry outside [0, E) expert 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +144,88 @@ static bool ds_route_case(harness *h, int64_t T, int64_t N, int64_t kk, bool nor
 	return variants(h, d, seed);
 }
 
+typedef struct {
+	int64_t T, E, V, k;
+	bool norm, f16;
+	kv_scoring scoring;
+	float scaling;
+} hash_case;
+
+/* Random tokens, and a table of k distinct experts per row in [0, E),
+ * rounded through f16 (exact for E <= 2048) with its bits in t16. */
+static void hash_inputs(const hash_case *c, int32_t *tokens, float *table, uint16_t *t16, uint32_t *seed)
+{
+	for (int64_t t = 0; t < c->T; t++)
+		tokens[t] = (int32_t)((*seed = *seed * 1664525u + 1013904223u) >> 8) % (int32_t)c->V;
+	for (int64_t r = 0; r < c->V; r++) {
+		int64_t first = (int64_t)((*seed = *seed * 1664525u + 1013904223u) >> 8) % c->E;
+		for (int64_t j = 0; j < c->k; j++)
+			table[r * c->k + j] = (float)((first + j * 7) % c->E);
+	}
+	round_f16(table, t16, (size_t)(c->V * c->k));
+}
+
+/* One dispatch of case c; with bad, token 0 is -1 and the table's row 0
+ * entry 1 is E + 3, and the reference sees them clamped (token 0, expert 0). */
+static bool hash_run(harness *h, const hash_case *c, bool bad, uint32_t *seed)
+{
+	kv_desc d = {.op = IR_OP_MOE_ROUTE_HASH, .t_max = c->T, .wtype = c->f16 ? HALO_F16 : HALO_F32};
+	d.u.topk.N = c->E;
+	d.u.topk.k = c->k;
+	d.u.topk.norm = c->norm;
+	d.u.topk.scoring = c->scoring;
+	d.u.topk.scaling = c->scaling;
+	d.u.topk.V = c->V;
+	hkernel k;
+	if (!hk_build(h, &d, &k))
+		return false;
+	size_t nx = (size_t)(c->T * c->E), ns = (size_t)(c->T * c->k), nt = (size_t)(c->V * c->k);
+	float *x = alloc_floats(nx), *table = alloc_floats(nt), *vals = alloc_floats(ns), *want = alloc_floats(ns);
+	int32_t *tokens = calloc((size_t)c->T, 4), *ids = calloc(ns, 4), *want_ids = calloc(ns, 4);
+	uint16_t *t16 = calloc(nt, 2);
+	if (!tokens || !ids || !want_ids || !t16) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	fill_random(x, nx, 4.0f, seed);
+	hash_inputs(c, tokens, table, t16, seed);
+	if (bad) {
+		tokens[0] = -1;
+		table[1] = (float)(c->E + 3);
+		round_f16(table + 1, t16 + 1, 1);
+	}
+	hop ops[5] = {{x, nx * 4, false},
+		      c->f16 ? (hop){t16, nt * 2, false} : (hop){table, nt * 4, false},
+		      {tokens, (size_t)c->T * 4, false},
+		      {ids, ns * 4, true},
+		      {vals, ns * 4, true}};
+	bool ok = hk_run(h, &k, ops, 5, (uint32_t)c->T, 0);
+	if (bad) { /* what the kernel reads instead */
+		tokens[0] = 0;
+		table[1] = 0.0f;
+	}
+	static const ref_scoring scoring[] = {[KV_SCORE_SOFTMAX] = REF_SCORE_SOFTMAX,
+					      [KV_SCORE_SIGMOID] = REF_SCORE_SIGMOID,
+					      [KV_SCORE_SQRTSOFTPLUS] = REF_SCORE_SQRTSOFTPLUS};
+	ref_route_params rp = {.k = c->k, .norm_topk = c->norm, .scoring = scoring[c->scoring],
+			       .scaling = c->scaling != 0.0f ? c->scaling : 1.0f};
+	ref_error err;
+	if (ok && !ref_moe_route_hash(&rp, x, table, tokens, want_ids, want, c->T, c->E, c->V, &err)) {
+		printf("FAIL %s: the reference: %s\n", k.k.signature, err.msg);
+		ok = false;
+	}
+	if (ok) {
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld%s ids", k.k.signature, (long long)c->T, bad ? " clamped" : "");
+		ok = ids_equal(what, ids, want_ids, ns);
+		snprintf(what, sizeof what, "%s T=%lld%s weights", k.k.signature, (long long)c->T, bad ? " clamped" : "");
+		ok &= check_close(what, vals, want, ns, 2e-6, 1e-30);
+	}
+	free(x), free(table), free(vals), free(want), free(tokens), free(ids), free(want_ids), free(t16);
+	hk_free(h, &k);
+	return ok;
+}
+
 int main(void)
 {
 	harness *h = harness_open();
@@ -154,6 +244,17 @@ int main(void)
 	ok &= ds_route_case(h, 4, 64, 8, true, KV_SCORE_SIGMOID, true, 2.5f, &seed);
 	ok &= ds_route_case(h, 2, 300, 3, true, KV_SCORE_SIGMOID, false, 1.0f, &seed);
 	ok &= ds_route_case(h, 3, 64, 8, true, KV_SCORE_SOFTMAX, true, 2.0f, &seed); /* softmax with a bias */
+	/* DeepSeek V4's hash layers: 256 experts, top 6, sqrt(softplus), scaled */
+	static const hash_case hashes[] = {
+		{5, 256, 1000, 6, true, false, KV_SCORE_SQRTSOFTPLUS, 1.5f},
+		{3, 256, 1000, 6, true, true, KV_SCORE_SQRTSOFTPLUS, 1.5f},
+		{4, 37, 50, 4, false, true, KV_SCORE_SIGMOID, 0.0f},
+		{2, 300, 77, 3, true, false, KV_SCORE_SOFTMAX, 2.0f}, /* logits wider than the workgroup */
+	};
+	for (size_t i = 0; i < sizeof hashes / sizeof *hashes; i++) {
+		ok &= hash_run(h, &hashes[i], false, &seed);
+		ok &= hash_run(h, &hashes[i], true, &seed);
+	}
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -24,24 +24,7 @@
 #include <string.h>
 
 #include "runtime/ref/ref_ops.h"
-
-static int failures;
-
-static void expect_near(const char *what, double got, double want, double tol)
-{
-	if (!(fabs(got - want) <= tol)) {
-		printf("FAIL %s: got %.9g want %.9g (tol %.3g)\n", what, got, want, tol);
-		failures++;
-	}
-}
-
-static void expect_true(const char *what, bool cond)
-{
-	if (!cond) {
-		printf("FAIL %s\n", what);
-		failures++;
-	}
-}
+#include "tests/runtime/expect.h"
 
 /* Deterministic values in [-1, -1/64] u [1/64, 1]: never zero, so a dropped
  * term or a row left unwritten shows. */
@@ -214,8 +197,9 @@ static void test_compress_hand(void)
 	expect_true("compress_kv overlap runs", ref_compress_kv(c2, z2, b2, y2, 4, 4, 1, 2, true, 0, &e));
 	expect_near("overlap window 0: its own seconds only", y2[1], (50 + 60) / 2.0, 1e-5);
 	expect_near("overlap window 1", y2[3], (1 + 2 + 3 + 4) / 4.0, 1e-6);
-	expect_true("past the cache is refused",
-		    !ref_compress_kv(c2, z2, b2, y2, 2, 4, 1, 2, true, 3, &e) && strstr(e.msg, "exceed the 4 cached rows"));
+	/* positions 3, 4 wrap a cache of 4 rows, which cannot also hold their windows' 4 slots */
+	expect_true("a ring too short for the step is refused",
+		    !ref_compress_kv(c2, z2, b2, y2, 2, 4, 1, 2, true, 3, &e) && strstr(e.msg, "need 5 rows, the cache holds 4"));
 }
 
 /* The entry of the window closed at position p, in f64 from the contract. */
@@ -425,8 +409,11 @@ static void test_sink_random(void)
 	sink_f64(&p, q, kv, sinks, NULL, NULL, T, H, D, pos, want);
 	for (int i = 0; i < T * H * D; i++)
 		expect_near("sink_attention window only vs f64", y[i], want[i], 1e-5);
-	expect_true("past the cache is refused",
-		    !ref_sink_attention(&p, q, kv, sinks, NULL, NULL, y, T, H, D, N - T + 1, &e) && strstr(e.msg, "exceed"));
+	p.N = T + p.window - 2; /* positions past it wrap a ring one row short of the step and its window */
+	expect_true("a ring too short for the step is refused",
+		    !ref_sink_attention(&p, q, kv, sinks, NULL, NULL, y, T, H, D, p.N - T + 1, &e) &&
+			    strstr(e.msg, "the cache holds 8"));
+	p.N = N;
 	/* ids that are not closed entries, or repeated */
 	p.E = E, p.k = K;
 	const int32_t future[K] = {4, -1, -1}, twice[K] = {1, -1, 1};
@@ -495,6 +482,44 @@ static void test_streaming(void)
 	free(c), free(z), free(bias);
 }
 
+/* Rings: caches of the last R positions (state_write ring, rows q mod R)
+ * give the full caches' bits, step after step, as long as R holds the
+ * step's rows and what they read: compress_kv's windows (R = T + 2m - 1
+ * with overlap) and sink_attention's window (R = T + Wn - 1). Positions
+ * run past R several times, in decode steps and in uneven chunks. */
+static void test_rings(void)
+{
+	enum { N = 60, D = 6, M = 4, W = 2 * D, H = 2, WN = 5, TMAX = 7 };
+	static const int uneven[] = {7, 3, 1, 6, 2, 7, 5, 1, 4, 7, 7, 3, 7};
+	float *c = floats(N * W), *z = floats(N * W), *bias = floats(M * W), *kv = floats(N * D);
+	float q[N * H * D], sinks[H];
+	fill(c, N * W, 51), fill(z, N * W, 52), fill(bias, M * W, 53), fill(kv, N * D, 54);
+	fill(q, N * H * D, 55), fill(sinks, H, 56);
+	const int64_t RC = TMAX + 2 * M - 1, RK = TMAX + WN - 1;
+	float *cr = floats(RC * W), *zr = floats(RC * W), *kvr = floats(RK * D);
+	float *full = floats(N * D), *ring = floats(N * D), *yf = floats(N * H * D), *yr = floats(N * H * D);
+	ref_sink_params pf = {.scale = 0.4f, .window = WN, .N = N}, pr = pf;
+	pr.N = RK;
+	ref_error e;
+	bool ok = true;
+	for (int64_t pos = 0, i = 0; ok && pos < N; pos += uneven[i++]) {
+		int64_t T = uneven[i];
+		ok = ref_state_write_ring(c + pos * W, cr, T, RC, W, pos, &e) &&
+		     ref_state_write_ring(z + pos * W, zr, T, RC, W, pos, &e) &&
+		     ref_state_write_ring(kv + pos * D, kvr, T, RK, D, pos, &e) &&
+		     ref_compress_kv(c, z, bias, full + pos * D, T, N, D, M, true, pos, &e) &&
+		     ref_compress_kv(cr, zr, bias, ring + pos * D, T, RC, D, M, true, pos, &e) &&
+		     ref_sink_attention(&pf, q + pos * H * D, kv, sinks, NULL, NULL, yf + pos * H * D, T, H, D, pos, &e) &&
+		     ref_sink_attention(&pr, q + pos * H * D, kvr, sinks, NULL, NULL, yr + pos * H * D, T, H, D, pos, &e);
+	}
+	expect_true("ring steps run", ok);
+	expect_true("compress_kv over rings = over the full caches", memcmp(full, ring, N * D * 4) == 0);
+	expect_true("sink_attention over a ring = over the full cache", memcmp(yf, yr, N * H * D * 4) == 0);
+	expect_true("a step longer than its ring is refused",
+		    !ref_state_write_ring(kv, kvr, RK + 1, RK, D, 0, &e) && strstr(e.msg, "do not fit a ring"));
+	free(c), free(z), free(bias), free(kv), free(cr), free(zr), free(kvr), free(full), free(ring), free(yf), free(yr);
+}
+
 int main(void)
 {
 	test_yarn_tiny();
@@ -509,8 +534,9 @@ int main(void)
 	test_sink_hand();
 	test_sink_random();
 	test_streaming();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
+	test_rings();
+	if (expect_failures) {
+		printf("%d failure(s)\n", expect_failures);
 		return 1;
 	}
 	printf("all DeepSeek V4 attention reference op tests passed\n");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/ref/ref_ops.h"
+#include "tests/runtime/expect.h"
 #include "runtime/ref_exec.h"
 
 enum {
@@ -19,24 +20,6 @@ enum {
 #include "kernels/ops.def"
 #undef IR_OP
 };
-
-static int failures;
-
-static void expect_near(const char *what, double got, double want, double tol)
-{
-	if (!(fabs(got - want) <= tol)) {
-		printf("FAIL %s: got %.9g want %.9g (tol %.3g)\n", what, got, want, tol);
-		failures++;
-	}
-}
-
-static void expect_true(const char *what, bool cond)
-{
-	if (!cond) {
-		printf("FAIL %s\n", what);
-		failures++;
-	}
-}
 
 /* Deterministic values of magnitude in [0.05, 1) times amp, either sign:
  * never zero, so no term of a sum can hide. */
@@ -63,7 +46,7 @@ static void expect_close(const char *what, const float *got, const double *want,
 	if (!(worst <= tol)) {
 		printf("FAIL %s: element %lld got %.9g want %.9g (error %.3g > %.3g)\n", what, (long long)at, got[at],
 		       want[at], worst, tol);
-		failures++;
+		expect_failures++;
 	}
 }
 
@@ -548,7 +531,7 @@ static bool run(const char *what, disp *x, int64_t T)
 	bool ok = ref_exec_dispatch(&x->d, T, 0, resolve, x, err, sizeof err);
 	if (!ok)
 		printf("FAIL %s: %s\n", what, err);
-	failures += !ok;
+	expect_failures += !ok;
 	free(x);
 	return ok;
 }
@@ -687,6 +670,6 @@ int main(void)
 	test_dispatch_norm_matmul();
 	test_dispatch_routing();
 	test_dispatch_hc_and_limit();
-	printf("dsv4_ops: %d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	printf("dsv4_ops: %d failure(s)\n", expect_failures);
+	return expect_failures ? 1 : 0;
 }

@@ -9,24 +9,7 @@
 #include <string.h>
 
 #include "runtime/ref/ref_ops.h"
-
-static int failures;
-
-static void expect_near(const char *what, double got, double want, double tol)
-{
-	if (!(fabs(got - want) <= tol)) {
-		printf("FAIL %s: got %.9g want %.9g\n", what, got, want);
-		failures++;
-	}
-}
-
-static void expect_true(const char *what, bool cond)
-{
-	if (!cond) {
-		printf("FAIL %s\n", what);
-		failures++;
-	}
-}
+#include "tests/runtime/expect.h"
 
 /* Deterministic values in [-1, 1). */
 static void fill(float *x, int64_t n, uint32_t seed)
@@ -221,8 +204,8 @@ int main(void)
 	test_ngram_embed();
 	test_qsa_select();
 	test_masked_attention();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
+	if (expect_failures) {
+		printf("%d failure(s)\n", expect_failures);
 		return 1;
 	}
 	printf("all Qwen4-Exp reference op tests passed\n");

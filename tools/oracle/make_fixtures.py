@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tarfile
+import tempfile
 import traceback
 
 import numpy as np
@@ -1048,7 +1049,7 @@ def add_qwen4_mtp(model, prompt, first_token, seed, out_dir, head_state=None, dt
 # the compressor buffers and the CSA overlap are carried across calls.
 DSV4_CONTINUATION_LEN = 24
 DSV4_SPLIT = 37
-DSV4_PROMPT_LEN = {"deepseek_v4_tiny": 70, "deepseek_v4_b": 67}
+DSV4_PROMPT_LEN = {"deepseek_v4_tiny": 70, "deepseek_v4_b": 67, "deepseek_v4_fp8": 70}
 # e_score_correction_bias is a buffer (HF zero-initialises it; parameter noise
 # does not reach it): N(0, 0.25) is of the order of the sqrt-softplus score
 # gaps, so it changes the selection of some tokens (counted in meta.json).
@@ -1642,11 +1643,13 @@ def dsv4_mtp_tensors(head, n_experts):
 
 
 @torch.no_grad()
-def dsv4_mtp_reference(model, prompt, first_token, first_seed, spec, x):
+def dsv4_mtp_reference(model, prompt, first_token, first_seed, spec, x, prepare=None):
     """A random MTP layer and its references, nothing written: the first head
     seed from first_seed whose chained greedy drafts are clear (top-1/top-2 gap
-    >= MIN_GREEDY_MARGIN). Returns (head, seed, hidden, draft logits, chain
-    tokens, chain logits)."""
+    >= MIN_GREEDY_MARGIN). prepare(head), when given, runs on each drawn head
+    before its references (deepseek_v4_fp8: V4FlashForm.apply_head gives it
+    its checkpoint's quantized values). Returns (head, seed, hidden, draft
+    logits, chain tokens, chain logits)."""
     text = model.model
     hidden = x.reshape(x.shape[0], -1)
     next_tokens = torch.cat([prompt[1:], torch.tensor([first_token])])
@@ -1655,6 +1658,8 @@ def dsv4_mtp_reference(model, prompt, first_token, first_seed, spec, x):
         torch.manual_seed(seed)
         head = DeepseekV4MtpHead(model).float().eval()
         randomise_dsv4_head(head, seed)
+        if prepare is not None:
+            prepare(head)
         got = sum(t.numel() for t in head.state_dict().values())
         if got != want or (spec is dsv4_spec.TINY and got != dsv4_spec.TINY_MTP_COUNT):
             raise RuntimeError(f"MTP head has {got} parameters + buffers, expected {want}")
@@ -1669,8 +1674,11 @@ def dsv4_mtp_reference(model, prompt, first_token, first_seed, spec, x):
     raise RuntimeError(f"no MTP head seed in [{first_seed}, {first_seed + MTP_HEAD_SEED_TRIES}) gives clear drafts")
 
 
-def dsv4_family(out_root, name, spec, first_seed=1234):
-    """Builds, checks and writes one DeepSeek V4 family with its MTP layer."""
+def dsv4_family(out_root, name, spec, first_seed=1234, form=None):
+    """Builds, checks and writes one DeepSeek V4 family with its MTP layer.
+    form (deepseek_v4_fp8: a V4FlashForm) puts each drawn model, and the MTP
+    head, in a released checkpoint's form before any reference is computed,
+    and writes and checks that checkpoint instead of save_pretrained's."""
     dsv4_spec.check_config(spec)
     _, mod = dsv4_modules()
     model_cls = mod.DeepseekV4ForCausalLM
@@ -1682,6 +1690,8 @@ def dsv4_family(out_root, name, spec, first_seed=1234):
         model = build_causal_lm(cfg, seed, model_cls)
         fill_dsv4_buffers(model, seed + 5)
         check_dsv4_model(model, spec)
+        if form is not None:
+            form.apply(model)
         gen = torch.Generator().manual_seed(seed + 2)
         return model, torch.randint(0, spec["vocab_size"], (prompt_len,), generator=gen)
 
@@ -1719,28 +1729,474 @@ def dsv4_family(out_root, name, spec, first_seed=1234):
                               for label in ("main", "compress")}}
     meta.update(coverage)
     write_fixture(out_dir, model, prompt, seed, ref, model_cls, DSV4_SPLIT, meta, strict=True,
-                  checkpoint=dsv4_checkpoint(model_cls))
+                  checkpoint=dsv4_checkpoint(model_cls) if form is None else form.checkpoint)
 
     try:
         head, head_seed, hidden, logits, chain_tokens, chain_logits = dsv4_mtp_reference(
-            model, prompt, int(ref[1][0]), seed + 3, spec, x)
-        tensors = dsv4_mtp_tensors(head, cfg.n_routed_experts)
+            model, prompt, int(ref[1][0]), seed + 3, spec, x, prepare=None if form is None else form.apply_head)
+        tensors = dsv4_mtp_tensors(head, cfg.n_routed_experts) if form is None else form.head_tensors(head)
     except Exception:  # noqa: BLE001 - the target fixture stands without its draft layer
         log(f"{name}: no MTP layer:\n" + traceback.format_exc())
         update_meta(out_dir, {"mtp": False})
         return
     # From here on a failure leaves the fixture inconsistent: it fails the family.
-    append_checkpoint(out_dir, tensors, {"num_nextn_predict_layers": 1})
-    write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits)
-    # transformers ignores mtp.* on load: the checkpoint still reloads bit for bit
-    check_checkpoint(model, out_dir, prompt, model_cls, integer_tensors=DSV4_INT_TENSORS)
+    if form is None:
+        append_checkpoint(out_dir, tensors, {"num_nextn_predict_layers": 1})
+        write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits)
+        # transformers ignores mtp.* on load: the checkpoint still reloads bit for bit
+        check_checkpoint(model, out_dir, prompt, model_cls, integer_tensors=DSV4_INT_TENSORS)
+        n_mtp = sum(t.numel() for t in tensors.values())
+    else:
+        # the whole file rewritten with the head's tensors and checked again, target logits included
+        update_meta(out_dir, form.append_head(model, head, out_dir, prompt))
+        write_mtp_refs(out_dir, hidden, logits, chain_tokens, chain_logits)
+        n_mtp = sum(t.numel() for t in head.state_dict().values())
     update_meta(out_dir, {"mtp": True, "mtp_seed": head_seed, "mtp_tensors": len(tensors),
-                          "mtp_parameters": sum(t.numel() for t in tensors.values()),
+                          "mtp_parameters": n_mtp,
                           "mtp_draft_top2_margin_min": top2_margin(logits),
                           "mtp_chain_top2_margin_min": top2_margin(torch.cat([logits[-1:], chain_logits[:-1]]))})
     log(f"{out_dir}: MTP layer, {len(tensors)} tensors, hidden {tuple(hidden.shape)}, draft logits "
         f"{tuple(logits.shape)}, chain {chain_tokens.tolist()}")
     log(f"MTP tensors: {[(n, tuple(t.shape)) for n, t in sorted(tensors.items())]}")
+
+
+# ---- deepseek_v4_fp8: DeepSeek V4 in V4-Flash's checkpoint form ---------------
+# deepseek_v4_tiny's model (same config, seeds, buffers and tie order) stored
+# as DeepSeek V4-Flash ships its weights: dsv4_spec.v4flash_form says which
+# tensor is F8_E4M3 with an E8M0 `.scale` per 128x128 block (the attention's
+# wq_a/wq_b/wkv/wo_a/wo_b, the indexer's wq_b, the shared experts; the MTP
+# layer's e_proj/h_proj), MXFP4 (the routed experts: E2M1 pairs in I8
+# [out, in/2], the even element in the low nibble, an E8M0 `.scale` per 32 of
+# a row, [out, in/32]), BF16 (embedding, head, router, compressor and indexer
+# projections) or F32 (norms, mHC, sinks, ape, correction bias), under the
+# upstream names without a `model.` prefix (`layers.0.attn.wq_a.weight` and
+# `layers.0.attn.wq_a.scale`, `embed.weight`, `hc_head_fn`, ...). The model
+# is quantized once and given exactly the checkpoint's values (code * scale;
+# the bfloat16 values) before any reference runs, so transformers computes
+# the quantized checkpoint's logits in f32. The file is written here (no
+# save_pretrained), then read back and decoded by a second implementation
+# (FP8 codes: dsv4_spec's pure-Python E4M3 decoder, against torch's cast
+# used to make them; MXFP4: a torch nibble table, against dsv4_spec's pure-
+# Python encoder used to make them; transformers' own FineGrainedDequantize
+# too when this transformers has it), and a fresh model loaded from it must
+# give the reference logits bit for bit.
+DSV4_FP8_QUANTIZATION_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                "scale_fmt": "ue8m0", "weight_block_size": [dsv4_spec.FP8_BLOCK, dsv4_spec.FP8_BLOCK]}
+V4FLASH_ST_DTYPES = {dsv4_spec.FP8: "F8_E4M3", dsv4_spec.FP4: "I8", dsv4_spec.BF16: "BF16", dsv4_spec.F32: "F32",
+                     dsv4_spec.INT: "I64"}
+V4FLASH_FORMATS = {dsv4_spec.FP8: "F8_E4M3, E8M0 .scale per 128x128 block",
+                   dsv4_spec.FP4: "MXFP4: E2M1 pairs in I8 (even element low), E8M0 .scale per 32 of a row"}
+E2M1_LUT = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+
+def safetensors_header(path):
+    """A safetensors file's header: tensor name -> {dtype, shape, data_offsets} (metadata left out)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    return header
+
+
+def e8m0_storage():
+    """(torch dtype, safetensors dtype) the E8M0 scales are stored in:
+    torch.float8_e8m0fnu as F8_E8M0 (V4-Flash's) when this torch has it and
+    this safetensors writes and reads it back byte for byte, else uint8 as U8
+    (the biased exponent bytes; halo and transformers read both)."""
+    dt = getattr(torch, "float8_e8m0fnu", None)
+    if dt is None:
+        log(f"torch {torch.__version__} has no float8_e8m0fnu: E8M0 scales are stored as U8 bytes")
+        return torch.uint8, "U8"
+    from safetensors.torch import load_file, save_file
+    probe = torch.tensor([0, 1, 127, 128, 254], dtype=torch.uint8)
+    tmp = tempfile.mkdtemp()
+    try:
+        path = os.path.join(tmp, "probe.safetensors")
+        save_file({"s": probe.view(dt)}, path)
+        back = load_file(path)["s"]
+        ok = safetensors_header(path)["s"]["dtype"] == "F8_E8M0" and back.dtype == dt and \
+            torch.equal(back.view(torch.uint8), probe)
+    except Exception as e:  # noqa: BLE001 - this safetensors cannot: the U8 form instead
+        log(f"safetensors cannot store float8_e8m0fnu ({e!r}): E8M0 scales are stored as U8 bytes")
+        ok = False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return (dt, "F8_E8M0") if ok else (torch.uint8, "U8")
+
+
+def same_bits(a, b):
+    """Same dtype, shape and bits (a float's sign of zero included)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.is_floating_point():
+        width = {4: torch.int32, 2: torch.int16}[a.element_size()]
+        return torch.equal(a.contiguous().view(width), b.contiguous().view(width))
+    return torch.equal(a, b)
+
+
+def e8m0_grid(rows):
+    """E8M0 bytes (lists) as float32 powers of two, through dsv4_spec."""
+    return torch.tensor([[dsv4_spec.e8m0_value(b) for b in row] for row in rows], dtype=torch.float32)
+
+
+def e8m0_to_f32(b):
+    """E8M0 bytes (a uint8 tensor) as float32 built from their bits: byte e is
+    the exponent field of 2^(e - 127), byte 0 the subnormal 2^-127 (0x00400000);
+    255, E8M0's NaN, is refused."""
+    if bool((b == 255).any()):
+        raise SystemExit("an E8M0 scale is 0xff (NaN)")
+    i = b.to(torch.int32)
+    return torch.where(i == 0, torch.full_like(i, 0x00400000), i << 23).view(torch.float32)
+
+
+def fp8_e8m0_quantize(w):
+    """w [N, K] float32 -> (codes float8_e4m3fn [N, K], E8M0 bytes [ceil(N/128)][ceil(K/128)]):
+    each 128x128 block's scale the smallest power of two whose 448 holds the
+    block's maximum (dsv4_spec.e8m0_byte), codes w / scale cast by torch
+    (round to nearest even), clamped to +-448 as transformers does (no value
+    exceeds it: the scale was chosen so)."""
+    n, k, b = w.shape[0], w.shape[1], dsv4_spec.FP8_BLOCK
+    rows, scaled = [], torch.empty(n, k, dtype=torch.float32)
+    for i in range(0, n, b):
+        rows.append([])
+        for j in range(0, k, b):
+            blk = w[i:i + b, j:j + b]
+            byte = dsv4_spec.e8m0_byte(float(blk.abs().max()), dsv4_spec.FP8_MAX)
+            rows[-1].append(byte)
+            scaled[i:i + b, j:j + b] = (blk / dsv4_spec.e8m0_value(byte)).clamp(-dsv4_spec.FP8_MAX, dsv4_spec.FP8_MAX)
+    return scaled.to(torch.float8_e4m3fn), rows
+
+
+def mxfp4_quantize(w):
+    """w [N, K] float32 (K whole groups of 32) -> (packed int8 [N, K/2], E8M0 bytes
+    [N][K/32], the values they hold, float32 [N, K]): dsv4_spec's pure-Python
+    encoder and decoder, row by row."""
+    packed, scales, values = [], [], []
+    for row in w.tolist():
+        p, s = dsv4_spec.mxfp4_quantize_row(row)
+        packed.append(list(p))
+        scales.append(list(s))
+        values.append(dsv4_spec.mxfp4_dequantize_row(p, s))
+    return torch.tensor(packed, dtype=torch.uint8).view(torch.int8), scales, torch.tensor(values, dtype=torch.float32)
+
+
+def mxfp4_unpack(packed):
+    """Packed E2M1 pairs (int8 [N, K/2]) -> float32 [N, K], element 2j from byte
+    j's low nibble (as transformers' FineGrainedDequantize._unpack_fp4 reads them)."""
+    u8 = packed.contiguous().view(torch.uint8)
+    lut = torch.tensor(E2M1_LUT, dtype=torch.float32)
+    return torch.stack([lut[(u8 & 15).long()], lut[(u8 >> 4).long()]], dim=-1).reshape(u8.shape[0], 2 * u8.shape[1])
+
+
+def mxfp4_is_nearest(src, packed, scale_bytes):
+    """The MXFP4 tensor holds src as the format asks: each group's scale is the
+    smallest power of two whose 6 holds the group's maximum (1 for an all-zero
+    group), and each value is a nearest E2M1 value of src / scale with src's
+    sign (a property check in torch, independent of dsv4_spec's encoder)."""
+    n, k, g = src.shape[0], src.shape[1], dsv4_spec.FP4_GROUP
+    s = e8m0_to_f32(scale_bytes)
+    amax = src.abs().reshape(n, k // g, g).amax(-1)
+    minimal = bool(((amax <= 6 * s) & ((amax > 3 * s) | ((amax == 0) & (s == 1)))).all())
+    x = (src / s.repeat_interleave(g, dim=1)).abs().clamp(max=dsv4_spec.FP4_MAX)
+    v = mxfp4_unpack(packed)
+    mags = torch.tensor(dsv4_spec.E2M1_MAGNITUDES, dtype=torch.float32)
+    nearest = torch.equal((x - v.abs()).abs(), (x.unsqueeze(-1) - mags).abs().amin(-1))
+    signs = bool(((v == 0) | (torch.sign(v) == torch.sign(src))).all())
+    return minimal and nearest and signs
+
+
+def dsv4_pieces(hf_name, t, names):
+    """(upstream name, view of t) for each checkpoint tensor holding a piece of
+    the model tensor t: stacked experts split per expert (gate_up_proj[e] rows
+    [0, I) are w1, [I, 2I) w3; down_proj[e] is w2), any other tensor whole."""
+    if hf_name.endswith(dsv4_spec.EXPERTS_GATE_UP):
+        inter = t.shape[1] // 2
+        pieces = [p for e in range(t.shape[0]) for p in (t[e, :inter], t[e, inter:])]
+    elif hf_name.endswith(dsv4_spec.EXPERTS_DOWN):
+        pieces = [t[e] for e in range(t.shape[0])]
+    else:
+        pieces = [t]
+    if len(pieces) != len(names):
+        raise SystemExit(f"{hf_name}: {len(pieces)} pieces for the upstream names {names}")
+    return list(zip(names, pieces))
+
+
+def dsv4_state_from_upstream(module, values, names_of):
+    """module's state dict rebuilt from upstream tensors (values: name -> tensor),
+    experts stacked back; shapes and dtypes checked against the module's."""
+    state = {}
+    for hf_name, t in module.state_dict().items():
+        names = names_of(hf_name)
+        if hf_name.endswith(dsv4_spec.EXPERTS_GATE_UP):
+            got = torch.stack([torch.cat([values[names[2 * e]], values[names[2 * e + 1]]]) for e in range(t.shape[0])])
+        elif hf_name.endswith(dsv4_spec.EXPERTS_DOWN):
+            got = torch.stack([values[n] for n in names])
+        else:
+            got = values[names[0]]
+        if got.shape != t.shape or got.dtype != t.dtype:
+            raise SystemExit(f"{hf_name}: rebuilt as {got.dtype} {tuple(got.shape)}, the model holds {t.dtype} "
+                             f"{tuple(t.shape)}")
+        state[hf_name] = got
+    return state
+
+
+class V4FlashForm:
+    """deepseek_v4_fp8's checkpoint form, for dsv4_family: apply(model) and
+    apply_head(head) quantize in place; checkpoint (write_fixture's writer)
+    and append_head write model.safetensors and config.json and check them."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.n_experts = spec["n_routed_experts"]
+        self.scale_dtype, self.scale_st = e8m0_storage()
+
+    def main_names(self, hf_name):
+        return dsv4_spec.upstream_names(hf_name, self.n_experts)
+
+    def head_names(self, hf_name):
+        return dsv4_spec.mtp_upstream_names(hf_name, self.n_experts)
+
+    def scale_tensor(self, rows):
+        t = torch.tensor(rows, dtype=torch.uint8)
+        return t if self.scale_dtype == torch.uint8 else t.view(self.scale_dtype)
+
+    @torch.no_grad()
+    def quantize(self, module, names_of, want_names):
+        """Every tensor of module's state dict into its upstream checkpoint
+        tensors (and scales), each piece of the module then holding exactly
+        what they hold. Returns {"ckpt": checkpoint tensors, "values": upstream
+        name -> the float32 (int64) values the module holds, "sources": FP8 and
+        MXFP4 name -> the values before quantization}."""
+        ckpt, values, sources = {}, {}, {}
+        for hf_name, t in module.state_dict().items():  # detached views of the parameters and buffers
+            try:
+                names = names_of(hf_name)
+            except KeyError:
+                raise SystemExit(f"dsv4_spec knows no upstream name for {hf_name}")
+            for up, piece in dsv4_pieces(hf_name, t, names):
+                form = dsv4_spec.v4flash_form(up)
+                want = torch.int64 if form == dsv4_spec.INT else torch.float32
+                if piece.dtype != want:
+                    raise SystemExit(f"{hf_name} ({up}) is {piece.dtype}, expected {want}")
+                if form in (dsv4_spec.FP8, dsv4_spec.FP4):
+                    if piece.dim() != 2:
+                        raise SystemExit(f"{up} {tuple(piece.shape)} is not a matrix")
+                    sources[up] = piece.clone()
+                    if form == dsv4_spec.FP8:
+                        codes, rows = fp8_e8m0_quantize(piece)
+                        deq = fp8_dequantize(codes, e8m0_grid(rows))
+                    else:
+                        codes, rows, deq = mxfp4_quantize(piece)
+                    ckpt[up] = codes.contiguous()
+                    ckpt[dsv4_spec.scale_name(up)] = self.scale_tensor(rows)
+                    piece.copy_(deq)
+                elif form == dsv4_spec.BF16:
+                    ckpt[up] = piece.to(torch.bfloat16).contiguous().clone()
+                    piece.copy_(ckpt[up].float())
+                else:
+                    ckpt[up] = piece.contiguous().clone()
+                values[up] = piece.clone()
+        if sorted(values) != sorted(want_names):
+            extra, missing = sorted(set(values) - set(want_names)), sorted(set(want_names) - set(values))
+            raise SystemExit(f"the upstream names of {type(module).__name__} are not dsv4_spec's: only these "
+                             f"{extra}, missing {missing}")
+        # the module holds them: its state dict is the values, bit for bit
+        state = dsv4_state_from_upstream(module, values, names_of)
+        moved = [n for n, t in module.state_dict().items() if not same_bits(state[n], t)]
+        if moved:
+            raise SystemExit(f"quantizing did not reach the module's tensors {moved[:4]}")
+        return {"ckpt": ckpt, "values": values, "sources": sources}
+
+    def apply(self, model):
+        model.v4flash = self.quantize(model, self.main_names, dsv4_spec.main_checkpoint_names(self.spec))
+
+    def apply_head(self, head):
+        head.v4flash = self.quantize(head, self.head_names, dsv4_spec.mtp_checkpoint_names(self.spec))
+
+    def head_tensors(self, head):
+        return head.v4flash["ckpt"]
+
+    def checkpoint(self, model, out_dir, tokens):
+        """write_fixture's checkpoint writer: the target's tensors, then the checks."""
+        tensors = dict(model.v4flash["ckpt"])
+        self.write(model, out_dir, tensors, mtp_layers=0)
+        meta = self.check(out_dir, tokens, model, None)
+        return sorted(tensors), meta
+
+    def append_head(self, model, head, out_dir, tokens):
+        """The file again with the MTP layer's tensors, config.json with
+        num_nextn_predict_layers 1, and every check again (the head's values
+        too). Returns meta.json's entries, now counting the MTP tensors."""
+        tensors = dict(model.v4flash["ckpt"])
+        clash = sorted(set(tensors) & set(head.v4flash["ckpt"]))
+        if clash:
+            raise SystemExit(f"MTP tensors clash with the target's: {clash[:4]}")
+        tensors.update(head.v4flash["ckpt"])
+        self.write(model, out_dir, tensors, mtp_layers=1)
+        meta = self.check(out_dir, tokens, model, head)
+        meta["checkpoint_tensors_with_mtp"] = len(tensors)
+        return meta
+
+    def write(self, model, out_dir, tensors, mtp_layers):
+        from safetensors.torch import save_file
+        save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
+        model.config.save_pretrained(out_dir)  # config.json, as the other families' save_pretrained writes it
+
+        def released_form(c):
+            c["architectures"] = [type(model).__name__]
+            c["quantization_config"] = copy.deepcopy(DSV4_FP8_QUANTIZATION_CONFIG)
+            c["expert_dtype"] = "fp4"
+            c["num_nextn_predict_layers"] = mtp_layers
+        edit_config(out_dir, released_form)
+
+    def check(self, out_dir, tokens, model, head):
+        """Reads model.safetensors back: the names are dsv4_spec's upstream ones
+        plus a `.scale` for each FP8 and MXFP4 tensor and nothing else, every
+        dtype and shape is V4-Flash's, every tensor decoded independently holds
+        the model's (and head's) values bit for bit, the FP8 codes and scales
+        are dsv4_spec's round-to-nearest-even ones, the MXFP4 ones nearest with
+        minimal scales, and a fresh model loaded from the file gives the
+        model's logits bit for bit. Returns meta.json's entries."""
+        from safetensors.torch import load_file
+        path = os.path.join(out_dir, "model.safetensors")
+        header, saved = safetensors_header(path), load_file(path)
+        parts = [model.v4flash] + ([head.v4flash] if head is not None else [])
+        values, sources = {}, {}
+        for part in parts:
+            values.update(part["values"])
+            sources.update(part["sources"])
+        forms = {n: dsv4_spec.v4flash_form(n) for n in values}
+        quantized = sorted(n for n, f in forms.items() if f in (dsv4_spec.FP8, dsv4_spec.FP4))
+        want_file = set(values) | {dsv4_spec.scale_name(n) for n in quantized}
+        if set(header) != want_file or set(saved) != want_file:
+            raise SystemExit(f"model.safetensors holds {sorted(set(header) - want_file)[:8]} beyond and lacks "
+                             f"{sorted(want_file - set(header))[:8]} of the upstream names and scales")
+        decoded, problems = {}, []
+        for name in sorted(values):
+            want, form, t, h = values[name], forms[name], saved[name], header[name]
+            if h["dtype"] != V4FLASH_ST_DTYPES[form]:
+                problems.append(f"{name} is {h['dtype']}, expected {V4FLASH_ST_DTYPES[form]}")
+                continue
+            if form in (dsv4_spec.FP8, dsv4_spec.FP4):
+                n, k = want.shape
+                sn = dsv4_spec.scale_name(name)
+                if form == dsv4_spec.FP8:
+                    b = dsv4_spec.FP8_BLOCK
+                    shapes = ([n, k], [-(-n // b), -(-k // b)])
+                else:
+                    shapes = ([n, k // 2], [n, k // dsv4_spec.FP4_GROUP])
+                if (h["shape"], header[sn]["shape"]) != shapes or header[sn]["dtype"] != self.scale_st:
+                    problems.append(f"{name} {h['shape']} with {sn} {header[sn]['dtype']} {header[sn]['shape']}: "
+                                    f"expected {shapes[0]} with {self.scale_st} {shapes[1]}")
+                    continue
+                codes, scales = t.contiguous().view(torch.uint8), saved[sn].contiguous().view(torch.uint8)
+                if form == dsv4_spec.FP8:
+                    # pure-Python E4M3 and E8M0 decoders, against torch's cast that made the codes
+                    got = torch.tensor(dsv4_spec.fp8_dequantize_blocks(codes.tolist(), scales.tolist()),
+                                       dtype=torch.float32)
+                    again, again_scales = dsv4_spec.fp8_quantize_blocks(sources[name].tolist())
+                    if again != codes.tolist() or again_scales != scales.tolist():
+                        problems.append(f"{name}: torch's codes or scales are not dsv4_spec's round to nearest even")
+                else:
+                    # a torch nibble table and the scales' bits, against dsv4_spec's encoder that made them
+                    got = mxfp4_unpack(t) * e8m0_to_f32(scales).repeat_interleave(dsv4_spec.FP4_GROUP, dim=1)
+                    if not mxfp4_is_nearest(sources[name], t, scales):
+                        problems.append(f"{name}: its values are not the nearest E2M1 at the minimal scales")
+            elif form == dsv4_spec.BF16:
+                got = t.float()
+            else:
+                got = t
+            if not same_bits(got, want):
+                problems.append(f"{name}: the file's values, decoded, are not the model's")
+            decoded[name] = got
+        if problems:
+            raise SystemExit("the V4-Flash-form checkpoint does not hold the model:\n  " + "\n  ".join(problems))
+
+        # the modules hold the decoded file, and a fresh model loaded from it gives the references' logits
+        state = dsv4_state_from_upstream(model, decoded, self.main_names)
+        moved = [n for n, t in model.state_dict().items() if not same_bits(state[n], t)]
+        if head is not None:
+            head_state = dsv4_state_from_upstream(head, decoded, self.head_names)
+            moved += [n for n, t in head.state_dict().items() if not same_bits(head_state[n], t)]
+        if moved:
+            raise SystemExit(f"the decoded checkpoint differs from the model's tensors {moved[:4]}")
+        again = instantiate(type(model), model.config).float().eval()
+        again.load_state_dict(state, strict=True)
+        diff = float((full_forward_logits(again, tokens) - full_forward_logits(model, tokens)).abs().max())
+        if diff != 0.0:
+            raise SystemExit(f"a model loaded from the decoded checkpoint gives different logits (max diff {diff})")
+
+        fp4 = [n for n in quantized if forms[n] == dsv4_spec.FP4]
+        fp8 = [n for n in quantized if forms[n] == dsv4_spec.FP8]
+        nibbles = torch.cat([saved[n].view(torch.uint8).flatten() for n in fp4])
+        codes = torch.bincount(torch.cat([nibbles & 15, nibbles >> 4]).long(), minlength=16)
+
+        def scale_range(names):
+            s = torch.cat([saved[dsv4_spec.scale_name(n)].view(torch.uint8).flatten() for n in names])
+            return [int(s.min()), int(s.max())]
+
+        dtypes = {}
+        for h in header.values():
+            dtypes[h["dtype"]] = dtypes.get(h["dtype"], 0) + 1
+        meta = {"checkpoint_files": 1, "checkpoint_names": "upstream",
+                "quantization_config": DSV4_FP8_QUANTIZATION_CONFIG, "expert_dtype": "fp4",
+                "scale_dtype": self.scale_st, "checkpoint_dtype_counts": dtypes,
+                "fp8_tensors": len(fp8), "mxfp4_tensors": len(fp4),
+                "quantized_tensors": {n: V4FLASH_FORMATS[forms[n]] for n in quantized},
+                "fp8_scale_bytes_min_max": scale_range(fp8), "mxfp4_scale_bytes_min_max": scale_range(fp4),
+                "e2m1_code_counts": codes.tolist(), "reload_logits_max_abs_diff": diff}
+        meta.update(self.transformers_checks(saved, decoded, sources, fp8, fp4))
+        log(f"{out_dir}: V4-Flash form, {len(saved)} tensors {dtypes}, scales {self.scale_st}, "
+            f"E2M1 codes {codes.tolist()}")
+        return meta
+
+    @staticmethod
+    def transformers_checks(saved, decoded, sources, fp8, fp4):
+        """transformers' own fine-grained FP8/MXFP4 code, when this transformers
+        has it (integrations/finegrained/conversions.py): its dequantizer must
+        read every FP8 and MXFP4 tensor as decoded here (a disagreement, e.g.
+        on the nibble order, fails the family); its block-fp8 quantizer with
+        ue8m0 scales, run on the unquantized values, is compared with the
+        codes and scales written (reported, not fatal)."""
+        try:
+            from transformers.integrations.finegrained.conversions import FineGrainedDequantize, FineGrainedQuantize
+        except Exception as e:  # noqa: BLE001 - not in this transformers
+            log(f"transformers' fine-grained conversions are not available ({e!r}); not cross-checked")
+            return {"transformers_dequantizer": f"unavailable: {e!r}",
+                    "transformers_fp8_quantizer": f"unavailable: {e!r}"}
+        out = {}
+        try:
+            deq = FineGrainedDequantize()
+            differ = [n for n in fp8 + fp4 if not torch.equal(
+                deq._dequantize_one(saved[n], saved[dsv4_spec.scale_name(n)], output_dtype=torch.float32), decoded[n])]
+        except Exception as e:  # noqa: BLE001 - another API in this version: reported
+            log(f"transformers' FineGrainedDequantize could not be called ({e!r}); not cross-checked")
+            out["transformers_dequantizer"] = f"unavailable: {e!r}"
+        else:
+            if differ:
+                raise SystemExit(f"transformers' FineGrainedDequantize reads {differ[:4]} otherwise than this script")
+            out["transformers_dequantizer"] = f"same values for all {len(fp8)} FP8 and {len(fp4)} MXFP4 tensors"
+        try:
+            differ = []
+            for n in fp8:
+                codes, scale = FineGrainedQuantize._quantize_block_fp8(
+                    sources[n], (dsv4_spec.FP8_BLOCK, dsv4_spec.FP8_BLOCK), True)
+                mine = saved[dsv4_spec.scale_name(n)].contiguous().view(torch.uint8)
+                theirs = scale.to(torch.float32) if scale.element_size() > 1 else \
+                    e8m0_to_f32(scale.contiguous().view(torch.uint8))
+                if not (torch.equal(codes.contiguous().view(torch.uint8), saved[n].contiguous().view(torch.uint8))
+                        and torch.equal(theirs, e8m0_to_f32(mine))):
+                    differ.append(n)
+        except Exception as e:  # noqa: BLE001 - another API in this version: reported
+            log(f"transformers' FineGrainedQuantize._quantize_block_fp8 could not be called ({e!r}); not compared")
+            out["transformers_fp8_quantizer"] = f"unavailable: {e!r}"
+        else:
+            if differ:
+                log(f"warning: transformers' block-fp8 quantizer (ue8m0) gives other codes or scales for {differ}")
+                out["transformers_fp8_quantizer"] = f"differs for {differ}"
+            else:
+                out["transformers_fp8_quantizer"] = f"same codes and scales for all {len(fp8)} FP8 tensors"
+        return out
 
 
 class lower_index_ties:
@@ -1782,6 +2238,12 @@ def family_deepseek_v4_b(out_root, first_seed=1234):
         dsv4_family(out_root, "deepseek_v4_b", dsv4_spec.B, first_seed)
 
 
+def family_deepseek_v4_fp8(out_root, first_seed=1234):
+    """deepseek_v4_tiny's model in DeepSeek V4-Flash's checkpoint form (V4FlashForm)."""
+    with lower_index_ties():
+        dsv4_family(out_root, "deepseek_v4_fp8", dsv4_spec.TINY, first_seed, form=V4FlashForm(dsv4_spec.TINY))
+
+
 FAMILIES = {
     "qwen3_tiny": family_qwen3_tiny,
     "qwen3_next_tiny": family_qwen3_next_tiny,
@@ -1792,6 +2254,7 @@ FAMILIES = {
     "qwen3_fp8": family_qwen3_fp8,
     "deepseek_v4_tiny": family_deepseek_v4_tiny,
     "deepseek_v4_b": family_deepseek_v4_b,
+    "deepseek_v4_fp8": family_deepseek_v4_fp8,
 }
 
 

@@ -1,0 +1,52 @@
+#!/bin/sh
+# On the GPU machine (after tools/gpu/pack.sh here): DeepSeek V4-Flash at its
+# published dims (tools/gpu/bench/deepseek_v4/config.json: the config of
+# tests/models/deepseek_v4_flash.config.json cut to 3 layers, one of each
+# attention kind (sliding, CSA, HCA; hash-routed, top-k, top-k), 256 experts
+# top 6, vocab 129280; no MTP layer: 43 GB of f16 weights, as much as the
+# lent machine's 64 GB disk holds with the bundle) with seeded random f16
+# weights, compiled for a context of DEEP + 1024 tokens: decode
+# and prompt speed at depths SHALLOW and DEEP (`halo bench -d`), the top
+# kernels of a decode (halo run --profile), the bytes one decoded token reads
+# (active weights: attention, compressors, indexer, mHC, router, 6 routed and
+# the shared expert, lm_head) beside the read ceiling (bench/read_bw).
+# Writes to $OUT.
+# usage: tools/gpu/bench-dsv4.sh [SHALLOW] [DEEP] [TG]
+set -eu
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+out=${OUT:-/tmp}
+mkdir -p "$out"
+shallow=${1:-1024}
+deep=${2:-32768}
+tg=${3:-64}
+cfg=tools/gpu/bench/deepseek_v4
+bundle=/tmp/deepseek_v4_f16.halo
+"$HALO_BIN/read_bw" | tee "$out/read_bw.txt"
+t0=$(date +%s.%N)
+"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 --no-mtp --ctx $((deep + 1024)) -o "$bundle" 2>&1 |
+	tail -2 | tee "$out/compile.txt"
+t1=$(date +%s.%N)
+echo "compile: $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" | tee -a "$out/compile.txt"
+python3 - "$cfg/config.json" <<'PY' | tee -a "$out/compile.txt"
+import json, sys
+c = json.load(open(sys.argv[1]))
+H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+nh, D, q, g, o = c["num_attention_heads"], c["head_dim"], c["q_lora_rank"], c["o_groups"], c["o_lora_rank"]
+nI, dI, n, I, k = c["index_n_heads"], c["index_head_dim"], c["hc_mult"], c["moe_intermediate_size"], c["num_experts_per_tok"]
+E = c["n_routed_experts"]
+ratios = [{"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}[t]
+          for t in c["layer_types"]]
+attn = H * q + q * nh * D + H * D + (nh * D // g) * g * o + g * o * H
+comp = {0: 0, 4: 2 * 2 * D * H + q * nI * dI + H * nI + 2 * 2 * dI * H, 128: 2 * D * H}
+mhc = 2 * (2 + n) * n * n * H
+ffn = E * H + (k + 1) * 3 * I * H
+w = sum(attn + comp[r] + mhc + ffn for r in ratios) + n * n * H + V * H
+print("weight bytes read per decoded token (f16):", 2 * w)
+PY
+tokens=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
+"$HALO_BIN/halo" run "$bundle" --backend vulkan --tokens $tokens --n-predict 256 --profile 2>&1 \
+	>/dev/null | tail -16 | tee "$out/profile.txt"
+for d in "$shallow" "$deep"; do
+	"$HALO_BIN/halo" bench "$bundle" -p 512 -n "$tg" -d "$d" -r 2 | tee "$out/depth_$d.md"
+done
