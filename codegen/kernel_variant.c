@@ -1693,7 +1693,8 @@ static bool build_qsa_select(kv_build *b)
 
 /* ---- DeepSeek V4's compressed sparse attention ------------------------------------------ */
 
-/* compress_kv.comp: a lane per channel of a row's pooled entry. */
+/* compress_kv.comp: a lane per channel of a row's pooled entry; position q
+ * is cache row q mod N (the caches may be rings). */
 static bool build_compress_kv(kv_build *b)
 {
 	const kv_desc *d = b->d;
@@ -1704,7 +1705,9 @@ static bool build_compress_kv(kv_build *b)
 	    !check_index(b, "T*D", d->t_max * D) || !lanes_1d(b, 64, &ls))
 		return false;
 	b->p->template = "compress_kv";
-	sb_printf(&b->sig, "compress_kv D=%" PRId64 " ratio=%" PRId64 " overlap=%d", D, m, (int)(w - 1));
+	sb_printf(&b->sig, "compress_kv N=%" PRId64 " D=%" PRId64 " ratio=%" PRId64 " overlap=%d", N, D, m,
+		  (int)(w - 1));
+	def_uint(b, "N_ROWS", N);
 	def_uint(b, "D", D);
 	def_uint(b, "RATIO", m);
 	def_uint(b, "OVERLAP", w - 1);
@@ -1808,7 +1811,8 @@ static bool sink_tiles(kv_build *b, uint32_t ls, int64_t *hg, int64_t *kc)
 }
 
 /* sink_attention.comp: a workgroup per (token, group of heads), the row's
- * keys staged a chunk at a time for all the group's heads. */
+ * keys staged a chunk at a time for all the group's heads; position j is
+ * cache row j mod N (the cache may be a ring). */
 static bool build_sink_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
@@ -1826,8 +1830,9 @@ static bool build_sink_attention(kv_build *b)
 	if (!isfinite(d->u.sink.scale))
 		return fail(b, "scale is not finite");
 	b->p->template = "sink_attention";
-	sb_printf(&b->sig, "sink_attention h=%" PRId64 " D=%" PRId64 " window=%" PRId64 " scale=%.9g", h, D,
-		  d->u.sink.window, (double)d->u.sink.scale);
+	sb_printf(&b->sig, "sink_attention h=%" PRId64 " D=%" PRId64 " N=%" PRId64 " window=%" PRId64 " scale=%.9g", h,
+		  D, N, d->u.sink.window, (double)d->u.sink.scale);
+	def_uint(b, "N_ROWS", N);
 	def_uint(b, "H", h);
 	def_uint(b, "D", D);
 	def_uint(b, "HG", hg);

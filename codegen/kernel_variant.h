@@ -205,13 +205,15 @@ typedef struct {
 		/* (q[T,h,D], keys[C,D], k_norm[D] f32) -> mask[T,C] f32: block = c, top =
 		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
 		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
-		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap */
+		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap;
+		 * position q is row q mod N of c and z */
 		struct { int64_t N, D, ratio; bool overlap; } compress;
 		/* INDEX_TOPK (q[T,h,d], w[T,h], keys[E,d]) -> ids[T,k] i32: the keys
 		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1 */
 		struct { int64_t h, d, E, k, ratio; float scale; } index;
 		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
-		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32 */
+		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32;
+		 * position j is row j mod N of kv */
 		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;
 		/* DeepSeek V4's mHC, n streams, all f32. HC_WEIGHTS (mix[T,M],
 		 * base[M], scale[3]) -> (pre[T,n], post[T,n], comb[T,n,n]) with M =

@@ -4,7 +4,8 @@
 // pools its slots (with OVERLAP and a window past the first the previous
 // window's rows at channel d, then the window's at OVERLAP * D + d) by a
 // softmax of z + bias weighting c: the max, then the exponentials' sum and
-// weighted sum in slot order, f32; other rows are 0.
+// weighted sum in slot order, f32; other rows are 0. Position q is cache row
+// q mod N_ROWS (the caches may be rings).
 // Grid: x = ceil(D / LS_X), y = T.
 
 // @struct
@@ -18,13 +19,13 @@ float *__restrict__ y = (float *)args.b[B_Y];
 // Stands in for -infinity: below every gate.
 #define NEG_BIG -3.0e38f
 
-// Slot r's gate: z + bias of cache row `row` at column `col`.
-float gate(uint row, uint r, uint col)
+// Slot r's gate: z + bias of position q's cache row at column `col`.
+float gate(uint q, uint r, uint col)
 {
-	return zr[row * W + col] + bias[r * W + col];
+	return zr[q % N_ROWS * W + col] + bias[r * W + col];
 }
 
-// The window's slots at (row0 + r, col) for r < RATIO: their max gate.
+// The window's slots at (position row0 + r, col) for r < RATIO: their max gate.
 float slots_max(uint row0, uint col, float mx)
 {
 	for (uint r = 0u; r < RATIO; r++)
@@ -38,7 +39,7 @@ void slots_sum(uint row0, uint col, float mx, float &sum, float &acc)
 	for (uint r = 0u; r < RATIO; r++) {
 		float e = exp(gate(row0 + r, r, col) - mx);
 		sum += e;
-		acc += e * cr[(row0 + r) * W + col];
+		acc += e * cr[(row0 + r) % N_ROWS * W + col];
 	}
 }
 

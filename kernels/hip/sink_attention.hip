@@ -7,7 +7,8 @@
 // heads; LPP lanes a (head, key) pair, partial dots summed in lane order;
 // lane g < HG runs head g's online softmax from the sink logit; every lane
 // owns output vec4s, summed in key order. Ids outside [0, closed entries)
-// are skipped. The loops over pre[] and acc[] are unrolled so both stay in
+// are skipped; position j is cache row j mod N_ROWS (the cache may be a
+// ring). The loops over pre[] and acc[] are unrolled so both stay in
 // registers (README.md).
 // Grid: x = H / HG, y = T.
 
@@ -50,7 +51,7 @@ uint n_win, win0, n_keys;
 vec4 key_vec(uint j, uint i)
 {
 	if (j < n_win)
-		return kv4[(win0 + j) * D4 + i];
+		return kv4[(win0 + j) % N_ROWS * D4 + i];
 #ifdef ENTRIES
 #ifdef IDS
 	return ent4[sel[j - n_win] * D4 + i];

@@ -9,8 +9,10 @@
 // A lane per channel (grid x = ceil(D / LS_X), y = T): one pass takes the
 // slots' max gate, a second their exponentials' sum and the exponentials'
 // weighted sum of c, f32 in one lane in slot order, so a row depends only on
-// its position and the cached rows, never on T. Every row read is at most p,
-// below N (the runtime keeps pos + T <= N, as for every cache).
+// its position and the cached rows, never on T. Position q is cache row
+// q mod N_ROWS: the caches may be rings of the last N_ROWS positions (the
+// reference refuses a step whose windows do not fit), and no read leaves
+// them.
 
 layout(set = 0, binding = B_C) readonly buffer Cb { float cr[]; };
 layout(set = 0, binding = B_Z) readonly buffer Zb { float zr[]; };
@@ -21,13 +23,13 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 // Stands in for -infinity: below every gate.
 #define NEG_BIG -3.0e38
 
-// Slot r's gate: z + bias of cache row `row` at column `col`.
-float gate(uint row, uint r, uint col)
+// Slot r's gate: z + bias of position q's cache row at column `col`.
+float gate(uint q, uint r, uint col)
 {
-	return zr[row * W + col] + bias[r * W + col];
+	return zr[q % N_ROWS * W + col] + bias[r * W + col];
 }
 
-// The window's slots at (row0 + r, col) for r < RATIO: their max gate.
+// The window's slots at (position row0 + r, col) for r < RATIO: their max gate.
 float slots_max(uint row0, uint col, float mx)
 {
 	for (uint r = 0u; r < RATIO; r++)
@@ -41,7 +43,7 @@ void slots_sum(uint row0, uint col, float mx, inout float sum, inout float acc)
 	for (uint r = 0u; r < RATIO; r++) {
 		float e = exp(gate(row0 + r, r, col) - mx);
 		sum += e;
-		acc += e * cr[(row0 + r) * W + col];
+		acc += e * cr[(row0 + r) % N_ROWS * W + col];
 	}
 }
 

@@ -29,7 +29,9 @@
 // entry not yet closed, a row past the entries) are errors the reference
 // reports; the kernel skips them so that it reads nothing outside its
 // buffers. A repeated id, also an error there, counts twice here.
-// Window rows are at most p < N (the runtime keeps pos + T <= N).
+// Position j of the window is cache row j mod N_ROWS: the cache may be a
+// ring of the last N_ROWS positions (the reference refuses a step whose
+// rows and window do not fit), and no read leaves it.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { vec4 q4[]; };
 layout(set = 0, binding = B_KV) readonly buffer KVb { vec4 kv4[]; };
@@ -69,7 +71,7 @@ uint n_win, win0, n_keys;
 vec4 key_vec(uint j, uint i)
 {
 	if (j < n_win)
-		return kv4[(win0 + j) * D4 + i];
+		return kv4[(win0 + j) % N_ROWS * D4 + i];
 #ifdef ENTRIES
 #ifdef IDS
 	return ent4[sel[j - n_win] * D4 + i];

@@ -1,7 +1,9 @@
 /* compress_kv against ref_compress_kv: DeepSeek V4's compressors at the
  * tiny fixture's dims (D = 32; CSA: 4 tokens a window with overlap, HCA: 16
  * without) and at V4-Flash's (D = 512; CSA 4, HCA 128) over caches of
- * 4096 rows: prefill from position 0 and deep in the cache (T = 64, so many
+ * 4096 rows and over rings (the last N positions at row q mod N, as
+ * models/deepseek_v4.yaml keeps them: 519 and 639 rows at V4-Flash's dims)
+ * read past their length: prefill from position 0 and deep (T = 64, so many
  * windows close in one step), decode steps T = 1..5 at positions that close
  * a window and that do not; and batch invariance (T rows in one dispatch
  * equal T one-row dispatches, bitwise).
@@ -123,24 +125,34 @@ int main(void)
 	harness *hn = harness_open();
 	uint32_t seed = 4242;
 	bool ok = true;
-	/* N, D, ratio, overlap */
-	const compress_shape shapes[] = {
-		{256, 32, 4, true},     /* the tiny fixture's CSA */
-		{256, 32, 16, false},   /* its HCA */
-		{4096, 512, 4, true},   /* V4-Flash's CSA */
-		{4096, 512, 128, false} /* its HCA */
+	/* {N, D, ratio, overlap}, then the positions the steps end at: the
+	 * cache's length, or past it for rings (position q is row q mod N;
+	 * N = 64 + (1 + overlap) * ratio - 1 holds a 64-token step's windows,
+	 * V4-Flash's rings are 519 and 639 rows) */
+	const struct {
+		compress_shape s;
+		uint32_t end;
+	} shapes[] = {
+		{{256, 32, 4, true}, 256},       /* the tiny fixture's CSA */
+		{{256, 32, 16, false}, 256},     /* its HCA */
+		{{4096, 512, 4, true}, 4096},    /* V4-Flash's CSA */
+		{{4096, 512, 128, false}, 4096}, /* its HCA */
+		{{71, 32, 4, true}, 4096},       /* rings */
+		{{79, 32, 16, false}, 4096},
+		{{519, 512, 4, true}, 8192},
+		{{639, 512, 128, false}, 8192},
 	};
 	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-		compress_shape s = shapes[i];
-		uint32_t deep = (uint32_t)(s.N - 64); /* a multiple of every ratio: pos + 63 closes */
+		compress_shape s = shapes[i].s;
+		uint32_t end = shapes[i].end, deep = end - 64; /* end: a multiple of every ratio, so pos + 63 closes */
 		ok &= compress_case(hn, s, 64, 0, &seed);
 		ok &= compress_case(hn, s, 64, deep, &seed);
 		for (int64_t T = 1; T <= 5; T++) {
 			/* the step's last row closes a window, then one past it */
-			ok &= compress_case(hn, s, T, (uint32_t)(s.N - T), &seed);
+			ok &= compress_case(hn, s, T, end - (uint32_t)T, &seed);
 			ok &= compress_case(hn, s, T, (uint32_t)(2 * s.m - T + 1), &seed);
 		}
-		ok &= invariance(hn, s, 5, (uint32_t)(s.N - 5), &seed) && invariance(hn, s, 64, deep, &seed);
+		ok &= invariance(hn, s, 5, end - 5, &seed) && invariance(hn, s, 64, deep, &seed);
 	}
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;

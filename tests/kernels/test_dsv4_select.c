@@ -235,7 +235,8 @@ static void test_compressed_attention(void)
 	c.operand[3] = ACT(HALO_F32, 32);
 	set_attr(&c, "ratio", false, 4, NULL);
 	set_attr(&c, "overlap", false, 1, NULL);
-	expect_key("compress_kv: c, z, bias, y, step", select_one(c), "compress_kv D=32 ratio=4 overlap=1 tmax=8", 5);
+	expect_key("compress_kv: c, z, bias, y, step", select_one(c), "compress_kv N=256 D=32 ratio=4 overlap=1 tmax=8",
+		   5);
 	halo_dispatch x = {.node = "attn.indexer", .op = IR_OP_INDEX_TOPK, .n_in = 3, .n_out = 1};
 	x.operand[0] = ACT(HALO_F32, 2, 16);
 	x.operand[1] = ACT(HALO_F32, 2);
@@ -254,19 +255,19 @@ static void test_compressed_attention(void)
 	set_attr(&a, "scale", true, 0.25, NULL);
 	set_attr(&a, "window", false, 8, NULL);
 	expect_key("sink_attention, window only: q, kv, sinks, y, step", select_one(a),
-		   "sink_attention h=4 D=32 window=8 scale=0.25 tmax=8", 5);
+		   "sink_attention h=4 D=32 N=256 window=8 scale=0.25 tmax=8", 5);
 	halo_dispatch e = a;
 	e.n_in = 4;
 	e.operand[3] = STATE(16, 32);
 	e.operand[4] = ACT(HALO_F32, 4, 32);
 	set_attr(&e, "ratio", false, 16, NULL);
 	expect_key("sink_attention with entries: + entries", select_one(e),
-		   "sink_attention h=4 D=32 window=8 scale=0.25 entries=16 ratio=16 tmax=8", 6);
+		   "sink_attention h=4 D=32 N=256 window=8 scale=0.25 entries=16 ratio=16 tmax=8", 6);
 	e.n_in = 5;
 	e.operand[4] = ACT(HALO_I32, 2);
 	e.operand[5] = ACT(HALO_F32, 4, 32);
 	expect_key("sink_attention with ids: + entries, ids", select_one(e),
-		   "sink_attention h=4 D=32 window=8 scale=0.25 entries=16 ratio=16 ids=2 tmax=8", 7);
+		   "sink_attention h=4 D=32 N=256 window=8 scale=0.25 entries=16 ratio=16 ids=2 tmax=8", 7);
 }
 
 int main(void)

@@ -7,11 +7,13 @@
  * position 0 (rows whose window is not full and that see no entry yet) and
  * deep in the cache (T = 64), decode steps T = 1..5; batch invariance (T rows
  * in one dispatch equal T one-row dispatches, bitwise); ids padded with -1
- * in the middle of a row, and ids the reference rejects (not closed yet,
- * past the entries, below -1), which the kernel must skip: its result
- * equals the reference's on the same ids with those set to -1.
+ * in the middle of a row; caches that are rings (position j at row j mod N,
+ * as models/deepseek_v4.yaml keeps them) read past their length; and ids
+ * the reference rejects (not closed yet, past the entries, below -1),
+ * which the kernel must skip: its result equals the reference's on the
+ * same ids with those set to -1.
  *
- * Tolerance 2e-5 relative, floor 0.05 (lavapipe's worst: 5.7e-6).
+ * Tolerance 2e-5 relative, floor 0.05 (lavapipe's worst: 6.9e-6).
  * Scores are dots of D <= 512 terms summed in f32 in a fixed order (the
  * reference's in f64), so a score is off by ~sqrt(D) f32 roundings of
  * |q||k|/sqrt(D) ~ 1e-6 at most here, which moves each softmax weight by as
@@ -226,9 +228,16 @@ int main(void)
 	ok &= forms(hn, (sink_shape){8, 512, {flash, 128, 4, 4096, 1024, 512}}, 4096, &seed);
 	ok &= forms(hn, (sink_shape){8, 512, {flash, 128, 128, 4096, 32, 0}}, 4096, &seed);
 	ok &= sink_case(hn, (sink_shape){64, 512, {flash, 128, 4, 4096, 1024, 512}}, 1, 4095, false, &seed);
-	/* a 32k context: 8192 CSA entries, 256 HCA entries */
-	ok &= sink_case(hn, (sink_shape){8, 512, {flash, 128, 4, 32768, 8192, 512}}, 2, 32766, false, &seed);
-	ok &= sink_case(hn, (sink_shape){8, 512, {flash, 128, 128, 32768, 256, 0}}, 2, 32766, false, &seed);
+	/* rings (position j at row j mod N) read past their length: 64 + window - 1
+	 * rows, and V4-Flash's 639 */
+	ok &= forms(hn, (sink_shape){4, 32, {tiny, 8, 0, 71, 0, 0}}, 1000, &seed);
+	ok &= forms(hn, (sink_shape){4, 32, {tiny, 8, 16, 71, 64, 0}}, 1000, &seed);
+	ok &= forms(hn, (sink_shape){4, 32, {tiny, 8, 4, 71, 256, 2}}, 1000, &seed);
+	ok &= forms(hn, (sink_shape){8, 512, {flash, 128, 4, 639, 1024, 512}}, 4096, &seed);
+	ok &= forms(hn, (sink_shape){8, 512, {flash, 128, 128, 639, 32, 0}}, 4096, &seed);
+	/* a 32k context: 8192 CSA entries, 256 HCA entries, the window's ring */
+	ok &= sink_case(hn, (sink_shape){8, 512, {flash, 128, 4, 639, 8192, 512}}, 2, 32766, false, &seed);
+	ok &= sink_case(hn, (sink_shape){8, 512, {flash, 128, 128, 639, 256, 0}}, 2, 32766, false, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }
