@@ -1,7 +1,7 @@
 #!/bin/sh
 # halo compile --targets ref,vulkan,hip,cuda on each model's tiny fixture
-# (dense qwen3, qwen3_next, qwen3_5_moe, qwen4_exp: every kernel template
-# has a twin under kernels/hip): the bundle is written with gfx1151 code
+# (dense qwen3, qwen3_next, qwen3_5_moe, qwen4_exp, deepseek_v4: every kernel
+# template has a twin under kernels/hip): the bundle is written with gfx1151 code
 # objects and sm_90 PTX, and two compiles of qwen3 give the same bytes
 # (bundles are deterministic with the HIP targets too; the others compile
 # once, for time). Skipped (77) without clang-19, the HIP dialect's
@@ -12,7 +12,7 @@ test_name="gpu targets"
 . "$(dirname "$0")/test_lib.sh"
 command -v clang-19 >/dev/null || { echo "SKIP: clang-19 is not installed"; exit 77; }
 
-for f in qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny; do
+for f in qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny deepseek_v4_tiny; do
 	expect 0 "wrote" compile --hf "$root/tests/fixtures/$f" --targets ref,vulkan,hip,cuda -o "$work/$f.1.halo"
 	if [ "$f" = qwen3_tiny ]; then
 		expect 0 "wrote" compile --hf "$root/tests/fixtures/$f" --targets ref,vulkan,hip,cuda -o "$work/$f.2.halo"
