@@ -15,7 +15,8 @@
 # tree included, must stay under 64 MiB: with the trained checkpoints of
 # models/trained the tree is ~53 MB, so the libraries travel compressed and a
 # run that needs no test programs packs without them (PACK_TESTS=0: 3.6 MB of
-# binaries instead of 9.2).
+# binaries instead of 9.2), and one that runs no cuda bundles without those
+# (PACK_CUDA=0).
 set -eu
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -51,8 +52,9 @@ ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
-# FAMILY_tiny with models/FAMILY.yaml, as tests/runtime/test_gpu_backend.c pairs them.
-for f in qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny; do
+# FAMILY_tiny with models/FAMILY.yaml, as tests/runtime/test_gpu_backend.c pairs them
+# (PACK_CUDA=0: none, for runs that do not use tools/gpu/gpu-backend.sh).
+for f in $([ "${PACK_CUDA:-1}" != 0 ] && echo qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny); do
 	build-dev/tools/halo compile --model "models/${f%_tiny}.yaml" --hf "tests/fixtures/$f" --targets ref,vulkan,cuda \
 		-o ".devrun/${f}_cuda.halo"
 	xz -9 ".devrun/${f}_cuda.halo"
