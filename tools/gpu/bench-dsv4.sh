@@ -2,9 +2,10 @@
 # On the GPU machine (after tools/gpu/pack.sh here): DeepSeek V4-Flash at its
 # published dims (tools/gpu/bench/deepseek_v4/config.json: the config of
 # tests/models/deepseek_v4_flash.config.json cut to 3 layers, one of each
-# attention kind (sliding, CSA, HCA; hash-routed, top-k, top-k), 256 experts
-# top 6, vocab 129280; no MTP layer: 43 GB of f16 weights, as much as the
-# lent machine's 64 GB disk holds with the bundle) with seeded random f16
+# attention kind (sliding, CSA, HCA; hash-routed, top-k, top-k), top 6 of
+# 128 experts, not V4-Flash's 256: one layer's stack of 256 gate matrices is
+# 4 GiB in f16, past the Vulkan backend's 2 GiB buffer chunk; a decoded token
+# reads 6 experts either way; vocab 129280; no MTP layer) with seeded random f16
 # weights, compiled for a context of DEEP + 1024 tokens: decode
 # and prompt speed at depths SHALLOW and DEEP (`halo bench -d`), the top
 # kernels of a decode (halo run --profile), the bytes one decoded token reads
