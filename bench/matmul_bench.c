@@ -21,9 +21,9 @@
 #include "bench/bench_util.h"
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
-#include "runtime/vulkan/vk_buffer.h"
-#include "runtime/vulkan/vk_cmd.h"
-#include "runtime/vulkan/vk_pipeline.h"
+#include "runtime/drivers/vulkan/vk_buffer.h"
+#include "runtime/drivers/vulkan/vk_cmd.h"
+#include "runtime/drivers/vulkan/vk_pipeline.h"
 
 #define REPS 7
 #define MAX_K 12288

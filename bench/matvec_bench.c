@@ -8,7 +8,7 @@
  * (bench/read_ceiling.h) measured in the same run.
  *
  * Weights are f16, or with --dtype any of f16, q8_0, q4_k (a comma-separated
- * list; runtime/ref/quant.h's formats, 8.5 and 4.5 bits per weight): GB/s
+ * list; runtime/drivers/ref/quant.h's formats, 8.5 and 4.5 bits per weight): GB/s
  * count the bytes a format stores (values and scales), so the fraction of the
  * ceiling compares formats on their own bytes. A shape whose K is not a
  * multiple of the format's block (q4_k: 256) is skipped for it.
@@ -26,9 +26,9 @@
 #include "bench/read_ceiling.h"
 #include "codegen/glsl_compile.h"
 #include "codegen/kernel_variant.h"
-#include "runtime/vulkan/vk_buffer.h"
-#include "runtime/vulkan/vk_cmd.h"
-#include "runtime/vulkan/vk_pipeline.h"
+#include "runtime/drivers/vulkan/vk_buffer.h"
+#include "runtime/drivers/vulkan/vk_cmd.h"
+#include "runtime/drivers/vulkan/vk_pipeline.h"
 
 /* Bytes of weight copies each shape rotates through: far past any L2. */
 #define POOL_BYTES ((size_t)1536 << 20)

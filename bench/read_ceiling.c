@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/vulkan/vk_buffer.h"
-#include "runtime/vulkan/vk_cmd.h"
-#include "runtime/vulkan/vk_pipeline.h"
+#include "runtime/drivers/vulkan/vk_buffer.h"
+#include "runtime/drivers/vulkan/vk_cmd.h"
+#include "runtime/drivers/vulkan/vk_pipeline.h"
 
 /* 256 lanes, 4 independent 16-byte loads in flight per lane per step. */
 static const char *const read_src =

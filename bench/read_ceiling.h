@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "codegen/glsl_compile.h"
-#include "runtime/vulkan/vk_device.h"
+#include "runtime/drivers/vulkan/vk_device.h"
 
 /* Median over `reps` timed reads of `bytes` bytes (rounded down to 16), in
  * GB/s (1e9 bytes per second); exits with a message on a Vulkan error. */

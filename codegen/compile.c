@@ -17,7 +17,7 @@
 #include "codegen/weights.h"
 #include "ir/read_model.h"
 #include "passes/pipeline.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 
 /* Everything one compilation owns, released by compile_free(). */
 typedef struct {

@@ -27,7 +27,7 @@
 #include "ir/ir.h"
 #include "kernels/dtype.h"
 #include "kernels/device_features.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 
 #define KV_MAX_EPILOGUE 4
 /* The most results of a split matmul (passes/merge_matmuls.c). */
@@ -105,7 +105,7 @@ typedef struct {
 	int64_t t_max;     /* largest T of any dispatch; matmul uses matvec when <= 8 */
 	/* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16;
 	 * matmul and the experts also HALO_Q8_0, HALO_Q4_K and HALO_F8E4M3_B128
-	 * (runtime/ref/quant.h: the weight binding starts at the tensor's first
+	 * (runtime/drivers/ref/quant.h: the weight binding starts at the tensor's first
 	 * byte, its values region; the kernel finds the scales region from its
 	 * dims) */
 	halo_dtype wtype;

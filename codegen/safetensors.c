@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "codegen/parallel.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/quant.h"
 
 /* Real headers are a few MB at most; this bounds what a bad length can make us parse. */
 #define MAX_HEADER_BYTES (100u << 20)

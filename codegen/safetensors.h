@@ -94,7 +94,7 @@ int halo_st_read_f16(const halo_safetensors *st, const char *name, uint16_t *out
  * name, not both): the form halo compile --quant f8e4m3 keeps as stored. */
 bool halo_st_is_f8_blocks(const halo_safetensors *st, const char *name);
 /* Such a tensor, 2-D [rows, cols] with cols a multiple of 128, in the
- * layout of f8e4m3_b128 (runtime/ref/quant.h): its codes unchanged into
+ * layout of f8e4m3_b128 (runtime/drivers/ref/quant.h): its codes unchanged into
  * values (rows * cols bytes), and its block scale, as f32 (an E8M0 scale is
  * its power of two exactly), for each row's 128-column blocks into scales
  * (rows * cols / 128), so that scale * code is the value halo_st_read_f32

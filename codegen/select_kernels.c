@@ -13,7 +13,7 @@
 #include "ir/ops.h"
 #include "kernels/device_features.h"
 #include "kernels/op_table.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 
 static int64_t cdim(const halo_tensor_ref *t, int i)
 {
@@ -234,7 +234,7 @@ static bool has_steps(const halo_dispatch *d)
 	return info && (info->flags & IR_OPF_STEPS) && d->n_out == info->n_out + 1;
 }
 
-/* Quantized operands (runtime/ref/quant.h) only where a kernel reads them:
+/* Quantized operands (runtime/drivers/ref/quant.h) only where a kernel reads them:
  * matmul's weight [N, K] and the MoE experts [E, N, K], whole weight
  * tensors. Their kernels find the scales region from the dims, so the
  * binding must start at the tensor's first byte: lower.c binds a weight (or

@@ -10,8 +10,8 @@
 #include "codegen/parallel.h"
 #include "codegen/quant_policy.h"
 #include "passes/graph_query.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
 
 struct cg_weights {
 	const ir_module *m;
@@ -356,7 +356,7 @@ static bool row_finite(const float *row, uint64_t k)
 }
 
 /* Rows [lo, hi): each row's bytes depend on its values alone
- * (runtime/ref/quant.h), so the bytes do not depend on the split. A row
+ * (runtime/drivers/ref/quant.h), so the bytes do not depend on the split. A row
  * holding a value that is not finite is left alone and reported. */
 static void quant_range(void *ctx, size_t lo, size_t hi)
 {

@@ -33,7 +33,7 @@ typedef int64_t (*cg_tensor_rows)(void *ctx, const char *name);
 typedef bool (*cg_tensor_is_f8)(void *ctx, const char *name);
 /* Reads such a tensor of shape `shape[rank]` (its last dim a multiple of
  * 128) in the f8e4m3_b128 layout: its codes unchanged into values, each
- * row's per-128 block scales as f32 into scales (runtime/ref/quant.h).
+ * row's per-128 block scales as f32 into scales (runtime/drivers/ref/quant.h).
  * Returns false with a message naming the tensor. */
 typedef bool (*cg_tensor_read_f8)(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
 				  float *scales, char *err, size_t errlen);

@@ -76,7 +76,7 @@ typedef struct {
 /* ---- ops ------------------------------------------------------------------ */
 
 /* The closed op set. docs/ops.md documents each one; ir/ops.c holds the
- * attribute schema and shape rule; runtime/ref/ holds its semantics. */
+ * attribute schema and shape rule; runtime/drivers/ref/ holds its semantics. */
 typedef enum {
 #define IR_OP(id, name, cls, expr) IR_OP_##id,
 #include "kernels/ops.def"

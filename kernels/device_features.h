@@ -1,7 +1,7 @@
 /* Device features a kernel variant may need beyond Vulkan 1.1 compute, shared
  * by the compiler (which records them per kernel, codegen/kernel_variant.h)
  * and the runtime (which runs a variant only on a device that has them all,
- * runtime/vulkan/vk_device.h). The manifest names them (docs/manifest.md). */
+ * runtime/drivers/vulkan/vk_device.h). The manifest names them (docs/manifest.md). */
 #ifndef HALO_DEVICE_FEATURES_H
 #define HALO_DEVICE_FEATURES_H
 

@@ -13,7 +13,7 @@ typedef enum {
 	HALO_I32 = 3,
 	HALO_I64 = 4,
 	HALO_F8E4M3 = 5,
-	/* Block-quantized weight formats (runtime/ref/quant.h says what their
+	/* Block-quantized weight formats (runtime/drivers/ref/quant.h says what their
 	 * bytes mean): elements come in blocks along a row, never one alone. */
 	HALO_Q8_0 = 6,
 	HALO_Q4_K = 7,

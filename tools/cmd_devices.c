@@ -6,7 +6,7 @@
 
 #include "kernels/device_features.h"
 #include "runtime/halo.h"
-#include "runtime/vulkan/vk_device.h"
+#include "runtime/drivers/vulkan/vk_device.h"
 #include "tools/commands.h"
 
 /* The tuning DB's identity of the device and its HALO_NEED_* features. */

@@ -1,6 +1,6 @@
 // Block-quantized weights (WQUANT): q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and
 // f8e4m3_b128 (WQF8 1). The twin of kernels/vulkan/quant_weights.glsl, which
-// gives the layout (runtime/ref/quant.h defines the bytes) and why values
+// gives the layout (runtime/drivers/ref/quant.h defines the bytes) and why values
 // become f32 through the mantissa of 2^23 rather than a conversion: the same
 // integer operations here, so the same f32 values.
 // @struct

@@ -10,7 +10,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 // The runtime specialises each kernel for the small T of decode and
-// verification steps (runtime/vulkan/vk_pipeline.h, VK_PIPELINE_SPEC_T_MAX):
+// verification steps (runtime/drivers/vulkan/vk_pipeline.h, VK_PIPELINE_SPEC_T_MAX):
 // with T a constant, loops over rows unroll and a per-T path (matvec's
 // columns per group) is the only one compiled, so a kernel that serves T = 8
 // costs no registers at T = 1. 0: T is the push constant's (large steps,

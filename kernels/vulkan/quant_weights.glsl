@@ -1,4 +1,4 @@
-// Block-quantized weights (WQUANT; runtime/ref/quant.h defines the bytes):
+// Block-quantized weights (WQUANT; runtime/drivers/ref/quant.h defines the bytes):
 // q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and f8e4m3_b128 (WQF8 1). q8_0 and
 // f8e4m3_b128 hold a byte per weight and one scale per block (an f16 per
 // 32, an f32 per 128) and share every path but the byte's decoding. A tensor of WQ_ROWS rows of WQ_LEN

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "codegen/glsl_compile.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/ref_ops.h"
-#include "runtime/vulkan/vk_buffer.h"
-#include "runtime/vulkan/vk_cmd.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/ref_ops.h"
+#include "runtime/drivers/vulkan/vk_buffer.h"
+#include "runtime/drivers/vulkan/vk_cmd.h"
 
 struct harness {
 	vk_ctx *ctx;

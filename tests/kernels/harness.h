@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "codegen/kernel_variant.h"
-#include "runtime/vulkan/vk_pipeline.h"
+#include "runtime/drivers/vulkan/vk_pipeline.h"
 
 typedef struct harness harness;
 

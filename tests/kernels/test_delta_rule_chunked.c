@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
 #define TOL 1e-4

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
 #define TOL 4e-6

@@ -1,5 +1,5 @@
 /* matvec (T <= 8 rows), the tiled matmul (more) and the cooperative-matrix
- * matmul on q8_0, q4_k and f8e4m3_b128 weights (runtime/ref/quant.h), against ref_matmul
+ * matmul on q8_0, q4_k and f8e4m3_b128 weights (runtime/drivers/ref/quant.h), against ref_matmul
  * on the dequantized weights (halo_dequantize_rows: the dequantizer every
  * kernel is held to). Random weights and activations without zeros, the
  * weights quantized with halo_quantize_rows. matvec: the candidates a bundle
@@ -40,8 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/quant.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/quant.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
 typedef struct {

@@ -6,7 +6,7 @@
  * experts per token, an id outside [0,E) (the kernels read expert 0, so the
  * reference is given 0 there), and batch invariance: T tokens in one
  * dispatch pair equal T one-token pairs bitwise. Quantized experts (q8_0,
- * q4_k, f8e4m3_b128; runtime/ref/quant.h): the weights quantized with halo_quantize_rows
+ * q4_k, f8e4m3_b128; runtime/drivers/ref/quant.h): the weights quantized with halo_quantize_rows
  * as E * F rows of H (gate, up) and E * H rows of F (down), the reference
  * given their dequantized values (halo_dequantize_rows); the kernels
  * dequantize 8 weights at a time to those values (bitwise for q8_0 and
@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/quant.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/quant.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* The quantized weight formats (runtime/ref/quant.h): the dequantizer on
+/* The quantized weight formats (runtime/drivers/ref/quant.h): the dequantizer on
  * blocks whose bytes and values were worked out by hand from the format's
  * description (fp8's codes both ways, by table), the quantizer's error
  * bounds on random rows, and its
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
 #include "tests/check.h"
 
 /* One q8_0 block of x_i = (i - 16) / 2: amax 8, d = 8 / 127 = 0.0629921

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/kernels/harness.h"
 
 /* x viewed as [outer(T), n, inner] with outer = ot*T + oc. */

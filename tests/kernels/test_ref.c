@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "ir/ir.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/ref_ops.h"
 
 static int failures;
 

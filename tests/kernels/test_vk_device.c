@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/vulkan/vk_cmd.h"
-#include "runtime/vulkan/vk_device.h"
+#include "runtime/drivers/vulkan/vk_cmd.h"
+#include "runtime/drivers/vulkan/vk_device.h"
 
 static int failures;
 

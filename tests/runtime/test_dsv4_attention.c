@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/runtime/expect.h"
 
 /* Deterministic values in [-1, -1/64] u [1/64, 1]: never zero, so a dropped

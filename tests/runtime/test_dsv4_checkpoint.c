@@ -31,8 +31,8 @@
 #include "codegen/compile.h"
 #include "runtime/bundle.h"
 #include "runtime/manifest.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
 #include "tests/runtime/model_check.h"
 
 enum { H = 160, Q = 128, N_EXP = 4, FFN = 64, VOCAB = 64, MAX_T = 48 };

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ref/ref_ops.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "tests/runtime/expect.h"
-#include "runtime/ref_exec.h"
+#include "runtime/drivers/ref/ref_exec.h"
 
 enum {
 #define IR_OP(id, name, cls, expr) OP_##id,

@@ -37,7 +37,7 @@
 #include "codegen/compile.h"
 #include "runtime/bundle.h"
 #include "runtime/manifest.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/quant.h"
 #include "tests/runtime/model_check.h"
 
 enum { H = 256, HEAD_DIM = 64, NQ = 4 * HEAD_DIM, NKV = 2 * HEAD_DIM, FFN = 512, VOCAB = 320, LAYERS = 2 };

@@ -54,8 +54,8 @@
 #include "codegen/compile.h"
 #include "runtime/bundle.h"
 #include "runtime/manifest.h"
-#include "runtime/ref/half.h"
-#include "runtime/ref/quant.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
 #include "runtime/sample.h"
 #include "tests/runtime/model_check.h"
 

@@ -1,0 +1,340 @@
+#include "runtime/drivers/ref/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "runtime/drivers/ref/half.h"
+
+enum {
+	Q8_BLOCK = 32,
+	Q4_SUPER = 256,
+	Q4_SUB = 32,
+	Q4_SUBS = Q4_SUPER / Q4_SUB,
+	Q4_META = 16, /* scale bytes per super-block */
+	F8_BLOCK = 128,
+};
+
+/* roundf(v) (halves away from zero) clamped to [lo, hi], without libm's
+ * roundf call (the quantizer's inner loop): v is first clamped to
+ * [lo - 1, hi + 1], which changes no result, then truncated, and the exact
+ * remainder v - trunc(v) rounds it. */
+static int clampi(float v, int lo, int hi)
+{
+	v = v < (float)(lo - 1) ? (float)(lo - 1) : (v > (float)(hi + 1) ? (float)(hi + 1) : v);
+	int i = (int)v;
+	float f = v - (float)i;
+	i += (f >= 0.5f) - (f <= -0.5f);
+	return i < lo ? lo : (i > hi ? hi : i);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- q8_0 ---- */
+
+/* The scale is quantized first and q computed against the stored value, so
+ * that dequantization multiplies by exactly the scale q was rounded for. A
+ * block whose largest magnitude exceeds 127 * 65504 saturates. */
+static void q8_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
+{
+	int8_t *q = (int8_t *)values;
+	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
+		const float *xb = x + b * Q8_BLOCK;
+		float amax = 0.0f;
+		for (int i = 0; i < Q8_BLOCK; i++)
+			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		uint16_t dh = half_from_f32(fminf(amax / 127.0f, 65504.0f));
+		float d = half_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
+		for (int i = 0; i < Q8_BLOCK; i++)
+			q[b * Q8_BLOCK + i] = (int8_t)clampi(xb[i] * id, -127, 127);
+		scales[2 * b] = (uint8_t)dh;
+		scales[2 * b + 1] = (uint8_t)(dh >> 8);
+	}
+}
+
+static void q8_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
+{
+	const int8_t *q = (const int8_t *)values;
+	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
+		float d = half_to_f32((uint16_t)(scales[2 * b] | scales[2 * b + 1] << 8));
+		for (int i = 0; i < Q8_BLOCK; i++)
+			x[b * Q8_BLOCK + i] = d * (float)q[b * Q8_BLOCK + i];
+	}
+}
+
+/* ---- q4_k ---- */
+
+/* The search's inner loops in 4-wide vectors (GCC/Clang vector extensions:
+ * SSE2 on baseline x86-64, NEON on arm64): every lane is computed as the
+ * scalar code would, and the float sums are kept per lane and added in a
+ * fixed order, so the bytes depend on nothing but the input. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static v4f load4(const float *p)
+{
+	v4f v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static float sum4(v4f p)
+{
+	return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
+/* The sums the least-squares refit needs over the codes
+ * q[i] = round((x[i] - lo) * iscale) clamped to 0..15. x[i] >= lo, so the argument is not negative:
+ * truncation and the exact remainder round it as roundf would. */
+static void q4_codes(const float *x, float lo, float iscale, int *sq, int *sqq, float *sxq)
+{
+	/* the code sums are small whole numbers, exact in float lanes */
+	v4f a = {0}, aa = {0}, p = {0}, sixteen = {16, 16, 16, 16}, fifteen = {15, 15, 15, 15};
+	for (int i = 0; i < Q4_SUB / 4; i++) {
+		v4f xv = load4(x + 4 * i), v = (xv - lo) * iscale;
+		v4i big = v > sixteen;
+		v = (v4f)((big & (v4i)sixteen) | (~big & (v4i)v));
+		v4i c = __builtin_convertvector(v, v4i);
+		c -= v - __builtin_convertvector(c, v4f) >= 0.5f; /* a true lane is -1 */
+		v4f cf = __builtin_convertvector(c, v4f);
+		big = cf > fifteen;
+		cf = (v4f)((big & (v4i)fifteen) | (~big & (v4i)cf));
+		a += cf;
+		aa += cf * cf;
+		p += xv * cf;
+	}
+	*sq = (int)sum4(a);
+	*sqq = (int)sum4(aa);
+	*sxq = sum4(p);
+}
+
+/* Squared error of x ~ s * q + b over one sub-block from its sums (n = 32
+ * elements): sum (s q + b - x)^2, expanded, in double. */
+static double fit_error(float s, float b, int sq, int sqq, float sxq, float sx, float sxx)
+{
+	double S = s, B = b;
+	return S * S * sqq + 2.0 * S * B * sq - 2.0 * S * sxq + (double)Q4_SUB * B * B - 2.0 * B * sx + sxx;
+}
+
+/* The scale s >= 0 and offset m >= 0 of x ~ s * q - m (q in 0..15) for one
+ * sub-block: q from a range of candidate step sizes around (max - min) / 15,
+ * then s and m refitted to those q by least squares (m held at 0 where the
+ * fit wants a positive offset, which the format cannot store). */
+static void q4_fit_sub(const float *x, float *scale, float *offset)
+{
+	float lo = 0.0f, hi = x[0], sx = 0.0f, sxx = 0.0f;
+	for (int i = 0; i < Q4_SUB; i++) {
+		lo = x[i] < lo ? x[i] : lo;
+		hi = x[i] > hi ? x[i] : hi;
+		sx += x[i];
+		sxx += x[i] * x[i];
+	}
+	*scale = (hi - lo) / 15.0f;
+	*offset = -lo;
+	if (hi <= lo)
+		return;
+	int sq, sqq;
+	float sxq;
+	q4_codes(x, lo, 15.0f / (hi - lo), &sq, &sqq, &sxq);
+	double best = fit_error(*scale, lo, sq, sqq, sxq, sx, sxx);
+	for (int step = -10; step <= 10; step++) {
+		q4_codes(x, lo, (15.0f + 0.1f * (float)step) / (hi - lo), &sq, &sqq, &sxq);
+		float det = (float)Q4_SUB * (float)sqq - (float)sq * (float)sq;
+		if (det <= 0.0f)
+			continue;
+		float s = ((float)Q4_SUB * sxq - (float)sq * sx) / det, b = ((float)sqq * sx - (float)sq * sxq) / det;
+		if (b > 0.0f) {
+			b = 0.0f;
+			s = sxq / (float)sqq;
+		}
+		if (s <= 0.0f)
+			continue;
+		double e = fit_error(s, b, sq, sqq, sxq, sx, sxx);
+		if (e < best) {
+			best = e;
+			*scale = s;
+			*offset = -b;
+		}
+	}
+}
+
+/* Six-bit codes of v / unit, unit = max / 63 rounded to f16. */
+static uint16_t q4_units(const float *v, uint8_t *code)
+{
+	float max = 0.0f;
+	for (int j = 0; j < Q4_SUBS; j++)
+		max = v[j] > max ? v[j] : max;
+	uint16_t uh = half_from_f32(max / 63.0f);
+	float unit = half_to_f32(uh);
+	for (int j = 0; j < Q4_SUBS; j++)
+		code[j] = (uint8_t)(unit > 0.0f ? clampi(v[j] / unit, 0, 63) : 0);
+	return uh;
+}
+
+static void q4_pack_meta(uint16_t d, uint16_t dmin, const uint8_t *sc, const uint8_t *m, uint8_t *meta)
+{
+	uint32_t w1 = 0, w2 = 0, w3 = 0;
+	for (int j = 0; j < 4; j++) {
+		w1 |= (uint32_t)(sc[j] | (sc[j + 4] >> 4) << 6) << (8 * j);
+		w2 |= (uint32_t)(m[j] | (m[j + 4] >> 4) << 6) << (8 * j);
+		w3 |= (uint32_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4) << (8 * j);
+	}
+	put_u32(meta, (uint32_t)d | (uint32_t)dmin << 16);
+	put_u32(meta + 4, w1);
+	put_u32(meta + 8, w2);
+	put_u32(meta + 12, w3);
+}
+
+/* Sub-block j's codes from a super-block's scale words (the layout in
+ * quant.h). */
+static void q4_unpack_sub(const uint8_t *meta, int j, int *sc, int *m)
+{
+	uint32_t w1 = get_u32(meta + 4), w2 = get_u32(meta + 8), w3 = get_u32(meta + 12);
+	int b = 8 * (j & 3);
+	if (j < 4) {
+		*sc = (int)(w1 >> b) & 63;
+		*m = (int)(w2 >> b) & 63;
+	} else {
+		*sc = (int)((w3 >> b) & 15) | (int)((w1 >> (b + 6)) & 3) << 4;
+		*m = (int)((w3 >> (b + 4)) & 15) | (int)((w2 >> (b + 6)) & 3) << 4;
+	}
+}
+
+static void q4_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
+{
+	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
+		const float *xs = x + s * Q4_SUPER;
+		float scale[Q4_SUBS], offset[Q4_SUBS];
+		for (int j = 0; j < Q4_SUBS; j++)
+			q4_fit_sub(xs + j * Q4_SUB, &scale[j], &offset[j]);
+		uint8_t sc[Q4_SUBS], m[Q4_SUBS];
+		uint16_t dh = q4_units(scale, sc), mh = q4_units(offset, m);
+		float d = half_to_f32(dh), dmin = half_to_f32(mh);
+		uint8_t *meta = scales + s * Q4_META;
+		q4_pack_meta(dh, mh, sc, m, meta);
+		int q[Q4_SUPER];
+		for (int j = 0; j < Q4_SUBS; j++) {
+			/* q against the stored scale and offset, as they dequantize */
+			float step = d * (float)sc[j], off = dmin * (float)m[j];
+			for (int i = j * Q4_SUB; i < (j + 1) * Q4_SUB; i++)
+				q[i] = step > 0.0f ? clampi((xs[i] + off) / step, 0, 15) : 0;
+		}
+		for (int i = 0; i < Q4_SUPER; i += 2)
+			values[(s * Q4_SUPER + (uint64_t)i) / 2] = (uint8_t)(q[i] | q[i + 1] << 4);
+	}
+}
+
+static void q4_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
+		const uint8_t *meta = scales + s * Q4_META;
+		uint32_t w0 = get_u32(meta);
+		float d = half_to_f32((uint16_t)w0), dmin = half_to_f32((uint16_t)(w0 >> 16));
+		for (int j = 0; j < Q4_SUBS; j++) {
+			int sc, m;
+			q4_unpack_sub(meta, j, &sc, &m);
+			float step = d * (float)sc, off = dmin * (float)m;
+			for (int i = 0; i < Q4_SUB; i++) {
+				uint64_t e = s * Q4_SUPER + (uint64_t)(j * Q4_SUB + i);
+				int q = e & 1 ? values[e / 2] >> 4 : values[e / 2] & 15;
+				x[e] = step * (float)q - off;
+			}
+		}
+	}
+}
+
+/* ---- f8e4m3_b128 ---- */
+
+/* Codes 0x01-0x07 are m * 2^-9 and 0x08 and up 2^(e-7) * (1 + m/8): a
+ * normal code's 7 low bits are an f32's exponent and top mantissa bits,
+ * shifted down 20 bits and rebiased by 127 - 7 = 120. */
+float halo_f8e4m3_to_f32(uint8_t q)
+{
+	uint32_t em = q & 0x7fu;
+	float mag = em == 0x7fu ? NAN : em < 8u ? (float)em * 0x1p-9f : f32_from_bits((em << 20) + (120u << 23));
+	return q & 0x80u ? -mag : mag;
+}
+
+uint8_t halo_f8e4m3_from_f32(float v)
+{
+	uint32_t u = f32_bits(v), a = u & 0x7fffffffu, code;
+	if (a >= 0x43e00000u) /* 448 and up (not NaN: callers pass finite values) */
+		code = 0x7eu;
+	else if (a < 0x3c800000u) /* below 2^-6, the smallest normal: a multiple of 2^-9, 8 being 2^-6 */
+		code = (uint32_t)rintf(f32_from_bits(a) * 512.0f); /* the default rounding: to nearest even */
+	else /* the 20 dropped mantissa bits rounded to nearest even; a carry steps the exponent */
+		code = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
+	return (uint8_t)((u >> 24 & 0x80u) | code);
+}
+
+/* The scale s = amax / 448 maps the block's largest magnitude to fp8's;
+ * each code is x / s rounded to the nearest fp8 value (a quotient one ulp
+ * past 448 saturates to it). An all-zero block has s = 0 and codes 0. */
+static void f8_row(const float *x, uint64_t k, uint8_t *q, uint8_t *scales)
+{
+	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
+		const float *xb = x + b * F8_BLOCK;
+		float amax = 0.0f;
+		for (int i = 0; i < F8_BLOCK; i++)
+			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		float s = amax / 448.0f;
+		for (int i = 0; i < F8_BLOCK; i++)
+			q[b * F8_BLOCK + i] = s > 0.0f ? halo_f8e4m3_from_f32(xb[i] / s) : 0;
+		put_u32(scales + 4 * b, f32_bits(s));
+	}
+}
+
+static void f8_dequant_row(const uint8_t *q, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
+		float s = f32_from_bits(get_u32(scales + 4 * b));
+		for (int i = 0; i < F8_BLOCK; i++)
+			x[b * F8_BLOCK + i] = s * halo_f8e4m3_to_f32(q[b * F8_BLOCK + i]);
+	}
+}
+
+/* ---- the formats ---- */
+
+static const struct {
+	unsigned bits;        /* per value */
+	unsigned scale_bytes; /* per block */
+	void (*quantize)(const float *x, uint64_t k, uint8_t *values, uint8_t *scales);
+	void (*dequantize)(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x);
+} formats[HALO_DTYPE_COUNT] = {
+	[HALO_Q8_0] = {8, 2, q8_row, q8_dequant_row},
+	[HALO_Q4_K] = {4, Q4_META, q4_row, q4_dequant_row},
+	[HALO_F8E4M3_B128] = {8, 4, f8_row, f8_dequant_row},
+};
+
+halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
+{
+	uint64_t row = k * formats[t].bits / 8;
+	return (halo_quant_layout){.values_row_bytes = row, .scales_offset = rows * row,
+	                           .scales_row_bytes = k / halo_dtype_block(t) * formats[t].scale_bytes};
+}
+
+void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                        uint8_t *dst)
+{
+	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
+	for (uint64_t r = lo; r < hi; r++)
+		formats[t].quantize(src + r * k, k, dst + r * l.values_row_bytes,
+		                    dst + l.scales_offset + r * l.scales_row_bytes);
+}
+
+void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
+                          float *dst)
+{
+	halo_quant_layout l = halo_quant_layout_of(t, rows, k);
+	for (uint64_t r = lo; r < hi; r++)
+		formats[t].dequantize(src + r * l.values_row_bytes, src + l.scales_offset + r * l.scales_row_bytes, k,
+		                      dst + r * k);
+}
