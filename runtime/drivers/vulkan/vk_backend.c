@@ -27,14 +27,10 @@
 #include "runtime/drivers/vulkan/vk_cmd.h"
 #include "runtime/drivers/vulkan/vk_device.h"
 #include "runtime/drivers/vulkan/vk_pipeline.h"
-
-/* Weights are split over buffers of at most this size: drivers cap one
- * allocation and one storage-buffer range (4 GiB - 1 on NVIDIA and RADV), and
- * no tensor straddles two. 2 GiB holds a 151936 x 4096 f16 vocabulary. */
-#define WEIGHT_CHUNK ((uint64_t)1 << 31)
+#include "runtime/drivers/vulkan/vk_weight_chunks.h"
 
 typedef struct {
-	uint64_t start, end; /* byte range of the weights section */
+	vk_chunk_range range;
 	vk_buffer buf;
 } weight_chunk;
 
@@ -93,30 +89,25 @@ static bool vk_to_err(const vk_error *e, char *err, size_t errlen)
 	return false;
 }
 
-/* Groups weights into chunks in section order. */
+/* Cuts the weights into chunks within the device's limits
+ * (vk_weight_chunks.h). */
 static bool plan_chunks(halo_backend *b, char *err, size_t errlen)
 {
 	const halo_manifest *m = b->manifest;
+	const vk_device_info *d = &b->ctx->info;
+	vk_weight_limits lim = {.chunk = d->max_allocation < d->max_buffer ? d->max_allocation : d->max_buffer,
+				.binding = d->max_storage_range};
+	vk_chunk_range *ranges = calloc((size_t)m->n_weights + 1, sizeof(*ranges));
 	b->chunks = calloc((size_t)m->n_weights + 1, sizeof(*b->chunks));
-	if (!b->chunks) {
+	bool ok = ranges && b->chunks;
+	if (!ok)
 		snprintf(err, errlen, "vulkan backend: out of memory");
-		return false;
-	}
-	for (int i = 0; i < m->n_weights; i++) {
-		const halo_buffer_decl *w = &m->weights[i];
-		if (w->size > WEIGHT_CHUNK) {
-			snprintf(err, errlen, "vulkan backend: weight '%s' (%llu bytes) exceeds the %llu-byte chunk",
-				 w->name, (unsigned long long)w->size, (unsigned long long)WEIGHT_CHUNK);
-			return false;
-		}
-		weight_chunk *c = b->n_chunks ? &b->chunks[b->n_chunks - 1] : NULL;
-		if (!c || w->offset + w->size - c->start > WEIGHT_CHUNK) {
-			c = &b->chunks[b->n_chunks++];
-			c->start = w->offset;
-		}
-		c->end = w->offset + w->size;
-	}
-	return true;
+	else
+		ok = vk_plan_weight_chunks(m->weights, m->n_weights, &lim, ranges, &b->n_chunks, err, errlen);
+	for (int i = 0; ok && i < b->n_chunks; i++)
+		b->chunks[i].range = ranges[i];
+	free(ranges);
+	return ok;
 }
 
 static bool upload_weights(halo_backend *b, const uint8_t *weights, char *err, size_t errlen)
@@ -124,13 +115,13 @@ static bool upload_weights(halo_backend *b, const uint8_t *weights, char *err, s
 	vk_error e;
 	for (int i = 0; i < b->n_chunks; i++) {
 		weight_chunk *c = &b->chunks[i];
-		uint64_t size = c->end - c->start;
+		uint64_t size = c->range.end - c->range.start;
 		if (!vk_buffer_create(b->ctx, size ? size : 4, VK_BUFFER_DEVICE, &c->buf, &e))
 			return vk_to_err(&e, err, errlen);
 		/* Pieces of 64 MiB keep the staging buffer small. */
 		for (uint64_t off = 0; off < size; off += (uint64_t)64 << 20) {
 			uint64_t n = size - off < ((uint64_t)64 << 20) ? size - off : (uint64_t)64 << 20;
-			if (!vk_buffer_upload(b->ctx, &c->buf, off, weights + c->start + off, n, &e))
+			if (!vk_buffer_upload(b->ctx, &c->buf, off, weights + c->range.start + off, n, &e))
 				return vk_to_err(&e, err, errlen);
 		}
 	}
@@ -359,8 +350,8 @@ static bool operand_binding(halo_backend_session *s, const halo_entry *e, const 
 	case HALO_SPACE_WEIGHT:
 		for (int i = 0; i < s->b->n_chunks; i++) {
 			const weight_chunk *c = &s->b->chunks[i];
-			if (t->offset >= c->start && t->offset + range <= c->end) {
-				*out = (vk_binding){c->buf.buffer, t->offset - c->start, range};
+			if (t->offset >= c->range.start && t->offset + range <= c->range.end) {
+				*out = (vk_binding){c->buf.buffer, t->offset - c->range.start, range};
 				return true;
 			}
 		}

@@ -37,6 +37,10 @@ typedef struct {
 	uint32_t max_shared_memory;       /* maxComputeSharedMemorySize, bytes */
 	uint32_t max_workgroup_invocations;
 	uint64_t device_local_bytes;      /* sum of device-local heaps */
+	/* The largest allocation (maxMemoryAllocationSize), buffer
+	 * (maxBufferSize; the allocation's cap before Vulkan 1.3) and storage
+	 * binding (maxStorageBufferRange), bytes. */
+	uint64_t max_allocation, max_buffer, max_storage_range;
 	float timestamp_period_ns;        /* 0 when the compute queue has no timestamps */
 	/* Identity for a tuning database: the same three numbers name the same
 	 * GPU and driver build. */

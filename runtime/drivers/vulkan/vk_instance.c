@@ -215,13 +215,19 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 {
 	VkPhysicalDeviceDriverProperties driver = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
 	VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+	VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
+						     .pNext = &subgroup};
+	VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES,
+						     .pNext = &m3};
 	VkPhysicalDeviceProperties base;
 	vkGetPhysicalDeviceProperties(dev, &base);
-	/* Driver properties are core only from Vulkan 1.2. */
+	/* Driver properties are core only from Vulkan 1.2, maintenance4's
+	 * from 1.3. */
 	if (base.apiVersion >= VK_API_VERSION_1_2)
 		subgroup.pNext = &driver;
+	bool has_m4 = base.apiVersion >= VK_API_VERSION_1_3;
 	VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-					     .pNext = &subgroup};
+					     .pNext = has_m4 ? (void *)&m4 : (void *)&m3};
 	vkGetPhysicalDeviceProperties2(dev, &props);
 	VkPhysicalDeviceMemoryProperties mem;
 	vkGetPhysicalDeviceMemoryProperties(dev, &mem);
@@ -243,6 +249,9 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 		info->features |= HALO_NEED_COOPMAT_NV;
 	info->max_shared_memory = base.limits.maxComputeSharedMemorySize;
 	info->max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
+	info->max_allocation = m3.maxMemoryAllocationSize;
+	info->max_buffer = has_m4 ? m4.maxBufferSize : m3.maxMemoryAllocationSize;
+	info->max_storage_range = base.limits.maxStorageBufferRange;
 	for (uint32_t i = 0; i < mem.memoryHeapCount; i++)
 		if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
 			info->device_local_bytes += mem.memoryHeaps[i].size;
