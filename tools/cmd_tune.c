@@ -167,7 +167,6 @@ typedef struct {
 	int n_wl;
 	workload *wl;
 	int32_t *tokens;
-	float *logits;
 	int *picks;      /* [n_choices] */
 	double *choice_ns; /* [n_choices] */
 	double *samples; /* [reps][n_tc] */
@@ -265,23 +264,24 @@ static bool plan_workloads(tuner *t, const tune_args *a)
 	}
 	int64_t vocab = halo_model_vocab(t->model);
 	t->tokens = malloc((size_t)t_max * sizeof(*t->tokens));
-	t->logits = malloc((size_t)(t_max * vocab) * sizeof(*t->logits));
-	if (!t->tokens || !t->logits)
+	if (!t->tokens)
 		return false;
 	for (int64_t i = 0; i < t_max; i++) /* any ids of the vocabulary: the kernels' time does not depend on them */
 		t->tokens[i] = (int32_t)((i * 7 + 1) % vocab);
 	return true;
 }
 
+/* Runs one timed step; its logits stay where the backend put them (no copy
+ * to add host time to the kernels' totals). */
 static bool run_workload(tuner *t, const workload *w, char *err, size_t errlen)
 {
 	if (w->caller)
-		return halo_session_step_at(t->session, w->name, 0, t->tokens, w->T, t->logits, err, errlen);
+		return halo_session_step_at(t->session, w->name, 0, t->tokens, w->T, NULL, err, errlen);
 	/* The session's position only grows: start over before the context is full. */
 	if (halo_session_pos(t->session) + w->T > halo_model_n_ctx(t->model) &&
 	    !halo_session_reset(t->session, err, errlen))
 		return false;
-	return halo_session_step(t->session, w->name, t->tokens, w->T, t->logits, err, errlen);
+	return halo_session_step(t->session, w->name, t->tokens, w->T, NULL, err, errlen);
 }
 
 static bool run_all(tuner *t, char *err, size_t errlen)
@@ -470,7 +470,6 @@ static void tuner_free(tuner *t)
 	free(t->tc);
 	free(t->wl);
 	free(t->tokens);
-	free(t->logits);
 	free(t->picks);
 	free(t->choice_ns);
 	free(t->samples);
