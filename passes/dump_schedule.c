@@ -10,7 +10,19 @@ static void print_value(const ir_func *f, const plan_entry *e, int v, FILE *out)
 		fprintf(out, "=state:%s%s", b->name, e->value_at_pos[v] ? "@pos" : "");
 }
 
-static void print_fused(const ir_func *f, const ir_node *n, FILE *out)
+/* Whether matmul n's weight (a merged one's parts) has a norm weight
+ * folded in; else a bare prologue's norm had none. */
+static bool weight_folded(const ir_module *m, const ir_func *f, const ir_node *n)
+{
+	int p = n->n_in > 1 ? f->values[n->in[1]].producer : -1;
+	const ir_node *wn = p >= 0 ? &f->nodes[p] : NULL;
+	if (!wn || wn->op != IR_OP_WEIGHT || wn->ref_local || wn->ref < 0)
+		return false;
+	const ir_weight *w = &m->weights[wn->ref];
+	return w->n_parts ? m->weights[w->parts[0]].folded : w->folded;
+}
+
+static void print_fused(const ir_module *m, const ir_func *f, const ir_node *n, FILE *out)
 {
 	for (int k = 0; k < n->n_fused; k++) {
 		const ir_fused *fz = &n->fused[k];
@@ -18,7 +30,7 @@ static void print_fused(const ir_func *f, const ir_node *n, FILE *out)
 		for (int j = 0; j < fz->n_extra; j++)
 			fprintf(out, "%s%s", j ? ", " : " ", f->values[fz->extra[j]].name);
 		if (fz->pos == IR_FUSE_PROLOGUE && fz->n_extra == 0)
-			fputs(" (weight folded)", out);
+			fputs(weight_folded(m, f, n) ? " (weight folded)" : " (no weight)", out);
 		fputc(']', out);
 	}
 }
@@ -40,7 +52,7 @@ static void print_dispatch(const ir_module *m, const ir_func *f, const plan_entr
 		fputs(k ? ", " : " ", out);
 		print_value(f, e, n->in[k], out);
 	}
-	print_fused(f, n, out);
+	print_fused(m, f, n, out);
 	fputc('\n', out);
 }
 

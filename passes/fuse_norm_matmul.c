@@ -14,6 +14,11 @@
  * whatever the weights' size. Not under --quant (m->no_fold_norms): a
  * block's scale would carry the norm's per-channel spread.
  *
+ * Unweighted (rms_norm with no weight operand: DeepSeek V4's mHC input,
+ * one RMS over all streams) is the folded case with nothing to fold: the
+ * prologue only normalises, whatever the readers' size, and no weight
+ * changes.
+ *
  * Unfolded, only for small readers: the prologue makes every lane of a
  * decode matvec load the norm weight beside x for each weight chunk it
  * streams, which on the H200 cost 25-40% of the matvec's time
@@ -234,20 +239,20 @@ static void prologue_attrs(ir_module *m, const ir_node *norm, bool fold, ir_fuse
 			fz->attr[fz->n_attr++] = norm->attr[i];
 }
 
-/* Makes norm matmul c's prologue; folded, it takes no norm weight operand
- * and c's weight records the fold. */
-static void add_prologue(ir_module *m, ir_func *f, int c, const ir_node *norm, bool fold)
+/* Makes norm matmul c's prologue; bare (folded, or unweighted), it takes
+ * no norm weight operand, and a folded one's weight records the fold. */
+static void add_prologue(ir_module *m, ir_func *f, int c, const ir_node *norm, bool bare)
 {
 	ir_node *mm = &f->nodes[c];
 	ir_fused *fz = ir_arena_alloc(&m->arena, sizeof(ir_fused));
 	*fz = (ir_fused){.op = norm->op, .pos = IR_FUSE_PROLOGUE, .operand = 0, .name = f->values[norm->out[0]].name};
-	prologue_attrs(m, norm, fold, fz);
-	if (fold) {
+	prologue_attrs(m, norm, bare, fz);
+	if (bare && norm->n_in == 2) {
 		ir_weight *w = &m->weights[module_weight(f, mm->in[1])];
 		w->folded = true;
 		w->fold_norm = module_weight(f, norm->in[1]);
 		w->fold_offset = (int)ir_node_attr_int(norm, "offset", 0);
-	} else {
+	} else if (!bare) {
 		fz->n_extra = 1;
 		fz->extra = ir_arena_alloc(&m->arena, sizeof(int));
 		fz->extra[0] = norm->in[1];
@@ -257,24 +262,46 @@ static void add_prologue(ir_module *m, ir_func *f, int c, const ir_node *norm, b
 	mm->in[0] = norm->in[0];
 }
 
+/* An rms_norm with no weight operand over whole rows of its input: it
+ * becomes a prologue that only normalises (no offset to move: without a
+ * weight the norm has none to apply). */
+static bool unweighted_norm(const ir_func *f, const ir_node *n)
+{
+	const ir_shape *x = &f->values[n->in[0]].shape;
+	int64_t group = ir_node_attr_int(n, "group", 0);
+	return n->n_in == 1 && ir_node_attr_int(n, "offset", 0) == 0 &&
+	       (group == 0 || (x->rank > 0 && group == x->dim[x->rank - 1].c));
+}
+
+/* Whether norm n of f becomes its readers' prologue, and whether that
+ * prologue takes no norm weight operand (folded, or none to fold). */
+static bool fusable_norm(const ir_func *f, const func_uses *u, const ir_node *n, const fold_plan *fp, bool *bare)
+{
+	if (n->op != IR_OP_RMS_NORM || n->dead || !only_matmul_readers(f, u, n->out[0]))
+		return false;
+	if (n->n_in == 1)
+		return *bare = unweighted_norm(f, n);
+	if (n->n_in != 2)
+		return false;
+	*bare = foldable(f, u, n, fp);
+	return *bare || reader_weights(f, u, n->out[0]) <= FUSE_NORM_MAX_WEIGHTS;
+}
+
 static void fuse_func(ir_module *m, ir_func *f, const fold_plan *fp)
 {
 	func_uses u;
 	func_uses_build(f, &u);
 	bool any = false;
 	for (int i = 0; i < f->n_nodes; i++) {
-		const ir_node *n = &f->nodes[i];
-		if (n->op != IR_OP_RMS_NORM || n->dead || n->n_in != 2 || !only_matmul_readers(f, &u, n->out[0]))
+		bool bare = false;
+		if (!fusable_norm(f, &u, &f->nodes[i], fp, &bare))
 			continue;
-		bool fold = foldable(f, &u, n, fp);
-		if (!fold && reader_weights(f, &u, n->out[0]) > FUSE_NORM_MAX_WEIGHTS)
-			continue;
-		int v = n->out[0];
+		int v = f->nodes[i].out[0];
 		int n_users = func_uses_count(&u, v);
 		const int *users = &u.user[u.start[v]];
 		fuse_move_edges(m, f, i, users, n_users);
 		for (int k = 0; k < n_users; k++)
-			add_prologue(m, f, users[k], &f->nodes[i], fold);
+			add_prologue(m, f, users[k], &f->nodes[i], bare);
 		f->nodes[i].dead = true;
 		any = true;
 	}

@@ -34,8 +34,9 @@
  *    tests/models/dsv4_attention.yaml: its value's row t is not state row
  *    pos + t), while the same model's KV-cache write is in place;
  *  - on DeepSeek V4's forms (dsv4_rules.yaml): no norm fuses into a
- *    grouped matmul nor do grouped siblings merge, an unweighted norm fuses
- *    into neither a matmul nor a rope, and split_moe gives the experts'
+ *    grouped matmul nor do grouped siblings merge, an unweighted norm becomes
+ *    a matmul's bare prologue (no weight operand, nothing folded) but stays
+ *    apart from a rope, and split_moe gives the experts'
  *    limit to moe_gate_up; the whole pipeline plans the mHC ops and routers. */
 #include <stdio.h>
 #include <string.h>
@@ -474,9 +475,15 @@ static void dsv4_rules(void)
 	ir_module *m = test_run_to(model, config, "merge_matmuls", NULL);
 	if (!m)
 		return;
-	const char *kept[] = {"xn", "u", "qn"}; /* read by grouped matmuls; unweighted (a matmul's, a rope's) */
+	const char *kept[] = {"xn", "qn"}; /* read by grouped matmuls; unweighted, a rope's */
 	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
 		CHECK(test_node(m, kept[i]) >= 0, "the norm %s was fused", kept[i]);
+	/* An unweighted norm read by a plain matmul is its bare prologue:
+	 * no norm weight operand, and the matmul's weight is not folded. */
+	const ir_node *q = node_named(m, "q");
+	CHECK(test_node(m, "u") < 0 && q && q->n_fused == 1 && q->fused[0].pos == IR_FUSE_PROLOGUE &&
+		      q->fused[0].op == IR_OP_RMS_NORM && q->fused[0].n_extra == 0 && !matrix_of(m, q)->folded,
+	      "the unweighted norm u is not q's bare prologue");
 	const char *alone[] = {"oa", "ob", "qr"};
 	for (size_t i = 0; i < sizeof alone / sizeof *alone; i++) {
 		const ir_node *n = node_named(m, alone[i]);
