@@ -41,9 +41,56 @@ void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path,
 	mc_compile_for(model_rel, hf_rel, out_path, f16, "vulkan");
 }
 
+/* The last path component of rel (trailing slashes aside), less ext when
+ * it ends with it. */
+static void stem(const char *rel, const char *ext, char *out, size_t n)
+{
+	size_t end = strlen(rel);
+	while (end > 1 && rel[end - 1] == '/')
+		end--;
+	size_t start = end;
+	while (start > 0 && rel[start - 1] != '/')
+		start--;
+	size_t len = end - start, el = strlen(ext);
+	if (len >= el && strncmp(rel + end - el, ext, el) == 0)
+		len -= el;
+	snprintf(out, n, "%.*s", (int)len, rel + start);
+}
+
+bool mc_use_prebuilt(const char *name, const char *backend, const char *out_path)
+{
+	const char *dir = getenv("HALO_TEST_BUNDLES");
+	if (!dir || !*dir || halo_target_find(backend) <= HALO_TARGET_VULKAN)
+		return false;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s.%s.halo", dir, name, backend);
+	FILE *probe = fopen(path, "rb");
+	if (!probe) {
+		fprintf(stderr, "FAIL: no prebuilt bundle %s (HALO_TEST_BUNDLES; tools/gpu/pack.sh makes them)\n",
+			path);
+		exit(1);
+	}
+	fclose(probe);
+	size_t n;
+	void *bytes = mc_read_file(path, &n);
+	FILE *f = fopen(out_path, "wb");
+	if (!f || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
+		fprintf(stderr, "FAIL: cannot write %s\n", out_path);
+		exit(1);
+	}
+	free(bytes);
+	return true;
+}
+
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
 		    const char *backend)
 {
+	char fixture[256], stem_model[256], name[600];
+	stem(hf_rel, "", fixture, sizeof(fixture));
+	stem(model_rel, ".yaml", stem_model, sizeof(stem_model));
+	snprintf(name, sizeof(name), "%s.%s.%s", fixture, stem_model, f16 ? "f16" : "f32");
+	if (mc_use_prebuilt(name, backend, out_path))
+		return;
 	int gpu = halo_target_find(backend);
 	char model[4096], hf[4096], err[2048];
 	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));

@@ -31,9 +31,16 @@ void *mc_read_file(const char *path, size_t *n);
 void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path, bool f16);
 /* The same for one backend (a registry name): for ref, a bundle without GPU
  * kernels (their compile is most of a sanitized test's time, and ref never
- * runs them); for cuda and hip, Vulkan's and that target's kernels. */
+ * runs them); for cuda and hip, Vulkan's and that target's kernels, or the
+ * prebuilt bundle <fixture>.<model>.<f32|f16> (mc_use_prebuilt). */
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
 		    const char *backend);
+/* With $HALO_TEST_BUNDLES set and a cuda or hip backend: copies the bundle
+ * <dir>/<name>.<backend>.halo to out_path and returns true (a missing one
+ * fails the test), since the GPU machine has no clang-19 to make those
+ * targets' code and tools/gpu/pack.sh compiles them here; else false, and
+ * the caller compiles. */
+bool mc_use_prebuilt(const char *name, const char *backend, const char *out_path);
 /* Opens a model on a backend (a registry name; validation on with vulkan);
  * exits on failure. */
 halo_model *mc_open(const char *bundle, const char *backend);

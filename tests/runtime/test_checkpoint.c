@@ -17,8 +17,12 @@
 
 enum { N_PROMPT = 11, N_DECODE = 6 };
 
-static void compile_hybrid(const char *dir, const char *bundle)
+/* The hybrid test graph with random weights (seed 11) for the backend;
+ * tools/gpu/pack.sh compiles the same for cuda as hybrid_tiny.random11. */
+static void compile_hybrid(const char *dir, const char *bundle, const char *backend)
 {
+	if (mc_use_prebuilt("hybrid_tiny.random11", backend, bundle))
+		return;
 	char path[4096], err[2048], model[4096];
 	size_t n;
 	void *cfg = mc_read_file(mc_source_path("tests/models/hybrid_tiny.config.json"), &n);
@@ -31,8 +35,10 @@ static void compile_hybrid(const char *dir, const char *bundle)
 	}
 	free(cfg);
 	snprintf(model, sizeof(model), "%s", mc_source_path("tests/models/hybrid_tiny.yaml"));
+	int gpu = halo_target_find(backend);
 	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = bundle, .matrix_dtype = HALO_F32,
-				.random_weights = true, .seed = 11};
+				.random_weights = true, .seed = 11,
+				.targets = gpu > HALO_TARGET_VULKAN ? 1u << HALO_TARGET_VULKAN | 1u << gpu : 0};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		exit(1);
@@ -75,7 +81,7 @@ static void check_rollback(const char *family, const char *backend)
 		fprintf(stderr, "FAIL: %s holds fewer than %d tokens\n", prompt, P + K + J);
 		exit(1);
 	}
-	mc_compile(model, dir, bundle, false);
+	mc_compile_for(model, dir, bundle, false, backend);
 	halo_model *m = mc_open(bundle, backend);
 	int64_t vocab = halo_model_vocab(m);
 	size_t n = (size_t)J * (size_t)vocab;
@@ -119,7 +125,7 @@ int main(int argc, char **argv)
 	char dir[64], bundle[64], err[2048];
 	snprintf(dir, sizeof(dir), "ckpt_cfg_%d", (int)getpid());
 	snprintf(bundle, sizeof(bundle), "ckpt_%d.halo", (int)getpid());
-	compile_hybrid(dir, bundle);
+	compile_hybrid(dir, bundle, backend);
 	halo_model *m = mc_open(bundle, backend);
 	halo_session *s = mc_session(m);
 	int64_t vocab = halo_model_vocab(m);

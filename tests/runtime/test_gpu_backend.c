@@ -2,7 +2,7 @@
  * fixtures, whose every kernel has a HIP twin.
  *
  * usage: test_gpu_backend refuse cuda|hip
- *        test_gpu_backend oracle cuda|hip FIXTURE [BUNDLE]
+ *        test_gpu_backend oracle cuda|hip FIXTURE
  *
  * FIXTURE is a directory name under tests/fixtures of the form FAMILY_tiny
  * (qwen3_tiny, qwen3_next_tiny, qwen3_5_moe_tiny, qwen4_exp_tiny), compiled
@@ -20,10 +20,9 @@
  * order only), with the same greedy tokens. Exits 77 (skipped) when the
  * backend's library cannot be opened or finds no device (halo_backend_probe,
  * before the compile) or clang-19 is missing, unless HALO_REQUIRE_GPU=1,
- * which makes that a failure (for the GPU machine). BUNDLE (oracle only):
- * FIXTURE already compiled with the target (the GPU machine has no clang-19:
- * tools/gpu/pack.sh compiles it here and tools/gpu/gpu-backend.sh runs it
- * there); it is read, never removed. */
+ * which makes that a failure (for the GPU machine). With $HALO_TEST_BUNDLES
+ * the bundle is the one tools/gpu/pack.sh compiled here (mc_use_prebuilt:
+ * the GPU machine has no clang-19), and clang-19 is not needed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,15 +76,14 @@ static void skip(const char *why)
 	exit(77);
 }
 
-static halo_model *open_gpu(const char *bundle, const char *backend, bool own)
+static halo_model *open_gpu(const char *bundle, const char *backend)
 {
 	char err[2048];
 	halo_open_options o = {.backend = backend, .device = -1};
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (m)
 		return m;
-	if (own)
-		remove(bundle);
+	remove(bundle);
 	fprintf(stderr, "FAIL: open %s on %s: %s\n", bundle, backend, err);
 	exit(1);
 }
@@ -104,7 +102,7 @@ static void fixture_paths(const char *fixture, char *dir, size_t ndir, char *mod
 	snprintf(model, nmodel, "models/%.*s.yaml", (int)(n - nt), fixture);
 }
 
-static void check_oracle(const char *backend, const char *fixture, const char *given)
+static void check_oracle(const char *backend, const char *fixture)
 {
 	char fix[512], model[512], path[1024];
 	fixture_paths(fixture, fix, sizeof(fix), model, sizeof(model));
@@ -116,17 +114,15 @@ static void check_oracle(const char *backend, const char *fixture, const char *g
 	char why[2048];
 	if (!halo_backend_probe(backend, -1, why, sizeof(why)))
 		skip(why);
+	/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh,
+	 * unless the bundle is prebuilt. */
+	const char *prebuilt = getenv("HALO_TEST_BUNDLES");
+	if ((!prebuilt || !*prebuilt) && !getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
+		skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");
 	char bundle[1024];
-	if (given) {
-		snprintf(bundle, sizeof(bundle), "%s", given);
-	} else {
-		/* The HIP-dialect compiler (codegen/hip_compile.h), as gpu_targets_test.sh. */
-		if (!getenv("HALO_CLANG") && system("command -v clang-19 >/dev/null 2>&1") != 0)
-			skip("clang-19 is not installed (nor $HALO_CLANG set): no PTX or code objects to run");
-		snprintf(bundle, sizeof(bundle), "gpu_oracle_%s_%s_%d.halo", fixture, backend, (int)getpid());
-		mc_compile_for(model, fix, bundle, false, backend);
-	}
-	halo_model *gpu = open_gpu(bundle, backend, !given);
+	snprintf(bundle, sizeof(bundle), "gpu_oracle_%s_%s_%d.halo", fixture, backend, (int)getpid());
+	mc_compile_for(model, fix, bundle, false, backend);
+	halo_model *gpu = open_gpu(bundle, backend);
 	halo_model *ref = mc_open(bundle, "ref");
 	enum { ROWS = N_PREFILL + N_DECODE };
 	size_t vocab = (size_t)halo_model_vocab(ref);
@@ -144,24 +140,23 @@ static void check_oracle(const char *backend, const char *fixture, const char *g
 	free(want);
 	halo_model_close(gpu);
 	halo_model_close(ref);
-	if (!given)
-		remove(bundle);
+	remove(bundle);
 	free(prompt);
 }
 
 int main(int argc, char **argv)
 {
 	bool refuse = argc >= 2 && strcmp(argv[1], "refuse") == 0;
-	if (argc < 3 || (refuse ? argc != 3 : argc < 4 || argc > 5) || (!refuse && strcmp(argv[1], "oracle") != 0) ||
+	if (argc < 3 || (refuse ? argc != 3 : argc != 4) || (!refuse && strcmp(argv[1], "oracle") != 0) ||
 	    (strcmp(argv[2], "cuda") != 0 && strcmp(argv[2], "hip") != 0)) {
 		fprintf(stderr, "usage: test_gpu_backend refuse cuda|hip\n"
-				"       test_gpu_backend oracle cuda|hip FIXTURE [BUNDLE]\n");
+				"       test_gpu_backend oracle cuda|hip FIXTURE\n");
 		return 2;
 	}
 	if (refuse)
 		check_refused(argv[2]);
 	else
-		check_oracle(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+		check_oracle(argv[2], argv[3]);
 	if (mc_failures)
 		return 1;
 	printf("gpu backend %s %s%s%s: ok\n", argv[1], argv[2], refuse ? "" : " ", refuse ? "" : argv[3]);

@@ -9,7 +9,7 @@
  * tests/fixtures/deepseek_v4_tiny and _b, vLLM's DeepSeek V4 MTP layer), on
  * the backend named by argv[1], from a bundle compiled for it.
  *
- * usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]
+ * usage: test_mtp_oracle BACKEND FAMILY [CHECKPOINT_DIR]
  *
  * Checked, after the target consumed the prompt (88 tokens; 96 trained):
  * - head position p (the target's hidden state at p, token p+1; token 88 is
@@ -182,8 +182,8 @@ static void check_no_mtp(halo_model *with, const char *model, const char *dir, c
 
 int main(int argc, char **argv)
 {
-	if ((argc != 3 && argc != 4) || (strcmp(argv[1], "ref") != 0 && strcmp(argv[1], "vulkan") != 0)) {
-		fprintf(stderr, "usage: test_mtp_oracle ref|vulkan FAMILY [CHECKPOINT_DIR]\n");
+	if ((argc != 3 && argc != 4) || !halo_backend_check(argv[1], NULL, 0)) {
+		fprintf(stderr, "usage: test_mtp_oracle BACKEND FAMILY [CHECKPOINT_DIR]\n");
 		return 2;
 	}
 	const char *backend = argv[1];

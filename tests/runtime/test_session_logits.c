@@ -27,8 +27,8 @@ static void check_view(const char *what, halo_session *s, const float *want, int
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_session_logits ref|vulkan\n");
+	if (argc != 2 || !halo_backend_check(argv[1], NULL, 0)) {
+		fprintf(stderr, "usage: test_session_logits BACKEND\n");
 		return 2;
 	}
 	char bundle[64], err[2048];

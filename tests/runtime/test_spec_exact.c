@@ -1,7 +1,7 @@
 /* Speculative decoding on real bundles: models/<family>.yaml compiled with
  * tests/fixtures/<family>_tiny, run on a backend (validation on for Vulkan).
  *
- * usage: test_spec_exact greedy|sampled ref|vulkan FAMILY N_TOKENS K,K,...
+ * usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,...
  *
  * greedy: for each K, a drafter proposes the target's own plain-greedy
  * continuation (precomputed) with one token perturbed at position
@@ -368,9 +368,10 @@ static bool parse_ks(const char *s, int *ks, int *n)
 int main(int argc, char **argv)
 {
 	int ks[HALO_SPEC_K_MAX], n_ks = 0;
-	if (argc != 6 || (strcmp(argv[1], "greedy") && strcmp(argv[1], "sampled")) || atoll(argv[4]) < 2 ||
+	if (argc != 6 || (strcmp(argv[1], "greedy") && strcmp(argv[1], "sampled")) || !halo_backend_check(argv[2], NULL, 0) ||
+	    atoll(argv[4]) < 2 ||
 	    !parse_ks(argv[5], ks, &n_ks)) {
-		fprintf(stderr, "usage: test_spec_exact greedy|sampled ref|vulkan FAMILY N_TOKENS K,K,...\n");
+		fprintf(stderr, "usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,...\n");
 		return 2;
 	}
 	const char *backend = argv[2];

@@ -4,11 +4,13 @@
 #                     PACK_TESTS=0) the Vulkan test programs
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
 # .devrun/deb/        Debian's validation layer (the tests run with it on)
-# .devrun/<fixture>_cuda.halo.xz  each model's tiny fixture (qwen3_tiny,
-#                     qwen3_next_tiny, qwen3_5_moe_tiny, qwen4_exp_tiny)
-#                     compiled with the cuda-sm90 target (the GPU machine has
-#                     no clang-19 to make PTX; the PTX text compresses 4x):
-#                     tools/gpu/gpu-backend.sh runs them
+# .devrun/bundles/    the test bundles tools/gpu/gpu-backend.sh runs on the
+#                     cuda backend, compiled with the cuda-sm90 target (the
+#                     GPU machine has no clang-19 to make PTX; the PTX text
+#                     compresses 4x), named as the tests look them up
+#                     (tests/runtime/model_check.h, mc_use_prebuilt):
+#                     <fixture>.<model>.f32.cuda.halo.xz for each model's
+#                     fixtures, hybrid_tiny.random11.cuda.halo.xz
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -26,6 +28,9 @@ grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
 progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
+# The model tests gpu-backend.sh runs on cuda (PACK_CUDA=0: none).
+cuda_tests="tests/runtime/test_gdn_oracle tests/runtime/test_mtp_oracle tests/runtime/test_spec_exact tests/runtime/test_checkpoint tests/runtime/test_session_logits"
+[ "${PACK_CUDA:-1}" != 0 ] && progs="$progs $cuda_tests"
 ninja -C build-dev $progs
 kernel_tests=""
 if [ "${PACK_TESTS:-1}" != 0 ]; then
@@ -52,13 +57,25 @@ ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
-# FAMILY_tiny with models/FAMILY.yaml, as tests/runtime/test_gpu_backend.c pairs them
-# (PACK_CUDA=0: none, for runs that do not use tools/gpu/gpu-backend.sh).
-for f in $([ "${PACK_CUDA:-1}" != 0 ] && echo qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny); do
-	build-dev/tools/halo compile --model "models/${f%_tiny}.yaml" --hf "tests/fixtures/$f" --targets ref,vulkan,cuda \
-		-o ".devrun/${f}_cuda.halo"
-	xz -9 ".devrun/${f}_cuda.halo"
-done
+# Each fixture with its model, as the tests pair them, and the checkpoint
+# test's random-weight hybrid graph (PACK_CUDA=0: none, for runs that do not
+# use tools/gpu/gpu-backend.sh).
+cuda_bundle() { # name, halo compile arguments...
+	name=$1; shift
+	build-dev/tools/halo compile "$@" --dtype f32 --targets ref,vulkan,cuda -o ".devrun/bundles/$name.cuda.halo"
+	xz -9 ".devrun/bundles/$name.cuda.halo"
+}
+if [ "${PACK_CUDA:-1}" != 0 ]; then
+	mkdir -p .devrun/bundles .devrun/hybrid
+	for fm in qwen3_tiny:qwen3 qwen3_next_tiny:qwen3_next qwen3_5_moe_tiny:qwen3_5_moe qwen4_exp_tiny:qwen4_exp \
+		deepseek_v4_tiny:deepseek_v4 deepseek_v4_b:deepseek_v4; do
+		f=${fm%%:*} m=${fm#*:}
+		cuda_bundle "$f.$m.f32" --model "models/$m.yaml" --hf "tests/fixtures/$f"
+	done
+	cp tests/models/hybrid_tiny.config.json .devrun/hybrid/config.json
+	cuda_bundle hybrid_tiny.random11 --model tests/models/hybrid_tiny.yaml --hf .devrun/hybrid --random-weights 11
+	rm -rf .devrun/hybrid
+fi
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
 	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
