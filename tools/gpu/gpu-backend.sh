@@ -14,6 +14,9 @@
 #  - test_session_logits: logits read in place equal the copies.
 # A missing driver or device fails here (HALO_REQUIRE_GPU=1). Every test runs
 # even after one fails; the exit status is 1 if any did. Writes to $OUT.
+# Packing: `PACK_TESTS=0 sh tools/gpu/pack.sh && rm -r .devrun/deb` (no
+# Vulkan test programs, no validation layer: cuda needs neither) keeps the
+# carried tree under its 64 MiB.
 # usage: tools/gpu/gpu-backend.sh
 set -eu
 cd "$(dirname "$0")/../.."
