@@ -11,7 +11,9 @@
 #  - test_spec_exact greedy: speculative output equal to plain greedy for
 #    K = 1..4 at every acceptance length, the state left bitwise;
 #  - test_checkpoint: save/restore and rollback bitwise;
-#  - test_session_logits: logits read in place equal the copies.
+#  - test_session_logits: logits read in place equal the copies;
+#  - halo run --profile and --spec mtp on cuda (the per-dispatch event
+#    timings and the drafter's statistics printed).
 # A missing driver or device fails here (HALO_REQUIRE_GPU=1). Every test runs
 # even after one fails; the exit status is 1 if any did. Writes to $OUT.
 # Packing: `PACK_TESTS=0 sh tools/gpu/pack.sh && rm -r .devrun/deb` (no
@@ -52,5 +54,8 @@ for fam in qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4; do
 done
 t test_checkpoint cuda
 t test_session_logits cuda
+q4="$HALO_TEST_BUNDLES/qwen4_exp_tiny.qwen4_exp.f32.cuda.halo"
+t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 8 --profile
+t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 16 --spec mtp --draft-n 3
 cat "$log"
 exit "$rc"
