@@ -346,6 +346,8 @@ static void put_entries(FILE *out, const ir_module *m)
 		}
 		if (e->state_slots)
 			fputs(", recurrent: slots", out);
+		if (e->tokens_out)
+			fputs(", output: tokens", out);
 		fputs("}\n", out);
 	}
 }

@@ -227,6 +227,11 @@ typedef struct {
 	 * round that accepts n of its tokens makes slot n-1 the state instead of
 	 * replaying them. Default `last`: only the state after the last token. */
 	bool state_slots;
+	/* `output: tokens`: the entry returns each row's greedy token (the
+	 * argmax of its logits, first index of the maximum) instead of the
+	 * logits (passes/entry_tokens.c); a greedy draft chain feeds each
+	 * step's token to the next on the device (halo_session_chain_at). */
+	bool tokens_out;
 	ir_loc loc;
 } ir_entry;
 

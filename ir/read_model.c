@@ -12,10 +12,11 @@
 static const char *const top_keys[] = {"model",  "hf_model_types", "hf_prefixes", "params", "weights", "state",
 				       "blocks", "layers",         "graphs",      "entries", "draft",  "include", NULL};
 static const char *const prefix_keys[] = {"from", "to", NULL};
-static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", "recurrent", NULL};
+static const char *const entry_keys[] = {"graph", "tokens", "logits", "position", "recurrent", "output", NULL};
 static const char *const logits_modes[] = {"all", "last", NULL};
 static const char *const position_modes[] = {"session", "caller", NULL};
 static const char *const recurrent_modes[] = {"last", "slots", NULL};
+static const char *const output_modes[] = {"logits", "tokens", NULL};
 
 static bool read_hf_types(rd_ctx *rd, const yaml_node_t *seq)
 {
@@ -85,9 +86,12 @@ static bool read_entry(rd_ctx *rd, const yaml_node_t *spec, ir_entry *e)
 	e->position = pos ? rd_choice(rd, pos, "position", position_modes) : "session";
 	yaml_node_t *rec = rd_get(rd, spec, "recurrent");
 	const char *mode = rec ? rd_choice(rd, rec, "recurrent", recurrent_modes) : "last";
-	if (!e->logits || !e->position || !mode)
+	yaml_node_t *outn = rd_get(rd, spec, "output");
+	const char *output = outn ? rd_choice(rd, outn, "output", output_modes) : "logits";
+	if (!e->logits || !e->position || !mode || !output)
 		return false;
 	e->state_slots = strcmp(mode, "slots") == 0;
+	e->tokens_out = strcmp(output, "tokens") == 0;
 	if (e->state_slots && strcmp(e->position, "session") != 0)
 		return rd_fail(rd, rec, "%s: recurrent: slots is for an entry at the session's position (a "
 			       "verify step), not position: caller", what);

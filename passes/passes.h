@@ -34,6 +34,11 @@ bool pass_expand_blocks(ir_module *m, ir_error *err);
  * write, when the state does not come straight from a recurrent op. */
 bool pass_state_slots(ir_module *m, ir_error *err);
 
+/* Entries with `output: tokens`: their graph (a copy when an entry that
+ * returns logits shares it) ends in an argmax of the logits, whose [T] i32
+ * token ids are the graph's output. */
+bool pass_entry_tokens(ir_module *m, ir_error *err);
+
 /* Removes nodes whose results nobody uses; state_write sinks and what they
  * need stay. */
 bool pass_dce(ir_module *m, ir_error *err);

@@ -16,6 +16,7 @@ MODULE_PASS(verify)
 MODULE_PASS(infer_shapes)
 MODULE_PASS(expand_blocks)
 MODULE_PASS(state_slots)
+MODULE_PASS(entry_tokens)
 MODULE_PASS(dce)
 MODULE_PASS(fuse_norm_matmul)
 MODULE_PASS(fuse_norm_rope)
@@ -35,6 +36,7 @@ static const pipeline_pass passes[] = {
 	{"infer_shapes", "shapes and dtypes; blocks from their first call site", run_infer_shapes, false},
 	{"expand_blocks", "inline every layer; per-layer weights and states", run_expand_blocks, false},
 	{"state_slots", "per-token slots of the recurrent states for recurrent: slots entries", run_state_slots, false},
+	{"entry_tokens", "an argmax of the logits for output: tokens entries", run_entry_tokens, false},
 	{"dce", "drop unused nodes (state_write sinks stay)", run_dce, false},
 	{"fuse_norm_matmul", "rms_norm into matmul prologues; its weight folded into theirs", run_fuse_norm_matmul,
 	 false},

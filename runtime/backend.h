@@ -53,13 +53,18 @@ typedef struct {
 	/* Zeroes every state buffer. */
 	bool (*state_clear)(halo_backend_session *s, char *err, size_t errlen);
 	/* Runs one entry for T tokens at position pos; *out is then the entry's
-	 * output (logits rows, e->output for T) in host memory the backend
+	 * output (logits or token rows, e->output for T) in host memory the backend
 	 * session owns (Vulkan's mapped staging buffer, ref's arena), valid
 	 * until its next run: callers read it in place, with no copy a step.
 	 * With dispatch_ns (profiling), adds each dispatch's time in
 	 * nanoseconds to dispatch_ns[i]. */
 	bool (*run)(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		    const float **out, double *dispatch_ns, char *err, size_t errlen);
+		    const void **out, double *dispatch_ns, char *err, size_t errlen);
+	/* halo_session_chain_at for e (tokens_out, T = 1), k <= HALO_CHAIN_MAX,
+	 * with each step's token passed to the next on the device; NULL in a
+	 * backend that runs the steps one at a time through run. */
+	bool (*chain)(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_t first, int64_t k, int32_t *out,
+		      char *err, size_t errlen);
 	int (*validation_messages)(const halo_backend *b);
 	/* A buffer the size of the session's recurrent state
 	 * (manifest->recurrent_bytes), and copies of the recurrent ranges into

@@ -85,6 +85,7 @@ typedef struct {
 	bool logits_all;
 	bool caller_position;
 	bool state_slots; /* keeps per-token recurrent state slots: halo_session_keep after it */
+	bool tokens_out;  /* returns each row's greedy token, not logits (halo_session_tokens) */
 } halo_entry_info;
 bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *out);
 
@@ -109,6 +110,12 @@ bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens
  * failed one. A caller that only scans them (a greedy argmax, verifying
  * drafts) saves the copy of up to t_max rows a step. rows may be NULL. */
 const float *halo_session_logits(const halo_session *s, int64_t *rows);
+/* The same for a step of an entry that returns tokens (`output: tokens`):
+ * its [*rows] greedy tokens (the first index of each row's largest logit),
+ * in place; NULL (*rows 0) after a step that returned logits. Such an
+ * entry refuses a logits buffer in halo_session_step(_at), and
+ * halo_session_logits gives NULL after it. */
+const int32_t *halo_session_tokens(const halo_session *s, int64_t *rows);
 
 /* Runs a caller-position entry (a draft head, which trails the session) over
  * tokens[0..n) at positions [pos, pos + n), 0 <= pos and pos + n <= n_ctx,
@@ -119,6 +126,19 @@ const float *halo_session_logits(const halo_session *s, int64_t *rows);
  * position (halo_session_step, halo_session_prefill). */
 bool halo_session_step_at(halo_session *s, const char *entry, int64_t pos, const int32_t *tokens, int64_t n,
 			  float *logits, char *err, size_t errlen);
+
+/* The most steps one halo_session_chain_at runs. */
+#define HALO_CHAIN_MAX 16
+/* A greedy chain: k (1..HALO_CHAIN_MAX) single-token steps of a
+ * caller-position entry that returns tokens, at positions pos .. pos+k-1,
+ * step 0 fed `first` and step i the token step i-1 returned; out[i] gets
+ * step i's token. A backend that can keeps the tokens on the device and
+ * runs the k steps as one submission (Vulkan); the others, and any session
+ * while profiling, run them one at a time, with the same results. Leaves
+ * the session's position, and no output for halo_session_logits/_tokens.
+ * A greedy drafter's chained drafts (runtime/mtp_draft.h). */
+bool halo_session_chain_at(halo_session *s, const char *entry, int64_t pos, int32_t first, int64_t k, int32_t *out,
+			   char *err, size_t errlen);
 
 /* Keeps the first n (1 <= n <= T) tokens of the last step, which must be a
  * halo_session_step of an entry with `recurrent: slots` (a verify step of T

@@ -459,6 +459,26 @@ static bool parse_position(mctx *c, json_object *o, const char *path, bool *call
 	return true;
 }
 
+/* The output holds whole rows at every token count: f32 logits of vocab
+ * each, or (an i32 output) one greedy token each; as many rows as tokens,
+ * or (logits_all false) at least the last one. */
+static bool output_rows(mctx *c, const halo_manifest *m, halo_entry *e, const char *path)
+{
+	const halo_tensor_ref *t = &e->output.t;
+	e->tokens_out = t->dtype == HALO_I32;
+	if (!e->tokens_out && t->dtype != HALO_F32)
+		return fail(c, path, "output is %s, not f32 logits or i32 tokens", halo_dtype_name(t->dtype));
+	uint64_t row = e->tokens_out ? sizeof(int32_t) : (uint64_t)m->vocab * sizeof(float);
+	for (int64_t T = e->t_min; T <= e->t_max; T++) {
+		uint64_t bytes = halo_tensor_bytes(t, T);
+		if (bytes % row || bytes < row || (e->logits_all && bytes / row != (uint64_t)T))
+			return fail(c, path, "output of %llu bytes at %lld tokens is not %s rows of %llu bytes",
+				    (unsigned long long)bytes, (long long)T, e->logits_all ? "T" : "whole",
+				    (unsigned long long)row);
+	}
+	return true;
+}
+
 static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_entry *e)
 {
 	char path[96];
@@ -511,7 +531,7 @@ static bool parse_entry(mctx *c, json_object *o, const halo_manifest *m, halo_en
 					    (long long)t->pos_rows, (long long)m->n_ctx);
 		}
 	}
-	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path);
+	return act_fits(c, &e->input.t, e, path) && act_fits(c, &e->output.t, e, path) && output_rows(c, m, e, path);
 }
 
 /* "targets": "ref", then GPU targets (kernels/gpu_target.h), each once. */

@@ -102,7 +102,10 @@ typedef struct {
 	 * (halo_manifest.slots), which halo_session_keep picks from. */
 	bool state_slots;
 	uint64_t act_bytes;   /* activation arena for t_max */
-	halo_io input, output; /* token ids in, logits out */
+	halo_io input, output; /* token ids in; logits out, f32 rows of vocab */
+	/* The output is each row's greedy token instead (an i32 per row: the
+	 * entry's `output: tokens`), known from its dtype. */
+	bool tokens_out;
 	int n_dispatch;
 	halo_dispatch *dispatch;
 } halo_entry;

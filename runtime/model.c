@@ -25,7 +25,10 @@ struct halo_session {
 	/* T of the last step when its entry kept per-token state slots and
 	 * nothing ran since: what halo_session_keep may choose from; else 0. */
 	int64_t slots_T;
-	const float *out; /* the last step's logits, backend-owned (halo_session_logits) */
+	/* The last step's output, backend-owned: logits (halo_session_logits)
+	 * or, from an entry with tokens_out, greedy tokens (halo_session_tokens). */
+	const void *out;
+	bool out_tokens;
 	int64_t out_rows;
 	double **prof_ns; /* while profiling: [entry][dispatch] accumulated time */
 	int64_t *prof_steps;
@@ -110,7 +113,8 @@ bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *ou
 {
 	const halo_entry *e = manifest_entry(m->manifest, name);
 	if (e)
-		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position, e->state_slots};
+		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position, e->state_slots,
+					 e->tokens_out};
 	return e != NULL;
 }
 
@@ -196,36 +200,60 @@ static bool check_tokens(const halo_manifest *man, const halo_entry *e, const in
 	return true;
 }
 
-/* Runs checked tokens through e at pos; the logits stay where the backend
- * put them (halo_session_logits) and are copied to logits when it is not
- * NULL. */
+/* Bytes of one row of e's output: a vocabulary of logits, or one token. */
+static uint64_t row_bytes(const halo_manifest *man, const halo_entry *e)
+{
+	return e->tokens_out ? sizeof(int32_t) : (uint64_t)man->vocab * sizeof(float);
+}
+
+/* Runs checked tokens through e at pos; the output stays where the backend
+ * put it (halo_session_logits, halo_session_tokens) and the logits are
+ * copied to logits when it is not NULL (which an entry returning tokens
+ * refuses). */
 static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const int32_t *tokens, int64_t n,
 		      float *logits, char *err, size_t errlen)
 {
 	const halo_manifest *man = s->model->manifest;
 	int ei = (int)(e - man->entries);
+	if (logits && e->tokens_out) {
+		snprintf(err, errlen, "entry '%s' returns tokens, not logits: pass NULL and read halo_session_tokens",
+			 e->name);
+		return false;
+	}
 	s->slots_T = 0;
 	s->out = NULL;
-	const float *out;
+	const void *out;
 	if (!s->model->ops->run(s->bs, e, n, pos, tokens, &out, s->prof_ns ? s->prof_ns[ei] : NULL, err, errlen))
 		return false;
 	if (s->prof_ns)
 		s->prof_steps[ei]++;
-	/* An entry that returns only the last row's logits hands out the last
-	 * of the rows its output holds (halo_tensor_bytes says how many). */
-	int64_t held = (int64_t)(halo_tensor_bytes(&e->output.t, n) / ((uint64_t)man->vocab * sizeof(float)));
+	/* An entry that returns only the last row hands out the last of the
+	 * rows its output holds (halo_tensor_bytes says how many; the manifest
+	 * reader checked they are whole rows, at least one). */
+	uint64_t row = row_bytes(man, e);
+	uint64_t held = halo_tensor_bytes(&e->output.t, n) / row;
 	s->out_rows = e->logits_all ? n : 1;
-	s->out = out + (size_t)((e->logits_all || held < 1 ? 0 : held - 1) * man->vocab);
+	s->out_tokens = e->tokens_out;
+	s->out = (const uint8_t *)out + (e->logits_all ? 0 : (held - 1) * row);
 	if (logits)
-		memcpy(logits, s->out, (size_t)(s->out_rows * man->vocab) * sizeof(float));
+		memcpy(logits, s->out, (size_t)s->out_rows * row);
 	return true;
 }
 
 const float *halo_session_logits(const halo_session *s, int64_t *rows)
 {
+	bool have = s->out && !s->out_tokens;
 	if (rows)
-		*rows = s->out ? s->out_rows : 0;
-	return s->out;
+		*rows = have ? s->out_rows : 0;
+	return have ? s->out : NULL;
+}
+
+const int32_t *halo_session_tokens(const halo_session *s, int64_t *rows)
+{
+	bool have = s->out && s->out_tokens;
+	if (rows)
+		*rows = have ? s->out_rows : 0;
+	return have ? s->out : NULL;
 }
 
 bool halo_session_step(halo_session *s, const char *name, const int32_t *tokens, int64_t n, float *logits, char *err,
@@ -281,6 +309,45 @@ bool halo_session_step_at(halo_session *s, const char *name, int64_t pos, const 
 	return run_entry(s, e, pos, tokens, n, logits, err, errlen);
 }
 
+/* k single-token steps, each fed the previous step's token, one at a time. */
+static bool chain_steps(halo_session *s, const halo_entry *e, int64_t pos, int32_t first, int64_t k, int32_t *out,
+			char *err, size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
+	int32_t tok = first;
+	for (int64_t i = 0; i < k; i++) {
+		if (!check_tokens(man, e, &tok, 1, err, errlen) || !run_entry(s, e, pos + i, &tok, 1, NULL, err, errlen))
+			return false;
+		tok = out[i] = *(const int32_t *)s->out;
+	}
+	return true;
+}
+
+bool halo_session_chain_at(halo_session *s, const char *name, int64_t pos, int32_t first, int64_t k, int32_t *out,
+			   char *err, size_t errlen)
+{
+	const halo_manifest *man = s->model->manifest;
+	const halo_entry *e = find_entry(man, name, true, err, errlen);
+	if (!e || !check_tokens(man, e, &first, 1, err, errlen))
+		return false;
+	if (!e->tokens_out) {
+		snprintf(err, errlen, "entry '%s' returns logits: a chain needs an entry with output: tokens", name);
+		return false;
+	}
+	if (k < 1 || k > HALO_CHAIN_MAX || pos < 0 || pos > man->n_ctx - k) {
+		snprintf(err, errlen, "chain of %lld steps of '%s' at position %lld: want 1..%d steps inside the "
+			 "context [0, %lld)", (long long)k, name, (long long)pos, HALO_CHAIN_MAX, (long long)man->n_ctx);
+		return false;
+	}
+	/* Profiling times each step's dispatches: one step at a time. */
+	bool ok = s->model->ops->chain && !s->prof_ns
+			  ? s->model->ops->chain(s->bs, e, pos, first, k, out, err, errlen)
+			  : chain_steps(s, e, pos, first, k, out, err, errlen);
+	s->slots_T = 0;
+	s->out = NULL;
+	return ok;
+}
+
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen)
 {
@@ -294,6 +361,10 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 		return false;
 	if (logits_all && !e->logits_all) {
 		snprintf(err, errlen, "the bundle's prefill entry returns only the last position's logits");
+		return false;
+	}
+	if (e->tokens_out) {
+		snprintf(err, errlen, "the bundle's entry '%s' returns tokens, not logits", name);
 		return false;
 	}
 	int64_t vocab = s->model->manifest->vocab;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(HALO_SPEC_K_MAX - 1 <= HALO_CHAIN_MAX, "a round's chained drafts exceed one chain");
+
 struct halo_mtp_drafter {
 	halo_model *m;
 	halo_session *s;
@@ -11,6 +13,7 @@ struct halo_mtp_drafter {
 	int64_t vocab;
 	int64_t extend_max;  /* tokens per draft_extend call */
 	int64_t catchup_max; /* tokens per draft_catchup call; 0: the bundle has none */
+	bool chain;          /* greedy, with draft_greedy: chained drafts in one halo_session_chain_at */
 	int64_t done;       /* head positions [0, done) hold target-conditioned entries */
 	float *q;           /* [HALO_SPEC_K_MAX, vocab] draft distributions (sampling only) */
 	int32_t *scratch;   /* [vocab] */
@@ -71,6 +74,9 @@ halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const 
 	halo_entry_info catchup;
 	if (halo_model_entry(m, HALO_MTP_CATCHUP_ENTRY, &catchup) && catchup.caller_position)
 		d->catchup_max = catchup.t_max;
+	halo_entry_info greedy;
+	d->chain = sampling->temperature <= 0 && halo_model_entry(m, HALO_MTP_GREEDY_ENTRY, &greedy) &&
+		   greedy.caller_position && greedy.tokens_out && greedy.t_min == 1;
 	drafter_rng_seed(&d->rng, seed);
 	return d;
 }
@@ -135,6 +141,15 @@ static int mtp_propose(void *self, const int32_t *ctx, int64_t n, int k, halo_dr
 	if (!extend(d, ctx, pos, err, errlen))
 		return -1;
 	out[0] = pick(d, 0);
+	if (d->chain && k > 1) {
+		/* step j at head position pos + j, fed draft j, gives draft j + 1 */
+		int32_t toks[HALO_SPEC_K_MAX];
+		if (!halo_session_chain_at(d->s, HALO_MTP_GREEDY_ENTRY, pos, out[0].token, k - 1, toks, err, errlen))
+			return -1;
+		for (int i = 1; i < k; i++)
+			out[i] = (halo_draft){toks[i - 1], NULL};
+		return k;
+	}
 	for (int i = 1; i < k; i++) {
 		/* chained draft i sits at head position pos + i - 1 */
 		if (!halo_session_step_at(d->s, HALO_MTP_STEP_ENTRY, pos + i - 1, &out[i - 1].token, 1, NULL, err,

@@ -9,7 +9,9 @@
  * proposal first extends the head over the positions the target consumed
  * since the last one (target hidden states, accepted tokens: the rows the
  * target exported by position), whose last row gives the first draft, then
- * chains `draft` steps on the head's own output for the others. All of the
+ * chains `draft` steps on the head's own output for the others (greedy, with
+ * `draft_greedy` in the bundle: one chain whose drafts pass from step to
+ * step on the device, the same tokens as argmaxes of `draft`'s logits). All of the
  * head's state is positional (its KV cache, its output rows), so a rejected
  * draft needs no restore: the next extension rewrites those positions
  * before anything reads them. */
@@ -30,6 +32,9 @@ typedef struct halo_mtp_drafter halo_mtp_drafter;
 #define HALO_MTP_STEP_ENTRY "draft"
 /* Optional: the extension entry for more tokens than draft_extend takes. */
 #define HALO_MTP_CATCHUP_ENTRY "draft_catchup"
+/* Optional: the step returning its token (output: tokens), which greedy
+ * drafting chains on the device (halo_session_chain_at). */
+#define HALO_MTP_GREEDY_ENTRY "draft_greedy"
 
 /* Refuses, naming what is missing, a bundle without both entries, or whose
  * entries do not run at a caller-given position, or whose chained step

@@ -19,6 +19,10 @@
  *    a twin writing the producer's per-token states into the state's slots
  *    ([t_max, ...state], kind slots), and leaves decode's graph alone; it
  *    refuses a recurrent state written from anything but a recurrent op;
+ *  - entry_tokens (on qwen4_exp) gives draft_greedy (output: tokens) a copy
+ *    of mtp_step ending in an argmax of the logits, [T] i32, and leaves
+ *    draft's graph returning logits; it refuses an entry whose graph does
+ *    not return logits;
  *  - fuse_norm_rope makes q_norm and k_norm the ropes' prologues (with
  *    their weights as operands), leaving no norm node;
  *  - merge_matmuls merges q, k and v (split, in weight-name order, under the
@@ -379,6 +383,44 @@ static void state_slots_refusal(void)
 	ir_module_free(m);
 }
 
+/* output: tokens (passes/entry_tokens.c): Qwen3.8 Flash's draft_greedy
+ * shares mtp_step with draft, so it gets a copy ending in an argmax whose
+ * [T] i32 result is the output; draft still returns the logits. */
+static void entry_tokens_graph(void)
+{
+	ir_module *m = test_run_to("models/qwen4_exp.yaml", "tests/fixtures/qwen4_exp_tiny/config.json", "entry_tokens",
+				   NULL);
+	if (!m)
+		return;
+	int fl = entry_func(m, "draft"), ft = entry_func(m, "draft_greedy");
+	CHECK(fl >= 0 && ft >= 0 && fl != ft && strcmp(m->funcs[ft].name, "mtp_step.tokens") == 0,
+	      "draft_greedy runs graph %d, draft %d: want its own copy mtp_step.tokens", ft, fl);
+	if (fl >= 0 && ft >= 0 && fl != ft) {
+		const ir_func *f = &m->funcs[ft], *g = &m->funcs[fl];
+		const ir_value *out = &f->values[f->outputs[0]], *logits = &g->values[g->outputs[0]];
+		const ir_node *am = out->producer >= 0 ? &f->nodes[out->producer] : NULL;
+		CHECK(am && am->op == IR_OP_ARGMAX && out->dtype == HALO_I32 && out->shape.rank == 1 &&
+			      strcmp(f->output_names[0], "tokens") == 0 &&
+			      strcmp(f->values[am->in[0]].name, logits->name) == 0,
+		      "draft_greedy's output is not the argmax of the logits");
+		CHECK(logits->dtype == HALO_F32 && logits->shape.rank == 2, "draft no longer returns logits");
+	}
+	ir_module_free(m);
+
+	/* a graph whose output is not logits is refused, naming the entry */
+	m = test_run_to(MODEL, CONFIG, "state_slots", NULL);
+	if (!m)
+		return;
+	ir_func *f = &m->funcs[m->entries[0].func];
+	f->outputs[0] = f->inputs[0];
+	m->entries[0].tokens_out = true;
+	ir_error err = {0};
+	CHECK(!pass_entry_tokens(m, &err), "an entry whose graph returns token ids was given an argmax");
+	CHECK(strstr(err.msg, m->entries[0].name) && strstr(err.msg, "not f32 logits"), "unclear message: %s",
+	      err.msg);
+	ir_module_free(m);
+}
+
 static void norm_rope_fusion(void)
 {
 	ir_module *m = test_run_to(MODEL, CONFIG, "fuse_norm_rope", NULL);
@@ -559,6 +601,7 @@ int main(void)
 	output_aliasing_state();
 	state_slots_graph();
 	state_slots_refusal();
+	entry_tokens_graph();
 	norm_rope_fusion();
 	merge_rules();
 	state_store_rules();

@@ -55,7 +55,7 @@ struct halo_backend_session {
 	gpu_args **args; /* [entry][dispatch], T set per step */
 	int n_events;
 	void **events;   /* profiling: one before the first dispatch, one after each */
-	float *out;      /* the last step's output, copied to the host */
+	void *out;       /* the last step's output, copied to the host */
 	size_t out_cap;  /* its bytes */
 };
 
@@ -534,12 +534,12 @@ static bool add_dispatch_times(halo_backend_session *s, const halo_entry *e, dou
 }
 
 bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-	     const float **out, double *dispatch_ns, char *err, size_t errlen)
+	     const void **out, double *dispatch_ns, char *err, size_t errlen)
 {
 	const halo_backend *b = s->b;
 	size_t bytes = halo_tensor_bytes(&e->output.t, T);
 	if (bytes > s->out_cap) {
-		float *grown = realloc(s->out, bytes);
+		void *grown = realloc(s->out, bytes);
 		if (!grown)
 			return oom(b, err, errlen);
 		s->out = grown;

@@ -23,7 +23,7 @@ halo_backend_session *gpu_session_create(halo_backend *b, char *err, size_t errl
 void gpu_session_destroy(halo_backend_session *s);
 bool gpu_state_clear(halo_backend_session *s, char *err, size_t errlen);
 bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-	     const float **out, double *dispatch_ns, char *err, size_t errlen);
+	     const void **out, double *dispatch_ns, char *err, size_t errlen);
 int gpu_validation_messages(const halo_backend *b);
 halo_backend_checkpoint *gpu_checkpoint_create(halo_backend_session *s, char *err, size_t errlen);
 void gpu_checkpoint_destroy(halo_backend_checkpoint *c);

@@ -183,7 +183,7 @@ static double now_ns(void)
 }
 
 static bool ref_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		    const float **out, double *dispatch_ns, char *err, size_t errlen)
+		    const void **out, double *dispatch_ns, char *err, size_t errlen)
 {
 	memcpy(s->act + e->input.t.offset, tokens, (size_t)T * sizeof(int32_t));
 	for (int i = 0; i < e->n_dispatch; i++) {
@@ -193,7 +193,7 @@ static bool ref_run(halo_backend_session *s, const halo_entry *e, int64_t T, int
 		if (dispatch_ns)
 			dispatch_ns[i] += now_ns() - t0;
 	}
-	*out = (const float *)(s->act + e->output.t.offset);
+	*out = s->act + e->output.t.offset;
 	return true;
 }
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "runtime/backend.h"
+#include "runtime/halo.h"
 #include "runtime/drivers/vulkan/vk_buffer.h"
 #include "runtime/drivers/vulkan/vk_cmd.h"
 #include "runtime/drivers/vulkan/vk_device.h"
@@ -51,6 +52,7 @@ struct halo_backend {
 typedef struct {
 	const halo_entry *entry;
 	int64_t T;
+	int64_t chain; /* 0, or the steps of a greedy chain (vk_chain) */
 	bool profiled;
 	uint64_t generation; /* the backend's picks it was recorded with */
 	vk_cmd cmd;
@@ -63,9 +65,11 @@ static void recording_destroy(vk_ctx *ctx, recording *r)
 	vk_timer_destroy(ctx, &r->timer);
 }
 
-/* Layout of the mapped staging buffer `io`. */
+/* Layout of the mapped staging buffer `io`: step records (a chain's one
+ * per step), token ids, then the output (a chain's tokens). */
 #define IO_STEP 0
 #define IO_TOKENS 256
+_Static_assert(IO_STEP + 16 * HALO_CHAIN_MAX <= IO_TOKENS, "a chain's step records overlap the token ids");
 
 struct halo_backend_session {
 	halo_backend *b;
@@ -477,6 +481,8 @@ static halo_backend_session *vk_session_create(halo_backend *b, char *err, size_
 		logits = l > logits ? l : logits;
 	}
 	s->io_logits = (IO_TOKENS + tokens + 255) / 256 * 256;
+	if (logits < HALO_CHAIN_MAX * sizeof(int32_t))
+		logits = HALO_CHAIN_MAX * sizeof(int32_t);
 	vk_error e;
 	uint64_t state_bytes = b->manifest->state_bytes;
 	if (!vk_buffer_create(b->ctx, state_bytes ? state_bytes : 4, VK_BUFFER_DEVICE, &s->state, &e) ||
@@ -512,30 +518,15 @@ static int entry_index(const halo_manifest *m, const halo_entry *e)
 	return (int)(e - m->entries);
 }
 
-static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, recording *r, char *err,
-		   size_t errlen)
+/* e's dispatches for T tokens into r, after a barrier the caller placed. */
+static bool record_dispatches(halo_backend_session *s, const halo_entry *e, int64_t T, recording *r, char *err,
+			      size_t errlen)
 {
 	vk_error ve;
-	r->entry = e;
-	r->T = T;
-	r->profiled = profiled;
-	r->generation = s->b->generation;
-	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve) ||
-	    (profiled && !vk_timer_create(s->b->ctx, (uint32_t)e->n_dispatch + 1, &r->timer, &ve)))
-		return vk_to_err(&ve, err, errlen);
-	if (profiled)
-		vk_cmd_timer_reset(&r->cmd, &r->timer);
 	int ei = entry_index(s->b->manifest, e);
 	uint32_t push[1] = {(uint32_t)T};
-	/* Inputs in; everything before (the previous step) finished first. */
-	vk_cmd_barrier_all(&r->cmd);
-	vk_cmd_copy(&r->cmd, &s->io, IO_STEP, &s->step, 0, 16);
-	vk_cmd_copy(&r->cmd, &s->io, IO_TOKENS, &s->act, e->input.t.offset, (uint64_t)T * sizeof(int32_t));
-	vk_cmd_barrier_all(&r->cmd);
-	if (profiled)
-		vk_cmd_timestamp(&r->cmd, &r->timer, 0);
 	/* Tuning times each dispatch alone: nothing of its neighbours overlaps. */
-	bool isolate = profiled && s->b->tune;
+	bool isolate = r->profiled && s->b->tune;
 	for (int i = 0; i < e->n_dispatch; i++) {
 		const halo_dispatch *d = &e->dispatch[i];
 		const halo_kernel *k = &s->b->manifest->kernels[picked_kernel(s->b, d)];
@@ -547,9 +538,45 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 			vk_cmd_barrier(&r->cmd);
 		vk_cmd_dispatch(&r->cmd, p, pipeline, s->sets[ei][i], push, halo_grid_eval(k->groups[0], T),
 				halo_grid_eval(k->groups[1], T), halo_grid_eval(k->groups[2], T));
-		if (profiled)
+		if (r->profiled)
 			vk_cmd_timestamp(&r->cmd, &r->timer, (uint32_t)i + 1);
 	}
+	return true;
+}
+
+static bool record_begin(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t chain, bool profiled,
+			 recording *r, char *err, size_t errlen)
+{
+	vk_error ve;
+	r->entry = e;
+	r->T = T;
+	r->chain = chain;
+	r->profiled = profiled;
+	r->generation = s->b->generation;
+	if (!vk_cmd_create(s->b->ctx, &r->cmd, &ve) || !vk_cmd_begin(s->b->ctx, &r->cmd, &ve) ||
+	    (profiled && !vk_timer_create(s->b->ctx, (uint32_t)e->n_dispatch + 1, &r->timer, &ve)))
+		return vk_to_err(&ve, err, errlen);
+	if (profiled)
+		vk_cmd_timer_reset(&r->cmd, &r->timer);
+	/* Everything before (the previous step) finished first. */
+	vk_cmd_barrier_all(&r->cmd);
+	return true;
+}
+
+/* A step of T tokens: the io's step record and token ids in, the output out. */
+static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, recording *r, char *err,
+		   size_t errlen)
+{
+	vk_error ve;
+	if (!record_begin(s, e, T, 0, profiled, r, err, errlen))
+		return false;
+	vk_cmd_copy(&r->cmd, &s->io, IO_STEP, &s->step, 0, 16);
+	vk_cmd_copy(&r->cmd, &s->io, IO_TOKENS, &s->act, e->input.t.offset, (uint64_t)T * sizeof(int32_t));
+	vk_cmd_barrier_all(&r->cmd);
+	if (profiled)
+		vk_cmd_timestamp(&r->cmd, &r->timer, 0);
+	if (!record_dispatches(s, e, T, r, err, errlen))
+		return false;
 	/* Logits out, visible to the host after the fence. */
 	vk_cmd_barrier_all(&r->cmd);
 	vk_cmd_copy(&r->cmd, &s->act, e->output.t.offset, &s->io, s->io_logits, halo_tensor_bytes(&e->output.t, T));
@@ -557,19 +584,55 @@ static bool record(halo_backend_session *s, const halo_entry *e, int64_t T, bool
 	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
 }
 
-/* The recording of (e, T, profiled) with the backend's current picks. */
-static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, bool profiled, char *err,
-				 size_t errlen)
+/* A greedy chain of k single-token steps of e (tokens_out): step i's record
+ * from io slot i, its token from the io (i = 0) or step i - 1's output,
+ * its token out to the io's output area at i. */
+static bool record_chain(halo_backend_session *s, const halo_entry *e, int64_t k, recording *r, char *err,
+			 size_t errlen)
+{
+	vk_error ve;
+	if (!record_begin(s, e, 1, k, false, r, err, errlen))
+		return false;
+	uint64_t in = e->input.t.offset, tok = e->output.t.offset + halo_tensor_bytes(&e->output.t, 1) - sizeof(int32_t);
+	for (int64_t i = 0; i < k; i++) {
+		vk_cmd_copy(&r->cmd, &s->io, IO_STEP + 16 * (uint64_t)i, &s->step, 0, 16);
+		/* The memory plan may give the token the input's bytes: then it is
+		 * already in place. */
+		if (i == 0)
+			vk_cmd_copy(&r->cmd, &s->io, IO_TOKENS, &s->act, in, sizeof(int32_t));
+		else if (tok != in)
+			vk_cmd_copy(&r->cmd, &s->act, tok, &s->act, in, sizeof(int32_t));
+		vk_cmd_barrier_all(&r->cmd);
+		if (!record_dispatches(s, e, 1, r, err, errlen))
+			return false;
+		vk_cmd_barrier_all(&r->cmd);
+		vk_cmd_copy(&r->cmd, &s->act, tok, &s->io, s->io_logits + (uint64_t)i * sizeof(int32_t),
+			    sizeof(int32_t));
+		/* the next step overwrites what this copy reads; the host reads it */
+		vk_cmd_barrier_all(&r->cmd);
+	}
+	return vk_cmd_end(&r->cmd, &ve) || vk_to_err(&ve, err, errlen);
+}
+
+static bool record_kind(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t chain, bool profiled,
+			recording *r, char *err, size_t errlen)
+{
+	return chain ? record_chain(s, e, chain, r, err, errlen) : record(s, e, T, profiled, r, err, errlen);
+}
+
+/* The recording of (e, T, chain, profiled) with the backend's current picks. */
+static recording *find_recording(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t chain,
+				 bool profiled, char *err, size_t errlen)
 {
 	for (int i = 0; i < s->n_rec; i++) {
 		recording *r = &s->rec[i];
-		if (r->entry != e || r->T != T || r->profiled != profiled)
+		if (r->entry != e || r->T != T || r->chain != chain || r->profiled != profiled)
 			continue;
 		if (r->generation == s->b->generation)
 			return r;
 		recording_destroy(s->b->ctx, r); /* the picks changed: record it again in place */
 		memset(r, 0, sizeof(*r));
-		if (record(s, e, T, profiled, r, err, errlen))
+		if (record_kind(s, e, T, chain, profiled, r, err, errlen))
 			return r;
 		recording_destroy(s->b->ctx, r);
 		s->rec[i] = s->rec[--s->n_rec];
@@ -583,7 +646,7 @@ static recording *find_recording(halo_backend_session *s, const halo_entry *e, i
 	s->rec = grown;
 	recording *r = &s->rec[s->n_rec];
 	memset(r, 0, sizeof(*r));
-	if (!record(s, e, T, profiled, r, err, errlen)) {
+	if (!record_kind(s, e, T, chain, profiled, r, err, errlen)) {
 		recording_destroy(s->b->ctx, r);
 		return NULL;
 	}
@@ -606,9 +669,9 @@ static bool add_dispatch_times(vk_ctx *ctx, const recording *r, double *dispatch
 }
 
 static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
-		   const float **out, double *dispatch_ns, char *err, size_t errlen)
+		   const void **out, double *dispatch_ns, char *err, size_t errlen)
 {
-	recording *r = find_recording(s, e, T, dispatch_ns != NULL, err, errlen);
+	recording *r = find_recording(s, e, T, 0, dispatch_ns != NULL, err, errlen);
 	if (!r)
 		return false;
 	uint8_t *io = s->io.mapped;
@@ -618,8 +681,27 @@ static bool vk_run(halo_backend_session *s, const halo_entry *e, int64_t T, int6
 	vk_error ve;
 	if (!vk_cmd_submit_wait(s->b->ctx, &r->cmd, &ve))
 		return vk_to_err(&ve, err, errlen);
-	*out = (const float *)(io + s->io_logits); /* host-cached: read in place */
+	*out = io + s->io_logits; /* host-cached: read in place */
 	return !dispatch_ns || add_dispatch_times(s->b->ctx, r, dispatch_ns, err, errlen);
+}
+
+static bool vk_chain(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_t first, int64_t k, int32_t *out,
+		     char *err, size_t errlen)
+{
+	recording *r = find_recording(s, e, 1, k, false, err, errlen);
+	if (!r)
+		return false;
+	uint8_t *io = s->io.mapped;
+	for (int64_t i = 0; i < k; i++) {
+		uint32_t step[4] = {(uint32_t)(pos + i), 1, 0, 0};
+		memcpy(io + IO_STEP + 16 * i, step, sizeof(step));
+	}
+	memcpy(io + IO_TOKENS, &first, sizeof(first));
+	vk_error ve;
+	if (!vk_cmd_submit_wait(s->b->ctx, &r->cmd, &ve))
+		return vk_to_err(&ve, err, errlen);
+	memcpy(out, io + s->io_logits, (size_t)k * sizeof(int32_t));
+	return true;
 }
 
 /* Save and restore are each recorded once: one device-to-device copy per
@@ -750,6 +832,7 @@ const halo_backend_ops halo_vulkan_backend = {
 	.session_destroy = vk_session_destroy,
 	.state_clear = vk_state_clear,
 	.run = vk_run,
+	.chain = vk_chain,
 	.validation_messages = vk_validation_messages,
 	.checkpoint_create = vk_checkpoint_create,
 	.checkpoint_destroy = vk_checkpoint_destroy,
