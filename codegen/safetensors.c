@@ -940,17 +940,24 @@ bool halo_st_is_mxfp4(const halo_safetensors *st, const char *name)
  * E2M1's magnitudes stay below 2^3 and E8M0's scales at or below 2^127
  * (0xff, NaN, was refused with the scales), so the only products past f32's
  * 2^128 are a magnitude of 2 or more (codes 4-7) under the scale 2^127
- * (byte 254). */
+ * (byte 254): only such blocks are looked into. scales is the grid, one
+ * byte per 32 values of a row. */
 static int check_fp4_range(const source *src, const uint8_t *scales, char *err, size_t errlen)
 {
 	const halo_st_tensor *t = src->t;
-	for (uint64_t k = 0; k < t->bytes * 2; k++) {
-		unsigned q = k & 1 ? t->data[k / 2] >> 4 : t->data[k / 2] & 15u;
-		uint64_t r = k / src->cols, c = k % src->cols;
-		if ((q & 7u) >= 4u && scales[r * src->scale_cols + c / HALO_ST_FP4_BLOCK] == 254)
-			return failf(err, errlen, "%s: tensor '%s': element %llu (row %llu, column %llu) is %g times its "
-			             "scale 2^127, which is not finite in f32", t->file, t->name, (unsigned long long)k,
-			             (unsigned long long)r, (unsigned long long)c, (double)halo_e2m1_to_f32(q));
+	uint64_t blocks = src->scale_cols * (src->cols ? t->bytes * 2 / src->cols : 0);
+	for (uint64_t b = 0; b < blocks; b++) {
+		if (scales[b] != 254)
+			continue;
+		uint64_t r = b / src->scale_cols, c0 = b % src->scale_cols * HALO_ST_FP4_BLOCK;
+		for (uint64_t c = c0; c < c0 + HALO_ST_FP4_BLOCK; c++) {
+			uint64_t k = r * src->cols + c;
+			unsigned q = k & 1 ? t->data[k / 2] >> 4 : t->data[k / 2] & 15u;
+			if ((q & 7u) >= 4u)
+				return failf(err, errlen, "%s: tensor '%s': element %llu (row %llu, column %llu) is %g times its "
+				             "scale 2^127, which is not finite in f32", t->file, t->name, (unsigned long long)k,
+				             (unsigned long long)r, (unsigned long long)c, (double)halo_e2m1_to_f32(q));
+		}
 	}
 	return 0;
 }

@@ -333,7 +333,7 @@ static uint8_t e2m1_from_f32(float v)
 	return (uint8_t)(signbit(v) ? code | 8u : code);
 }
 
-/* The OCP MX spec's scale (v1.0, section 6.3): the shared exponent is
+/* The OCP MX spec's (v1.0) shared scale: the shared exponent is
  * floor(log2(amax)) - 2, E2M1's largest exponent, so the largest magnitude
  * lands in [4, 8) and above 6 saturates; clamped to E8M0's range (an
  * all-zero block gets byte 0). x * 2^-X is exact in f32 for every X the
