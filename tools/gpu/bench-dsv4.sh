@@ -11,9 +11,8 @@
 # kernels of a decode (halo run --profile), the bytes one decoded token reads
 # (active weights: attention, compressors, indexer, mHC, router, 6 routed and
 # the shared expert, lm_head) beside the read ceiling (bench/read_bw).
-# Writes to $OUT. QUANT=mxfp4 stores the routed experts mxfp4 (--quant mxfp4,
-# docs/quantization.md: 17 bytes per 32 weights; the rest stays f16).
-# usage: [QUANT=mxfp4] tools/gpu/bench-dsv4.sh [SHALLOW] [DEEP] [TG]
+# Writes to $OUT.
+# usage: tools/gpu/bench-dsv4.sh [SHALLOW] [DEEP] [TG]
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -23,16 +22,14 @@ shallow=${1:-1024}
 deep=${2:-32768}
 tg=${3:-64}
 cfg=tools/gpu/bench/deepseek_v4
-quant=${QUANT:-}
-case "$quant" in "" | mxfp4) ;; *) echo "QUANT must be mxfp4 or unset" >&2; exit 2 ;; esac
-bundle=/tmp/deepseek_v4_${quant:-f16}.halo
+bundle=/tmp/deepseek_v4_f16.halo
 "$HALO_BIN/read_bw" | tee "$out/read_bw.txt"
 t0=$(date +%s.%N)
-"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 --no-mtp --ctx $((deep + 1024)) ${quant:+--quant "$quant"} -o "$bundle" 2>&1 |
+"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 --no-mtp --ctx $((deep + 1024)) -o "$bundle" 2>&1 |
 	tail -2 | tee "$out/compile.txt"
 t1=$(date +%s.%N)
 echo "compile: $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" | tee -a "$out/compile.txt"
-python3 - "$cfg/config.json" "$quant" <<'PY' | tee -a "$out/compile.txt"
+python3 - "$cfg/config.json" <<'PY' | tee -a "$out/compile.txt"
 import json, sys
 c = json.load(open(sys.argv[1]))
 H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
@@ -44,10 +41,9 @@ ratios = [{"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_co
 attn = H * q + q * nh * D + H * D + (nh * D // g) * g * o + g * o * H
 comp = {0: 0, 4: 2 * 2 * D * H + q * nI * dI + H * nI + 2 * 2 * dI * H, 128: 2 * D * H}
 mhc = 2 * (2 + n) * n * n * H
-routed = {"": 2.0, "mxfp4": 17 / 32}[sys.argv[2]]  # bytes per routed expert weight
-ffn = 2 * (E * H + 3 * I * H) + routed * k * 3 * I * H
-w = sum(2 * (attn + comp[r] + mhc) + ffn for r in ratios) + 2 * (n * n * H + V * H)
-print("weight bytes read per decoded token (%s):" % (sys.argv[2] or "f16"), int(w))
+ffn = E * H + (k + 1) * 3 * I * H
+w = sum(attn + comp[r] + mhc + ffn for r in ratios) + n * n * H + V * H
+print("weight bytes read per decoded token (f16):", 2 * w)
 PY
 tokens=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
 "$HALO_BIN/halo" run "$bundle" --backend vulkan --tokens $tokens --n-predict 256 --profile 2>&1 \
