@@ -64,17 +64,22 @@ static bool ckpt_read(void *ctx, const char *name, const int64_t *shape, int ran
 	       halo_st_read_f32(ctx, name, dst, n, err, errlen) == 0;
 }
 
-static bool ckpt_is_f8(void *ctx, const char *name)
+static halo_dtype ckpt_stored_as(void *ctx, const char *name)
 {
-	return halo_st_is_f8_blocks(ctx, name);
+	return halo_st_is_f8_blocks(ctx, name) ? HALO_F8E4M3_B128 : halo_st_is_mxfp4(ctx, name) ? HALO_MXFP4 : HALO_F32;
 }
 
-static bool ckpt_read_f8(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
-			 float *scales, char *err, size_t errlen)
+/* mxfp4's scales are the checkpoint's E8M0 bytes; f8e4m3_b128's are f32,
+ * and its scales region starts at a multiple of 128 bytes, f32-aligned. */
+static bool ckpt_read_stored(void *ctx, const char *name, halo_dtype t, const int64_t *shape, int rank,
+			     uint8_t *values, uint8_t *scales, char *err, size_t errlen)
 {
 	uint64_t n;
-	return find_shaped(ctx, name, shape, rank, &n, err, errlen) &&
-	       halo_st_read_f8_blocks(ctx, name, values, scales, err, errlen) == 0;
+	if (!find_shaped(ctx, name, shape, rank, &n, err, errlen))
+		return false;
+	if (t == HALO_MXFP4)
+		return halo_st_read_mxfp4(ctx, name, values, scales, err, errlen) == 0;
+	return halo_st_read_f8_blocks(ctx, name, values, (float *)scales, err, errlen) == 0;
 }
 
 void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
@@ -82,7 +87,7 @@ void cg_checkpoint_source(halo_safetensors *st, cg_weight_source *src)
 	src->read = ckpt_read;
 	src->exists = ckpt_exists;
 	src->rows = ckpt_rows;
-	src->is_f8 = ckpt_is_f8;
-	src->read_f8 = ckpt_read_f8;
+	src->stored_as = ckpt_stored_as;
+	src->read_stored = ckpt_read_stored;
 	src->ctx = st;
 }

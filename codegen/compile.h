@@ -14,8 +14,9 @@ typedef struct {
 	const char *hf_dir;       /* holds config.json and, unless random, *.safetensors */
 	const char *out_path;     /* bundle to write (temp file + rename) */
 	halo_dtype matrix_dtype;  /* f32 or f16 for rank >= 2 weights */
-	/* q8_0, q4_k or f8e4m3_b128: linear-layer weights in that block format
-	 * (halo compile --quant; docs/quantization.md); any other value
+	/* q8_0, q4_k, f8e4m3_b128 or mxfp4: linear-layer weights (mxfp4: the
+	 * MoE experts alone) in that block format (halo compile --quant;
+	 * docs/quantization.md); any other value
 	 * (HALO_F32, the zero value): none. */
 	halo_dtype quant;
 	/* Keep every norm weight out of the matrices (set by quant anyway;

@@ -107,19 +107,19 @@ static bool split_read(void *ctx, const char *name, const int64_t *shape, int ra
 	return one.read(one.ctx, name, shape, rank, dst, err, errlen);
 }
 
-static bool split_is_f8(void *ctx, const char *name)
+static halo_dtype split_stored_as(void *ctx, const char *name)
 {
 	cg_weight_source one;
 	cg_checkpoint_source(route(ctx, name), &one);
-	return one.is_f8(one.ctx, name);
+	return one.stored_as(one.ctx, name);
 }
 
-static bool split_read_f8(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
-			  float *scales, char *err, size_t errlen)
+static bool split_read_stored(void *ctx, const char *name, halo_dtype t, const int64_t *shape, int rank,
+			      uint8_t *values, uint8_t *scales, char *err, size_t errlen)
 {
 	cg_weight_source one;
 	cg_checkpoint_source(route(ctx, name), &one);
-	return one.read_f8(one.ctx, name, shape, rank, values, scales, err, errlen);
+	return one.read_stored(one.ctx, name, t, shape, rank, values, scales, err, errlen);
 }
 
 void cg_split_checkpoint_source(cg_split_checkpoint *split, cg_weight_source *src)
@@ -127,7 +127,7 @@ void cg_split_checkpoint_source(cg_split_checkpoint *split, cg_weight_source *sr
 	src->read = split_read;
 	src->exists = split_exists;
 	src->rows = split_rows;
-	src->is_f8 = split_is_f8;
-	src->read_f8 = split_read_f8;
+	src->stored_as = split_stored_as;
+	src->read_stored = split_read_stored;
 	src->ctx = split;
 }

@@ -340,6 +340,7 @@ static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 	def_int(b, "WQUANT", 1);
 	def_int(b, "WQ4K", t == HALO_Q4_K ? 1 : 0);
 	def_int(b, "WQF8", t == HALO_F8E4M3_B128 ? 1 : 0);
+	def_int(b, "WQFP4", t == HALO_MXFP4 ? 1 : 0);
 	def_uint(b, "WQ_ROWS", rows);
 	def_uint(b, "WQ_LEN", len);
 	b->p->quant = "quant_weights";
@@ -401,10 +402,27 @@ static bool mm_cols_fit(const kv_desc *d, uint32_t cols)
 	return mm_groups(d) == 1 || (d->u.matmul.N / mm_groups(d)) % cols == 0;
 }
 
-/* Quantized weights: weights per 32-bit word (0 for f32 and f16). */
+/* Quantized weights: weights per 32-bit word (0 for f32 and f16): the
+ * byte formats 4, the nibble formats 8. */
 static uint32_t q_per_word(const kv_desc *d)
 {
-	return d->wtype == HALO_Q8_0 || d->wtype == HALO_F8E4M3_B128 ? 4 : d->wtype == HALO_Q4_K ? 8 : 0;
+	switch (d->wtype) {
+	case HALO_Q8_0:
+	case HALO_F8E4M3_B128:
+		return 4;
+	case HALO_Q4_K:
+	case HALO_MXFP4:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* The registers a quantized chunk's scales take in matvec: q4_k's
+ * super-block of 16 bytes, the others' one block scale as an f32. */
+static uint32_t q_scale_words(const kv_desc *d)
+{
+	return d->wtype == HALO_Q4_K ? 4 : 1;
 }
 
 /* A lane's loads of row k: 8 weights (16 bytes of f16) with K % 8 == 0,
@@ -454,11 +472,9 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	if (!mm_cols_fit(d, nc_max))
 		return "groups: a column group's columns must read one input group (N / groups a multiple of the"
 		       " columns per group at the largest T)";
-	/* A quantized chunk in registers: its qw words and its scales (q8_0,
-	 * f8e4m3_b128: one f32; q4_k: 4 words); at most 64 such registers per
-	 * lane. */
-	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 ||
-			      nc_max * t.unroll * (t.qw + (d->wtype == HALO_Q4_K ? 4 : 1)) > 64))
+	/* A quantized chunk in registers: its qw words and its scales; at most
+	 * 64 such registers per lane. */
+	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 || nc_max * t.unroll * (t.qw + q_scale_words(d)) > 64))
 		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 at the"
 		       " largest T";
 	if (slots * nval * 4 > KV_SHARED_LIMIT)
@@ -509,12 +525,14 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * 16-byte loads (qw 4) tied at T = 1 and lost 1.3-1.6x at T = 8.
  * f8e4m3_b128 takes q8_0's choice: the same byte per weight and
  * one scale per block (not measured either; its decode is a few more
- * integer operations per word). */
+ * integer operations per word). mxfp4 takes q4_k's: the same nibble per
+ * weight, so the same bytes of x per weight byte, and a decode of a few
+ * integer operations per value (not measured: tools/gpu/bench-quant.sh). */
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
-	bool q4 = d->wtype == HALO_Q4_K;
-	kv_tiles t = {.cols = q4 ? 4 : 2, .unroll = q4 ? 1 : 2, .qw = 2, .grow = 1};
+	bool nib = q_per_word(d) == 8;
+	kv_tiles t = {.cols = nib ? 4 : 2, .unroll = nib ? 1 : 2, .qw = 2, .grow = 1};
 	while (t.cols > 1 && !mm_cols_fit(d, t.cols)) /* a grouped matmul's narrow input groups */
 		t.cols /= 2;
 	matvec_widen(N, kc, &t); /* the split of one-word chunks, as measured */
@@ -525,7 +543,7 @@ static kv_tiles matvec_heuristic_q(const kv_desc *d)
 	 * of the accumulators): keep the sums and the chunks in flight within
 	 * about 128 registers at the largest T, else fixed columns. */
 	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
-	if (2 * nc * rows + nc * t.unroll * (t.qw + (q4 ? 4 : 1)) > 128 || matvec_illegal(d, t))
+	if (2 * nc * rows + nc * t.unroll * (t.qw + q_scale_words(d)) > 128 || matvec_illegal(d, t))
 		t.grow = 0;
 	while (matvec_illegal(d, t) && t.unroll > 1)
 		t.unroll /= 2;

@@ -104,7 +104,7 @@ typedef struct {
 	ir_op op;
 	int64_t t_max;     /* largest T of any dispatch; matmul uses matvec when <= 8 */
 	/* embed table, matmul, conv1d and expert weights: HALO_F32 or HALO_F16;
-	 * matmul and the experts also HALO_Q8_0, HALO_Q4_K and HALO_F8E4M3_B128
+	 * matmul and the experts also HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128 and HALO_MXFP4
 	 * (runtime/drivers/ref/quant.h: the weight binding starts at the tensor's first
 	 * byte, its values region; the kernel finds the scales region from its
 	 * dims) */

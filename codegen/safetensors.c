@@ -532,21 +532,9 @@ static uint16_t f32_to_half(float f)
 	return sign | (uint16_t)(a >> 13);
 }
 
-/* E8M0 (OCP MX scale): the power of two 2^(e - 127), exact in f32 from
- * 2^-127 (a subnormal, byte 0) to 2^127; byte 0xff is NaN. */
-static float e8m0_to_f32(uint8_t e)
-{
-	if (e == 0xff)
-		return NAN;
-	return bits_f32(e ? (uint32_t)e << 23 : 0x00400000u);
-}
-
-/* E2M1 (OCP MX FP4): bit 3 the sign, then the magnitudes below. */
-static float e2m1_to_f32(unsigned code)
-{
-	static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-	return code & 8 ? -mag[code & 7] : mag[code & 7];
-}
+/* E8M0 scales and E2M1 values decode as runtime/drivers/ref/quant.h's mxfp4 does
+ * (halo_e8m0_to_f32, halo_e2m1_to_f32): one definition, so that bytes kept
+ * as stored give the values read here. */
 
 static bool is_packed_fp4(const halo_st_tensor *t)
 {
@@ -573,11 +561,11 @@ static float value_at(const halo_st_tensor *t, uint64_t k)
 	case HALO_ST_F8_E4M3:
 		return halo_f8e4m3_to_f32(p[k]); /* the format's own decoder: kept bytes match */
 	case HALO_ST_F8_E8M0:
-		return e8m0_to_f32(p[k]);
+		return halo_e8m0_to_f32(p[k]);
 	case HALO_ST_I8:
 	case HALO_ST_U8:
 	case HALO_ST_F4:
-		return e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
+		return halo_e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
 	case HALO_ST_I32: {
 		int32_t v;
 		memcpy(&v, p + 4 * k, 4);
@@ -596,7 +584,7 @@ static float value_at(const halo_st_tensor *t, uint64_t k)
  * a uint8 scale as the biased exponent, vLLM loads E8M0 scales as uint8). */
 static float scale_at(const halo_st_tensor *s, uint64_t k)
 {
-	return s->dtype == HALO_ST_U8 ? e8m0_to_f32(s->data[k]) : value_at(s, k);
+	return s->dtype == HALO_ST_U8 ? halo_e8m0_to_f32(s->data[k]) : value_at(s, k);
 }
 
 int halo_st_values_shape(const halo_st_tensor *t, int64_t shape[HALO_ST_MAX_RANK], uint64_t *numel)
@@ -779,7 +767,7 @@ static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float
 	case HALO_ST_F4:
 		for (size_t i = 0; i < n; i++) {
 			uint64_t k = start + i;
-			dst[i] = e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
+			dst[i] = halo_e2m1_to_f32(k & 1 ? p[k / 2] >> 4 : p[k / 2] & 15u);
 		}
 		return;
 	default:
@@ -932,6 +920,72 @@ int halo_st_read_f8_blocks(const halo_safetensors *st, const char *name, uint8_t
 	 * the one produce() forms */
 	for (uint64_t r = 0; rc == 0 && r < rows; r++)
 		memcpy(scales + r * blocks, src.scale + r / HALO_ST_SCALE_BLOCK * src.scale_cols, blocks * sizeof(float));
+	free(src.scale);
+	return rc;
+}
+
+/* Whether t's scale companion is E8M0 bytes: then it is mxfp4's own. */
+static bool is_e8m0(const halo_st_tensor *s)
+{
+	return s->dtype == HALO_ST_F8_E8M0 || s->dtype == HALO_ST_U8;
+}
+
+bool halo_st_is_mxfp4(const halo_safetensors *st, const char *name)
+{
+	const halo_st_tensor *t = halo_st_find(st, name), *s = NULL;
+	return t && is_packed_fp4(t) && find_scale(st, t, &s, NULL, 0) == 0 && s && is_e8m0(s);
+}
+
+/* Every value of t times its scale must be finite, as produce() checks it:
+ * E2M1's magnitudes stay below 2^3 and E8M0's scales at or below 2^127
+ * (0xff, NaN, was refused with the scales), so the only products past f32's
+ * 2^128 are a magnitude of 2 or more (codes 4-7) under the scale 2^127
+ * (byte 254): only such blocks are looked into. scales is the grid, one
+ * byte per 32 values of a row. */
+static int check_fp4_range(const source *src, const uint8_t *scales, char *err, size_t errlen)
+{
+	const halo_st_tensor *t = src->t;
+	uint64_t blocks = src->scale_cols * (src->cols ? t->bytes * 2 / src->cols : 0);
+	for (uint64_t b = 0; b < blocks; b++) {
+		if (scales[b] != 254)
+			continue;
+		uint64_t r = b / src->scale_cols, c0 = b % src->scale_cols * HALO_ST_FP4_BLOCK;
+		for (uint64_t c = c0; c < c0 + HALO_ST_FP4_BLOCK; c++) {
+			uint64_t k = r * src->cols + c;
+			unsigned q = k & 1 ? t->data[k / 2] >> 4 : t->data[k / 2] & 15u;
+			if ((q & 7u) >= 4u)
+				return failf(err, errlen, "%s: tensor '%s': element %llu (row %llu, column %llu) is %g times its "
+				             "scale 2^127, which is not finite in f32", t->file, t->name, (unsigned long long)k,
+				             (unsigned long long)r, (unsigned long long)c, (double)halo_e2m1_to_f32(q));
+		}
+	}
+	return 0;
+}
+
+int halo_st_read_mxfp4(const halo_safetensors *st, const char *name, uint8_t *values, uint8_t *scales, char *err,
+                       size_t errlen)
+{
+	const halo_st_tensor *t = halo_st_find(st, name), *s = NULL;
+	if (!t || !halo_st_is_mxfp4(st, name))
+		return failf(err, errlen, "tensor '%s' is not packed FP4 (I8, U8 or F4) with an E8M0 '%s' or '%s' scale",
+		             name, HALO_ST_SCALE_SUFFIX, HALO_ST_UPSTREAM_SCALE_SUFFIX);
+	find_scale(st, t, &s, NULL, 0);
+	uint64_t n;
+	int64_t shape[HALO_ST_MAX_RANK];
+	halo_st_values_shape(t, shape, &n);
+	source src;
+	int rc = open_source(st, name, n, &src, err, errlen); /* the shapes, and no 0xff scale */
+	if (rc == 0 && src.cols % HALO_ST_FP4_BLOCK)
+		rc = failf(err, errlen, "%s: tensor '%s': its %llu columns are not whole %d-column blocks", t->file, name,
+		           (unsigned long long)src.cols, HALO_ST_FP4_BLOCK);
+	/* whole blocks: the scale grid is [rows, cols / 32], a row's scales
+	 * one after another, as mxfp4 lays them out */
+	if (rc == 0)
+		rc = check_fp4_range(&src, s->data, err, errlen);
+	if (rc == 0) {
+		memcpy(values, t->data, t->bytes);
+		memcpy(scales, s->data, s->bytes);
+	}
 	free(src.scale);
 	return rc;
 }

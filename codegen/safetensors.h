@@ -104,4 +104,18 @@ bool halo_st_is_f8_blocks(const halo_safetensors *st, const char *name);
 int halo_st_read_f8_blocks(const halo_safetensors *st, const char *name, uint8_t *values, float *scales, char *err,
                            size_t errlen);
 
+/* Whether tensor `name` is packed FP4 (I8, U8 or F4) with an E8M0 scale
+ * companion (F8_E8M0 or U8): the form halo compile --quant mxfp4 keeps as
+ * stored. One with F32/BF16/F16 scales is not (its values are read). */
+bool halo_st_is_mxfp4(const halo_safetensors *st, const char *name);
+/* Such a tensor, 2-D [rows, cols] values with cols a multiple of 32, in the
+ * layout of mxfp4 (runtime/drivers/ref/quant.h): its bytes unchanged into values
+ * (rows * cols / 2), its scale bytes unchanged into scales (rows * cols /
+ * 32), so that each value dequantizes to what halo_st_read_f32 gives.
+ * Returns 0, or -1 with a message naming the file and the tensor (the E8M0
+ * NaN code 0xff, or a value whose product with its scale is not finite in
+ * f32, included). */
+int halo_st_read_mxfp4(const halo_safetensors *st, const char *name, uint8_t *values, uint8_t *scales, char *err,
+                       size_t errlen);
+
 #endif

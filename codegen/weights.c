@@ -625,40 +625,43 @@ static bool piece_name(const cg_weights *w, int id, int64_t e, char *buf, size_t
 	return snprintf(buf, len, "%s", w->name[id]) < (int)len;
 }
 
-/* Whether weight id's values are fp8 checkpoint tensors as stored: each one
- * it reads (every expert of a stack, every part of a merged matrix) is fp8
- * with block scales, and nothing changes the values on the way (no value
+/* Whether weight id's values are checkpoint tensors that format t keeps
+ * as stored: each one it reads (every expert of a stack, every part of a
+ * merged matrix) is stored as t (fp8 with block scales, packed FP4 with
+ * E8M0 scales), and nothing changes the values on the way (no value
  * transform, no folded norm). */
-static bool fp8_as_stored(const cg_weights *w, int id)
+static bool stored_as(const cg_weights *w, int id, halo_dtype t)
 {
 	const ir_weight *d = &w->m->weights[id];
 	if (d->n_parts) { /* a merged matrix: when all its parts are */
 		bool all = true;
 		for (int k = 0; k < d->n_parts && all; k++)
-			all = fp8_as_stored(w, d->parts[k]);
+			all = stored_as(w, d->parts[k], t);
 		return all;
 	}
 	bool plain = !d->transform || strcmp(d->transform, "none") == 0 || strcmp(d->transform, "stack") == 0;
-	if (!w->src.is_f8 || !w->name[id] || d->folded || !plain)
+	if (!w->src.stored_as || !w->name[id] || d->folded || !plain)
 		return false;
 	int64_t pieces = is_stack(d) ? d->shape.dim[0].c : 1;
 	char name[MAX_TENSOR_NAME];
 	for (int64_t e = 0; e < pieces; e++)
-		if (!piece_name(w, id, e, name, sizeof name) || !w->src.is_f8(w->src.ctx, name))
+		if (!piece_name(w, id, e, name, sizeof name) || w->src.stored_as(w->src.ctx, name) != t)
 			return false;
 	return true;
 }
 
-/* Whether weight id is stored f8e4m3_b128 straight from those tensors.
- * Else it is converted to f32 and quantized like any other. */
-static bool keeps_fp8(const cg_weights *w, int id)
+/* Whether weight id is stored straight from those tensors, in the format
+ * they are stored in. Else it is converted to f32 and quantized like any
+ * other. */
+static bool keeps_stored(const cg_weights *w, int id)
 {
-	return w->dtype[id] == HALO_F8E4M3_B128 && fp8_as_stored(w, id);
+	return halo_dtype_is_quant(w->dtype[id]) && stored_as(w, id, w->dtype[id]);
 }
 
-/* Weight id's fp8 tensors copied into its f8e4m3_b128 bytes: a stack's
- * expert e is rows e * N .. of the [E * N, K] rows, in both regions. */
-static bool read_fp8(cg_weights *w, int id, uint8_t *bytes, char *err, size_t errlen)
+/* Weight id's tensors copied as stored into bytes of format t (the
+ * weight's dtype, or its merged matrix's for a part): a stack's expert e is
+ * rows e * N .. of the [E * N, K] rows, in both regions. */
+static bool read_stored(cg_weights *w, int id, halo_dtype t, uint8_t *bytes, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
 	int first = is_stack(d) ? 1 : 0, rank = d->shape.rank - first;
@@ -669,36 +672,39 @@ static bool read_fp8(cg_weights *w, int id, uint8_t *bytes, char *err, size_t er
 		piece *= (uint64_t)shape[i];
 	}
 	uint64_t k = (uint64_t)shape[rank - 1], n = weight_numel(d);
-	halo_quant_layout l = halo_quant_layout_of(HALO_F8E4M3_B128, n / k, k);
-	/* the scales region starts at a multiple of 128 bytes: f32-aligned */
-	float *scales = (float *)(bytes + l.scales_offset);
+	halo_quant_layout l = halo_quant_layout_of(t, n / k, k);
 	char name[MAX_TENSOR_NAME];
-	for (uint64_t at = 0; at < n; at += piece)
-		if (!piece_name(w, id, (int64_t)(at / piece), name, sizeof name) || /* fits: keeps_fp8 checked */
-		    !w->src.read_f8(w->src.ctx, name, shape, rank, bytes + at, scales + at / 128, err, errlen))
+	for (uint64_t at = 0; at < n; at += piece) {
+		uint64_t r = at / k; /* the piece's first row */
+		if (!piece_name(w, id, (int64_t)(at / piece), name, sizeof name) || /* fits: keeps_stored checked */
+		    !w->src.read_stored(w->src.ctx, name, t, shape, rank, bytes + r * l.values_row_bytes,
+					bytes + l.scales_offset + r * l.scales_row_bytes, err, errlen))
 			return false;
+	}
 	return true;
 }
 
-/* A merged matrix of kept fp8 parts: each part's rows, codes and block
+/* A merged matrix of parts kept as stored: each part's rows, codes and
  * scales alike, placed as merged_values places f32 rows (the bytes are the
  * checkpoint's, rearranged; no value is requantized). */
-static bool read_fp8_merged(cg_weights *w, const ir_weight *d, uint8_t *bytes, char *err, size_t errlen)
+static bool read_stored_merged(cg_weights *w, int id, uint8_t *bytes, char *err, size_t errlen)
 {
-	uint64_t K = (uint64_t)d->shape.dim[1].c, spr = K / 128 * sizeof(float);
-	halo_quant_layout l = halo_quant_layout_of(HALO_F8E4M3_B128, (uint64_t)d->shape.dim[0].c, K);
-	uint64_t at = 0;
+	const ir_weight *d = &w->m->weights[id];
+	halo_dtype t = w->dtype[id];
+	uint64_t K = (uint64_t)d->shape.dim[1].c;
+	halo_quant_layout l = halo_quant_layout_of(t, (uint64_t)d->shape.dim[0].c, K);
+	uint64_t at = 0, vb = l.values_row_bytes, sb = l.scales_row_bytes;
 	bool ok = true;
 	for (int k = 0; ok && k < d->n_parts; k++) {
 		int p = d->parts[k];
 		uint64_t rows = (uint64_t)w->m->weights[p].shape.dim[0].c;
-		halo_quant_layout pl = halo_quant_layout_of(HALO_F8E4M3_B128, rows, K);
-		uint8_t *part = malloc(halo_dtype_bytes(HALO_F8E4M3_B128, rows * K) + 1);
-		ok = part && read_fp8(w, p, part, err, errlen);
+		halo_quant_layout pl = halo_quant_layout_of(t, rows, K);
+		uint8_t *part = malloc(halo_dtype_bytes(t, rows * K) + 1);
+		ok = part && read_stored(w, p, t, part, err, errlen);
 		for (uint64_t r = 0; ok && r < rows; r++) {
 			uint64_t to = d->interleave ? 2 * r + (uint64_t)k : at + r;
-			memcpy(bytes + to * K, part + r * K, K);
-			memcpy(bytes + l.scales_offset + to * spr, part + pl.scales_offset + r * spr, spr);
+			memcpy(bytes + to * vb, part + r * vb, vb);
+			memcpy(bytes + l.scales_offset + to * sb, part + pl.scales_offset + r * sb, sb);
 		}
 		if (!part)
 			snprintf(err, errlen, "out of memory merging '%s'", d->name);
@@ -776,9 +782,9 @@ static bool load_weight(cg_weights *w, int id, char *err, size_t errlen)
 		return false;
 	}
 	const ir_weight *d = &w->m->weights[id];
-	bool ok = !keeps_fp8(w, id)  ? convert(w, id, w->bytes, err, errlen)
-		  : d->n_parts ? read_fp8_merged(w, d, w->bytes, err, errlen)
-			       : read_fp8(w, id, w->bytes, err, errlen);
+	bool ok = !keeps_stored(w, id) ? convert(w, id, w->bytes, err, errlen)
+		  : d->n_parts         ? read_stored_merged(w, id, w->bytes, err, errlen)
+				       : read_stored(w, id, w->dtype[id], w->bytes, err, errlen);
 	if (ok)
 		w->cached = id;
 	return ok;

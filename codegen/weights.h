@@ -28,26 +28,30 @@ typedef bool (*cg_tensor_exists)(void *ctx, const char *name);
  * scalar: a stack_pad weight reads each piece at its own height. */
 typedef int64_t (*cg_tensor_rows)(void *ctx, const char *name);
 
-/* Whether checkpoint tensor `name` is fp8 with block scales, the form
- * --quant f8e4m3 keeps as stored. */
-typedef bool (*cg_tensor_is_f8)(void *ctx, const char *name);
+/* The block format checkpoint tensor `name` can be stored in as it is, its
+ * codes and scales copied and no value rounded: HALO_F8E4M3_B128 for fp8
+ * with block scales (--quant f8e4m3 keeps it), HALO_MXFP4 for packed FP4
+ * with E8M0 scales (--quant mxfp4 keeps it); HALO_F32 for any other (its
+ * values are read). */
+typedef halo_dtype (*cg_tensor_stored_as)(void *ctx, const char *name);
 /* Reads such a tensor of shape `shape[rank]` (its last dim a multiple of
- * 128) in the f8e4m3_b128 layout: its codes unchanged into values, each
- * row's per-128 block scales as f32 into scales (runtime/drivers/ref/quant.h).
- * Returns false with a message naming the tensor. */
-typedef bool (*cg_tensor_read_f8)(void *ctx, const char *name, const int64_t *shape, int rank, uint8_t *values,
-				  float *scales, char *err, size_t errlen);
+ * t's block) in t's layout (runtime/drivers/ref/quant.h): its codes unchanged into
+ * values, its scales into scales (f8e4m3_b128: each row's per-128 block
+ * scales as f32; mxfp4: its E8M0 bytes unchanged). Returns false with a
+ * message naming the tensor. */
+typedef bool (*cg_tensor_read_stored)(void *ctx, const char *name, halo_dtype t, const int64_t *shape, int rank,
+				      uint8_t *values, uint8_t *scales, char *err, size_t errlen);
 
 typedef struct {
 	cg_tensor_reader read;  /* NULL: seeded random weights */
 	cg_tensor_exists exists;
 	cg_tensor_rows rows;
-	cg_tensor_is_f8 is_f8;  /* NULL: the source holds no fp8 tensors */
-	cg_tensor_read_f8 read_f8;
+	cg_tensor_stored_as stored_as; /* NULL: the source holds no tensor kept as stored */
+	cg_tensor_read_stored read_stored;
 	void *ctx;
 	uint64_t seed;          /* random weights only */
 	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
-	/* q8_0, q4_k or f8e4m3_b128: the block format of linear-layer weights
+	/* q8_0, q4_k, f8e4m3_b128 or mxfp4: the block format of linear-layer weights
 	 * (--quant; codegen/quant_policy.h decides which); any other value:
 	 * none. */
 	halo_dtype quant;

@@ -11,9 +11,10 @@ static const struct {
 	[HALO_BF16] = {"bf16", 1, 2},      [HALO_I32] = {"i32", 1, 4},
 	[HALO_I64] = {"i64", 1, 8},        [HALO_F8E4M3] = {"f8e4m3", 1, 1},
 	/* 32 int8 + an f16 scale; 256 4-bit values + 16 bytes of scales;
-	 * 128 fp8 + an f32 scale */
+	 * 128 fp8 + an f32 scale; 32 E2M1 + an E8M0 byte */
 	[HALO_Q8_0] = {"q8_0", 32, 34},    [HALO_Q4_K] = {"q4_k", 256, 144},
 	[HALO_F8E4M3_B128] = {"f8e4m3_b128", 128, 132},
+	[HALO_MXFP4] = {"mxfp4", 32, 17},
 };
 
 size_t halo_dtype_size(halo_dtype t)

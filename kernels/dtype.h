@@ -21,6 +21,10 @@ typedef enum {
 	 * form of fp8 checkpoints (DeepSeek, Qwen FP8), kept as stored. Not
 	 * HALO_F8E4M3, the plain element type a checkpoint's tensor has. */
 	HALO_F8E4M3_B128 = 8,
+	/* OCP MX FP4: E2M1 values with an E8M0 (power of two) scale per row and
+	 * 32-block along K: the form of MXFP4 checkpoints (DeepSeek V4-Flash's
+	 * routed experts), kept as stored. */
+	HALO_MXFP4 = 9,
 	HALO_DTYPE_COUNT
 } halo_dtype;
 
@@ -28,7 +32,7 @@ typedef enum {
  * have no whole size of their own (use halo_dtype_bytes). */
 size_t halo_dtype_size(halo_dtype t);
 /* Elements per block: 1 for plain types, 32 for q8_0, 256 for q4_k, 128
- * for f8e4m3_b128. */
+ * for f8e4m3_b128, 32 for mxfp4. */
 size_t halo_dtype_block(halo_dtype t);
 /* Bytes of n elements; n must be a multiple of halo_dtype_block(t). */
 size_t halo_dtype_bytes(halo_dtype t, size_t n);

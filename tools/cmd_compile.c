@@ -17,7 +17,7 @@ static bool quant_format(const char *name, halo_dtype *out)
 	static const struct {
 		const char *name;
 		halo_dtype t;
-	} names[] = {{"q8_0", HALO_Q8_0}, {"q4_k", HALO_Q4_K}, {"f8e4m3", HALO_F8E4M3_B128}};
+	} names[] = {{"q8_0", HALO_Q8_0}, {"q4_k", HALO_Q4_K}, {"f8e4m3", HALO_F8E4M3_B128}, {"mxfp4", HALO_MXFP4}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(name, names[i].name) == 0) {
 			*out = names[i].t;
@@ -29,7 +29,8 @@ static bool quant_format(const char *name, halo_dtype *out)
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k|f8e4m3] [--random-weights SEED] [--targets ref,vulkan,hip,cuda]\n"
+	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4] [--random-weights SEED]\n"
+	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    [--no-merge] [--no-store-fusion]\n"
 	      "                    -o OUT.halo\n"
@@ -44,14 +45,16 @@ static void compile_usage(FILE *out)
 	      "                         whose hf_model_types lists config.json's model_type;\n"
 	      "                         HALO_MODELS_DIR overrides the directory)\n"
 	      "  --dtype f32|f16        storage type of matrix weights (default f32)\n"
-	      "  --quant q8_0|q4_k|f8e4m3\n"
+	      "  --quant q8_0|q4_k|f8e4m3|mxfp4\n"
 	      "                         store linear-layer weights (matmul and MoE expert\n"
 	      "                         weights) block-quantized; embeddings, norms, routers and\n"
 	      "                         small gates keep --dtype; under q4_k the output head and\n"
 	      "                         weights whose K is not a multiple of 256 are stored q8_0;\n"
 	      "                         f8e4m3 stores dtype f8e4m3_b128 (fp8 with a scale per 128\n"
 	      "                         weights of a row; a checkpoint's fp8 weights as they are),\n"
-	      "                         q8_0 where K is not a multiple of 128\n"
+	      "                         q8_0 where K is not a multiple of 128; mxfp4 stores the MoE\n"
+	      "                         experts alone OCP MX FP4 (E2M1 with a power-of-two scale\n"
+	      "                         per 32; a checkpoint's MXFP4 experts as they are)\n"
 	      "                         (docs/quantization.md). A weight whose K is not a multiple\n"
 	      "                         of 32 cannot be quantized: an error\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
@@ -179,7 +182,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	else if (a->dtype && strcmp(a->dtype, "f32") != 0)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
 	if (a->quant && !quant_format(a->quant, &o->quant))
-		return cli_usage_error("compile", "--quant must be q8_0, q4_k or f8e4m3, not '%s'", a->quant);
+		return cli_usage_error("compile", "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not '%s'", a->quant);
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Quantization quality of one checkpoint: compiles it f16, --quant q8_0,
-# --quant q4_k and --quant f8e4m3, runs the held-out ids through each in windows of WINDOW tokens
+# --quant q4_k, --quant f8e4m3 and --quant mxfp4 (the MoE experts alone: on a
+# dense model its bundle is the f16 one), runs the held-out ids through each in windows of WINDOW tokens
 # (a fresh session per window, as llama.cpp's perplexity tool does with its
 # context), and prints tools/quant_quality.py's numbers (perplexity, KL
 # divergence, top-1 agreement) for each format against f16.
@@ -18,7 +19,7 @@ a = array.array('i'); a.frombytes(open('$ids', 'rb').read()[:4 * $n])
 for w in range(0, $n, $window):
     open('$work/win%05d.txt' % (w // $window), 'w').write(','.join(map(str, a[w:w + $window])))
 "
-for fmt in f16 q8_0 q4_k f8e4m3; do
+for fmt in f16 q8_0 q4_k f8e4m3 mxfp4; do
 	quant=""
 	[ "$fmt" = f16 ] || quant="--quant $fmt"
 	"$halo" compile --hf "$ckpt" --model "$model" --dtype f16 $quant -o "$work/$fmt.halo" 2> "$work/compile_$fmt.log"
@@ -31,7 +32,7 @@ for fmt in f16 q8_0 q4_k f8e4m3; do
 	rm "$work/$fmt.halo"
 done
 echo "$ckpt: $n held-out tokens in windows of $window, $backend backend"
-for fmt in q8_0 q4_k f8e4m3; do
+for fmt in q8_0 q4_k f8e4m3 mxfp4; do
 	echo "== $fmt against f16"
 	python3 "$(dirname "$0")/quant_quality.py" "$work/f16.logits" "$work/$fmt.logits" --tokens "$ids"
 done

@@ -13,7 +13,7 @@
 #define GROUPS (LS_X / SPLIT)
 #ifdef WQUANT
 // Weights per 32-bit word (QPW) and per chunk of QW words (QPC).
-#if WQ4K
+#if WQ_NIB
 #define QPW 8u
 #else
 #define QPW 4u

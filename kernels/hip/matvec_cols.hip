@@ -46,11 +46,11 @@ void accumulate_@NC@(float (&acc)[NVAL_@NC@], uint j, const WCHUNK (&w)[@NC@])
 	for (uint q = 0u; q < uint(QW); q++) {
 		// this word's x: vec4s xi .. xi + QPW / 4 - 1 of a row
 		uint xi = j * (QPC / 4u) + q * (QPW / 4u);
-#if WQ4K
+#if WQ_NIB
 		vec4 wa[@NC@], wb[@NC@];
 #pragma unroll
 		for (uint c = 0u; c < @NC@u; c++)
-			q4_unpack(WQ_WORD(w[c].v, q), wa[c], wb[c]);
+			WQ_NIB_UNPACK(WQ_WORD(w[c].v, q), wa[c], wb[c]);
 #if PRO_NW
 		vec4 na = nw4[xi] + PRO_OFFSET, nb = nw4[xi + 1u] + PRO_OFFSET;
 #endif
@@ -66,7 +66,9 @@ void accumulate_@NC@(float (&acc)[NVAL_@NC@], uint j, const WCHUNK (&w)[@NC@])
 			xa *= na;
 			xb *= nb;
 #endif
+#if WQ4K
 			sx[t] += dot(xa, vec4{1.0f, 1.0f, 1.0f, 1.0f}) + dot(xb, vec4{1.0f, 1.0f, 1.0f, 1.0f});
+#endif
 #pragma unroll
 			for (uint c = 0u; c < @NC@u; c++)
 				s[c * T_MAX + t] += dot(xa, wa[c]) + dot(xb, wb[c]);

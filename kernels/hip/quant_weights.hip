@@ -1,5 +1,5 @@
-// Block-quantized weights (WQUANT): q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and
-// f8e4m3_b128 (WQF8 1). The twin of kernels/vulkan/quant_weights.glsl, which
+// Block-quantized weights (WQUANT): q8_0 (WQ4K 0, WQF8 0, WQFP4 0), q4_k
+// (WQ4K 1), f8e4m3_b128 (WQF8 1) and mxfp4 (WQFP4 1). The twin of kernels/vulkan/quant_weights.glsl, which
 // gives the layout (runtime/drivers/ref/quant.h defines the bytes) and why values
 // become f32 through the mantissa of 2^23 rather than a conversion: the same
 // integer operations here, so the same f32 values.
@@ -47,6 +47,27 @@ static void q4_unpack(uint u, vec4 &lo, vec4 &hi)
 	}
 }
 
+// Four E2M1 codes (nibbles) by integer operations (quant_weights.glsl: a
+// code's exponent and mantissa bits rebiased by 126; codes 0 and 1 given
+// exponent 1 and 1 subtracted, both exact).
+static vec4 e2m1_of(uint u)
+{
+	vec4 v;
+	for (uint e = 0u; e < 4u; e++) {
+		uint q = (u >> (4u * e)) & 0xfu, em = q & 7u, sub = em < 2u ? 1u : 0u;
+		float mag = uintBitsToFloat((em << 22u) + ((126u + sub) << 23u)) - float(sub);
+		v[e] = uintBitsToFloat(floatBitsToUint(mag) | ((q & 8u) << 28u));
+	}
+	return v;
+}
+
+// The eight E2M1 values of u, in nibble order, before their block's scale.
+static void fp4_unpack(uint u, vec4 &lo, vec4 &hi)
+{
+	lo = e2m1_of(u);
+	hi = e2m1_of(u >> 16u);
+}
+
 // q4_k sub-block j (0..7) of the super-block whose 16 scale bytes are s:
 // (d * sc, dmin * m), each one f32 product as the dequantizer forms it.
 static vec2 q4_scales(uvec4 s, uint j)
@@ -59,7 +80,15 @@ static vec2 q4_scales(uvec4 s, uint j)
 	return vec2{dm.x * float(j < 4u ? lo_sc : hi_sc), dm.y * float(j < 4u ? lo_m : hi_m)};
 }
 
-#if WQ4K
+// The nibble formats: 8 weights a word, unpacked by WQ_NIB_UNPACK (u, lo,
+// hi), before their scales.
+#define WQ_NIB (WQ4K || WQFP4)
+#if WQFP4
+#define WQ_NIB_UNPACK fp4_unpack
+#else
+#define WQ_NIB_UNPACK q4_unpack
+#endif
+#if WQ_NIB
 #define QPW_ 8u
 #define WQ_VALUE_WORDS (WQ_ROWS * (WQ_LEN / 8u))
 #else
@@ -69,14 +98,24 @@ static vec2 q4_scales(uvec4 s, uint j)
 
 // Where things are, for element k of row n: the 32-bit word of its value,
 // the 16-byte word of its q4_k super-block's scales, the scale of its q8_0
-// block (index i in halves: in word i >> 1) or f8e4m3_b128 block (index i
-// in words), and that scale from its word.
+// block (index i in halves: in word i >> 1), f8e4m3_b128 block (index i in
+// words) or mxfp4 block (index i in bytes: in word i >> 2), and that scale
+// from its word.
 static uint wq_word_index(uint n, uint k) { return n * (WQ_LEN / QPW_) + k / QPW_; }
 static uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * (WQ_LEN / 256u) + k / 256u; }
 #if WQF8
 static uint wq_scale_index(uint n, uint k) { return WQ_VALUE_WORDS + n * (WQ_LEN / 128u) + k / 128u; }
 static uint wq_scale_word(uint i) { return i; }
 static float wq_scale_of(uint word, uint) { return uintBitsToFloat(word); }
+#elif WQFP4
+static uint wq_scale_index(uint n, uint k) { return 4u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
+static uint wq_scale_word(uint i) { return i >> 2; }
+// E8M0 byte e is 2^(e - 127); byte 0 the subnormal 2^-127 (quant_weights.glsl).
+static float wq_scale_of(uint word, uint i)
+{
+	uint e = (word >> (8u * (i & 3u))) & 0xffu;
+	return uintBitsToFloat(e == 0u ? 0x00400000u : e << 23u);
+}
 #else
 static uint wq_scale_index(uint n, uint k) { return 2u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
 static uint wq_scale_word(uint i) { return i >> 1; }
@@ -88,7 +127,7 @@ static float wq_scale_of(uint word, uint i)
 #endif
 
 // Weights k .. k + 7 (k a multiple of 8) from their words (w0, and w1 for
-// the byte formats) and scales (meta for q4_k, d for the byte formats),
+// the byte formats) and scales (meta for q4_k, d for the others),
 // dequantized as quant_weights.glsl does.
 static void q4_deq8(uvec4 meta, uint w0, uint k, vec4 &a, vec4 &b)
 {
@@ -101,6 +140,12 @@ static void b8_deq8(float d, uint w0, uint w1, vec4 &a, vec4 &b)
 {
 	a = d * b8_unpack(w0);
 	b = d * b8_unpack(w1);
+}
+static void fp4_deq8(float d, uint w0, vec4 &a, vec4 &b)
+{
+	fp4_unpack(w0, a, b);
+	a = d * a;
+	b = d * b;
 }
 
 #ifdef B_W
@@ -125,6 +170,8 @@ void wq_load8(uint n, uint k, vec4 &a, vec4 &b)
 	uint i = wq_word_index(n, k);
 #if WQ4K
 	q4_deq8(wq_meta(n, k), wq1[i], k, a, b);
+#elif WQFP4
+	fp4_deq8(wq_scale(n, k), wq1[i], a, b);
 #else
 	b8_deq8(wq_scale(n, k), wq1[i], wq1[i + 1u], a, b);
 #endif

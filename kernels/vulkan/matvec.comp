@@ -30,13 +30,14 @@
 //
 // Quantized weights (WQUANT, quant_weights.glsl): a chunk is one load of QW
 // 32-bit words (QW = 4: one 16-byte load, 16 weights of q8_0 or
-// f8e4m3_b128 or one 32-weight sub-block of q4_k; QW = 1: 4 or 8 weights)
-// plus its scales (the block's scale for q8_0, an f16, and f8e4m3_b128, an
-// f32; for q4_k its super-block's 16 scale bytes, one
+// f8e4m3_b128 or one 32-weight sub-block of q4_k or block of mxfp4; QW = 1:
+// 4 or 8 weights) plus its scales (the block's scale for q8_0, an f16,
+// f8e4m3_b128, an f32, and mxfp4, an E8M0 byte; for q4_k its super-block's
+// 16 scale bytes, one
 // more 16-byte load that the neighbouring lanes share). A chunk never
 // straddles a block. accumulate unpacks each word once for all rows, sums
 // x * q over the chunk in f32 and scales the sum once per chunk and column:
-// d * s (q8_0, f8e4m3_b128), (d*sc) * s - (dmin*m) * sum(x) (q4_k). With QW = 1 the
+// d * s (q8_0, f8e4m3_b128, mxfp4), (d*sc) * s - (dmin*m) * sum(x) (q4_k). With QW = 1 the
 // lanes of a group read x in consecutive 16 or 32 bytes (a 16-byte chunk of
 // q4_k spans 128 bytes of x per lane, 32 lanes then touch 32 lines of x per
 // load); the sums per chunk, and so the bits, depend on QW.
@@ -65,7 +66,7 @@ layout(set = 0, binding = B_NW) readonly buffer NW4 { vec4 nw4[]; };
 #define GROUPS (LS_X / SPLIT)
 #ifdef WQUANT
 // Weights per 32-bit word (QPW) and per chunk of QW words (QPC).
-#if WQ4K
+#if WQ_NIB
 #define QPW 8u
 #else
 #define QPW 4u

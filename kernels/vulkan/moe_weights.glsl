@@ -17,6 +17,9 @@ void load8_a(uint c, out vec4 a, out vec4 b)
 	uint n = c / (WQ_LEN / 8u), k = (c % (WQ_LEN / 8u)) * 8u, i = wq_word_index(n, k);
 #if WQ4K
 	q4_deq8(qa4[wq_meta_index(n, k)], qa1[i], k, a, b);
+#elif WQFP4
+	uint si = wq_scale_index(n, k);
+	fp4_deq8(wq_scale_of(qa1[wq_scale_word(si)], si), qa1[i], a, b);
 #else
 	uint si = wq_scale_index(n, k);
 	b8_deq8(wq_scale_of(qa1[wq_scale_word(si)], si), qa1[i], qa1[i + 1u], a, b);
@@ -30,6 +33,9 @@ void load8_b(uint c, out vec4 a, out vec4 b)
 	uint n = c / (WQ_LEN / 8u), k = (c % (WQ_LEN / 8u)) * 8u, i = wq_word_index(n, k);
 #if WQ4K
 	q4_deq8(qb4[wq_meta_index(n, k)], qb1[i], k, a, b);
+#elif WQFP4
+	uint si = wq_scale_index(n, k);
+	fp4_deq8(wq_scale_of(qb1[wq_scale_word(si)], si), qb1[i], a, b);
 #else
 	uint si = wq_scale_index(n, k);
 	b8_deq8(wq_scale_of(qb1[wq_scale_word(si)], si), qb1[i], qb1[i + 1u], a, b);

@@ -1,7 +1,10 @@
 // Block-quantized weights (WQUANT; runtime/drivers/ref/quant.h defines the bytes):
-// q8_0 (WQ4K 0, WQF8 0), q4_k (WQ4K 1) and f8e4m3_b128 (WQF8 1). q8_0 and
-// f8e4m3_b128 hold a byte per weight and one scale per block (an f16 per
-// 32, an f32 per 128) and share every path but the byte's decoding. A tensor of WQ_ROWS rows of WQ_LEN
+// q8_0 (WQ4K 0, WQF8 0, WQFP4 0), q4_k (WQ4K 1), f8e4m3_b128 (WQF8 1) and
+// mxfp4 (WQFP4 1). q8_0 and f8e4m3_b128 hold a byte per weight and one
+// scale per block (an f16 per 32, an f32 per 128) and share every path but
+// the byte's decoding; q4_k and mxfp4 hold a nibble per weight, laid out
+// alike (WQ_NIB), mxfp4 with one scale per block (an E8M0 byte per 32) as
+// the byte formats. A tensor of WQ_ROWS rows of WQ_LEN
 // elements is its values region (row r at r * WQ_LEN * bits / 8 bytes) then
 // its scales region (row r's at WQ_ROWS * WQ_LEN * bits / 8 + r * the row's
 // scale bytes); the binding starts at the tensor's first byte.
@@ -50,6 +53,25 @@ void q4_unpack(uint u, out vec4 lo, out vec4 hi)
 	hi = uintBitsToFloat(((uvec4(u) >> uvec4(16u, 20u, 24u, 28u)) & 0xfu) | 0x4b000000u) - 8388608.0;
 }
 
+// Four E2M1 codes (nibbles) by integer operations, as f8_unpack does fp8's:
+// a code's exponent and mantissa bits (e m, magnitude 2^(e-1) (1 + m/2) for
+// e >= 1) moved to an f32's and rebiased by 127 - 1 = 126 are its value;
+// codes 0 and 1 (e = 0: 0 and 0.5) take exponent 1 instead, 1 + m/2, and
+// subtracting 1 leaves m/2, exact.
+vec4 e2m1_of(uvec4 q)
+{
+	uvec4 em = q & 7u, sub = uvec4(lessThan(em, uvec4(2u)));
+	vec4 mag = uintBitsToFloat((em << 22u) + ((126u + sub) << 23u)) - vec4(sub);
+	return uintBitsToFloat(floatBitsToUint(mag) | ((q & 8u) << 28u));
+}
+
+// The eight E2M1 values of u, in nibble order, before their block's scale.
+void fp4_unpack(uint u, out vec4 lo, out vec4 hi)
+{
+	lo = e2m1_of((uvec4(u) >> uvec4(0u, 4u, 8u, 12u)) & 0xfu);
+	hi = e2m1_of((uvec4(u) >> uvec4(16u, 20u, 24u, 28u)) & 0xfu);
+}
+
 // q4_k sub-block j (0..7) of the super-block whose 16 scale bytes are s:
 // (d * sc, dmin * m), each one f32 product as the dequantizer forms it.
 vec2 q4_scales(uvec4 s, uint j)
@@ -62,7 +84,15 @@ vec2 q4_scales(uvec4 s, uint j)
 	return vec2(dm.x * float(j < 4u ? lo_sc : hi_sc), dm.y * float(j < 4u ? lo_m : hi_m));
 }
 
-#if WQ4K
+// The nibble formats: 8 weights a word, unpacked by WQ_NIB_UNPACK (u, lo,
+// hi) into elements 8w .. 8w + 7, before their scales.
+#define WQ_NIB (WQ4K || WQFP4)
+#if WQFP4
+#define WQ_NIB_UNPACK fp4_unpack
+#else
+#define WQ_NIB_UNPACK q4_unpack
+#endif
+#if WQ_NIB
 #define QPW_ 8u
 #define WQ_VALUE_WORDS (WQ_ROWS * (WQ_LEN / 8u))
 #else
@@ -72,14 +102,26 @@ vec2 q4_scales(uvec4 s, uint j)
 
 // Where things are, for element k of row n: the 32-bit word of its value,
 // the 16-byte word of its q4_k super-block's scales, the scale of its q8_0
-// block (index i in halves: in word i >> 1) or f8e4m3_b128 block (index i
-// in words), and that scale from its word.
+// block (index i in halves: in word i >> 1), f8e4m3_b128 block (index i in
+// words) or mxfp4 block (index i in bytes: in word i >> 2), and that scale
+// from its word.
 uint wq_word_index(uint n, uint k) { return n * (WQ_LEN / QPW_) + k / QPW_; }
 uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * (WQ_LEN / 256u) + k / 256u; }
 #if WQF8
 uint wq_scale_index(uint n, uint k) { return WQ_VALUE_WORDS + n * (WQ_LEN / 128u) + k / 128u; }
 uint wq_scale_word(uint i) { return i; }
 float wq_scale_of(uint word, uint i) { return uintBitsToFloat(word); }
+#elif WQFP4
+uint wq_scale_index(uint n, uint k) { return 4u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
+uint wq_scale_word(uint i) { return i >> 2; }
+// E8M0 byte e is 2^(e - 127): e in an f32's exponent field; byte 0, 2^-127,
+// is the subnormal with the top mantissa bit (a GPU that flushes
+// subnormals reads it, and its products, as 0). 0xff, NaN, is never stored.
+float wq_scale_of(uint word, uint i)
+{
+	uint e = (word >> (8u * (i & 3u))) & 0xffu;
+	return uintBitsToFloat(e == 0u ? 0x00400000u : e << 23u);
+}
 #else
 uint wq_scale_index(uint n, uint k) { return 2u * WQ_VALUE_WORDS + n * (WQ_LEN / 32u) + k / 32u; }
 uint wq_scale_word(uint i) { return i >> 1; }
@@ -91,7 +133,7 @@ float wq_scale_of(uint word, uint i)
 #endif
 
 // Weights k .. k + 7 (k a multiple of 8) from their words (w0, and w1 for
-// the byte formats) and scales (meta for q4_k, d for the byte formats),
+// the byte formats) and scales (meta for q4_k, d for the others),
 // dequantized: the values
 // halo_dequantize_rows gives, up to the contraction of q4_k's
 // (d*sc) * q - (dmin*m) into one fma.
@@ -106,6 +148,12 @@ void b8_deq8(float d, uint w0, uint w1, out vec4 a, out vec4 b)
 {
 	a = d * b8_unpack(w0);
 	b = d * b8_unpack(w1);
+}
+void fp4_deq8(float d, uint w0, out vec4 a, out vec4 b)
+{
+	fp4_unpack(w0, a, b);
+	a = d * a;
+	b = d * b;
 }
 
 #ifdef B_W
@@ -130,6 +178,8 @@ void wq_load8(uint n, uint k, out vec4 a, out vec4 b)
 	uint i = wq_word_index(n, k);
 #if WQ4K
 	q4_deq8(wq_meta(n, k), wq1[i], k, a, b);
+#elif WQFP4
+	fp4_deq8(wq_scale(n, k), wq1[i], a, b);
 #else
 	b8_deq8(wq_scale(n, k), wq1[i], wq1[i + 1u], a, b);
 #endif

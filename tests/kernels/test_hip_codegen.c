@@ -144,6 +144,7 @@ static void check_matmuls(void)
 	check_desc("matvec T=4 q8_0 pro", fused(matmul_desc(256, 64, 4, HALO_Q8_0), false), 2);
 	check_desc("matvec T=2 q4_k pro", fused(matmul_desc(256, 64, 2, HALO_Q4_K), false), 2);
 	check_desc("matvec T=1 f8e4m3_b128", matmul_desc(256, 64, 1, HALO_F8E4M3_B128), 1);
+	check_desc("matvec T=3 mxfp4 pro", fused(matmul_desc(96, 64, 3, HALO_MXFP4), false), 2);
 
 	kv_desc mm = fused(matmul_desc(200, 96, 64, HALO_F32), false);
 	check_desc("matmul f32 pro", mm, 1);
@@ -155,6 +156,10 @@ static void check_matmuls(void)
 	cm.tiles = (kv_tiles){.coopmat = 1, .bm = 64, .bn = 64, .bk = 16, .tm = 16, .tn = 32};
 	check_desc("matmul_coopmat ragged K", cm, 1);
 	check_desc("matmul_coopmat q4_k", matmul_desc(256, 128, 64, HALO_Q4_K), 1);
+	mm = matmul_desc(96, 96, 64, HALO_MXFP4);
+	mm.tiles = (kv_tiles){.bm = 64, .bn = 32, .bk = 8, .tm = 4, .tn = 2};
+	check_desc("matmul mxfp4 tiles", mm, 1);
+	check_desc("matmul_coopmat mxfp4", matmul_desc(256, 128, 64, HALO_MXFP4), 1);
 
 	/* merged siblings (matmul_out.hip): three split results, a swiglu pair */
 	static const int64_t qkv[] = {128, 64, 64};
@@ -287,6 +292,11 @@ static const struct {
 	{"moe_down f8e4m3_b128", "moe_down",
 	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_F8E4M3_B128, .u.moe = {.H = 64, .F = 256, .E = 4, .k = 2}},
 	 1},
+	{"moe_gate_up mxfp4 limit", "moe_gate_up",
+	 {.op = IR_OP_MOE_GATE_UP, .t_max = 8, .wtype = HALO_MXFP4, .u.moe = {.H = 96, .F = 64, .E = 4, .k = 2, .limit = 7}},
+	 1},
+	{"moe_down mxfp4", "moe_down",
+	 {.op = IR_OP_MOE_DOWN, .t_max = 8, .wtype = HALO_MXFP4, .u.moe = {.H = 64, .F = 96, .E = 4, .k = 2}}, 1},
 	{"ngram_embed f16 steps", "ngram_embed",
 	 {.op = IR_OP_NGRAM_EMBED, .t_max = 8, .wtype = HALO_F16, .steps = true,
 	  .u.ngram = {.ngram = 3, .hpn = 2, .eos = 0, .vocab = 1000, .rows = 420, .dp = 16,

@@ -1,11 +1,11 @@
 /* matvec (T <= 8 rows), the tiled matmul (more) and the cooperative-matrix
- * matmul on q8_0, q4_k and f8e4m3_b128 weights (runtime/drivers/ref/quant.h), against ref_matmul
+ * matmul on q8_0, q4_k, f8e4m3_b128 and mxfp4 weights (runtime/drivers/ref/quant.h), against ref_matmul
  * on the dequantized weights (halo_dequantize_rows: the dequantizer every
  * kernel is held to). Random weights and activations without zeros, the
  * weights quantized with halo_quantize_rows. matvec: the candidates a bundle
  * carries (the space's first 8), at T = 1..8 with the fused rms_norm prologue and
- * epilogue chains, N not a multiple of any column group, K = 256..4096 and a
- * q8_0 K that is a multiple of 32 but not of 256; batch invariance (the rows
+ * epilogue chains, N not a multiple of any column group, K = 256..4096 and
+ * q8_0 and mxfp4 K that are multiples of 32 but not of 256; batch invariance (the rows
  * of one T = 8 dispatch equal eight T = 1 dispatches bitwise) for every
  * candidate; bad descriptors refused with a message naming the op and dtype.
  * The cooperative-matrix kernel is compiled and its SPIR-V validated on any
@@ -21,13 +21,13 @@
  *   each at most about 32 * 1 * (15 * d*sc + dmin*m) ~ 2 * 32 in size for
  *   q4_k, so up to ~1e-5 absolute per chunk; over K/8 chunks of random sign
  *   the error walks to ~1e-5 sqrt(K/8) ~ 2e-4 absolute in the worst
- *   (q4_k, K = 4096) case against |want| ~ 20. The test allows 1e-4 (q8_0
- *   and f8e4m3_b128: their one term per chunk, d * s with |d q| <= 1, is
- *   half that size) and 2e-4 (q4_k) of
+ *   (q4_k, K = 4096) case against |want| ~ 20. The test allows 1e-4 (q8_0,
+ *   f8e4m3_b128 and mxfp4: their one term per chunk, d * s with |d q| <= 1,
+ *   is half that size) and 2e-4 (q4_k) of
  *   max(|want|, 1), so outputs near 0 are judged absolutely at that level:
  *   one chunk dropped, a wrong scale or sub-block (errors of order 1) fails.
- * - tiled matmul: the tile holds the dequantized weights (bitwise for q8_0
- *   and f8e4m3_b128, up to one fma rounding for q4_k) and sums in f32 as for f32 weights:
+ * - tiled matmul: the tile holds the dequantized weights (bitwise for q8_0,
+ *   f8e4m3_b128 and mxfp4, up to one fma rounding for q4_k) and sums in f32 as for f32 weights:
  *   test_matmul_coopmat.c's f32 bound, 8 * 2^-24 sqrt(K) s_i + 2e-5
  *   max(|want|, 1), s_i = sqrt(sum_k (x'_k w_k)^2).
  * - coopmat: x' and the dequantized w are both rounded to f16 (u = 2^-11)
@@ -286,6 +286,7 @@ static bool refusals(void)
 		{IR_OP_MATMUL, HALO_Q4_K, 288, "not a multiple of its 256-element block"},
 		{IR_OP_MATMUL, HALO_Q8_0, 48, "not a multiple of its 32-element block"},
 		{IR_OP_MATMUL, HALO_F8E4M3_B128, 192, "not a multiple of its 128-element block"},
+		{IR_OP_MATMUL, HALO_MXFP4, 48, "not a multiple of its 32-element block"},
 		{IR_OP_EMBED, HALO_Q8_0, 64, "weight dtype q8_0: this op's kernel reads f32 or f16"},
 		{IR_OP_CONV1D_CAUSAL, HALO_Q4_K, 4, "weight dtype q4_k: this op's kernel reads f32 or f16"},
 	};
@@ -323,7 +324,7 @@ int main(void)
 	const kv_elem_op swiglu_up = {.op = IR_OP_SWIGLU, .operand = 1, .bcast = KV_BCAST_FULL};
 	const kv_elem_op scale = {.op = IR_OP_SCALE, .value = 0.37f};
 	bool ok = refusals();
-	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128};
+	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128, HALO_MXFP4};
 	for (size_t q = 0; q < sizeof types / sizeof *types; q++) {
 		halo_dtype wt = types[q];
 		/* decode: every variant at T = 1..8, N off every column group */
@@ -353,15 +354,18 @@ int main(void)
 		ok &= batch_invariance(h, wt, 1024, 29, true, &seed);
 		ok &= batch_invariance(h, wt, 256, 9, false, &seed);
 	}
-	/* q8_0 rows that are whole blocks of 32 but not of 256 */
-	qcase odd[] = {
-		{96, 21, 3, 8, HALO_Q8_0, true, 1, {add_res}},
-		{1056, 17, 8, 8, HALO_Q8_0, false, 0, {{0}}},
-		{160, 40, 20, 32, HALO_Q8_0, true, 0, {{0}}},
-	};
-	for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
-		ok &= run_case(h, &odd[i], true, &seed);
-	ok &= batch_invariance(h, HALO_Q8_0, 96, 21, true, &seed);
+	/* q8_0 and mxfp4 rows that are whole blocks of 32 but not of 256 */
+	halo_dtype b32[] = {HALO_Q8_0, HALO_MXFP4};
+	for (size_t q = 0; q < sizeof b32 / sizeof *b32; q++) {
+		qcase odd[] = {
+			{96, 21, 3, 8, b32[q], true, 1, {add_res}},
+			{1056, 17, 8, 8, b32[q], false, 0, {{0}}},
+			{160, 40, 20, 32, b32[q], true, 0, {{0}}},
+		};
+		for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+			ok &= run_case(h, &odd[i], true, &seed);
+		ok &= batch_invariance(h, b32[q], 96, 21, true, &seed);
+	}
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

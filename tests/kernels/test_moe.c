@@ -9,8 +9,8 @@
  * q4_k, f8e4m3_b128; runtime/drivers/ref/quant.h): the weights quantized with halo_quantize_rows
  * as E * F rows of H (gate, up) and E * H rows of F (down), the reference
  * given their dequantized values (halo_dequantize_rows); the kernels
- * dequantize 8 weights at a time to those values (bitwise for q8_0 and
- * f8e4m3_b128, one f32 product each; q4_k: up to one fma's
+ * dequantize 8 weights at a time to those values (bitwise for q8_0,
+ * f8e4m3_b128 and mxfp4, one f32 product each; q4_k: up to one fma's
  * rounding of (d*sc)*q - dmin*m) and sum in f32 as for f32 weights, so the
  * same tolerance holds. DeepSeek V4's limit (moe_gate_up clamps g from
  * above and u on both sides before silu(g) * u) at a value that fires on
@@ -284,7 +284,8 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32, 0}, 2, false, &seed); /* 16-byte loads, f32 */
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16, 0}, 5, &seed);
 	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16, 0}, 8, &seed);
-	/* quantized experts: H and F whole blocks (q4_k: 256, f8e4m3_b128: 128) */
+	/* quantized experts: H and F whole blocks (q4_k: 256, f8e4m3_b128: 128,
+	 * q8_0 and mxfp4: 32) */
 	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0, 0}, 3, true, &seed);
 	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K, 0}, 2, false, &seed);
 	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K, 0}, 1, true, &seed);
@@ -294,10 +295,15 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){256, 128, 4, 2, HALO_F8E4M3_B128, 0}, 3, true, &seed);
 	ok &= moe_case(h, (moe_shape){128, 384, 3, 1, HALO_F8E4M3_B128, 0}, 2, false, &seed);
 	ok &= invariance(h, (moe_shape){128, 128, 5, 2, HALO_F8E4M3_B128, 0}, 6, &seed);
+	/* mxfp4: blocks of 32, as DeepSeek V4-Flash's experts */
+	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_MXFP4, 0}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_MXFP4, 0}, 5, false, &seed);
+	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_MXFP4, 0}, 8, &seed);
 	/* DeepSeek V4's clamped SwiGLU: limits that fire on activations of order 1 */
 	ok &= moe_case(h, (moe_shape){24, 10, 5, 2, HALO_F32, 0.5f}, 3, false, &seed);
 	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16, 0.75f}, 4, true, &seed);
 	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0, 0.5f}, 2, false, &seed);
+	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_MXFP4, 0.5f}, 4, false, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 /* The quantized weight formats (runtime/drivers/ref/quant.h): the dequantizer on
  * blocks whose bytes and values were worked out by hand from the format's
- * description (fp8's codes both ways, by table), the quantizer's error
+ * description (fp8's codes both ways, by table; mxfp4's E2M1 and E8M0
+ * codes, and a block's rounding ties and saturation), the quantizer's error
  * bounds on random rows, and its
  * independence from how rows are split across threads. */
 #include <math.h>
@@ -142,6 +143,59 @@ static void f8_hand_block(void)
 	      "f8e4m3_b128 dequantizes to %.9g %.9g %.9g", back[65], back[127], back[0]);
 }
 
+/* E2M1 codes (sign bit 3; magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}) and E8M0
+ * scale bytes (2^(e - 127)), from the OCP MX spec's tables. */
+static void mx_decode_table(void)
+{
+	static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+	for (unsigned q = 0; q < 16; q++) {
+		float v = halo_e2m1_to_f32(q), want = q & 8 ? -mag[q & 7] : mag[q & 7];
+		CHECK(v == want && signbit(v) == signbit(want), "e2m1 0x%x decodes to %g, expected %g", q, v, want);
+	}
+	CHECK(halo_e8m0_to_f32(127) == 1.0f && halo_e8m0_to_f32(128) == 2.0f && halo_e8m0_to_f32(121) == 0x1p-6f,
+	      "e8m0 127, 128, 121 are 1, 2, 2^-6");
+	CHECK(halo_e8m0_to_f32(0) == 0x1p-127f && halo_e8m0_to_f32(254) == 0x1p127f, "e8m0 0 and 254 are 2^-127, 2^127");
+	CHECK(isnan(halo_e8m0_to_f32(0xff)), "e8m0 0xff is NaN");
+}
+
+/* Four mxfp4 blocks worked out by hand (k = 128):
+ *  0: x_i = (i - 16) / 4, amax 4: shared exponent floor(log2 4) - 2 = 0,
+ *     byte 127; every tie of the grid met once, each to the even code:
+ *     0.25 -> 0, 0.75 -> 1 (code 2), 1.25 -> 1 (2), 1.75 -> 2 (4),
+ *     2.5 -> 2 (4), 3.5 -> 4 (6); -0.25 -> -0 (8); -4 -> 0xe;
+ *  1: 7 (amax, exponent 0) saturates to 6 (code 7), -5 ties to -4 (0xe);
+ *  2: amax 0.09375 = 1.5 * 2^-4: exponent -6 (byte 121), 0.09375 / 2^-6 =
+ *     6 (code 7), 2^-8 / 2^-6 = 0.25 ties to 0;
+ *  3: all zero: byte 0, codes 0. */
+static void mx_hand_block(void)
+{
+	float x[128] = {0}, back[128];
+	for (int i = 0; i < 32; i++)
+		x[i] = (float)(i - 16) * 0.25f;
+	x[32] = 7.0f;
+	x[33] = -5.0f;
+	x[34] = 0.001f;
+	x[64] = 0.09375f;
+	x[65] = 0x1p-8f;
+	uint8_t q[68];
+	halo_quantize_rows(HALO_MXFP4, x, 1, 128, 0, 1, q);
+	static const struct {
+		int at;
+		uint8_t byte;
+	} want[] = {{0, 0xee},  {7, 0x89},  {8, 0x00},  {9, 0x21},  {10, 0x22}, {11, 0x43}, {13, 0x54},
+		    {15, 0x66}, {16, 0xe7}, {17, 0x00}, {32, 0x07}, {48, 0x00}, {64, 127},  {65, 127},
+		    {66, 121},  {67, 0}};
+	for (size_t n = 0; n < sizeof want / sizeof *want; n++)
+		CHECK(q[want[n].at] == want[n].byte, "mxfp4 byte %d is 0x%02x, expected 0x%02x", want[n].at,
+		      q[want[n].at], want[n].byte);
+	halo_dequantize_rows(HALO_MXFP4, q, 1, 128, 0, 1, back);
+	CHECK(back[19] == 1.0f && back[23] == 2.0f && back[0] == -4.0f && back[32] == 6.0f && back[33] == -4.0f &&
+	      back[64] == 0.09375f && back[65] == 0.0f && back[127] == 0.0f,
+	      "mxfp4 dequantizes to %g %g %g %g %g %g %g %g", back[19], back[23], back[0], back[32], back[33], back[64],
+	      back[65], back[127]);
+	CHECK(signbit(back[15]) && back[15] == 0.0f, "mxfp4: -0.25 rounds to -0, got %g", back[15]);
+}
+
 /* Normal(0, 1) values from a fixed xorshift stream, some rows scaled so
  * rows differ in range. */
 static void random_rows(float *x, uint64_t rows, uint64_t k)
@@ -188,6 +242,16 @@ static float roundtrip(halo_dtype t, uint64_t rows, uint64_t k)
 				CHECK(0, "f8e4m3_b128 element %llu off by %g, more than half a step (scale %g)",
 				      (unsigned long long)i, fabsf(back[i] - x[i]), sc);
 		}
+		if (t == HALO_MXFP4) {
+			/* half a step: 0.25 s below 2 s (step 0.5), else at most a
+			 * quarter of the value (steps 1 and 2 above 2 s and 4 s;
+			 * saturation above 6 s: the value is below 8 s) */
+			uint64_t r = i / k, blk = (i % k) / 32;
+			float sc = halo_e8m0_to_f32(a[l.scales_offset + r * l.scales_row_bytes + blk]);
+			if (fabsf(back[i] - x[i]) > fmaxf(fabsf(x[i]) * 0.25f, sc * 0.25f) * 1.0001f)
+				CHECK(0, "mxfp4 element %llu off by %g, more than half a step (scale %g)",
+				      (unsigned long long)i, fabsf(back[i] - x[i]), sc);
+		}
 		if (t == HALO_Q8_0) {
 			uint64_t r = i / k, blk = (i % k) / 32;
 			const uint8_t *s = a + l.scales_offset + r * l.scales_row_bytes + 2 * blk;
@@ -213,23 +277,29 @@ int main(void)
 	      "block formats have no element size");
 	CHECK(halo_dtype_bytes(HALO_F8E4M3_B128, 256) == 264 && halo_dtype_block(HALO_F8E4M3_B128) == 128,
 	      "f8e4m3_b128: 132 bytes per 128");
+	CHECK(halo_dtype_bytes(HALO_MXFP4, 64) == 34 && halo_dtype_block(HALO_MXFP4) == 32, "mxfp4: 17 bytes per 32");
 	q8_hand_block();
 	q4_hand_block();
 	f8_decode_table();
 	f8_encode_table();
 	f8_hand_block();
+	mx_decode_table();
+	mx_hand_block();
 	/* Bounds on Gaussian rows: a 32-block's step is about 2.3 sigma / 127,
 	 * so uniform rounding gives 0.0052 relative rms (measured 0.0054); the
 	 * q4_k fit measures 0.0714, where a plain min/max fit of the same
 	 * format (no search over steps, no least-squares refit) gives 0.0784:
 	 * the bound admits the first and not the second. fp8's 3 mantissa bits
 	 * step by 2^-3 .. 2^-4 of a value: uniform rounding gives about
-	 * 0.025 relative rms (measured 0.0257). */
+	 * 0.025 relative rms (measured 0.0257). mxfp4 has one mantissa bit
+	 * and a power-of-two scale that puts a block's amax anywhere in
+	 * [4, 8) of the E2M1 grid, saturating above 6: measured 0.1166. */
 	float e8 = roundtrip(HALO_Q8_0, 37, 512), e4 = roundtrip(HALO_Q4_K, 37, 512);
-	float ef = roundtrip(HALO_F8E4M3_B128, 37, 512);
-	printf("relative rms error: q8_0 %.5f, q4_k %.5f, f8e4m3_b128 %.5f\n", e8, e4, ef);
+	float ef = roundtrip(HALO_F8E4M3_B128, 37, 512), em = roundtrip(HALO_MXFP4, 37, 512);
+	printf("relative rms error: q8_0 %.5f, q4_k %.5f, f8e4m3_b128 %.5f, mxfp4 %.5f\n", e8, e4, ef, em);
 	CHECK(e8 < 0.0060f, "q8_0 relative rms error %.5f", e8);
 	CHECK(e4 < 0.0750f, "q4_k relative rms error %.5f", e4);
 	CHECK(ef < 0.0300f, "f8e4m3_b128 relative rms error %.5f", ef);
+	CHECK(em < 0.1250f, "mxfp4 relative rms error %.5f", em);
 	return check_failures ? 1 : 0;
 }

@@ -52,7 +52,7 @@ int main(void)
 {
 	char err[512], key[256];
 	halo_affine T = {1, 0};
-	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128};
+	halo_dtype types[] = {HALO_Q8_0, HALO_Q4_K, HALO_F8E4M3_B128, HALO_MXFP4};
 	for (size_t q = 0; q < sizeof types / sizeof *types; q++) {
 		halo_dtype wt = types[q];
 		halo_dispatch mm = {.node = "proj", .op = IR_OP_MATMUL, .n_in = 2, .n_out = 1};

@@ -20,7 +20,14 @@
  * 4. Malformed checkpoints fail naming the file, the tensor and what was
  *    expected, and leave no bundle: a scale of the wrong shape, an fp8
  *    tensor without a scale, an E8M0 NaN scale byte, a packed tensor of the
- *    wrong width, a packed tensor without a scale. */
+ *    wrong width, a packed tensor without a scale, an FP4 value past f32's
+ *    range (6 * 2^127); the NaN scale and the FP4 overflow also under
+ *    --quant mxfp4, where the experts are kept as stored.
+ * 5. --quant mxfp4: the routed experts (I8, F4 and U8 bytes alike) are kept
+ *    as stored, their values region the experts' packed bytes and their
+ *    scales region the experts' E8M0 bytes, byte for byte; dequantized
+ *    (halo_dequantize_rows) they are the f32 bundle's values bit for bit;
+ *    every other matrix is f32 (mxfp4 is the experts' format alone). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,15 +395,60 @@ static void check_kept(const char *path)
 	mc_bundle_close(&b);
 }
 
-/* Part 4: one malformed checkpoint. `change` alters it, `undo` restores it. */
-static void refuse(const char *dir, const char *out, const char *what, void (*change)(bool undo), const char *frag1,
-		   const char *frag2)
+/* Part 5: the experts kept mxfp4, the rest f32. */
+static void check_mxfp4(const char *path, const char *f32_path)
+{
+	mc_bundle b = mc_open_bundle(path), f = mc_open_bundle(f32_path);
+	for (int i = 0; i < N_WEIGHTS; i++) {
+		const char *slot = strstr(weights[i].hf, "{e}");
+		const halo_buffer_decl *d = mc_find_weight(b.m, weights[i].bundle), *a = mc_find_weight(f.m, weights[i].bundle);
+		bool matrix = slot || find(weights[i].hf)->rank == 2;
+		halo_dtype want = slot ? HALO_MXFP4 : HALO_F32;
+		MC_CHECK(d && a && d->dtype == want, "--quant mxfp4: weight '%s' is %s, expected %s", weights[i].bundle,
+			 d ? halo_dtype_name(d->dtype) : "missing", halo_dtype_name(want));
+		if (!slot || !matrix || !d || !a || d->dtype != want)
+			continue;
+		const uint8_t *w = b.weights + d->offset;
+		uint64_t rows = 0, k = 0;
+		size_t at = 0, sat = 0;
+		int bad = 0;
+		halo_quant_layout l = {0};
+		for (int e = 0; e < N_EXP; e++) {
+			char name[96], sname[96];
+			snprintf(name, sizeof name, "%.*s%d%s", (int)(slot - weights[i].hf), weights[i].hf, e, slot + 3);
+			tensor *t = find(name);
+			snprintf(sname, sizeof sname, "%.*s.scale", (int)(strlen(name) - strlen(".weight")), name);
+			tensor *s = find(sname);
+			k = t->n_want / (uint64_t)t->shape[0]; /* values per row, whatever the dtype counts */
+			rows = (uint64_t)N_EXP * (uint64_t)t->shape[0];
+			l = halo_quant_layout_of(HALO_MXFP4, rows, k);
+			bad += memcmp(w + at, t->data, t->bytes) != 0;
+			bad += memcmp(w + l.scales_offset + sat, s->data, s->bytes) != 0;
+			at += t->bytes;
+			sat += s->bytes;
+		}
+		MC_CHECK(bad == 0 && d->size == halo_dtype_bytes(HALO_MXFP4, rows * k),
+			 "'%s': %d experts' codes or scales are not the checkpoint's bytes", weights[i].bundle, bad);
+		float *x = malloc(rows * k * sizeof(float));
+		halo_dequantize_rows(HALO_MXFP4, w, rows, k, 0, rows, x);
+		MC_CHECK(a->size == rows * k * 4 && memcmp(x, f.weights + a->offset, a->size) == 0,
+			 "'%s': dequantized, not the f32 bundle's values bit for bit", weights[i].bundle);
+		free(x);
+	}
+	mc_bundle_close(&b);
+	mc_bundle_close(&f);
+}
+
+/* Part 4: one malformed checkpoint, compiled under --quant `quant`. `change`
+ * alters it, `undo` restores it. */
+static void refuse(const char *dir, const char *out, const char *what, halo_dtype quant, void (*change)(bool undo),
+		   const char *frag1, const char *frag2)
 {
 	change(false);
 	write_checkpoint(dir);
 	change(true);
 	char err[2048] = "";
-	bool ok = compile(dir, HALO_F32, HALO_F32, out, NULL, err, sizeof err);
+	bool ok = compile(dir, HALO_F32, quant, out, NULL, err, sizeof err);
 	MC_CHECK(!ok && strstr(err, "model.safetensors") && strstr(err, frag1) && strstr(err, frag2),
 		 "%s: compile %s (%s)", what, ok ? "succeeded" : "failed", err);
 	MC_CHECK(access(out, F_OK) != 0, "%s: the failed compile left %s", what, out);
@@ -439,20 +491,41 @@ static void no_fp4_scale(bool undo)
 	find("layers.0.ffn.experts.3.w1.scale")->skip = !undo;
 }
 
+/* Expert 1's w3 (F4): row 0's first block given the scale 2^127 (byte
+ * 254) and the codes 0 but element 6's, 7 (6): 6 * 2^127 passes f32's
+ * 2^128, and no earlier element does. */
+static void fp4_overflow(bool undo)
+{
+	static uint8_t keep_v[16], keep_s;
+	tensor *t = find("layers.0.ffn.experts.1.w3.weight"), *s = find("layers.0.ffn.experts.1.w3.scale");
+	if (undo) {
+		memcpy(t->data, keep_v, 16);
+		s->data[0] = keep_s;
+		return;
+	}
+	memcpy(keep_v, t->data, 16);
+	keep_s = s->data[0];
+	memset(t->data, 0, 16);
+	t->data[3] = 7;
+	s->data[0] = 254;
+}
+
 int main(void)
 {
-	char dir[64], f32_path[64], f16_path[64], kept_path[64], bad_path[64], err[2048];
+	char dir[64], f32_path[64], f16_path[64], kept_path[64], mx_path[64], bad_path[64], err[2048];
 	snprintf(dir, sizeof dir, "dsv4_ckpt_%d", (int)getpid());
 	snprintf(f32_path, sizeof f32_path, "dsv4_f32_%d.halo", (int)getpid());
 	snprintf(f16_path, sizeof f16_path, "dsv4_f16_%d.halo", (int)getpid());
 	snprintf(kept_path, sizeof kept_path, "dsv4_kept_%d.halo", (int)getpid());
+	snprintf(mx_path, sizeof mx_path, "dsv4_mx_%d.halo", (int)getpid());
 	snprintf(bad_path, sizeof bad_path, "dsv4_bad_%d.halo", (int)getpid());
 	make_tensors();
 	write_checkpoint(dir);
 	cg_compile_stats st;
 	if (!compile(dir, HALO_F32, HALO_F32, f32_path, &st, err, sizeof err) ||
 	    !compile(dir, HALO_F16, HALO_F32, f16_path, NULL, err, sizeof err) ||
-	    !compile(dir, HALO_F32, HALO_F8E4M3_B128, kept_path, NULL, err, sizeof err)) {
+	    !compile(dir, HALO_F32, HALO_F8E4M3_B128, kept_path, NULL, err, sizeof err) ||
+	    !compile(dir, HALO_F32, HALO_MXFP4, mx_path, NULL, err, sizeof err)) {
 		fprintf(stderr, "FAIL: compile: %s\n", err);
 		return 1;
 	}
@@ -465,22 +538,30 @@ int main(void)
 	check_values(f16_path, true);
 	check_f16_exact();
 	check_kept(kept_path);
-	printf("%d weights converted exactly (f32, f16), wo_b kept as fp8\n", N_WEIGHTS);
+	check_mxfp4(mx_path, f32_path);
+	printf("%d weights converted exactly (f32, f16), wo_b kept as fp8, the experts as mxfp4\n", N_WEIGHTS);
 
-	refuse(dir, bad_path, "wrong scale shape", wrong_scale_shape, "scale 'layers.0.attn.wq_a.scale' of tensor "
+	refuse(dir, bad_path, "wrong scale shape", HALO_F32, wrong_scale_shape, "scale 'layers.0.attn.wq_a.scale' of tensor "
 	       "'layers.0.attn.wq_a.weight'", "expected [1, 2]");
-	refuse(dir, bad_path, "fp8 without scale", no_fp8_scale, "'layers.0.attn.wo_b.weight' is F8_E4M3 but has no",
+	refuse(dir, bad_path, "fp8 without scale", HALO_F32, no_fp8_scale, "'layers.0.attn.wo_b.weight' is F8_E4M3 but has no",
 	       "'layers.0.attn.wo_b.scale'");
-	refuse(dir, bad_path, "E8M0 NaN scale", e8m0_nan, "'layers.0.ffn.experts.2.w1.scale': element 7",
-	       "E8M0 NaN code 0xff");
-	refuse(dir, bad_path, "packed shape", packed_too_wide, "'layers.0.ffn.experts.1.w2.weight' has shape [160, 34]",
+	for (int q = 0; q < 2; q++) {
+		halo_dtype quant = q ? HALO_MXFP4 : HALO_F32;
+		refuse(dir, bad_path, q ? "E8M0 NaN scale (mxfp4)" : "E8M0 NaN scale", quant, e8m0_nan,
+		       "'layers.0.ffn.experts.2.w1.scale': element 7", "E8M0 NaN code 0xff");
+		refuse(dir, bad_path, q ? "FP4 overflow (mxfp4)" : "FP4 overflow", quant, fp4_overflow,
+		       "'layers.0.ffn.experts.1.w3.weight': element 6 (row 0, column 6) is 6 times its scale",
+		       "not finite in f32");
+	}
+	refuse(dir, bad_path, "packed shape", HALO_F32, packed_too_wide, "'layers.0.ffn.experts.1.w2.weight' has shape [160, 34]",
 	       "[160, 68] values), the model file expects [160, 64]");
-	refuse(dir, bad_path, "FP4 without scale", no_fp4_scale, "'layers.0.ffn.experts.3.w1.weight' is I8, read as "
+	refuse(dir, bad_path, "FP4 without scale", HALO_F32, no_fp4_scale, "'layers.0.ffn.experts.3.w1.weight' is I8, read as "
 	       "packed FP4", "'layers.0.ffn.experts.3.w1.scale'");
 
 	remove(f32_path);
 	remove(f16_path);
 	remove(kept_path);
+	remove(mx_path);
 	char path[128];
 	snprintf(path, sizeof path, "%s/model.safetensors", dir);
 	remove(path);

@@ -2,14 +2,15 @@
 # halo compile --quant through the CLI: a bad format name is a usage error,
 # a weight whose K is not a whole number of q8_0 blocks and a non-finite
 # weight value are errors naming the weight that leave no bundle behind, the
-# q4_k and f8e4m3 fallbacks to q8_0 are noted, and halo inspect --bundle shows the dtypes.
+# q4_k and f8e4m3 fallbacks to q8_0 are noted, mxfp4 stores the experts
+# alone, and halo inspect --bundle shows the dtypes.
 # usage: quant_cli_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 test_name="quant cli"
 . "$(dirname "$0")/test_lib.sh"
 tiny=$root/tests/fixtures/qwen3_tiny
 
-expect 2 "--quant must be q8_0, q4_k or f8e4m3, not 'q5_k'" compile --hf "$tiny" --quant q5_k -o "$work/x.halo"
-expect 2 "--quant must be q8_0, q4_k or f8e4m3, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
+expect 2 "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not 'q5_k'" compile --hf "$tiny" --quant q5_k -o "$work/x.halo"
+expect 2 "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
 expect 2 "'--quant' needs a value" compile --hf "$tiny" -o "$work/x.halo" --quant
 [ ! -e "$work/x.halo" ] || fail "a refused command line left $work/x.halo"
 
@@ -18,6 +19,10 @@ expect 1 "weight 'layers.0.moe_ffn.exp_down' \[8, 64, 16\]: its last dim K = 16 
 	compile --hf "$root/tests/fixtures/qwen3_next_tiny" --targets ref --quant q8_0 -o "$work/next.halo"
 [ ! -e "$work/next.halo" ] || fail "the block-size error left a bundle behind"
 ls "$work" | grep -q "next.halo" && fail "the block-size error left a temporary file: $(ls "$work")"
+# mxfp4's block is q8_0's 32: the error names mxfp4, nothing falls back
+expect 1 "weight 'layers.0.moe_ffn.exp_down' \[8, 64, 16\]: its last dim K = 16 is not a multiple of mxfp4's block of 32" \
+	compile --hf "$root/tests/fixtures/qwen3_next_tiny" --targets ref --quant mxfp4 -o "$work/next.halo"
+[ ! -e "$work/next.halo" ] || fail "the mxfp4 block-size error left a bundle behind"
 
 # K = 64 and 96: under q4_k every matrix falls back to q8_0, with a note
 expect 0 "note: 8 weights stored q8_0, not q4_k: their K is not a multiple of 256: layers.0.decoder.wo \[64, 64\]" \
@@ -31,6 +36,12 @@ expect 0 "note: 9 weights stored q8_0, not f8e4m3_b128: their K is not a multipl
 expect 0 "weights by dtype: f32 .* MiB, f8e4m3_b128 .* MiB" \
 	compile --hf "$root/tests/models/quant_k256/qwen3" --random-weights 1 --targets ref --quant f8e4m3 -o "$work/f8.halo"
 expect 0 "f8e4m3_b128  *9 weights .* 8.25 bits/weight" inspect --bundle "$work/f8.halo"
+# mxfp4: the experts alone, the rest (head included) in --dtype
+expect 0 "weights by dtype: f32 .* MiB, mxfp4 .* MiB" \
+	compile --hf "$root/tests/models/quant_k256/qwen3_next" --random-weights 1 --targets ref --quant mxfp4 -o "$work/mx.halo"
+expect 0 "mxfp4  *6 weights .* 4.25 bits/weight" inspect --bundle "$work/mx.halo"
+grep -q "^  lm_head  *f32 " "$out" || fail "inspect --bundle does not show lm_head as f32 under mxfp4: $(cat "$out")"
+expect 0 "." run "$work/mx.halo" --backend ref --tokens 1,2,3 --n-predict 2
 expect 0 "weights by dtype: f32 .* MiB, q8_0 .* MiB" compile --hf "$tiny" --targets ref --quant q8_0 -o "$work/q8.halo"
 expect 0 "." run "$work/q8.halo" --backend ref --tokens 1,2,3 --n-predict 2
 

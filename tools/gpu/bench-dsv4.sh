@@ -17,8 +17,10 @@
 # scales: halo compile --quant f8e4m3) and EXPERTS=256 restores its expert
 # count, which fits then (a layer's fp8 gate stack is 2 GiB and its scales;
 # the Vulkan backend's buffers are as large as the device allows, 4 GiB - 1
-# on the H200); the bytes a token reads are counted per stored format.
-# usage: [QUANT=f8e4m3] [EXPERTS=N] tools/gpu/bench-dsv4.sh [SHALLOW] [DEEP] [TG]
+# on the H200); QUANT=mxfp4 stores the routed experts alone in MXFP4 (17
+# bytes per 32 weights), the rest f16; the bytes a token reads are counted
+# per stored format.
+# usage: [QUANT=f8e4m3|mxfp4] [EXPERTS=N] tools/gpu/bench-dsv4.sh [SHALLOW] [DEEP] [TG]
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -48,10 +50,13 @@ python3 - "$cfg/config.json" "$quant" <<'PY' | tee -a "$out/compile.txt"
 import json, sys
 c = json.load(open(sys.argv[1]))
 # bytes a weight of each class (docs/quantization.md) takes: "lin" the
-# matmuls with 32 outputs or more and the head, "exp" the routed and shared
-# experts' matrices, "keep" the routers and the small mHC matrices (--dtype)
-per = {"": {"lin": 2, "exp": 2, "keep": 2}, "f8e4m3": {"lin": 1 + 4 / 128, "exp": 1 + 4 / 128, "keep": 2},
-       "q8_0": {"lin": 34 / 32, "exp": 34 / 32, "keep": 2}}[sys.argv[2]]
+# matmuls with 32 outputs or more and the head, "exp" the routed experts'
+# matrices, "sh" the shared expert's (matmuls: linear under mxfp4), "keep"
+# the routers and the small mHC matrices (--dtype)
+f8, q8 = 1 + 4 / 128, 34 / 32
+per = {"": {"lin": 2, "exp": 2, "sh": 2, "keep": 2}, "f8e4m3": {"lin": f8, "exp": f8, "sh": f8, "keep": 2},
+       "q8_0": {"lin": q8, "exp": q8, "sh": q8, "keep": 2},
+       "mxfp4": {"lin": 2, "exp": 17 / 32, "sh": 2, "keep": 2}}[sys.argv[2]]
 H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
 nh, D, q, g, o = c["num_attention_heads"], c["head_dim"], c["q_lora_rank"], c["o_groups"], c["o_lora_rank"]
 nI, dI, n, I, k = c["index_n_heads"], c["index_head_dim"], c["hc_mult"], c["moe_intermediate_size"], c["num_experts_per_tok"]
@@ -62,9 +67,10 @@ attn = H * q + q * nh * D + H * D + (nh * D // g) * g * o + g * o * H
 comp = {0: 0, 4: 2 * 2 * D * H + q * nI * dI + H * nI + 2 * 2 * dI * H, 128: 2 * D * H}
 mhc = 2 * (2 + n) * n * n * H
 lin = sum(attn + comp[r] for r in ratios) + V * H
-exp = len(ratios) * (k + 1) * 3 * I * H
+exp = len(ratios) * k * 3 * I * H
+sh = len(ratios) * 3 * I * H
 keep = len(ratios) * (mhc + E * H) + n * n * H
-b = per["lin"] * lin + per["exp"] * exp + per["keep"] * keep
+b = per["lin"] * lin + per["exp"] * exp + per["sh"] * sh + per["keep"] * keep
 print(f"weight bytes read per decoded token ({sys.argv[2] or 'f16'}, {E} experts):", int(b))
 PY
 tokens=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16

@@ -12,6 +12,9 @@ enum {
 	Q4_SUBS = Q4_SUPER / Q4_SUB,
 	Q4_META = 16, /* scale bytes per super-block */
 	F8_BLOCK = 128,
+	MX_BLOCK = 32,
+	MX_EMAX = 2,  /* E2M1's largest exponent: 6 = 1.5 * 2^2 */
+	MX_EMIN = -127, /* the smallest E8M0 scale's exponent (byte 0) */
 };
 
 /* roundf(v) (halves away from zero) clamped to [lo, hi], without libm's
@@ -301,6 +304,69 @@ static void f8_dequant_row(const uint8_t *q, const uint8_t *scales, uint64_t k, 
 	}
 }
 
+/* ---- mxfp4 ---- */
+
+float halo_e2m1_to_f32(unsigned q)
+{
+	static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+	return q & 8u ? -mag[q & 7u] : mag[q & 7u];
+}
+
+/* Byte 0 is 2^-127, an f32 subnormal (exponent field 0, top mantissa bit). */
+float halo_e8m0_to_f32(uint8_t e)
+{
+	return e == 0xffu ? NAN : f32_from_bits(e ? (uint32_t)e << 23 : 0x00400000u);
+}
+
+/* The E2M1 code of v (the element over its scale, |v| < 8): the magnitude
+ * rounded to the nearest of {0, .5, 1, 1.5, 2, 3, 4, 6}, a tie to the even
+ * code, and above 6 saturated to 6; the sign from v's sign bit, so that a
+ * negative value rounding to zero gives -0 (code 8), as fp8's does. The
+ * midpoints between codes c and c + 1 round up only where c is odd. */
+static uint8_t e2m1_from_f32(float v)
+{
+	static const float mid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+	float a = fabsf(v);
+	unsigned code = 0;
+	for (unsigned c = 0; c < 7; c++)
+		code += c & 1u ? a >= mid[c] : a > mid[c];
+	return (uint8_t)(signbit(v) ? code | 8u : code);
+}
+
+/* The OCP MX spec's (v1.0) shared scale: the shared exponent is
+ * floor(log2(amax)) - 2, E2M1's largest exponent, so the largest magnitude
+ * lands in [4, 8) and above 6 saturates; clamped to E8M0's range (an
+ * all-zero block gets byte 0). x * 2^-X is exact in f32 for every X the
+ * clamp leaves (2^-X is normal, the quotient below 8) but where it falls
+ * under 2^-126, far below the codes' step of 0.5. */
+static void mx_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
+{
+	for (uint64_t b = 0; b < k / MX_BLOCK; b++) {
+		const float *xb = x + b * MX_BLOCK;
+		float amax = 0.0f;
+		for (int i = 0; i < MX_BLOCK; i++)
+			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		int e = MX_EMIN;
+		if (amax > 0.0f) {
+			frexpf(amax, &e); /* amax = m * 2^e, m in [0.5, 1): floor(log2(amax)) = e - 1 */
+			e = e - 1 - MX_EMAX < MX_EMIN ? MX_EMIN : e - 1 - MX_EMAX;
+		}
+		scales[b] = (uint8_t)(e + 127);
+		uint8_t *q = values + b * MX_BLOCK / 2;
+		for (int i = 0; i < MX_BLOCK; i += 2)
+			q[i / 2] = (uint8_t)(e2m1_from_f32(ldexpf(xb[i], -e)) | e2m1_from_f32(ldexpf(xb[i + 1], -e)) << 4);
+	}
+}
+
+static void mx_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
+{
+	for (uint64_t b = 0; b < k / MX_BLOCK; b++) {
+		float s = halo_e8m0_to_f32(scales[b]);
+		for (uint64_t i = b * MX_BLOCK; i < (b + 1) * MX_BLOCK; i++)
+			x[i] = s * halo_e2m1_to_f32(i & 1 ? values[i / 2] >> 4 : values[i / 2] & 15u);
+	}
+}
+
 /* ---- the formats ---- */
 
 static const struct {
@@ -312,6 +378,7 @@ static const struct {
 	[HALO_Q8_0] = {8, 2, q8_row, q8_dequant_row},
 	[HALO_Q4_K] = {4, Q4_META, q4_row, q4_dequant_row},
 	[HALO_F8E4M3_B128] = {8, 4, f8_row, f8_dequant_row},
+	[HALO_MXFP4] = {4, 1, mx_row, mx_dequant_row},
 };
 
 halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)

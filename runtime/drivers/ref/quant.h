@@ -34,7 +34,16 @@
  *   little-endian bytes) and x = s * fp8(q), one f32 product. An fp8
  *   checkpoint's 128x128 block scale is written for each of its block's
  *   rows, so its codes are stored unchanged and x is bit for bit the value
- *   the checkpoint reader's dequantization gives. */
+ *   the checkpoint reader's dequantization gives.
+ * mxfp4 (4.25 bits per weight; OCP MX FP4): blocks of 32. Value byte i of a
+ *   row holds element 2i in its low nibble and 2i + 1 in its high nibble,
+ *   as q4_k's, each the E2M1 code of its element: bit 3 the sign, bits 0-2
+ *   the magnitude {0, 0.5, 1, 1.5, 2, 3, 4, 6}. Each block has one E8M0
+ *   byte e, the scale 2^(e - 127) (0 is 2^-127, an f32 subnormal; 0xff is
+ *   NaN, which is never stored), and x = 2^(e - 127) * e2m1(q), one f32
+ *   product, exact unless it leaves f32's range. An MXFP4 checkpoint's
+ *   codes and scale bytes are stored unchanged, so x is bit for bit the
+ *   value the checkpoint reader's dequantization gives. */
 #ifndef HALO_REF_QUANT_H
 #define HALO_REF_QUANT_H
 
@@ -64,6 +73,11 @@ float halo_f8e4m3_to_f32(uint8_t q);
 /* The code nearest v (ties to the even code), saturated to +-448 (finite v;
  * -0 and negative values that round to zero give 0x80). */
 uint8_t halo_f8e4m3_from_f32(float v);
+
+/* The value of an E2M1 code (its low 4 bits): exact. */
+float halo_e2m1_to_f32(unsigned q);
+/* The value of an E8M0 scale byte, 2^(e - 127): exact; NaN for 0xff. */
+float halo_e8m0_to_f32(uint8_t e);
 
 /* Dequantizes rows [lo, hi) of the tensor at src into dst (rows x k
  * floats, row-major; only rows [lo, hi) are written). */
