@@ -209,12 +209,16 @@ typedef struct {
 		 * position q is row q mod N of c and z */
 		struct { int64_t N, D, ratio; bool overlap; } compress;
 		/* INDEX_TOPK (q[T,h,d], w[T,h], keys[E,d]) -> ids[T,k] i32: the keys
-		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1 */
-		struct { int64_t h, d, E, k, ratio; float scale; } index;
+		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1.
+		 * INDEX_SCORE (the same operands) -> scores[T,E] over blocks of
+		 * `block` keys (k unused); INDEX_SELECT (scores[T,E]) -> ids[T,k]
+		 * (h, d, scale and block unused) */
+		struct { int64_t h, d, E, k, ratio, block; float scale; } index;
 		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
 		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32;
-		 * position j is row j mod N of kv */
-		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;
+		 * position j is row j mod N of kv. SINK_ATTENTION_PARTIAL (the
+		 * same operands) -> part[T,h,blocks,D+2] over blocks of `block` keys */
+		struct { int64_t h, D, N, E, k, window, ratio, block, blocks; float scale; } sink;
 		/* DeepSeek V4's mHC, n streams, all f32. HC_WEIGHTS (mix[T,M],
 		 * base[M], scale[3]) -> (pre[T,n], post[T,n], comb[T,n,n]) with M =
 		 * (2+n)*n when full, else (mix[T,n], base[n], scale[1]) -> pre;
