@@ -66,6 +66,12 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { vec4 y4[]; };
 #define NPRE ((KC * D4 + LS_X - 1u) / LS_X)
 #define NDOT ((D4 + LPP - 1u) / LPP)
 #define NOUT ((HG * D4 + LS_X - 1u) / LS_X)
+// The row's first key this workgroup takes: its block's with PARTIAL.
+#ifdef PARTIAL
+#define FIRST_KEY (gl_WorkGroupID.z * BLOCK)
+#else
+#define FIRST_KEY 0u
+#endif
 // The max of a block with no key, as attention_partial writes it.
 #define NO_KEY_MAX -3.0e38
 
@@ -201,15 +207,14 @@ void main()
 	for (uint i = l; i < HG * D4; i += LS_X)
 		qs[i] = q4[(t * H + h0) * D4 + i];
 #ifdef PARTIAL
-	// this block's keys: the list from c_lo, cut at the block's end
-	uint b = gl_WorkGroupID.z, c_lo = b * BLOCK;
-	n_keys = min(n_keys, c_lo + BLOCK);
+	// this block's keys: the list from FIRST_KEY, cut at the block's end
+	uint b = gl_WorkGroupID.z;
+	n_keys = min(n_keys, FIRST_KEY + BLOCK);
 	if (l < HG) {
 		m_run[l] = b == 0u ? sinks[h0 + l] : NO_KEY_MAX;
 		l_run[l] = b == 0u ? 1.0 : 0.0;
 	}
 #else
-	uint c_lo = 0u;
 	if (l < HG) {
 		m_run[l] = sinks[h0 + l];
 		l_run[l] = 1.0;
@@ -221,12 +226,12 @@ void main()
 	vec4 acc[NOUT];
 	for (uint r = 0u; r < NOUT; r++)
 		acc[r] = vec4(0.0);
-	load_chunk(pre, c_lo, l);
+	load_chunk(pre, FIRST_KEY, l);
 	// n_keys >= 1 (the window holds row p), so the loop's barriers also
 	// publish qs, m_run and l_run before their first use. (A PARTIAL block
 	// past the list runs no chunk: its lane g reads back only the m_run[g]
 	// and l_run[g] it wrote itself.)
-	for (uint c0 = c_lo; c0 < n_keys; c0 += KC) {
+	for (uint c0 = FIRST_KEY; c0 < n_keys; c0 += KC) {
 		store_chunk(pre, l);
 		barrier();
 		load_chunk(pre, c0 + KC, l);
