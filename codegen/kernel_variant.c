@@ -1817,20 +1817,23 @@ static bool build_index_topk(kv_build *b)
 }
 
 /* index_score (index_topk.comp with SCORE): a workgroup per (block of keys,
- * token) scores its block as index_topk scores a chunk (CH = the block), so
- * the scores are that kernel's, bitwise, at the same hg. Lanes: the largest
- * of 128, 64, 32 dividing the block (each lane the same number of keys). */
+ * token) scores its block as index_topk scores a chunk, so the scores are
+ * that kernel's, bitwise, at the same hg. Lanes: the largest power of two
+ * <= 128 and <= the block (the pass's blocks are multiples of 32: 160 keys
+ * take 128 lanes twice, the second time 32 of them); CH, the block rounded
+ * up to a multiple of the lanes, sets each lane's keys. */
 static bool build_index_score(kv_build *b)
 {
 	const kv_desc *d = b->d;
 	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, block = d->u.index.block;
-	uint32_t ls;
-	if (!lanes_1d(b, block % 128 == 0 ? 128 : block % 64 == 0 ? 64 : 32, &ls) ||
-	    !check_index(b, "T*E", d->t_max * E) || !check_index(b, "block", block))
+	uint32_t ls, dflt = 128;
+	while (dflt > 1 && dflt > block)
+		dflt /= 2;
+	if (!lanes_1d(b, dflt, &ls) || !check_index(b, "T*E", d->t_max * E) || !check_index(b, "block", block))
 		return false;
-	if (block < ls || block % ls)
-		return fail(b, "a block of %" PRId64 " keys is not a multiple of the %u lanes", block, ls);
-	int64_t per_lane = block / ls, hg = d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
+	if (block < 1)
+		return fail(b, "a block of %" PRId64 " keys", block);
+	int64_t per_lane = (block + ls - 1) / ls, hg = d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
 	if (!d->tiles.cols)
 		while (hg > 1 && per_lane * hg > INDEX_MAX_ACC)
 			hg /= 2;
@@ -1839,8 +1842,9 @@ static bool build_index_score(kv_build *b)
 	b->p->template = "index_topk";
 	sb_printf(&b->sig, "index_score h=%" PRId64 " d=%" PRId64 " E=%" PRId64 " ratio=%" PRId64 " scale=%.9g block=%"
 		  PRId64, h, dd, E, d->u.index.ratio, (double)d->u.index.scale, block);
-	index_defs(b, h, dd, 1, block, hg);
+	index_defs(b, h, dd, 1, per_lane * ls, hg);
 	def_int(b, "SCORE", 1);
+	def_uint(b, "BLOCK", block);
 	per_token_grid(b, ls, (E + block - 1) / block, 1);
 	sb_printf(&b->tile, ",hg%" PRId64, hg);
 	return true;
@@ -1894,7 +1898,8 @@ static bool build_sink_attention(kv_build *b)
 	int64_t hg, kc;
 	uint32_t ls;
 	if (d->op == IR_OP_SINK_ATTENTION_PARTIAL && (block < 1 || blocks < 1))
-		return fail(b, "%" PRId64 " blocks of %" PRId64 " keys", blocks, block);
+		return fail(b, "a split needs at least one block of at least one key, not %" PRId64 " of %" PRId64,
+			    blocks, block);
 	if (!check_index(b, "T*h*blocks*(D+2)", d->t_max * h * blocks * (D + 2)) ||
 	    !check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "N*D", N * D) ||
 	    !check_index(b, "T*h*D", d->t_max * h * D) || !check_index(b, "window", d->u.sink.window) ||

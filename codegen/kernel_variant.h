@@ -87,8 +87,8 @@ typedef struct {
  * <= 16 that fits). index_topk: local lanes (512 with t_max <= 8, else 256),
  * cols heads per q stage (16, at most h), bk keys per chunk (a power of two
  * >= k and >= local; the larger of the two powers); index_select the same
- * lanes and bk; index_score local lanes (the largest of 128, 64, 32
- * dividing the block), cols heads per q stage (16 halved while the block's
+ * lanes and bk; index_score local lanes (the largest power of two <= 128
+ * and <= the block), cols heads per q stage (16 halved while the block's
  * keys per lane times it pass 64 accumulators).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {

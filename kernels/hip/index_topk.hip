@@ -8,10 +8,11 @@
 // chunk, then a bitonic merge). Higher score first, ties to the lower index.
 // The loops over tot[] and dots[] are unrolled so both stay in registers
 // (README.md). The split's halves (passes/split_attention.c): SCORE
-// (index_score) has workgroup (b, t) score keys b * CH .. + CH into scores
-// [T,E_ROWS] at B_SC (0 past the n visible ones); SELECT (index_select)
-// runs the selection over those scores.
-// Grid: x = 1 (SCORE: NBLK = ceil(E_ROWS / CH)), y = T.
+// (index_score) has workgroup (b, t) score keys b * BLOCK .. + BLOCK (CH:
+// BLOCK rounded up to a multiple of the lanes) into scores [T,E_ROWS] at
+// B_SC (0 past the n visible ones); SELECT (index_select) runs the
+// selection over those scores.
+// Grid: x = 1 (SCORE: ceil(E_ROWS / BLOCK)), y = T.
 
 #define D4 (DI / 4u)
 #define KPL (CH / LS_X)
@@ -147,21 +148,21 @@ void merge_best(uint l)
 #ifdef SCORE
 void main()
 {
-	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, c0 = gl_WorkGroupID.x * CH;
-	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS);
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, c0 = gl_WorkGroupID.x * BLOCK;
+	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS), end = min(c0 + BLOCK, E_ROWS);
 	if (c0 < n) {
 		for (uint i = l; i < H; i += LS_X)
 			wts[i] = hw[t * H + i];
 		float tot[KPL];
-		score_chunk(t, l, c0, n, tot); // its first barrier publishes wts
+		score_chunk(t, l, c0, min(n, end), tot); // its first barrier publishes wts
 #pragma unroll
 		for (uint r = 0u; r < KPL; r++) {
 			uint e = c0 + l + r * LS_X;
-			if (e < E_ROWS)
+			if (e < end)
 				sc[t * E_ROWS + e] = e < n ? tot[r] : 0.0f;
 		}
 	} else {
-		for (uint e = c0 + l; e < min(c0 + CH, E_ROWS); e += LS_X)
+		for (uint e = c0 + l; e < end; e += LS_X)
 			sc[t * E_ROWS + e] = 0.0f;
 	}
 }

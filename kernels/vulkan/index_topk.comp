@@ -22,9 +22,11 @@
 //
 // Split for long contexts (passes/split_attention.c) into two dispatches
 // of this template. SCORE (index_score: binding B_SC, scores [T,E_ROWS],
-// instead of B_IDS): workgroup (b, t) scores keys b * CH .. + CH (CH is the
-// block; grid x = NBLK) exactly as a chunk is scored above, writing 0 past
-// the n visible keys; a block past them scores nothing. SELECT
+// instead of B_IDS): workgroup (b, t) scores keys b * BLOCK .. + BLOCK
+// (grid x = ceil(E_ROWS / BLOCK); CH is BLOCK rounded up to a multiple of
+// the lanes, the lanes past the block idle) exactly as a chunk is scored
+// above, writing 0 past the n visible keys; a block past them scores
+// nothing. SELECT
 // (index_select: scores [T,E_ROWS] at B_SC instead of q, w and keys): one
 // workgroup per token runs the selection above over the scores read back.
 // The same scoring code and order per key, the same selection: the split
@@ -158,20 +160,20 @@ void merge_best(uint l)
 #ifdef SCORE
 void main()
 {
-	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, c0 = gl_WorkGroupID.x * CH;
-	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS);
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, c0 = gl_WorkGroupID.x * BLOCK;
+	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS), end = min(c0 + BLOCK, E_ROWS);
 	if (c0 < n) {
 		for (uint i = l; i < H; i += LS_X)
 			wts[i] = hw[t * H + i];
 		float tot[KPL];
-		score_chunk(t, l, c0, n, tot); // its first barrier publishes wts
+		score_chunk(t, l, c0, min(n, end), tot); // its first barrier publishes wts
 		for (uint r = 0u; r < KPL; r++) {
 			uint e = c0 + l + r * LS_X;
-			if (e < E_ROWS)
+			if (e < end)
 				sc[t * E_ROWS + e] = e < n ? tot[r] : 0.0;
 		}
 	} else {
-		for (uint e = c0 + l; e < min(c0 + CH, E_ROWS); e += LS_X)
+		for (uint e = c0 + l; e < end; e += LS_X)
 			sc[t * E_ROWS + e] = 0.0;
 	}
 }

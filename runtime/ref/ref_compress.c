@@ -138,7 +138,7 @@ void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *
 {
 	float *score = malloc((size_t)(E + 1) * sizeof *score);
 	if (!score)
-		abort();
+		abort(); /* as ref_index_select */
 	for (int64_t t = 0; t < T; t++) {
 		ref_index_score(q + t * h * d, w + t * h, keys, score, 1, h, d, E, m, scale, pos + t);
 		ref_index_select(score, ids + t * k, 1, E, k, m, pos + t);
@@ -239,8 +239,8 @@ static void attend_sink_block(const float *q, const float *const *keys, int64_t 
 	out[D + 1] = (float)sum;
 }
 
-/* One head of one query: y [D] whole (block 0), or its S blocks of `block`
- * keys into y [S, D+2]. s: n floats. */
+/* One head of one query over its n keys: y [D] (sink_attention), or with
+ * p->block its p->blocks blocks into y [blocks, D+2]. s: n floats. */
 static void attend_head(const ref_sink_params *p, const float *q, const float *const *keys, int64_t n, float sink,
 			int64_t D, float *y, float *s)
 {
@@ -269,6 +269,10 @@ bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *k
 		return ref_fail(err, op, "window %" PRId64 " and ratio %" PRId64 " must be at least 1, block %" PRId64
 				" not negative", p->window, p->ratio, p->block);
 	int64_t most = p->window + (ids ? p->k : p->E), row = p->block ? p->blocks * (D + 2) : D;
+	int64_t longest = (p->window < p->N ? p->window : p->N) + (ids ? p->k : p->E);
+	if (p->block && p->blocks * p->block < longest)
+		return ref_fail(err, op, "%" PRId64 " blocks of %" PRId64 " keys hold fewer than the %" PRId64
+				" keys a row can see", p->blocks, p->block, longest);
 	const float **keys = malloc((size_t)most * sizeof *keys);
 	float *s = malloc((size_t)most * sizeof *s);
 	bool *seen = malloc((size_t)(p->E + 1) * sizeof *seen);

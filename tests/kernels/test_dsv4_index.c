@@ -25,8 +25,9 @@
  * The split form (passes/split_attention.c: index_score over blocks of
  * keys, then index_select over the scores) in the same forms and checks,
  * at the blocks the pass picks (64 keys of V4-Flash's 1024 entries, 128 of
- * 8192 at a 32k context) and at blocks that leave a ragged last one (the
- * odd sizes); its ids must also equal the unsplit kernel's bitwise on
+ * 8192 at a 32k context, 160 of 8448 at tools/gpu/bench-dsv4.sh's 33792)
+ * and at blocks that are not a multiple of the lanes or leave a ragged last
+ * one (the odd sizes); its ids must also equal the unsplit kernel's bitwise on
  * every input, random ones included: the scoring code and its order per
  * key, and the selection, are the unsplit kernel's. */
 #include <math.h>
@@ -294,15 +295,20 @@ int main(void)
 	index_shape ctx32k = {64, 128, 8192, 512, 4, 0.125f, 0};
 	for (data_kind kind = RANDOM; kind <= GRID; kind++)
 		ok &= index_case(hn, ctx32k, 2, 32766, kind, &seed);
-	/* split: 2 blocks of 32 at the tiny dims, a ragged last block of 44 keys,
-	 * V4-Flash's as the pass cuts it, and a 32k context (64 blocks of 128) */
+	/* split: 2 blocks of 32 at the tiny dims; blocks of 96 (64 lanes twice,
+	 * the second time 32) with a last block of 12; V4-Flash's as the pass
+	 * cuts it; a 32k context (64 blocks of 128), and the bench's 33792
+	 * (blocks of 160 over its 8448 entries: 128 lanes twice) */
 	ok &= forms(hn, (index_shape){2, 16, 64, 2, 4, 0.125f, 32}, 256, &seed);
-	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f, 64}, 900, &seed);
+	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f, 96}, 900, &seed);
 	ok &= forms(hn, (index_shape){64, 128, 1024, 512, 4, 0.125f, 64}, 4096, &seed);
 	ctx32k.block = 128;
 	for (data_kind kind = RANDOM; kind <= GRID; kind++)
 		ok &= index_case(hn, ctx32k, 2, 32766, kind, &seed);
 	ok &= invariance(hn, ctx32k, 5, 8, 32763, &seed);
+	index_shape bench = {64, 128, 8448, 512, 4, 0.125f, 160};
+	for (data_kind kind = RANDOM; kind <= GRID; kind++)
+		ok &= index_case(hn, bench, 2, 33790, kind, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }
