@@ -1745,51 +1745,126 @@ static int64_t index_shared(int64_t h, int64_t dd, int64_t hg, int64_t ch, int64
 	return 4 * (hg * dd + h + 2 * ch + 2 * kp);
 }
 
-/* index_topk.comp: one workgroup per token scores the visible keys a chunk
- * at a time and merges each chunk's best into the running best. A decode
- * or verify step has a workgroup per token and nothing else, so its variant
- * (t_max <= KV_MATVEC_MAX_T) takes 512 lanes, a prompt step's 256. */
-static bool build_index_topk(kv_build *b)
+/* The defines every form of index_topk.comp takes. */
+static void index_defs(kv_build *b, int64_t h, int64_t dd, int64_t kp, int64_t ch, int64_t hg)
 {
 	const kv_desc *d = b->d;
-	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, k = d->u.index.k, m = d->u.index.ratio;
-	uint32_t ls;
-	if (!check_index(b, "h", h) || !check_index(b, "d", dd) || !check_index(b, "E", E) || !check_index(b, "k", k) ||
-	    !check_index(b, "ratio", m) || !check_index(b, "E*d", E * dd) || !check_index(b, "T*h*d", d->t_max * h * dd) ||
-	    !check_index(b, "T*k", d->t_max * k) || !lanes_1d(b, d->t_max <= KV_MATVEC_MAX_T ? 512 : 256, &ls))
+	def_uint(b, "H", h);
+	def_uint(b, "DI", dd);
+	def_uint(b, "E_ROWS", d->u.index.E);
+	def_uint(b, "KSEL", d->u.index.k);
+	def_uint(b, "KP", kp);
+	def_uint(b, "CH", ch);
+	def_uint(b, "HG", hg);
+	def_uint(b, "RATIO", d->u.index.ratio);
+	def_float(b, "SCALE", d->u.index.scale);
+	def_int(b, "USE_TREE", 0);
+}
+
+/* KSEL rounded up to a power of two: the running best's size. */
+static int64_t index_kp(int64_t k)
+{
+	int64_t kp = 1;
+	while (kp < k)
+		kp *= 2;
+	return kp;
+}
+
+/* The scoring checks of index_topk and index_score: hg heads a q stage of
+ * keys a lane at most INDEX_MAX_ACC accumulators, the stage in shared memory. */
+static bool index_scoring_ok(kv_build *b, int64_t hg, int64_t per_lane, int64_t shared)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, m = d->u.index.ratio;
+	if (!check_index(b, "h", h) || !check_index(b, "d", dd) || !check_index(b, "E", E) ||
+	    !check_index(b, "ratio", m) || !check_index(b, "E*d", E * dd) || !check_index(b, "T*h*d", d->t_max * h * dd))
 		return false;
 	if (dd % 4)
 		return fail(b, "head dim %" PRId64 " is not a multiple of 4 (keys are read as vec4s)", dd);
 	if (!isfinite(d->u.index.scale))
 		return fail(b, "scale is not finite");
-	int64_t kp = 1, hg = d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
-	while (kp < k)
-		kp *= 2;
+	if (hg < 1 || hg > h || per_lane * hg > INDEX_MAX_ACC)
+		return fail(b, "%" PRId64 " heads a q stage: at least 1, at most h = %" PRId64 ", and times %" PRId64
+			    " keys a lane at most %d accumulators", hg, h, per_lane, INDEX_MAX_ACC);
+	if (shared > KV_SHARED_LIMIT)
+		return fail(b, "%" PRId64 " heads of %" PRId64 " a stage and a chunk need more than %d bytes of shared"
+			    " memory", hg, dd, KV_SHARED_LIMIT);
+	return true;
+}
+
+/* index_topk.comp: one workgroup per token scores the visible keys a chunk
+ * at a time and merges each chunk's best into the running best. A decode
+ * or verify step has a workgroup per token and nothing else, so its variant
+ * (t_max <= KV_MATVEC_MAX_T) takes 512 lanes, a prompt step's 256. The
+ * selecting half of the split (index_select, SELECT) is the same workgroup
+ * over scores read back. */
+static bool build_index_topk(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	bool select = d->op == IR_OP_INDEX_SELECT;
+	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, k = d->u.index.k, m = d->u.index.ratio;
+	uint32_t ls;
+	if (!check_index(b, "E", E) || !check_index(b, "k", k) || !check_index(b, "ratio", m) ||
+	    !check_index(b, "T*k", d->t_max * k) || !check_index(b, "T*E", d->t_max * E) ||
+	    !lanes_1d(b, d->t_max <= KV_MATVEC_MAX_T ? 512 : 256, &ls))
+		return false;
+	int64_t kp = index_kp(k), hg = select ? 1 : d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
 	int64_t ch = d->tiles.bk ? d->tiles.bk : (kp > ls ? kp : ls);
 	if (!is_pow2((uint64_t)ch) || ch < kp || ch < ls)
 		return fail(b, "a chunk of %" PRId64 " keys must be a power of two holding k = %" PRId64
 			    " (rounded up to %" PRId64 ") and one key per lane (%u)", ch, k, kp, ls);
-	if (hg < 1 || hg > h || (ch / ls) * hg > INDEX_MAX_ACC)
-		return fail(b, "%" PRId64 " heads a q stage: at least 1, at most h = %" PRId64 ", and times %" PRId64
-			    " keys a lane at most %d accumulators", hg, h, ch / ls, INDEX_MAX_ACC);
-	if (index_shared(h, dd, hg, ch, kp) > KV_SHARED_LIMIT)
-		return fail(b, "%" PRId64 " heads of %" PRId64 " a stage and a chunk of %" PRId64 " keys need more than %d"
-			    " bytes of shared memory", hg, dd, ch, KV_SHARED_LIMIT);
+	if (select) {
+		if (index_shared(0, 0, 0, ch, kp) > KV_SHARED_LIMIT)
+			return fail(b, "a chunk of %" PRId64 " keys needs more than %d bytes of shared memory", ch,
+				    KV_SHARED_LIMIT);
+	} else if (!index_scoring_ok(b, hg, ch / ls, index_shared(h, dd, hg, ch, kp))) {
+		return false;
+	}
 	b->p->template = "index_topk";
-	sb_printf(&b->sig, "index_topk h=%" PRId64 " d=%" PRId64 " E=%" PRId64 " k=%" PRId64 " ratio=%" PRId64
-		  " scale=%.9g", h, dd, E, k, m, (double)d->u.index.scale);
-	def_uint(b, "H", h);
-	def_uint(b, "DI", dd);
-	def_uint(b, "E_ROWS", E);
-	def_uint(b, "KSEL", k);
-	def_uint(b, "KP", kp);
-	def_uint(b, "CH", ch);
-	def_uint(b, "HG", hg);
-	def_uint(b, "RATIO", m);
-	def_float(b, "SCALE", d->u.index.scale);
-	def_int(b, "USE_TREE", 0);
+	if (select)
+		sb_printf(&b->sig, "index_select E=%" PRId64 " k=%" PRId64 " ratio=%" PRId64, E, k, m);
+	else
+		sb_printf(&b->sig, "index_topk h=%" PRId64 " d=%" PRId64 " E=%" PRId64 " k=%" PRId64 " ratio=%" PRId64
+			  " scale=%.9g", h, dd, E, k, m, (double)d->u.index.scale);
+	index_defs(b, h, dd, kp, ch, hg);
+	if (select)
+		def_int(b, "SELECT", 1);
 	per_token_grid(b, ls, 1, 1);
 	sb_printf(&b->tile, ",hg%" PRId64 ",ch%" PRId64, hg, ch);
+	return true;
+}
+
+/* index_score (index_topk.comp with SCORE): a workgroup per (block of keys,
+ * token) scores its block as index_topk scores a chunk, so the scores are
+ * that kernel's, bitwise, at the same hg. Lanes: the largest power of two
+ * <= 128 and <= the block (the pass's blocks are multiples of 32: 160 keys
+ * take 128 lanes twice, the second time 32 of them); CH, the block rounded
+ * up to a multiple of the lanes, sets each lane's keys. */
+static bool build_index_score(kv_build *b)
+{
+	const kv_desc *d = b->d;
+	int64_t h = d->u.index.h, dd = d->u.index.d, E = d->u.index.E, block = d->u.index.block;
+	uint32_t ls, dflt = 128;
+	while (dflt > 1 && dflt > block)
+		dflt /= 2;
+	if (!lanes_1d(b, dflt, &ls) || !check_index(b, "T*E", d->t_max * E) || !check_index(b, "block", block))
+		return false;
+	if (block < 1)
+		return fail(b, "a block of %" PRId64 " keys", block);
+	int64_t per_lane = (block + ls - 1) / ls, hg = d->tiles.cols ? d->tiles.cols : (h < 16 ? h : 16);
+	if (!d->tiles.cols)
+		while (hg > 1 && per_lane * hg > INDEX_MAX_ACC)
+			hg /= 2;
+	if (!index_scoring_ok(b, hg, per_lane, 4 * (hg * dd + h)))
+		return false;
+	b->p->template = "index_topk";
+	sb_printf(&b->sig, "index_score h=%" PRId64 " d=%" PRId64 " E=%" PRId64 " ratio=%" PRId64 " scale=%.9g block=%"
+		  PRId64, h, dd, E, d->u.index.ratio, (double)d->u.index.scale, block);
+	index_defs(b, h, dd, 1, per_lane * ls, hg);
+	def_int(b, "SCORE", 1);
+	def_uint(b, "BLOCK", block);
+	per_token_grid(b, ls, (E + block - 1) / block, 1);
+	sb_printf(&b->tile, ",hg%" PRId64, hg);
 	return true;
 }
 
@@ -1830,14 +1905,21 @@ static bool sink_tiles(kv_build *b, uint32_t ls, int64_t *hg, int64_t *kc)
 
 /* sink_attention.comp: a workgroup per (token, group of heads), the row's
  * keys staged a chunk at a time for all the group's heads; position j is
- * cache row j mod N (the cache may be a ring). */
+ * cache row j mod N (the cache may be a ring). sink_attention_partial
+ * (PARTIAL) adds grid z, a workgroup per block of the row's keys. */
 static bool build_sink_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
 	int64_t h = d->u.sink.h, D = d->u.sink.D, N = d->u.sink.N, E = d->u.sink.E, k = d->u.sink.k;
+	int64_t block = d->op == IR_OP_SINK_ATTENTION_PARTIAL ? d->u.sink.block : 0;
+	int64_t blocks = block ? d->u.sink.blocks : 1;
 	int64_t hg, kc;
 	uint32_t ls;
-	if (!check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "N*D", N * D) ||
+	if (d->op == IR_OP_SINK_ATTENTION_PARTIAL && (block < 1 || blocks < 1))
+		return fail(b, "a split needs at least one block of at least one key, not %" PRId64 " of %" PRId64,
+			    blocks, block);
+	if (!check_index(b, "T*h*blocks*(D+2)", d->t_max * h * blocks * (D + 2)) ||
+	    !check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "N*D", N * D) ||
 	    !check_index(b, "T*h*D", d->t_max * h * D) || !check_index(b, "window", d->u.sink.window) ||
 	    (E && (!check_index(b, "E*D", E * D) || !check_index(b, "ratio", d->u.sink.ratio))) ||
 	    (k && (!check_index(b, "T*k", d->t_max * k) || !E)) || !lanes_1d(b, 256, &ls) ||
@@ -1848,8 +1930,8 @@ static bool build_sink_attention(kv_build *b)
 	if (!isfinite(d->u.sink.scale))
 		return fail(b, "scale is not finite");
 	b->p->template = "sink_attention";
-	sb_printf(&b->sig, "sink_attention h=%" PRId64 " D=%" PRId64 " N=%" PRId64 " window=%" PRId64 " scale=%.9g", h,
-		  D, N, d->u.sink.window, (double)d->u.sink.scale);
+	sb_printf(&b->sig, "%s h=%" PRId64 " D=%" PRId64 " N=%" PRId64 " window=%" PRId64 " scale=%.9g",
+		  block ? "sink_attention_partial" : "sink_attention", h, D, N, d->u.sink.window, (double)d->u.sink.scale);
 	def_uint(b, "N_ROWS", N);
 	def_uint(b, "H", h);
 	def_uint(b, "D", D);
@@ -1871,7 +1953,15 @@ static bool build_sink_attention(kv_build *b)
 		def_int(b, "IDS", 1);
 		def_uint(b, "KSEL", k);
 	}
+	if (block) {
+		sb_printf(&b->sig, " block=%" PRId64, block);
+		def_int(b, "PARTIAL", 1);
+		def_uint(b, "BLOCK", block);
+		def_uint(b, "NBLK", blocks);
+	}
 	per_token_grid(b, ls, h / hg, 1);
+	if (block)
+		set_grid(b, 2, 0, blocks, 1);
 	sb_printf(&b->tile, ",hg%" PRId64 ",kc%" PRId64, hg, kc);
 	return true;
 }
@@ -2321,6 +2411,10 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_INDEX_TOPK, build_index_topk, {"B_Q", "B_HW", "B_K"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,
 	 NULL},
+	{IR_OP_SINK_ATTENTION_PARTIAL, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0,
+	 false, NULL},
+	{IR_OP_INDEX_SCORE, build_index_score, {"B_Q", "B_HW", "B_K"}, {"B_SC"}, 0, false, NULL},
+	{IR_OP_INDEX_SELECT, build_index_topk, {"B_SC"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_HC_WEIGHTS, build_hc_weights, {"B_MIX", "B_BASE", "B_SCALE"}, {"B_PRE", "B_POST", "B_COMB"}, 0, false,
 	 NULL},
 	{IR_OP_HC_COLLAPSE, build_hc_streams, {"B_X", "B_PRE"}, {"B_Y"}, 0, false, NULL},

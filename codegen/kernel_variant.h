@@ -86,7 +86,10 @@ typedef struct {
  * power of two <= 4 dividing h), bk keys per chunk (the largest power of two
  * <= 16 that fits). index_topk: local lanes (512 with t_max <= 8, else 256),
  * cols heads per q stage (16, at most h), bk keys per chunk (a power of two
- * >= k and >= local; the larger of the two powers).
+ * >= k and >= local; the larger of the two powers); index_select the same
+ * lanes and bk; index_score local lanes (the largest power of two <= 128
+ * and <= the block), cols heads per q stage (16 halved while the block's
+ * keys per lane times it pass 64 accumulators).
  * others: local (64; elementwise, embed, rope, copies, conv1d, moe_experts 256). */
 typedef struct {
 	uint32_t local;
@@ -209,12 +212,16 @@ typedef struct {
 		 * position q is row q mod N of c and z */
 		struct { int64_t N, D, ratio; bool overlap; } compress;
 		/* INDEX_TOPK (q[T,h,d], w[T,h], keys[E,d]) -> ids[T,k] i32: the keys
-		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1 */
-		struct { int64_t h, d, E, k, ratio; float scale; } index;
+		 * e < min((pos+t+1)/ratio, E) scored, the best k, then -1.
+		 * INDEX_SCORE (the same operands) -> scores[T,E] over blocks of
+		 * `block` keys (k unused); INDEX_SELECT (scores[T,E]) -> ids[T,k]
+		 * (h, d, scale and block unused) */
+		struct { int64_t h, d, E, k, ratio, block; float scale; } index;
 		/* SINK_ATTENTION (q[T,h,D], kv[N,D], sinks[h]) -> y[T,h,D]; with E > 0
 		 * also entries[E,D] (ratio m), with k > 0 also ids[T,k] i32;
-		 * position j is row j mod N of kv */
-		struct { int64_t h, D, N, E, k, window, ratio; float scale; } sink;
+		 * position j is row j mod N of kv. SINK_ATTENTION_PARTIAL (the
+		 * same operands) -> part[T,h,blocks,D+2] over blocks of `block` keys */
+		struct { int64_t h, D, N, E, k, window, ratio, block, blocks; float scale; } sink;
 		/* DeepSeek V4's mHC, n streams, all f32. HC_WEIGHTS (mix[T,M],
 		 * base[M], scale[3]) -> (pre[T,n], post[T,n], comb[T,n,n]) with M =
 		 * (2+n)*n when full, else (mix[T,n], base[n], scale[1]) -> pre;

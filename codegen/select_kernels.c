@@ -486,14 +486,22 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.compress.ratio = DI("ratio", 1);
 		return true;
 	case IR_OP_INDEX_TOPK: /* (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] */
+	case IR_OP_INDEX_SCORE: /* the same -> scores [T,E] */
 		k->u.index.h = cdim(x, 1);
 		k->u.index.d = cdim(x, 2);
 		k->u.index.E = cdim(&d->operand[2], 0);
-		k->u.index.k = DI("k", 1);
+		k->u.index.k = DI("k", 0);
 		k->u.index.ratio = DI("ratio", 1);
 		k->u.index.scale = (float)DA("scale", 1.0);
+		k->u.index.block = DI("block", 0);
+		return true;
+	case IR_OP_INDEX_SELECT: /* (scores [T,E]) -> ids [T,k] */
+		k->u.index.E = cdim(x, 1);
+		k->u.index.k = DI("k", 1);
+		k->u.index.ratio = DI("ratio", 1);
 		return true;
 	case IR_OP_SINK_ATTENTION: /* (q [T,h,D], kv [N,D], sinks [h] [, entries [E,D] [, ids [T,k]]]) */
+	case IR_OP_SINK_ATTENTION_PARTIAL: /* the same -> part [T,h,S,D+2] */
 		k->u.sink.h = cdim(x, 1);
 		k->u.sink.D = cdim(x, 2);
 		k->u.sink.N = cdim(&d->operand[1], 0);
@@ -502,6 +510,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.sink.window = DI("window", 1);
 		k->u.sink.ratio = DI("ratio", 0);
 		k->u.sink.scale = (float)DA("scale", 1.0);
+		k->u.sink.block = DI("block", 0);
+		k->u.sink.blocks = k->u.sink.block ? cdim(&d->operand[d->n_in + d->n_extra], 2) : 1;
 		return true;
 	case IR_OP_HC_WEIGHTS: /* (mix [T,M], base, scale) -> pre [T,n] (, post, comb) */
 		k->u.hc.n = cdim(&d->operand[d->n_in + d->n_extra], 1);

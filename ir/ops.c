@@ -104,6 +104,11 @@ static const ir_attr_schema a_index_topk[] = {REQ_INT("k", 1, BIG), REQ_INT("rat
 /* ratio: with entries only (their windows' length) */
 static const ir_attr_schema a_sink_attention[] = {REQ_FLOAT("scale"), REQ_INT("window", 1, BIG),
 						  OPT_INT("ratio", 1, BIG)};
+static const ir_attr_schema a_sink_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("window", 1, BIG),
+							  OPT_INT("ratio", 1, BIG), REQ_INT("block", 1, BIG)};
+static const ir_attr_schema a_index_score[] = {REQ_INT("ratio", 1, BIG), REQ_FLOAT("scale"),
+					       REQ_INT("block", 1, BIG)};
+static const ir_attr_schema a_index_select[] = {REQ_INT("k", 1, BIG), REQ_INT("ratio", 1, BIG)};
 
 /* ---- shape rules ------------------------------------------------------------ */
 
@@ -997,16 +1002,42 @@ static bool infer_hc_expand(infer_ctx *c)
 	return true;
 }
 
-/* index_topk (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] i32. */
-static bool infer_index_topk(infer_ctx *c)
+/* The operands of index_topk and index_score: q [T,h,d], w [T,h], keys [E,d]. */
+static bool need_index_operands(infer_ctx *c)
 {
 	static const int ranks[3] = {3, 2, 2};
 	for (int i = 0; i < 3; i++)
 		if (!need_rank(c, i, ranks[i]) || !need_float(c, i))
 			return false;
-	if (!need_dim_eq(c, 0, 0, 1, 0, "token counts of q and w") ||
-	    !need_dim_eq(c, 0, 1, 1, 1, "head counts of q and w") ||
-	    !need_dim_eq(c, 0, 2, 2, 1, "head dims of q and keys") || !need_const_dim(c, 2, 0))
+	return need_dim_eq(c, 0, 0, 1, 0, "token counts of q and w") &&
+	       need_dim_eq(c, 0, 1, 1, 1, "head counts of q and w") &&
+	       need_dim_eq(c, 0, 2, 2, 1, "head dims of q and keys") && need_const_dim(c, 2, 0);
+}
+
+/* index_topk (q [T,h,d], w [T,h], keys [E,d]) -> ids [T,k] i32. */
+static bool infer_index_topk(infer_ctx *c)
+{
+	if (!need_index_operands(c))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], ir_dim_const(ir_node_attr_int(c->n, "k", 1))});
+	c->ot[0] = HALO_I32;
+	return true;
+}
+
+/* index_score (q [T,h,d], w [T,h], keys [E,d]) -> scores [T,E] f32. */
+static bool infer_index_score(infer_ctx *c)
+{
+	if (!need_index_operands(c))
+		return false;
+	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], in_shape(c, 2)->dim[0]});
+	c->ot[0] = HALO_F32;
+	return true;
+}
+
+/* index_select (scores [T,E]) -> ids [T,k] i32. */
+static bool infer_index_select(infer_ctx *c)
+{
+	if (!need_rank(c, 0, 2) || !need_float(c, 0) || !need_const_dim(c, 0, 1))
 		return false;
 	c->os[0] = mk_shape(2, (ir_dim[]){in_shape(c, 0)->dim[0], ir_dim_const(ir_node_attr_int(c->n, "k", 1))});
 	c->ot[0] = HALO_I32;
@@ -1035,6 +1066,27 @@ static bool infer_sink_attention(infer_ctx *c)
 	c->os[0] = *in_shape(c, 0);
 	c->ot[0] = in_dtype(c, 0);
 	return true;
+}
+
+/* sink_attention_partial (sink_attention's operands) -> part [T, h, S, D + 2],
+ * S = ceil(L / block) for the longest key list L a row can have: the
+ * window's rows (at most N), then the ids' k or the E entries. */
+static bool infer_sink_attention_partial(infer_ctx *c)
+{
+	if (!infer_sink_attention(c))
+		return false;
+	int n = c->n->n_in;
+	int64_t more = n == 5 ? in_shape(c, 4)->dim[1].c : n == 4 ? in_shape(c, 3)->dim[0].c : 0;
+	int64_t L = ir_sink_keys_max(ir_node_attr_int(c->n, "window", 1), in_shape(c, 1)->dim[0].c, more);
+	int64_t block = ir_node_attr_int(c->n, "block", 1);
+	const ir_shape *y = &c->os[0];
+	c->os[0] = mk_shape(4, (ir_dim[]){y->dim[0], y->dim[1], {.c = (L + block - 1) / block}, {.c = y->dim[2].c + 2}});
+	return true;
+}
+
+int64_t ir_sink_keys_max(int64_t window, int64_t N, int64_t more)
+{
+	return (window < N ? window : N) + more;
 }
 
 /* ---- the table -------------------------------------------------------------- */
@@ -1112,6 +1164,10 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_INDEX_TOPK] = {{IR_OP_INDEX_TOPK, 3, 3, 1, PURE, ATTRS(a_index_topk)}, infer_index_topk},
 	[IR_OP_SINK_ATTENTION] = {{IR_OP_SINK_ATTENTION, 3, 5, 1, PURE, ATTRS(a_sink_attention)},
 				  infer_sink_attention},
+	[IR_OP_SINK_ATTENTION_PARTIAL] = {{IR_OP_SINK_ATTENTION_PARTIAL, 3, 5, 1, PURE, ATTRS(a_sink_attention_partial)},
+					  infer_sink_attention_partial},
+	[IR_OP_INDEX_SCORE] = {{IR_OP_INDEX_SCORE, 3, 3, 1, PURE, ATTRS(a_index_score)}, infer_index_score},
+	[IR_OP_INDEX_SELECT] = {{IR_OP_INDEX_SELECT, 1, 1, 1, PURE, ATTRS(a_index_select)}, infer_index_select},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

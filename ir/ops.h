@@ -77,4 +77,9 @@ bool ir_op_check_attr(ir_op op, const ir_attr *a, ir_loc loc, ir_error *err);
 bool ir_op_infer(const ir_module *m, const ir_func *f, const ir_node *n, ir_shape *out_shapes,
 		 halo_dtype *out_dtypes, ir_error *err);
 
+/* The longest key list a row of sink_attention (or its partial) streams:
+ * the window's rows, at most the cache's N, then `more` (the ids' k, or the
+ * entries' E, or 0). */
+int64_t ir_sink_keys_max(int64_t window, int64_t N, int64_t more);
+
 #endif

@@ -48,7 +48,9 @@ bool pass_dce(ir_module *m, ir_error *err);
 bool pass_fuse_norm_matmul(ir_module *m, ir_error *err); /* rms_norm -> matmul prologue */
 /* moe_experts -> moe_gate_up + moe_down (split_moe.c) */
 bool pass_split_moe(ir_module *m, ir_error *err);
-/* attention -> attention_partial + attention_combine over blocks of keys
+/* attention -> attention_partial + attention_combine, sink_attention ->
+ * sink_attention_partial + attention_combine, index_topk -> index_score +
+ * index_select, over blocks of keys where a row's keys pass one block
  * (split_attention.c) */
 bool pass_split_attention(ir_module *m, ir_error *err);
 bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */

@@ -1,17 +1,28 @@
-/* pass_split_attention: every attention node whose cache spans more than
- * one block of keys becomes attention_partial, which attends each block of
- * `block` keys in a workgroup of its own, then attention_combine, which
- * merges the blocks in order (docs/ops.md). Unsplit, a decode step has one
- * workgroup per query head, each scanning the whole context serially: hq
- * workgroups on the whole GPU, and a 32k context is 32k keys in one loop.
- * Split, hq * S workgroups share it (blocks past a row's last key return at
- * once). A block's keys depend only on positions, never on T, so
+/* pass_split_attention: every attention-side node whose rows each stream
+ * more than one block of keys becomes a first half over (key block, row)
+ * workgroups writing partial results, then a second half merging them in
+ * block order (docs/ops.md):
+ *  - attention -> attention_partial + attention_combine; unsplit, a decode
+ *    step has one workgroup per query head, each scanning the whole context
+ *    serially: hq workgroups on the whole GPU, and a 32k context is 32k keys
+ *    in one loop;
+ *  - sink_attention -> sink_attention_partial + attention_combine (the sink
+ *    enters block 0 alone, so the combine's math is the same); unsplit, a
+ *    group of heads streams a row's whole key list in one workgroup;
+ *  - index_topk -> index_score + index_select: the scores of every visible
+ *    key, then the unsplit kernel's selection over them; unsplit, one
+ *    workgroup scores a row's n·h·d multiply-adds (67M at a 32k context).
+ * Split, S times the workgroups share a row (blocks past a row's last key
+ * return at once). A block's keys depend only on positions, never on T, so
  * verification rows stay bitwise equal to single steps; and since entries
  * of every size share graph functions, every size is split alike. Runs
- * after fusion: the node becomes the combine half and keeps its fused
- * epilogue; the partial half takes none. */
+ * after fusion: the node becomes the second half and keeps its fused
+ * epilogue; the first half takes none. */
 #include "passes/passes.h"
 
+#include <string.h>
+
+#include "ir/ops.h"
 #include "passes/split_node.h"
 
 /* At most this many blocks, each a multiple of KEY_CHUNK keys and at least
@@ -23,7 +34,7 @@
 #define MIN_BLOCK 64
 #define KEY_CHUNK 32
 
-/* The keys per block for a cache of C rows. */
+/* The keys per block for rows of at most C keys. */
 static int64_t block_keys(int64_t C)
 {
 	int64_t per = (C + MAX_BLOCKS - 1) / MAX_BLOCKS;
@@ -31,38 +42,103 @@ static int64_t block_keys(int64_t C)
 	return per > MIN_BLOCK ? per : MIN_BLOCK;
 }
 
-static int split_attention(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err)
+static int64_t dim0(const ir_func *f, const ir_node *n, int i)
 {
-	(void)ctx;
+	return f->values[n->in[i]].shape.dim[0].c;
+}
+
+/* The most keys a row of each op streams. attention: the cache. */
+static int64_t attention_keys(const ir_func *f, const ir_node *n)
+{
+	return dim0(f, n, 1);
+}
+
+/* sink_attention: the window's rows, then the ids or the entries. */
+static int64_t sink_keys(const ir_func *f, const ir_node *n)
+{
+	int64_t more = n->n_in == 5 ? f->values[n->in[4]].shape.dim[1].c : n->n_in == 4 ? dim0(f, n, 3) : 0;
+	return ir_sink_keys_max(ir_node_attr_int(n, "window", 1), dim0(f, n, 1), more);
+}
+
+/* index_topk: the entries' keys. */
+static int64_t index_keys(const ir_func *f, const ir_node *n)
+{
+	return dim0(f, n, 2);
+}
+
+/* How one op splits: the halves' ops, the first half's node and value name
+ * suffixes, and the attributes each half keeps of the node's (NULL-ended;
+ * the first half then takes `block`). */
+typedef struct {
+	ir_op op, first, second;
+	int64_t (*keys)(const ir_func *f, const ir_node *n);
+	const char *node_suffix, *value_suffix;
+	const char *first_attrs[4], *second_attrs[4];
+} split_rule;
+
+static const split_rule rules[] = {
+	{IR_OP_ATTENTION, IR_OP_ATTENTION_PARTIAL, IR_OP_ATTENTION_COMBINE, attention_keys, "partial", "part",
+	 {"scale"}, {NULL}},
+	{IR_OP_SINK_ATTENTION, IR_OP_SINK_ATTENTION_PARTIAL, IR_OP_ATTENTION_COMBINE, sink_keys, "partial", "part",
+	 {"scale", "window", "ratio"}, {NULL}},
+	{IR_OP_INDEX_TOPK, IR_OP_INDEX_SCORE, IR_OP_INDEX_SELECT, index_keys, "score", "scores", {"ratio", "scale"},
+	 {"k", "ratio"}},
+};
+
+static bool listed(const char *const *names, const char *name)
+{
+	for (; *names; names++)
+		if (strcmp(*names, name) == 0)
+			return true;
+	return false;
+}
+
+/* Copies the attributes named in names, in attr's order, onto node to. */
+static void copy_attrs(ir_module *m, ir_func *f, const ir_attr *attr, int n_attr, int to, const char *const *names)
+{
+	for (int i = 0; i < n_attr; i++)
+		if (listed(names, attr[i].name))
+			ir_node_add_attr(m, f, to, &attr[i]);
+}
+
+static int split_by_rule(ir_module *m, ir_func *f, int nid, const split_rule *r, ir_error *err)
+{
 	ir_node *n = &f->nodes[nid];
-	if (n->op != IR_OP_ATTENTION)
-		return SPLIT_KEEP;
-	int64_t C = f->values[n->in[1]].shape.dim[0].c, block = block_keys(C);
+	int64_t C = r->keys(f, n), block = block_keys(C);
 	if (C <= block)
 		return SPLIT_KEEP;
 	const char *name = n->name;
-	ir_loc loc = n->loc;
-	int q = n->in[0], k = n->in[1], v = n->in[2], layer = n->layer;
-	double scale = ir_node_attr_float(n, "scale", 1.0);
-	int pid = ir_func_add_node(m, f, IR_OP_ATTENTION_PARTIAL, ir_arena_printf(&m->arena, "%s.partial", name), loc);
+	const ir_attr *attr = n->attr;
+	int n_attr = n->n_attr, n_in = n->n_in, *in = n->in, layer = n->layer;
+	int pid = ir_func_add_node(m, f, r->first, ir_arena_printf(&m->arena, "%s.%s", name, r->node_suffix), n->loc);
 	ir_node *p = &f->nodes[pid];
 	p->layer = layer;
-	p->n_in = 3;
-	p->in = ir_arena_alloc(&m->arena, 3 * sizeof(int));
-	p->in[0] = q, p->in[1] = k, p->in[2] = v;
-	ir_node_add_attr(m, f, pid, &(ir_attr){.name = "scale", .kind = IR_ATTR_FLOAT, .f = scale});
+	p->n_in = n_in;
+	p->in = ir_arena_alloc(&m->arena, (size_t)n_in * sizeof(int));
+	memcpy(p->in, in, (size_t)n_in * sizeof(int));
+	copy_attrs(m, f, attr, n_attr, pid, r->first_attrs);
 	ir_node_add_attr(m, f, pid, &(ir_attr){.name = "block", .kind = IR_ATTR_INT, .i = block});
-	int part = split_add_output(m, f, pid, ir_arena_printf(&m->arena, "%s.part", name), err);
+	int part = split_add_output(m, f, pid, ir_arena_printf(&m->arena, "%s.%s", name, r->value_suffix), err);
 	if (part < 0)
 		return -1;
 	n = &f->nodes[nid]; /* the appends may have moved the node array */
-	n->op = IR_OP_ATTENTION_COMBINE;
+	n->op = r->second;
 	n->in = ir_arena_alloc(&m->arena, sizeof(int));
 	n->n_in = 1;
 	n->in[0] = part;
 	n->n_attr = 0;
 	n->attr = NULL;
+	copy_attrs(m, f, attr, n_attr, nid, r->second_attrs);
 	return pid;
+}
+
+static int split_attention(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err)
+{
+	(void)ctx;
+	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+		if (f->nodes[nid].op == rules[i].op)
+			return split_by_rule(m, f, nid, &rules[i], err);
+	return SPLIT_KEEP;
 }
 
 bool pass_split_attention(ir_module *m, ir_error *err)

@@ -9,8 +9,11 @@
 // owns output vec4s, summed in key order. Ids outside [0, closed entries)
 // are skipped; position j is cache row j mod N_ROWS (the cache may be a
 // ring). The loops over pre[] and acc[] are unrolled so both stay in
-// registers (README.md).
-// Grid: x = H / HG, y = T.
+// registers (README.md). With PARTIAL (sink_attention_partial) workgroup
+// (x, t, b) takes keys b * BLOCK .. + BLOCK of the list, from the sink (block
+// 0) or no key (the others), and writes the block's sums, max and
+// denominator to part [T,H,NBLK,D+2] at y's binding.
+// Grid: x = H / HG, y = T (, z = NBLK with PARTIAL).
 
 #define D4 (D / 4u)
 // A staged key row, padded.
@@ -19,6 +22,14 @@
 #define NPRE ((KC * D4 + LS_X - 1u) / LS_X)
 #define NDOT ((D4 + LPP - 1u) / LPP)
 #define NOUT ((HG * D4 + LS_X - 1u) / LS_X)
+// The row's first key this workgroup takes: its block's with PARTIAL.
+#ifdef PARTIAL
+#define FIRST_KEY (gl_WorkGroupID.z * BLOCK)
+#else
+#define FIRST_KEY 0u
+#endif
+// The max of a block with no key, as attention_partial writes it.
+#define NO_KEY_MAX -3.0e38f
 
 HALO_SHARED vec4 qs[HG * D4];
 HALO_SHARED vec4 ks[KC * KS4];
@@ -42,7 +53,11 @@ const vec4 *__restrict__ ent4 = (const vec4 *)args.b[B_ENT];
 #ifdef IDS
 const int *__restrict__ ids = (const int *)args.b[B_IDS];
 #endif
+#ifdef PARTIAL
+float *__restrict__ part_out = (float *)args.b[B_Y];
+#else
 vec4 *__restrict__ y4 = (vec4 *)args.b[B_Y];
+#endif
 
 // The row's key list: n_win window rows from win0, then the entries.
 uint n_win, win0, n_keys;
@@ -163,10 +178,20 @@ void main()
 #endif
 	for (uint i = l; i < HG * D4; i += LS_X)
 		qs[i] = q4[(t * H + h0) * D4 + i];
+#ifdef PARTIAL
+	// this block's keys: the list from FIRST_KEY, cut at the block's end
+	uint b = gl_WorkGroupID.z;
+	n_keys = min(n_keys, FIRST_KEY + BLOCK);
+	if (l < HG) {
+		m_run[l] = b == 0u ? sinks[h0 + l] : NO_KEY_MAX;
+		l_run[l] = b == 0u ? 1.0f : 0.0f;
+	}
+#else
 	if (l < HG) {
 		m_run[l] = sinks[h0 + l];
 		l_run[l] = 1.0f;
 	}
+#endif
 	// lane l scores pair l / LPP = (head g, key c) of each chunk
 	uint s = l % LPP, g = l / LPP / KC, c = l / LPP % KC;
 	vec4 pre[NPRE];
@@ -174,10 +199,12 @@ void main()
 #pragma unroll
 	for (uint r = 0u; r < NOUT; r++)
 		acc[r] = vec4(0.0f);
-	load_chunk(pre, 0u, l);
+	load_chunk(pre, FIRST_KEY, l);
 	// n_keys >= 1 (the window holds row p), so the loop's barriers also
-	// publish qs, m_run and l_run before their first use.
-	for (uint c0 = 0u; c0 < n_keys; c0 += KC) {
+	// publish qs, m_run and l_run before their first use. (A PARTIAL block
+	// past the list runs no chunk: its lane g reads back only the m_run[g]
+	// and l_run[g] it wrote itself.)
+	for (uint c0 = FIRST_KEY; c0 < n_keys; c0 += KC) {
 		store_chunk(pre, l);
 		barrier();
 		load_chunk(pre, c0 + KC, l);
@@ -205,10 +232,28 @@ void main()
 		}
 		barrier();
 	}
+#ifdef PARTIAL
+	// head h0 + g's block row: D sums, then the max and the denominator
+#pragma unroll
+	for (uint r = 0u; r < NOUT; r++) {
+		uint o = l + r * LS_X;
+		if (o < HG * D4) {
+			uint at = ((t * H + h0 + o / D4) * NBLK + b) * (D + 2u) + o % D4 * 4u;
+			for (uint i = 0u; i < 4u; i++)
+				part_out[at + i] = acc[r][i];
+		}
+	}
+	if (l < HG) {
+		uint at = ((t * H + h0 + l) * NBLK + b) * (D + 2u) + D;
+		part_out[at] = m_run[l];
+		part_out[at + 1u] = l_run[l];
+	}
+#else
 #pragma unroll
 	for (uint r = 0u; r < NOUT; r++) {
 		uint o = l + r * LS_X;
 		if (o < HG * D4)
 			y4[(t * H + h0) * D4 + o] = acc[r] / l_run[o / D4];
 	}
+#endif
 }

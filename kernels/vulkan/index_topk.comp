@@ -19,29 +19,57 @@
 // kernel in f32, so scores closer than their rounding may rank apart). A
 // row's scores and picks depend on the row alone, never on T. Any E_ROWS
 // works: shared memory holds a q stage, a chunk and the running best.
+//
+// Split for long contexts (passes/split_attention.c) into two dispatches
+// of this template. SCORE (index_score: binding B_SC, scores [T,E_ROWS],
+// instead of B_IDS): workgroup (b, t) scores keys b * BLOCK .. + BLOCK
+// (grid x = ceil(E_ROWS / BLOCK); CH is BLOCK rounded up to a multiple of
+// the lanes, the lanes past the block idle) exactly as a chunk is scored
+// above, writing 0 past the n visible keys; a block past them scores
+// nothing. SELECT
+// (index_select: scores [T,E_ROWS] at B_SC instead of q, w and keys): one
+// workgroup per token runs the selection above over the scores read back.
+// The same scoring code and order per key, the same selection: the split
+// picks what the unsplit kernel picks, bitwise.
 
+#ifdef SELECT
+layout(set = 0, binding = B_SC) readonly buffer Sb { float sc[]; };
+#else
 layout(set = 0, binding = B_Q) readonly buffer Qb { vec4 q4[]; };
 layout(set = 0, binding = B_HW) readonly buffer Wb { float hw[]; };
 layout(set = 0, binding = B_K) readonly buffer Kb { vec4 k4[]; };
+#endif
+#ifdef SCORE
+layout(set = 0, binding = B_SC) writeonly buffer Sb { float sc[]; };
+#else
 layout(set = 0, binding = B_IDS) writeonly buffer Ib { int ids[]; };
+#endif
 
 #define D4 (DI / 4u)
 #define KPL (CH / LS_X)
 #define NONE 0xffffffffu
 
+#ifndef SELECT
 shared vec4 qs[HG * D4];
 shared float wts[H];
+#endif
+#ifndef SCORE
 shared float cv[CH];
 shared uint ci[CH];
 shared float bv[KP];
 shared uint bi[KP];
+#endif
 
+#ifndef SCORE
 // (v, i) ranks before (w, j): higher score, then lower index; NONE last.
 bool before(float v, uint i, float w, uint j)
 {
 	return i != NONE && (j == NONE || v > w || (v == w && i < j));
 }
 
+#endif
+
+#ifndef SELECT
 // Scores of the lane's keys of the chunk at c0 (0 past the n visible ones).
 void score_chunk(uint t, uint l, uint c0, uint n, out float tot[KPL])
 {
@@ -73,6 +101,9 @@ void score_chunk(uint t, uint l, uint c0, uint n, out float tot[KPL])
 	}
 }
 
+#endif
+
+#ifndef SCORE
 // One compare-exchange of the chunk: slot x (< y) gets the better of the
 // two when `first`, else the worse.
 void exchange_chunk(uint x, uint y, bool first)
@@ -124,17 +155,50 @@ void merge_best(uint l)
 	barrier();
 }
 
+#endif
+
+#ifdef SCORE
+void main()
+{
+	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y, c0 = gl_WorkGroupID.x * BLOCK;
+	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS), end = min(c0 + BLOCK, E_ROWS);
+	if (c0 < n) {
+		for (uint i = l; i < H; i += LS_X)
+			wts[i] = hw[t * H + i];
+		float tot[KPL];
+		score_chunk(t, l, c0, min(n, end), tot); // its first barrier publishes wts
+		for (uint r = 0u; r < KPL; r++) {
+			uint e = c0 + l + r * LS_X;
+			if (e < end)
+				sc[t * E_ROWS + e] = e < n ? tot[r] : 0.0;
+		}
+	} else {
+		for (uint e = c0 + l; e < end; e += LS_X)
+			sc[t * E_ROWS + e] = 0.0;
+	}
+}
+#else
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
 	uint n = min((step_pos + t + 1u) / RATIO, E_ROWS);
+#ifndef SELECT
 	for (uint i = l; i < H; i += LS_X)
 		wts[i] = hw[t * H + i];
+#endif
 	for (uint i = l; i < KP; i += LS_X) {
 		bv[i] = 0.0;
 		bi[i] = NONE;
 	}
 	for (uint c0 = 0u; c0 < n; c0 += CH) {
+#ifdef SELECT
+		// the previous chunk's merge ended on a barrier: cv is free
+		for (uint r = 0u; r < KPL; r++) {
+			uint e = c0 + l + r * LS_X;
+			cv[l + r * LS_X] = e < n ? sc[t * E_ROWS + e] : 0.0;
+			ci[l + r * LS_X] = e < n ? e : NONE;
+		}
+#else
 		float tot[KPL];
 		score_chunk(t, l, c0, n, tot);
 		for (uint r = 0u; r < KPL; r++) {
@@ -142,6 +206,7 @@ void main()
 			cv[l + r * LS_X] = tot[r];
 			ci[l + r * LS_X] = e < n ? e : NONE;
 		}
+#endif
 		barrier();
 		sort_chunk(l);
 		merge_best(l);
@@ -150,3 +215,4 @@ void main()
 	for (uint i = l; i < KSEL; i += LS_X)
 		ids[t * KSEL + i] = bi[i] == NONE ? -1 : int(bi[i]);
 }
+#endif

@@ -32,6 +32,17 @@
 // Position j of the window is cache row j mod N_ROWS: the cache may be a
 // ring of the last N_ROWS positions (the reference refuses a step whose
 // rows and window do not fit), and no read leaves it.
+//
+// With PARTIAL (sink_attention_partial, made by passes/split_attention.c
+// for long key lists) workgroup (x, t, b) takes keys b * BLOCK .. + BLOCK of
+// the row's list alone (grid z = NBLK; a block past the list does no
+// chunk) and writes part [T,H,NBLK,D+2] (y's binding): per head the
+// unnormalised sums, the running max and the denominator, as
+// attention_partial writes a block. Block 0 starts them at the sink (max
+// at its logit, denominator at 1) and the others at no key (max -3e38,
+// denominator 0), so the sink counts once and attention_combine's merge is
+// sink_attention's softmax. A block's chunks are the unsplit kernel's over
+// the same keys: still nothing depends on T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { vec4 q4[]; };
 layout(set = 0, binding = B_KV) readonly buffer KVb { vec4 kv4[]; };
@@ -42,7 +53,11 @@ layout(set = 0, binding = B_ENT) readonly buffer Eb { vec4 ent4[]; };
 #ifdef IDS
 layout(set = 0, binding = B_IDS) readonly buffer Ib { int ids[]; };
 #endif
+#ifdef PARTIAL
+layout(set = 0, binding = B_Y) writeonly buffer Yb { float part_out[]; };
+#else
 layout(set = 0, binding = B_Y) writeonly buffer Yb { vec4 y4[]; };
+#endif
 
 #define D4 (D / 4u)
 // A staged key row, padded.
@@ -51,6 +66,14 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { vec4 y4[]; };
 #define NPRE ((KC * D4 + LS_X - 1u) / LS_X)
 #define NDOT ((D4 + LPP - 1u) / LPP)
 #define NOUT ((HG * D4 + LS_X - 1u) / LS_X)
+// The row's first key this workgroup takes: its block's with PARTIAL.
+#ifdef PARTIAL
+#define FIRST_KEY (gl_WorkGroupID.z * BLOCK)
+#else
+#define FIRST_KEY 0u
+#endif
+// The max of a block with no key, as attention_partial writes it.
+#define NO_KEY_MAX -3.0e38
 
 shared vec4 qs[HG * D4];
 shared vec4 ks[KC * KS4];
@@ -183,20 +206,32 @@ void main()
 #endif
 	for (uint i = l; i < HG * D4; i += LS_X)
 		qs[i] = q4[(t * H + h0) * D4 + i];
+#ifdef PARTIAL
+	// this block's keys: the list from FIRST_KEY, cut at the block's end
+	uint b = gl_WorkGroupID.z;
+	n_keys = min(n_keys, FIRST_KEY + BLOCK);
+	if (l < HG) {
+		m_run[l] = b == 0u ? sinks[h0 + l] : NO_KEY_MAX;
+		l_run[l] = b == 0u ? 1.0 : 0.0;
+	}
+#else
 	if (l < HG) {
 		m_run[l] = sinks[h0 + l];
 		l_run[l] = 1.0;
 	}
+#endif
 	// lane l scores pair l / LPP = (head g, key c) of each chunk
 	uint s = l % LPP, g = l / LPP / KC, c = l / LPP % KC;
 	vec4 pre[NPRE];
 	vec4 acc[NOUT];
 	for (uint r = 0u; r < NOUT; r++)
 		acc[r] = vec4(0.0);
-	load_chunk(pre, 0u, l);
+	load_chunk(pre, FIRST_KEY, l);
 	// n_keys >= 1 (the window holds row p), so the loop's barriers also
-	// publish qs, m_run and l_run before their first use.
-	for (uint c0 = 0u; c0 < n_keys; c0 += KC) {
+	// publish qs, m_run and l_run before their first use. (A PARTIAL block
+	// past the list runs no chunk: its lane g reads back only the m_run[g]
+	// and l_run[g] it wrote itself.)
+	for (uint c0 = FIRST_KEY; c0 < n_keys; c0 += KC) {
 		store_chunk(pre, l);
 		barrier();
 		load_chunk(pre, c0 + KC, l);
@@ -223,9 +258,26 @@ void main()
 		}
 		barrier();
 	}
+#ifdef PARTIAL
+	// head h0 + g's block row: D sums, then the max and the denominator
+	for (uint r = 0u; r < NOUT; r++) {
+		uint o = l + r * LS_X;
+		if (o < HG * D4) {
+			uint at = ((t * H + h0 + o / D4) * NBLK + b) * (D + 2u) + o % D4 * 4u;
+			for (uint i = 0u; i < 4u; i++)
+				part_out[at + i] = acc[r][i];
+		}
+	}
+	if (l < HG) {
+		uint at = ((t * H + h0 + l) * NBLK + b) * (D + 2u) + D;
+		part_out[at] = m_run[l];
+		part_out[at + 1u] = l_run[l];
+	}
+#else
 	for (uint r = 0u; r < NOUT; r++) {
 		uint o = l + r * LS_X;
 		if (o < HG * D4)
 			y4[(t * H + h0) * D4 + o] = acc[r] / l_run[o / D4];
 	}
+#endif
 }

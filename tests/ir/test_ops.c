@@ -291,6 +291,35 @@ static void test_compressed_attention(void)
 		CHECK(cases[i].want ? !got && strstr(err.msg, cases[i].want) : got && strcmp(str(&s[0]), "[T, 4, 16]") == 0,
 		      "sink_attention case %zu: %s", i, err.msg);
 	}
+	/* the split halves (passes/split_attention.c): the key list's blocks are
+	 * ceil((min(window, N) + k or E) / block) */
+	static const struct {
+		int n;
+		int64_t window;
+		const char *want;
+	} parts[] = {{3, 8, "[T, 4, 2, 18]"}, {3, 100, "[T, 4, 13, 18]"}, {4, 8, "[T, 4, 15, 18]"}, {5, 8, "[T, 4, 2, 18]"}};
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+		int a = node(IR_OP_SINK_ATTENTION_PARTIAL, "sap", parts[i].n, (int[]){qa, kv, sinks, kv, ids}, 1);
+		attr_f(a, "scale", 0.25);
+		attr_i(a, "window", parts[i].window);
+		if (parts[i].n > 3)
+			attr_i(a, "ratio", 4);
+		attr_i(a, "block", 5);
+		CHECK(infer(a, s, t, &err) && strcmp(str(&s[0]), parts[i].want) == 0 && t[0] == HALO_F32,
+		      "sink_attention_partial case %zu: %s %s", i, err.msg, str(&s[0]));
+	}
+	int sc = node(IR_OP_INDEX_SCORE, "sc", 3, (int[]){q, w, keys}, 1);
+	attr_i(sc, "ratio", 4);
+	attr_f(sc, "scale", 0.25);
+	attr_i(sc, "block", 8);
+	CHECK(infer(sc, s, t, &err) && strcmp(str(&s[0]), "[T, 16]") == 0 && t[0] == HALO_F32, "index_score: %s",
+	      err.msg);
+	int scores = input("scores", HALO_F32, 2, (ir_dim[]){T1, C(16)});
+	int sel = node(IR_OP_INDEX_SELECT, "sel", 1, (int[]){scores}, 1);
+	attr_i(sel, "k", 3);
+	attr_i(sel, "ratio", 4);
+	CHECK(infer(sel, s, t, &err) && strcmp(str(&s[0]), "[T, 3]") == 0 && t[0] == HALO_I32, "index_select: %s",
+	      err.msg);
 }
 
 static void test_attention_and_routing(void)

@@ -20,7 +20,16 @@
  * the check is that the ids are distinct visible keys, -1 past min(k, n),
  * and that the i-th pick's reference score equals the reference's i-th
  * best within 1e-5 of the row's largest score (and the count of exact
- * mismatches is printed; at the tiny dims there are none). */
+ * mismatches is printed; at the tiny dims there are none).
+ *
+ * The split form (passes/split_attention.c: index_score over blocks of
+ * keys, then index_select over the scores) in the same forms and checks,
+ * at the blocks the pass picks (64 keys of V4-Flash's 1024 entries, 128 of
+ * 8192 at a 32k context, 160 of 8448 at tools/gpu/bench-dsv4.sh's 33792)
+ * and at blocks that are not a multiple of the lanes or leave a ragged last
+ * one (the odd sizes); its ids must also equal the unsplit kernel's bitwise on
+ * every input, random ones included: the scoring code and its order per
+ * key, and the selection, are the unsplit kernel's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,22 +43,46 @@
 typedef struct {
 	int64_t h, d, E, k, m;
 	float scale;
+	int64_t block; /* 0: index_topk; else index_score over blocks of this many keys, then index_select */
 } index_shape;
 
 typedef enum { RANDOM, GRID, ZERO_Q } data_kind;
 
-/* The variant a bundle has for steps of up to t_max tokens: decode and
+/* The kernels of one form: index_topk, or index_score and index_select. */
+typedef struct {
+	hkernel k, sel;
+} index_kernels;
+
+/* The variants a bundle has for steps of up to t_max tokens: decode and
  * verify (8: 512 lanes) or prompt (64: 256 lanes). */
-static bool build(harness *hn, const index_shape *s, int64_t t_max, hkernel *k)
+static bool build(harness *hn, const index_shape *s, int64_t t_max, index_kernels *k)
 {
-	kv_desc d = {.op = IR_OP_INDEX_TOPK, .t_max = t_max, .wtype = HALO_F32};
+	kv_desc d = {.op = s->block ? IR_OP_INDEX_SCORE : IR_OP_INDEX_TOPK, .t_max = t_max, .wtype = HALO_F32};
 	d.u.index.h = s->h;
 	d.u.index.d = s->d;
 	d.u.index.E = s->E;
-	d.u.index.k = s->k;
+	d.u.index.k = s->block ? 0 : s->k;
 	d.u.index.ratio = s->m;
 	d.u.index.scale = s->scale;
-	return hk_build(hn, &d, k);
+	d.u.index.block = s->block;
+	kv_desc c = {.op = IR_OP_INDEX_SELECT, .t_max = t_max, .wtype = HALO_F32};
+	c.u.index.E = s->E;
+	c.u.index.k = s->k;
+	c.u.index.ratio = s->m;
+	if (!hk_build(hn, &d, &k->k))
+		return false;
+	if (s->block && !hk_build(hn, &c, &k->sel)) {
+		hk_free(hn, &k->k);
+		return false;
+	}
+	return true;
+}
+
+static void kernels_free(harness *hn, const index_shape *s, index_kernels *k)
+{
+	hk_free(hn, &k->k);
+	if (s->block)
+		hk_free(hn, &k->sel);
 }
 
 typedef struct {
@@ -107,16 +140,43 @@ static void data_free(index_data *a)
 	free(a->q), free(a->w), free(a->keys), free(a->ids), free(a->want);
 }
 
-static bool run(harness *hn, hkernel *k, const index_shape *s, index_data *a, float *q, float *w, int32_t *ids,
-		int64_t T, uint32_t pos)
+/* One step of T rows (a dispatch, or the split's two through the scores). */
+static bool run(harness *hn, index_kernels *k, const index_shape *s, index_data *a, float *q, float *w,
+		int32_t *ids, int64_t T, uint32_t pos)
 {
+	size_t ns = (size_t)(T * s->E);
+	float *scores = s->block ? alloc_floats(ns) : NULL;
 	hop ops[4] = {
 		{q, (size_t)(T * s->h * s->d) * 4, false},
 		{w, (size_t)(T * s->h) * 4, false},
 		{a->keys, (size_t)(s->E * s->d) * 4, false},
-		{ids, (size_t)(T * s->k) * 4, true},
+		scores ? (hop){scores, ns * 4, true} : (hop){ids, (size_t)(T * s->k) * 4, true},
 	};
-	return hk_run(hn, k, ops, 4, (uint32_t)T, pos);
+	hop sel[2] = {{scores, ns * 4, false}, {ids, (size_t)(T * s->k) * 4, true}};
+	bool ok = hk_run(hn, &k->k, ops, 4, (uint32_t)T, pos) &&
+		  (!scores || hk_run(hn, &k->sel, sel, 2, (uint32_t)T, pos));
+	free(scores);
+	return ok;
+}
+
+/* A split form's ids against the unsplit kernel's on the same rows: equal. */
+static bool same_as_unsplit(harness *hn, index_shape s, index_data *a, int64_t T, uint32_t pos, char *why,
+			    size_t len)
+{
+	index_shape whole = s;
+	whole.block = 0;
+	index_kernels k;
+	if (!build(hn, &whole, T <= 8 ? 8 : 64, &k))
+		return false;
+	int32_t *ids = calloc((size_t)(T * s.k), sizeof *ids);
+	bool ok = run(hn, &k, &whole, a, a->q, a->w, ids, T, pos);
+	if (ok && memcmp(ids, a->ids, (size_t)(T * s.k) * sizeof *ids)) {
+		snprintf(why, len, "ids differ from the unsplit kernel's");
+		ok = false;
+	}
+	free(ids);
+	kernels_free(hn, &whole, &k);
+	return ok;
 }
 
 /* The reference's score of key e for row t (ref_compress.c's formula). */
@@ -166,7 +226,7 @@ static bool row_ok(const index_shape *s, const index_data *a, int64_t t, uint32_
 
 static bool index_case(harness *hn, index_shape s, int64_t T, uint32_t pos, data_kind kind, uint32_t *seed)
 {
-	hkernel k;
+	index_kernels k;
 	if (!build(hn, &s, T <= 8 ? 8 : 64, &k))
 		return false;
 	index_data a = data_new(&s, T, kind, seed);
@@ -181,11 +241,13 @@ static bool index_case(harness *hn, index_shape s, int64_t T, uint32_t pos, data
 		snprintf(why, sizeof why, "%lld ids differ from the reference's on exact scores", (long long)diff);
 		ok = false;
 	}
-	printf("%s %s T=%lld pos=%u %s: %lld of %lld ids differ from the reference's%s%s\n", ok ? "ok  " : "FAIL",
-	       k.k.signature, (long long)T, pos, kinds[kind], (long long)diff, (long long)(T * s.k), ok ? "" : ": ",
-	       why);
+	if (ok && s.block)
+		ok = same_as_unsplit(hn, s, &a, T, pos, why, sizeof why);
+	printf("%s %s%s%s T=%lld pos=%u %s: %lld of %lld ids differ from the reference's%s%s\n", ok ? "ok  " : "FAIL",
+	       k.k.k.signature, s.block ? " + " : "", s.block ? k.sel.k.signature : "", (long long)T, pos, kinds[kind],
+	       (long long)diff, (long long)(T * s.k), ok ? "" : ": ", why);
 	data_free(&a);
-	hk_free(hn, &k);
+	kernels_free(hn, &s, &k);
 	return ok;
 }
 
@@ -193,7 +255,7 @@ static bool index_case(harness *hn, index_shape s, int64_t T, uint32_t pos, data
  * t_max: the same ids. */
 static bool invariance(harness *hn, index_shape s, int64_t T, int64_t t_max, uint32_t pos, uint32_t *seed)
 {
-	hkernel k;
+	index_kernels k;
 	if (!build(hn, &s, t_max, &k))
 		return false;
 	index_data a = data_new(&s, T, RANDOM, seed);
@@ -201,10 +263,10 @@ static bool invariance(harness *hn, index_shape s, int64_t T, int64_t t_max, uin
 	for (int64_t t = 0; ok && t < T; t++)
 		ok = run(hn, &k, &s, &a, a.q + t * s.h * s.d, a.w + t * s.h, a.want + t * s.k, 1, pos + (uint32_t)t);
 	ok = ok && !memcmp(a.ids, a.want, (size_t)(T * s.k) * sizeof(int32_t));
-	printf("%s batch invariance %s, T=%lld at pos %u vs single steps\n", ok ? "ok  " : "FAIL", k.k.signature,
-	       (long long)T, pos);
+	printf("%s batch invariance %s%s, T=%lld at pos %u vs single steps\n", ok ? "ok  " : "FAIL", k.k.k.signature,
+	       s.block ? " + index_select" : "", (long long)T, pos);
 	data_free(&a);
-	hk_free(hn, &k);
+	kernels_free(hn, &s, &k);
 	return ok;
 }
 
@@ -225,14 +287,28 @@ int main(void)
 	harness *hn = harness_open();
 	uint32_t seed = 31337;
 	bool ok = true;
-	/* h, d, E, k, ratio, scale */
-	ok &= forms(hn, (index_shape){2, 16, 64, 2, 4, 0.125f}, 256, &seed);         /* the tiny fixture's */
-	ok &= forms(hn, (index_shape){64, 128, 1024, 512, 4, 0.125f}, 4096, &seed);  /* V4-Flash's */
-	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f}, 900, &seed);       /* odd sizes */
+	/* h, d, E, k, ratio, scale, block */
+	ok &= forms(hn, (index_shape){2, 16, 64, 2, 4, 0.125f, 0}, 256, &seed);        /* the tiny fixture's */
+	ok &= forms(hn, (index_shape){64, 128, 1024, 512, 4, 0.125f, 0}, 4096, &seed); /* V4-Flash's */
+	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f, 0}, 900, &seed);      /* odd sizes */
 	/* V4-Flash's at a 32k context: 8192 entries */
-	index_shape ctx32k = {64, 128, 8192, 512, 4, 0.125f};
+	index_shape ctx32k = {64, 128, 8192, 512, 4, 0.125f, 0};
 	for (data_kind kind = RANDOM; kind <= GRID; kind++)
 		ok &= index_case(hn, ctx32k, 2, 32766, kind, &seed);
+	/* split: 2 blocks of 32 at the tiny dims; blocks of 96 (64 lanes twice,
+	 * the second time 32) with a last block of 12; V4-Flash's as the pass
+	 * cuts it; a 32k context (64 blocks of 128), and the bench's 33792
+	 * (blocks of 160 over its 8448 entries: 128 lanes twice) */
+	ok &= forms(hn, (index_shape){2, 16, 64, 2, 4, 0.125f, 32}, 256, &seed);
+	ok &= forms(hn, (index_shape){3, 12, 300, 20, 3, 0.125f, 96}, 900, &seed);
+	ok &= forms(hn, (index_shape){64, 128, 1024, 512, 4, 0.125f, 64}, 4096, &seed);
+	ctx32k.block = 128;
+	for (data_kind kind = RANDOM; kind <= GRID; kind++)
+		ok &= index_case(hn, ctx32k, 2, 32766, kind, &seed);
+	ok &= invariance(hn, ctx32k, 5, 8, 32763, &seed);
+	index_shape bench = {64, 128, 8448, 512, 4, 0.125f, 160};
+	for (data_kind kind = RANDOM; kind <= GRID; kind++)
+		ok &= index_case(hn, bench, 2, 33790, kind, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }

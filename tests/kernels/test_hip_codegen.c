@@ -333,6 +333,23 @@ static const struct {
 	 {.op = IR_OP_SINK_ATTENTION, .t_max = 8,
 	  .u.sink = {.h = 64, .D = 512, .N = 4096, .E = 1024, .k = 512, .window = 128, .ratio = 4, .scale = 0.044f}},
 	 1},
+	/* the split for long contexts (passes/split_attention.c) */
+	{"sink_attention_partial ids", "sink_attention",
+	 {.op = IR_OP_SINK_ATTENTION_PARTIAL, .t_max = 8,
+	  .u.sink = {.h = 64, .D = 512, .N = 639, .E = 8192, .k = 512, .window = 128, .ratio = 4, .block = 64,
+		     .blocks = 10, .scale = 0.044f}},
+	 1},
+	{"sink_attention_partial entries", "sink_attention",
+	 {.op = IR_OP_SINK_ATTENTION_PARTIAL, .t_max = 64,
+	  .u.sink = {.h = 64, .D = 512, .N = 639, .E = 256, .window = 128, .ratio = 128, .block = 64, .blocks = 6,
+		     .scale = 0.044f}},
+	 1},
+	{"index_score V4-Flash", "index_topk",
+	 {.op = IR_OP_INDEX_SCORE, .t_max = 8,
+	  .u.index = {.h = 64, .d = 128, .E = 8192, .ratio = 4, .block = 128, .scale = 0.088f}},
+	 1},
+	{"index_select V4-Flash", "index_topk",
+	 {.op = IR_OP_INDEX_SELECT, .t_max = 8, .u.index = {.E = 8192, .k = 512, .ratio = 4}}, 1},
 };
 #undef ATT
 

@@ -41,7 +41,14 @@
  *    grouped matmul nor do grouped siblings merge, an unweighted norm becomes
  *    a matmul's bare prologue (no weight operand, nothing folded) but stays
  *    apart from a rope, and split_moe gives the experts'
- *    limit to moe_gate_up; the whole pipeline plans the mHC ops and routers. */
+ *    limit to moe_gate_up; the whole pipeline plans the mHC ops and routers;
+ *  - split_attention at a 32k context (dsv4_split.yaml) makes index_topk
+ *    over 8192 entries index_score (blocks of 128) + index_select, and each
+ *    sink_attention whose key list passes one block (the window's 128, 384
+ *    with HCA's entries, 640 with CSA's picks) sink_attention_partial
+ *    (blocks of 64) + attention_combine, with their names, attributes and
+ *    shapes, the partial right before its combine; it keeps a 64-entry
+ *    indexer and a 10-key sink_attention whole. */
 #include <stdio.h>
 #include <string.h>
 
@@ -543,6 +550,61 @@ static void dsv4_rules(void)
 	ir_module_free(m);
 }
 
+/* Node `name` is `op` with int attribute `attr` = want (NULL: no attributes). */
+static bool node_is(const ir_module *m, const char *name, ir_op op, const char *attr, int64_t want)
+{
+	const ir_node *n = node_named(m, name);
+	return n && n->op == op && (attr ? ir_node_attr_int(n, attr, -1) == want : n->n_attr == 0);
+}
+
+/* The shape of value `name` of the graph, as text. */
+static const char *shape_of(const ir_module *m, const char *name)
+{
+	static char buf[128];
+	const ir_func *f = test_graph(m);
+	int v = ir_func_value(f, name);
+	if (v < 0)
+		return "(none)";
+	const ir_shape *s = &f->values[v].shape;
+	int at = 0;
+	for (int i = 0; i < s->rank && at < (int)sizeof buf - 24; i++)
+		at += snprintf(buf + at, sizeof buf - (size_t)at, "%s%lld%s", i ? "," : "",
+			       (long long)s->dim[i].c, s->dim[i].coef_T ? "+T" : "");
+	return buf;
+}
+
+static void dsv4_split_rules(void)
+{
+	ir_module *m = test_run_to("tests/passes/models/dsv4_split.yaml", "tests/passes/models/dsv4_split.config.json",
+				   "split_attention", NULL);
+	if (!m)
+		return;
+	CHECK(node_is(m, "picks.score", IR_OP_INDEX_SCORE, "block", 128), "picks.score is not index_score, block 128");
+	CHECK(node_is(m, "picks", IR_OP_INDEX_SELECT, "k", 512), "picks is not index_select with k 512");
+	CHECK(ir_node_attr_int(node_named(m, "picks"), "ratio", 0) == 4 && node_named(m, "picks")->n_attr == 2,
+	      "index_select keeps k and ratio alone");
+	CHECK(strcmp(shape_of(m, "picks.scores"), "0+T,8192") == 0, "scores shaped %s", shape_of(m, "picks.scores"));
+	const struct {
+		const char *name, *part_shape;
+	} split[] = {{"a_win", "0+T,4,2,34"}, {"a_hca", "0+T,4,6,34"}, {"a_csa", "0+T,4,10,34"}};
+	for (size_t i = 0; i < sizeof split / sizeof *split; i++) {
+		char partial[64], part[64];
+		snprintf(partial, sizeof partial, "%s.partial", split[i].name);
+		snprintf(part, sizeof part, "%s.part", split[i].name);
+		CHECK(node_is(m, partial, IR_OP_SINK_ATTENTION_PARTIAL, "block", 64), "%s: no partial, block 64", partial);
+		CHECK(ir_node_attr_int(node_named(m, partial), "window", 0) == 128, "%s lost the window", partial);
+		CHECK(node_is(m, split[i].name, IR_OP_ATTENTION_COMBINE, NULL, 0), "%s is not a bare combine",
+		      split[i].name);
+		CHECK(test_node(m, partial) + 1 == test_node(m, split[i].name), "%s is not right before its combine",
+		      partial);
+		CHECK(strcmp(shape_of(m, part), split[i].part_shape) == 0, "%s shaped %s, want %s", part, shape_of(m, part),
+		      split[i].part_shape);
+	}
+	CHECK(node_is(m, "picks_few", IR_OP_INDEX_TOPK, "k", 2), "the 64-entry indexer was split");
+	CHECK(node_is(m, "a_few", IR_OP_SINK_ATTENTION, "window", 8), "the 10-key sink_attention was split");
+	ir_module_free(m);
+}
+
 static void set_no_store(ir_module *m, const void *off)
 {
 	m->no_fuse_state_store = *(const bool *)off;
@@ -606,6 +668,7 @@ int main(void)
 	merge_rules();
 	state_store_rules();
 	dsv4_rules();
+	dsv4_split_rules();
 	every_write_stays_a_copy();
 	return test_finish("pass_rules_test");
 }

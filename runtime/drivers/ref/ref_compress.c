@@ -102,21 +102,48 @@ static float index_score(const float *q, const float *w, const float *key, int64
 	return (float)total;
 }
 
-void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *ids, int64_t T, int64_t h,
-		    int64_t d, int64_t E, int64_t k, int64_t m, float scale, int64_t pos)
+/* The keys position p sees: the closed windows, at most E. */
+static int64_t visible_keys(int64_t p, int64_t m, int64_t E)
 {
-	float *score = malloc((size_t)(E + 1) * sizeof *score), *vals = malloc((size_t)(k + 1) * sizeof *vals);
-	if (!score || !vals)
-		abort(); /* no error channel here, as ref_topk; E and k are compile-time dims */
+	return (p + 1) / m < E ? (p + 1) / m : E;
+}
+
+void ref_index_score(const float *q, const float *w, const float *keys, float *scores, int64_t T, int64_t h,
+		     int64_t d, int64_t E, int64_t m, float scale, int64_t pos)
+{
 	for (int64_t t = 0; t < T; t++) {
-		int64_t n = (pos + t + 1) / m < E ? (pos + t + 1) / m : E, kk = k < n ? k : n;
-		for (int64_t e = 0; e < n; e++)
-			score[e] = index_score(q + t * h * d, w + t * h, keys + e * d, h, d, scale);
-		ref_topk(score, ids + t * k, vals, 1, n, kk);
+		int64_t n = visible_keys(pos + t, m, E);
+		for (int64_t e = 0; e < E; e++)
+			scores[t * E + e] = e < n ? index_score(q + t * h * d, w + t * h, keys + e * d, h, d, scale) : 0.0f;
+	}
+}
+
+void ref_index_select(const float *scores, int32_t *ids, int64_t T, int64_t E, int64_t k, int64_t m, int64_t pos)
+{
+	float *vals = malloc((size_t)(k + 1) * sizeof *vals);
+	if (!vals)
+		abort(); /* no error channel here, as ref_topk; k is a compile-time dim */
+	for (int64_t t = 0; t < T; t++) {
+		int64_t n = visible_keys(pos + t, m, E), kk = k < n ? k : n;
+		ref_topk(scores + t * E, ids + t * k, vals, 1, n, kk);
 		for (int64_t i = kk; i < k; i++)
 			ids[t * k + i] = -1;
 	}
-	free(score), free(vals);
+	free(vals);
+}
+
+/* index_topk is its scores' selection, a row at a time (scores for E keys). */
+void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *ids, int64_t T, int64_t h,
+		    int64_t d, int64_t E, int64_t k, int64_t m, float scale, int64_t pos)
+{
+	float *score = malloc((size_t)(E + 1) * sizeof *score);
+	if (!score)
+		abort(); /* as ref_index_select */
+	for (int64_t t = 0; t < T; t++) {
+		ref_index_score(q + t * h * d, w + t * h, keys, score, 1, h, d, E, m, scale, pos + t);
+		ref_index_select(score, ids + t * k, 1, E, k, m, pos + t);
+	}
+	free(score);
 }
 
 /* ---- sink_attention ------------------------------------------------------------ */
@@ -182,31 +209,81 @@ static void attend_sink(const float *q, const float *const *keys, int64_t n, flo
 	}
 }
 
+/* The "no key" max score of an empty block, as ref_attention_partial. */
+#define NO_KEY_MAX (-3.0e38f)
+
+/* Block b of one head's key list (keys lo..hi-1 of n) as sink_attention_partial
+ * writes it: the sums, max and denominator, the sink in block 0 only. s:
+ * block floats. */
+static void attend_sink_block(const float *q, const float *const *keys, int64_t lo, int64_t hi, float sink,
+			      bool with_sink, float scale, int64_t D, float *out, float *s)
+{
+	float mx = with_sink ? sink : NO_KEY_MAX;
+	for (int64_t j = lo; j < hi; j++) {
+		double dot = 0.0;
+		for (int64_t i = 0; i < D; i++)
+			dot += (double)q[i] * (double)keys[j][i];
+		s[j - lo] = (float)dot * scale;
+		mx = fmaxf(mx, s[j - lo]);
+	}
+	double sum = with_sink ? expf(sink - mx) : 0.0;
+	for (int64_t j = lo; j < hi; j++)
+		sum += s[j - lo] = expf(s[j - lo] - mx);
+	for (int64_t c = 0; c < D; c++) {
+		double acc = 0.0;
+		for (int64_t j = lo; j < hi; j++)
+			acc += (double)s[j - lo] * (double)keys[j][c];
+		out[c] = (float)acc;
+	}
+	out[D] = mx;
+	out[D + 1] = (float)sum;
+}
+
+/* One head of one query over its n keys: y [D] (sink_attention), or with
+ * p->block its p->blocks blocks into y [blocks, D+2]. s: n floats. */
+static void attend_head(const ref_sink_params *p, const float *q, const float *const *keys, int64_t n, float sink,
+			int64_t D, float *y, float *s)
+{
+	if (!p->block) {
+		attend_sink(q, keys, n, sink, p->scale, D, y, s);
+		return;
+	}
+	for (int64_t b = 0; b < p->blocks; b++) {
+		int64_t lo = b * p->block < n ? b * p->block : n, hi = lo + p->block < n ? lo + p->block : n;
+		attend_sink_block(q, keys, lo, hi, sink, b == 0, p->scale, D, y + b * (D + 2), s);
+	}
+}
+
 bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *kv, const float *sinks,
 			const float *entries, const int32_t *ids, float *y, int64_t T, int64_t h, int64_t D,
 			int64_t pos, ref_error *err)
 {
+	const char *op = p->block ? "sink_attention_partial" : "sink_attention";
 	/* position j is row j mod N: a cache shorter than the context is a
 	 * ring, which must hold the step's rows and the window before them */
 	if (pos < 0 || (pos + T > p->N && T + p->window - 1 > p->N))
-		return ref_fail(err, "sink_attention", "positions [%" PRId64 ", %" PRId64 ") and their window of %" PRId64
+		return ref_fail(err, op, "positions [%" PRId64 ", %" PRId64 ") and their window of %" PRId64
 				" need %" PRId64 " rows, the cache holds %" PRId64, pos, pos + T, p->window,
 				T + p->window - 1, p->N);
-	if (p->window < 1 || (entries && p->ratio < 1))
-		return ref_fail(err, "sink_attention", "window %" PRId64 " and ratio %" PRId64 " must be at least 1",
-				p->window, p->ratio);
-	int64_t most = p->window + (ids ? p->k : p->E);
+	if (p->window < 1 || (entries && p->ratio < 1) || p->block < 0)
+		return ref_fail(err, op, "window %" PRId64 " and ratio %" PRId64 " must be at least 1, block %" PRId64
+				" not negative", p->window, p->ratio, p->block);
+	int64_t most = p->window + (ids ? p->k : p->E), row = p->block ? p->blocks * (D + 2) : D;
+	int64_t longest = (p->window < p->N ? p->window : p->N) + (ids ? p->k : p->E);
+	if (p->block && p->blocks * p->block < longest)
+		return ref_fail(err, op, "%" PRId64 " blocks of %" PRId64 " keys hold fewer than the %" PRId64
+				" keys a row can see", p->blocks, p->block, longest);
 	const float **keys = malloc((size_t)most * sizeof *keys);
 	float *s = malloc((size_t)most * sizeof *s);
 	bool *seen = malloc((size_t)(p->E + 1) * sizeof *seen);
 	bool ok = keys && s && seen;
 	if (!ok)
-		ref_fail(err, "sink_attention", "out of memory");
+		ref_fail(err, op, "out of memory");
 	for (int64_t t = 0; ok && t < T; t++) {
 		int64_t n;
 		ok = gather_keys(p, kv, entries, ids ? ids + t * p->k : NULL, pos + t, D, keys, &n, seen, err);
 		for (int64_t j = 0; ok && j < h; j++)
-			attend_sink(q + (t * h + j) * D, keys, n, sinks[j], p->scale, D, y + (t * h + j) * D, s);
+			attend_head(p, q + (t * h + j) * D, keys, n, sinks[j], D, y + (t * h + j) * row, s);
 	}
 	free(keys), free(s), free(seen);
 	return ok;

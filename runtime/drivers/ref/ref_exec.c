@@ -243,13 +243,15 @@ static ref_rope_params rope_params(const exec_ctx *c)
 	};
 }
 
-/* sink_attention (q, kv, sinks[, entries[, ids]]). */
+/* sink_attention (q, kv, sinks[, entries[, ids]]), whole or per key block. */
 static bool exec_sink_attention(exec_ctx *c, const float *q, float *y)
 {
 	const halo_dispatch *d = c->d;
 	bool entries = d->n_in >= 4, ids = d->n_in == 5;
 	ref_sink_params p = {.scale = A_F("scale", 1.0f), .window = A_I("window", 1), .ratio = A_I("ratio", 0),
-			     .N = c->dim[1][0], .E = entries ? c->dim[3][0] : 0, .k = ids ? c->dim[4][1] : 0};
+			     .N = c->dim[1][0], .E = entries ? c->dim[3][0] : 0, .k = ids ? c->dim[4][1] : 0,
+			     .block = d->op == OP_SINK_ATTENTION_PARTIAL ? A_I("block", 1) : 0,
+			     .blocks = d->op == OP_SINK_ATTENTION_PARTIAL ? c->dim[d->n_in + d->n_extra][2] : 1};
 	ref_error e;
 	if (!ref_sink_attention(&p, q, c->p[1], c->p[2], entries ? c->p[3] : NULL, ids ? c->p[4] : NULL, y,
 				c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos, &e))
@@ -275,7 +277,15 @@ static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
 		ref_index_topk(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2], c->dim[2][0],
 			       c->dim[o][1], A_I("ratio", 1), A_F("scale", 1.0f), c->pos);
 		return true;
+	case OP_INDEX_SCORE: /* (q [T,h,d], w [T,h], keys [E,d]) -> scores [T,E] */
+		ref_index_score(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2], c->dim[2][0],
+				A_I("ratio", 1), A_F("scale", 1.0f), c->pos);
+		return true;
+	case OP_INDEX_SELECT: /* (scores [T,E]) -> ids [T,k] */
+		ref_index_select(x, c->p[o], c->dim[0][0], c->dim[0][1], c->dim[o][1], A_I("ratio", 1), c->pos);
+		return true;
 	case OP_SINK_ATTENTION:
+	case OP_SINK_ATTENTION_PARTIAL:
 		return exec_sink_attention(c, x, c->p[o]);
 	default:
 		*handled = false;

@@ -348,6 +348,13 @@ bool ref_compress_kv(const float *c, const float *z, const float *bias, float *y
 void ref_index_topk(const float *q, const float *w, const float *keys, int32_t *ids, int64_t T, int64_t h,
 		    int64_t d, int64_t E, int64_t k, int64_t m, float scale, int64_t pos);
 
+/* index_topk in two halves (the split for long contexts): index_score
+ * writes scores [T,E], index_topk's score for e < n and 0 past it;
+ * index_select picks the ids from them as index_topk does. */
+void ref_index_score(const float *q, const float *w, const float *keys, float *scores, int64_t T, int64_t h,
+		     int64_t d, int64_t E, int64_t m, float scale, int64_t pos);
+void ref_index_select(const float *scores, int32_t *ids, int64_t T, int64_t E, int64_t k, int64_t m, int64_t pos);
+
 /* sink_attention's attributes and the extents of its optional operands. */
 typedef struct {
 	float scale;
@@ -356,6 +363,8 @@ typedef struct {
 	int64_t N;	/* cache rows */
 	int64_t E;	/* entry rows; 0: no entries */
 	int64_t k;	/* ids per query; 0: no ids (every closed entry) */
+	int64_t block;	/* sink_attention_partial: keys per block; 0: sink_attention */
+	int64_t blocks; /* sink_attention_partial: S, the blocks a row's part holds */
 } ref_sink_params;
 
 /* q [T,h,D], kv [N,D] (one head, K = V), sinks [h], entries [E,D] or NULL,
@@ -365,7 +374,12 @@ typedef struct {
  * s_j and sinks[h] (f32, max-subtracted, f64 denominator), y = sum_j
  * softmax_j key_j in f64 (the sink has no value). False when pos+T > N,
  * when closed entries lie past E, or for an id that is not a closed entry
- * or is repeated in its row. */
+ * or is repeated in its row.
+ * With p->block (sink_attention_partial) y is [T,h,S,D+2]: block b of row
+ * t's list (keys b*block .. +block) as attention_partial writes a block,
+ * its sums sum_j e^(s_j - m) key_j, m and sum_j e^(s_j - m) (−3e38 and 0
+ * for no key), the sink entering block 0's max and denominator only, so
+ * attention_combine gives sink_attention's y. */
 bool ref_sink_attention(const ref_sink_params *p, const float *q, const float *kv, const float *sinks,
 			const float *entries, const int32_t *ids, float *y, int64_t T, int64_t h, int64_t D,
 			int64_t pos, ref_error *err);
