@@ -13,15 +13,12 @@
 #include <string.h>
 
 #include "ir/ops.h"
+#include "passes/entry_graphs.h"
 #include "passes/passes.h"
 
-/* Whether an entry returning logits runs graph fi. */
-static bool shared_with_logits(const ir_module *m, int fi)
+static bool returns_tokens(const ir_entry *e)
 {
-	for (int i = 0; i < m->n_entries; i++)
-		if (!m->entries[i].tokens_out && m->entries[i].func == fi)
-			return true;
-	return false;
+	return e->tokens_out;
 }
 
 /* Appends argmax(output) to graph fi and makes it the graph's output. */
@@ -67,19 +64,8 @@ bool pass_entry_tokens(ir_module *m, ir_error *err)
 {
 	int n_funcs = m->n_funcs; /* the graphs the entries ran before any copy */
 	for (int src = 0; src < n_funcs; src++) {
-		int first = -1;
-		for (int i = 0; i < m->n_entries && first < 0; i++)
-			if (m->entries[i].tokens_out && m->entries[i].func == src)
-				first = i;
-		if (first < 0)
-			continue;
-		int fi = src;
-		if (shared_with_logits(m, src))
-			fi = ir_func_clone(m, src, ir_arena_printf(&m->arena, "%s.tokens", m->funcs[src].name));
-		for (int i = first; i < m->n_entries; i++)
-			if (m->entries[i].tokens_out && m->entries[i].func == src)
-				m->entries[i].func = fi;
-		if (!add_argmax(m, fi, &m->entries[first], err))
+		int first, fi = entry_graph_for(m, src, returns_tokens, "tokens", &first);
+		if (fi >= 0 && !add_argmax(m, fi, &m->entries[first], err))
 			return false;
 	}
 	return true;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ir/ops.h"
+#include "passes/entry_graphs.h"
 #include "passes/passes.h"
 
 static bool kind_recurrent(const char *kind)
@@ -116,13 +117,9 @@ static bool slot_graph(ir_module *m, int fi, int64_t rows, const char *entry, ir
 	return true;
 }
 
-/* Whether an entry without slots runs graph fi. */
-static bool shared_with_plain(const ir_module *m, int fi)
+static bool keeps_slots(const ir_entry *e)
 {
-	for (int i = 0; i < m->n_entries; i++)
-		if (!m->entries[i].state_slots && m->entries[i].func == fi)
-			return true;
-	return false;
+	return e->state_slots;
 }
 
 bool pass_state_slots(ir_module *m, ir_error *err)
@@ -134,19 +131,8 @@ bool pass_state_slots(ir_module *m, ir_error *err)
 			rows = m->entries[i].t_max;
 	int n_funcs = m->n_funcs; /* the graphs the entries ran before any copy */
 	for (int src = 0; rows > 0 && src < n_funcs; src++) {
-		int first = -1;
-		for (int i = 0; i < m->n_entries && first < 0; i++)
-			if (m->entries[i].state_slots && m->entries[i].func == src)
-				first = i;
-		if (first < 0)
-			continue;
-		int fi = src;
-		if (shared_with_plain(m, src))
-			fi = ir_func_clone(m, src, ir_arena_printf(&m->arena, "%s.slots", m->funcs[src].name));
-		for (int i = first; i < m->n_entries; i++)
-			if (m->entries[i].state_slots && m->entries[i].func == src)
-				m->entries[i].func = fi;
-		if (!slot_graph(m, fi, rows, m->entries[first].name, err))
+		int first, fi = entry_graph_for(m, src, keeps_slots, "slots", &first);
+		if (fi >= 0 && !slot_graph(m, fi, rows, m->entries[first].name, err))
 			return false;
 	}
 	return true;

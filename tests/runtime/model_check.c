@@ -121,6 +121,28 @@ halo_model *mc_open(const char *bundle, const char *backend)
 	return m;
 }
 
+float *mc_run_logits(const char *bundle, const char *backend, const int32_t *prompt, int64_t n_prompt,
+		     const int32_t *feed, int64_t n_decode)
+{
+	char err[2048];
+	halo_model *m = mc_open(bundle, backend);
+	halo_session *s = mc_session(m);
+	size_t vocab = (size_t)halo_model_vocab(m);
+	float *l = malloc(sizeof(float) * (size_t)(n_prompt + n_decode) * vocab);
+	if (!l) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	MC_CHECK(halo_session_prefill(s, prompt, n_prompt, l, NULL, err, sizeof err), "prefill: %s", err);
+	for (int64_t i = 0; i < n_decode; i++)
+		MC_CHECK(halo_session_step(s, "decode", &feed[i], 1, l + (size_t)(n_prompt + i) * vocab, err, sizeof err),
+			 "decode %lld: %s", (long long)i, err);
+	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
+	halo_session_free(s);
+	halo_model_close(m);
+	return l;
+}
+
 halo_session *mc_session(halo_model *m)
 {
 	char err[2048];

@@ -47,6 +47,11 @@ halo_model *mc_open(const char *bundle, const char *backend);
 /* Whether the backend is "vulkan" (tests turn validation on for it). */
 bool mc_is_vulkan(const char *backend);
 halo_session *mc_session(halo_model *m);
+/* Opens bundle on backend and returns, malloc'd, [n_prompt + n_decode,
+ * vocab] logits: every prompt row (halo_session_prefill), then n_decode
+ * single decode steps fed feed[i]; checks no validation message was seen. */
+float *mc_run_logits(const char *bundle, const char *backend, const int32_t *prompt, int64_t n_prompt,
+		     const int32_t *feed, int64_t n_decode);
 
 /* A bundle opened for inspection: its manifest parsed and its weights
  * section; mc_bundle_close releases both. */

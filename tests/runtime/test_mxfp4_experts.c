@@ -70,22 +70,6 @@ static void check_experts(const char *kept_path, const char *f32_path)
 	mc_bundle_close(&f32);
 }
 
-static float *run_logits(const char *bundle, const char *backend, const int32_t *prompt, const int32_t *feed)
-{
-	char err[2048];
-	halo_model *m = mc_open(bundle, backend);
-	halo_session *s = mc_session(m);
-	float *l = malloc(sizeof(float) * (N_PROMPT + N_DECODE) * VOCAB);
-	MC_CHECK(halo_session_prefill(s, prompt, N_PROMPT, l, NULL, err, sizeof err), "prefill: %s", err);
-	for (int i = 0; i < N_DECODE; i++)
-		MC_CHECK(halo_session_step(s, "decode", &feed[i], 1, l + (size_t)(N_PROMPT + i) * VOCAB, err, sizeof err),
-			 "decode %d: %s", i, err);
-	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
-	halo_session_free(s);
-	halo_model_close(m);
-	return l;
-}
-
 int main(int argc, char **argv)
 {
 	bool vulkan = argc == 2 && strcmp(argv[1], "vulkan") == 0;
@@ -109,14 +93,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N_DECODE; i++)
 		feed[i] = (i * 53 + 5) % VOCAB;
 	size_t n = (size_t)(N_PROMPT + N_DECODE) * VOCAB;
-	float *ref = run_logits(kept_path, "ref", prompt, feed);
+	float *ref = mc_run_logits(kept_path, "ref", prompt, N_PROMPT, feed, N_DECODE);
 	if (vulkan) {
-		float *got = run_logits(kept_path, "vulkan", prompt, feed);
+		float *got = mc_run_logits(kept_path, "vulkan", prompt, N_PROMPT, feed, N_DECODE);
 		MC_CHECK(mc_rows_close("vulkan vs ref, the mxfp4 bundle", got, ref, N_PROMPT + N_DECODE, VOCAB, 2e-4),
 			 "vulkan's logits differ from ref's");
 		free(got);
 	} else {
-		float *want = run_logits(f32_path, "ref", prompt, feed);
+		float *want = mc_run_logits(f32_path, "ref", prompt, N_PROMPT, feed, N_DECODE);
 		MC_CHECK(mc_bitwise("ref: kept mxfp4 vs dequantized f32", ref, want, n), "the logits differ");
 		free(want);
 	}

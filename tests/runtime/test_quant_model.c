@@ -181,25 +181,6 @@ static double check_bytes(const mc_bundle *f32, const mc_bundle *q, halo_dtype q
 	return eps;
 }
 
-/* Prompt logits, then N_DECODE decode steps fed the tokens in `feed`. */
-static float *run_logits(const char *bundle, const char *backend, const int32_t *prompt, const int32_t *feed,
-			 int64_t vocab)
-{
-	char err[2048];
-	halo_model *m = mc_open(bundle, backend);
-	halo_session *s = mc_session(m);
-	float *l = malloc(sizeof(float) * (size_t)(N_PROMPT + N_DECODE) * (size_t)vocab);
-	MC_CHECK(halo_session_prefill(s, prompt, N_PROMPT, l, NULL, err, sizeof err), "prefill: %s", err);
-	for (int i = 0; i < N_DECODE; i++)
-		MC_CHECK(halo_session_step(s, "decode", &feed[i], 1, l + (size_t)(N_PROMPT + i) * (size_t)vocab, err,
-					   sizeof err),
-			 "decode %d: %s", i, err);
-	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
-	halo_session_free(s);
-	halo_model_close(m);
-	return l;
-}
-
 int main(int argc, char **argv)
 {
 	const quant_case *c = NULL;
@@ -234,9 +215,9 @@ int main(int argc, char **argv)
 		prompt[i] = (int32_t)((i * 37 + 11) % vocab);
 	for (int i = 0; i < N_DECODE; i++)
 		feed[i] = (int32_t)((i * 53 + 5) % vocab);
-	float *want = run_logits(f32_path, "ref", prompt, feed, vocab);
-	float *half = run_logits(f16_path, "ref", prompt, feed, vocab);
-	float *got = run_logits(q_path, vulkan ? "vulkan" : "ref", prompt, feed, vocab);
+	float *want = mc_run_logits(f32_path, "ref", prompt, N_PROMPT, feed, N_DECODE);
+	float *half = mc_run_logits(f16_path, "ref", prompt, N_PROMPT, feed, N_DECODE);
+	float *got = mc_run_logits(q_path, vulkan ? "vulkan" : "ref", prompt, N_PROMPT, feed, N_DECODE);
 	double worst = 0, worst_tol = 0, base = 2.0 * sqrt((double)c->n_q) * eps;
 	int worst_row = -1;
 	for (int r = 0; r < N_PROMPT + N_DECODE; r++) {
@@ -255,7 +236,7 @@ int main(int argc, char **argv)
 	printf("quantized vs f32 logits: eps %.4g (f16 %.3g), base tolerance %.3g; closest row %d: %.4g of %.4g\n",
 	       eps, eps16, base, worst_row, worst, worst_tol);
 	if (vulkan) {
-		float *ref = run_logits(q_path, "ref", prompt, feed, vocab);
+		float *ref = mc_run_logits(q_path, "ref", prompt, N_PROMPT, feed, N_DECODE);
 		MC_CHECK(mc_rows_close("vulkan vs ref, same quantized bundle", got, ref, N_PROMPT + N_DECODE,
 				       (size_t)vocab, 2e-4),
 			 "vulkan's quantized logits differ from ref's");
