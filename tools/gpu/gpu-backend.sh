@@ -14,11 +14,13 @@
 #  - test_session_logits: logits read in place equal the copies;
 #  - halo run --profile and --spec mtp on cuda (the per-dispatch event
 #    timings and the drafter's statistics printed).
-# A missing driver or device fails here (HALO_REQUIRE_GPU=1). Every test runs
-# even after one fails; the exit status is 1 if any did. Writes to $OUT.
-# Packing: `PACK_TESTS=0 sh tools/gpu/pack.sh && rm -r .devrun/deb` (no
-# Vulkan test programs, no validation layer: cuda needs neither) keeps the
-# carried tree under its 64 MiB.
+# Each test runs when pack.sh packed its bundles (PACK_CUDA: all families
+# do not fit one run, see pack.sh). A missing driver or device fails here
+# (HALO_REQUIRE_GPU=1). Every test runs even after one fails; the exit
+# status is 1 if any did. Writes to $OUT.
+# Packing: `PACK_TESTS=0 PACK_VALIDATION=0 PACK_CUDA="qwen3 qwen3_next
+# qwen3_5_moe" sh tools/gpu/pack.sh` (then "qwen4_exp", then "deepseek_v4"):
+# no Vulkan test programs and no validation layer, which cuda needs neither.
 # usage: tools/gpu/gpu-backend.sh
 set -eu
 cd "$(dirname "$0")/../.."
@@ -38,24 +40,27 @@ t() { # test program, arguments...
 	echo "== $*" >> "$log"
 	"$HALO_BIN/$@" >> "$log" 2>&1 || { rc=1; echo "FAILED: $*" >> "$log"; }
 }
-for f in qwen3_tiny qwen3_next_tiny qwen3_5_moe_tiny qwen4_exp_tiny deepseek_v4_tiny; do
-	t test_gpu_backend oracle cuda "$f"
-done
-for fam in qwen3_next qwen3_5_moe qwen4_exp; do
-	t test_gdn_oracle cuda "$fam"
-	t test_mtp_oracle cuda "$fam"
-done
-for f in deepseek_v4_tiny deepseek_v4_b; do
-	t test_gdn_oracle cuda deepseek_v4 "tests/fixtures/$f"
-	t test_mtp_oracle cuda deepseek_v4 "tests/fixtures/$f"
-done
+have() { # bundle names (without .cuda.halo): all packed?
+	for n in "$@"; do [ -f "$HALO_TEST_BUNDLES/$n.cuda.halo" ] || return 1; done
+}
 for fam in qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4; do
+	fixtures=${fam}_tiny
+	[ "$fam" = deepseek_v4 ] && fixtures="deepseek_v4_tiny deepseek_v4_b"
+	have $(for f in $fixtures; do echo "$f.$fam.f32"; done) || continue
+	t test_gpu_backend oracle cuda "${fam}_tiny"
+	for f in $fixtures; do
+		[ "$fam" = qwen3 ] && continue # no MTP head; test_gpu_backend is its oracle
+		t test_gdn_oracle cuda "$fam" "tests/fixtures/$f"
+		[ -f "tests/fixtures/$f/mtp_draft_logits.f32" ] && t test_mtp_oracle cuda "$fam" "tests/fixtures/$f"
+	done
 	t test_spec_exact greedy cuda "$fam" 256 1,2,3,4
 done
-t test_checkpoint cuda
-t test_session_logits cuda
-q4="$HALO_TEST_BUNDLES/qwen4_exp_tiny.qwen4_exp.f32.cuda.halo"
-t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 8 --profile
-t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 16 --spec mtp --draft-n 3
+have hybrid_tiny.random11 qwen3_next_tiny.qwen3_next.f32 qwen3_tiny.qwen3.f32 && t test_checkpoint cuda
+have qwen3_tiny.qwen3.f32 && t test_session_logits cuda
+if have qwen4_exp_tiny.qwen4_exp.f32; then
+	q4="$HALO_TEST_BUNDLES/qwen4_exp_tiny.qwen4_exp.f32.cuda.halo"
+	t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 8 --profile
+	t halo run "$q4" --backend cuda --tokens 1,2,3,4,5,6,7,8 --n-predict 16 --spec mtp --draft-n 3
+fi
 cat "$log"
 exit "$rc"

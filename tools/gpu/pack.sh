@@ -3,7 +3,8 @@
 # .devrun/bin.tar.xz  release builds of halo, the benchmarks and (unless
 #                     PACK_TESTS=0) the Vulkan test programs
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
-# .devrun/deb/        Debian's validation layer (the tests run with it on)
+# .devrun/deb/        Debian's validation layer (the tests run with it on;
+#                     PACK_VALIDATION=0: none, as a cuda-only run needs)
 # .devrun/bundles/    the test bundles tools/gpu/gpu-backend.sh runs on the
 #                     cuda backend, compiled with the cuda-sm90 target (the
 #                     GPU machine has no clang-19 to make PTX; the PTX text
@@ -56,28 +57,38 @@ ldd build-dev/tools/halo | awk '/=> \// {print $3}' |
 	while read -r l; do cp -L "$l" .devrun/stage/lib/; done
 tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
-(cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
+[ "${PACK_VALIDATION:-1}" != 0 ] && (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
 # Each fixture with its model, as the tests pair them, and the checkpoint
-# test's random-weight hybrid graph (PACK_CUDA=0: none, for runs that do not
-# use tools/gpu/gpu-backend.sh). Without the Vulkan section (the tests run
-# them on cuda and ref only) they are a quarter smaller, which the carried
-# tree's limit needs.
+# test's random-weight hybrid graph (with qwen3 and qwen3_next, whose
+# fixtures it also runs). PACK_CUDA: 0 none (runs that do not use
+# tools/gpu/gpu-backend.sh), 1 (the default) every family, or a list of
+# families: all of them do not fit one run's 64 MiB beside the tree, so
+# gpu-backend.sh runs whatever was packed, and a full pass takes three runs:
+# "qwen3 qwen3_next qwen3_5_moe", "qwen4_exp", "deepseek_v4". Without the
+# Vulkan section (the tests run them on cuda and ref only) the bundles are a
+# quarter smaller.
 cuda_bundle() { # name, halo compile arguments...
 	name=$1; shift
 	build-dev/tools/halo compile "$@" --dtype f32 --targets ref,cuda -o ".devrun/bundles/$name.cuda.halo"
 	xz -9 ".devrun/bundles/$name.cuda.halo"
 }
-if [ "${PACK_CUDA:-1}" != 0 ]; then
-	mkdir -p .devrun/bundles .devrun/hybrid
-	for fm in qwen3_tiny:qwen3 qwen3_next_tiny:qwen3_next qwen3_5_moe_tiny:qwen3_5_moe qwen4_exp_tiny:qwen4_exp \
-		deepseek_v4_tiny:deepseek_v4 deepseek_v4_b:deepseek_v4; do
-		f=${fm%%:*} m=${fm#*:}
+families=${PACK_CUDA:-1}
+[ "$families" = 1 ] && families="qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4"
+[ "$families" = 0 ] && families=""
+[ -n "$families" ] && mkdir -p .devrun/bundles
+for m in $families; do
+	fixtures=${m}_tiny
+	[ "$m" = deepseek_v4 ] && fixtures="deepseek_v4_tiny deepseek_v4_b"
+	for f in $fixtures; do
 		cuda_bundle "$f.$m.f32" --model "models/$m.yaml" --hf "tests/fixtures/$f"
 	done
+done
+case " $families " in *" qwen3 "*" qwen3_next "*)
+	mkdir -p .devrun/hybrid
 	cp tests/models/hybrid_tiny.config.json .devrun/hybrid/config.json
 	cuda_bundle hybrid_tiny.random11 --model tests/models/hybrid_tiny.yaml --hf .devrun/hybrid --random-weights 11
-	rm -rf .devrun/hybrid
-fi
+	rm -rf .devrun/hybrid ;;
+esac
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
 	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
@@ -85,3 +96,10 @@ if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	(cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null)
 fi
 du -sh .devrun .gl
+# What a run carries: the tracked tree and these (device README: 64 MiB).
+carried=$(( $(git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s}') + $(du -sb .devrun .gl | awk '{s += $1} END {print s}') ))
+echo "a run carries $((carried / 1048576)) MiB of its 64"
+if [ "$carried" -gt $((64 << 20)) ]; then
+	echo "pack.sh: over the 64 MiB a run carries: pack less (PACK_TESTS=0, PACK_VALIDATION=0, fewer PACK_CUDA families)" >&2
+	exit 1
+fi
