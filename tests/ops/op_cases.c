@@ -26,10 +26,11 @@
 /* A quantized matmul: the weight [2V, K] is a linear layer (not V rows, as
  * a head would be: codegen/quant_policy.c), split into two halves added. The
  * kernels dequantize to the reference's values (q4_k: up to one fma's
- * rounding) and scale each block's sum once where ref scales each weight. */
-#define QUANT_CASE(n, q)                                                                            \
+ * rounding) and scale each block's sum once where ref scales each weight.
+ * K: a multiple of the format's block (32, 256 and 128 values). */
+#define QUANT_CASE(n, q, K)                                                                         \
 	{                                                                                           \
-		.name = n, .params = "H: {default: 256}\nvocab: {default: 45}",                   \
+		.name = n, .params = "H: {default: " #K "}\nvocab: {default: 45}",                \
 		.weights = "w: {shape: [2 * vocab, H]}", .quant = q,                                \
 		.body = "- {op: matmul, out: [a, b], in: [x, w], split: [vocab, vocab]}\n"          \
 			"- {op: add, out: logits, in: [a, b]}",                                     \
@@ -167,9 +168,9 @@ const op_case op_cases[] = {
 		.body = "- {op: matmul, out: logits, in: [x, w], groups: 2}",
 		MATMUL_TOL,
 	},
-	QUANT_CASE("matmul_q8_0", HALO_Q8_0),
-	QUANT_CASE("matmul_q4_k", HALO_Q4_K),
-	QUANT_CASE("matmul_f8e4m3_b128", HALO_F8E4M3_B128),
+	QUANT_CASE("matmul_q8_0", HALO_Q8_0, 96),
+	QUANT_CASE("matmul_q4_k", HALO_Q4_K, 256),
+	QUANT_CASE("matmul_f8e4m3_b128", HALO_F8E4M3_B128, 128),
 	/* ---- rope ---- */
 	{
 		.name = "rope_neox_partial",
@@ -209,6 +210,18 @@ const op_case op_cases[] = {
 			"- {op: reshape, out: logits, in: [c], shape: [T, vocab]}",
 		.why = "copies: the reference's bits",
 	},
+	{
+		/* One table row (vocab 1): the rope makes each position's row
+		 * differ. The ids come back as the output's bits. */
+		.name = "argmax",
+		.params = "H: {default: 301}\nvocab: {default: 1}",
+		.body = "- {op: reshape, out: x3, in: [x], shape: [T, 1, H]}\n"
+			"- {op: rope, out: r3, in: [x3], base: 100.0, rot_dim: 300}\n"
+			"- {op: reshape, out: r2, in: [r3], shape: [T, H]}\n"
+			"- {op: argmax, out: i, in: [r2]}\n"
+			"- {op: reshape, out: logits, in: [i], shape: [T, vocab]}",
+		.why = "ids: the reference's (the rope's f32 rounding cannot reorder random values this far apart)",
+	},
 	/* ---- attention ---- */
 	{
 		.name = "attention_split",
@@ -224,7 +237,94 @@ const op_case op_cases[] = {
 		.weights = "wq: {shape: [63, H]}\nwk: {shape: [21, H]}\nwv: {shape: [21, H]}",
 		.state = "k_cache: {shape: [n_ctx, 1, 21], kind: kv}\nv_cache: {shape: [n_ctx, 1, 21], kind: kv}",
 		.n_ctx = 40, /* one block of keys: attention unsplit */
+		.sweep = "attention",
 		.body = ATTENTION_BODY(3, 1, 21),
+		ATTENTION_TOL,
+	},
+	{
+		/* DeepSeek V4's compressed sparse attention as it composes
+		 * (tests/models/dsv4_attention.yaml without the norms and ropes):
+		 * per-token compressor caches pooled one entry per closed window of
+		 * m = 4 (overlapping windows), the indexer's top-2 of its own
+		 * entries, and sink_attention over the window alone, every entry
+		 * (HCA) and the indexer's picks (CSA). */
+		.name = "dsv4_sparse_attention",
+		.params = "H: {default: 48}\nvocab: {default: 96}\nD: {default: 24}\nm: {default: 4}\ndI: {default: 16}",
+		.weights = "wq: {shape: [4 * D, H]}\nwkv: {shape: [D, H]}\nc_kv: {shape: [2 * D, H]}\n"
+			   "c_gate: {shape: [2 * D, H]}\nc_bias: {shape: [m, 2 * D]}\ni_kv: {shape: [2 * dI, H]}\n"
+			   "i_gate: {shape: [2 * dI, H]}\ni_bias: {shape: [m, 2 * dI]}\ni_q: {shape: [2 * dI, H]}\n"
+			   "i_w: {shape: [2, H]}\nsinks: {shape: [4]}",
+		.state = "kv_cache: {shape: [n_ctx, D], kind: kv}\nc_c: {shape: [n_ctx, 2 * D], kind: kv}\n"
+			 "c_z: {shape: [n_ctx, 2 * D], kind: kv}\nentries: {shape: [n_ctx / m, D], kind: kv}\n"
+			 "i_c: {shape: [n_ctx, 2 * dI], kind: kv}\ni_z: {shape: [n_ctx, 2 * dI], kind: kv}\n"
+			 "keys: {shape: [n_ctx / m, dI], kind: kv}",
+		.sweep = "compress_kv index_topk sink_attention",
+		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
+			"- {op: reshape, out: q, in: [qf], shape: [T, 4, D]}\n"
+			"- {op: matmul, out: kv, in: [x, wkv]}\n"
+			"- {op: state_write, name: kv_store, state: kv_cache, in: [kv], at: pos}\n"
+			"- {op: matmul, out: cc, in: [x, c_kv]}\n"
+			"- {op: matmul, out: cz, in: [x, c_gate]}\n"
+			"- {op: state_write, name: cc_store, state: c_c, in: [cc], at: pos}\n"
+			"- {op: state_write, name: cz_store, state: c_z, in: [cz], at: pos}\n"
+			"- {op: state_read, out: c_all, state: c_c}\n"
+			"- {op: state_read, out: z_all, state: c_z}\n"
+			"- {op: compress_kv, out: pooled, in: [c_all, z_all, c_bias], ratio: m, overlap: 1}\n"
+			"- {op: state_write, name: entry_store, state: entries, in: [pooled], at: pos, every: m}\n"
+			"- {op: matmul, out: ic, in: [x, i_kv]}\n"
+			"- {op: matmul, out: iz, in: [x, i_gate]}\n"
+			"- {op: state_write, name: ic_store, state: i_c, in: [ic], at: pos}\n"
+			"- {op: state_write, name: iz_store, state: i_z, in: [iz], at: pos}\n"
+			"- {op: state_read, out: ic_all, state: i_c}\n"
+			"- {op: state_read, out: iz_all, state: i_z}\n"
+			"- {op: compress_kv, out: ikey, in: [ic_all, iz_all, i_bias], ratio: m, overlap: 1}\n"
+			"- {op: state_write, name: key_store, state: keys, in: [ikey], at: pos, every: m}\n"
+			"- {op: matmul, out: iqf, in: [x, i_q]}\n"
+			"- {op: reshape, out: iq, in: [iqf], shape: [T, 2, dI]}\n"
+			"- {op: matmul, out: iw, in: [x, i_w]}\n"
+			"- {op: state_read, out: key_all, state: keys}\n"
+			"- {op: index_topk, out: picks, in: [iq, iw, key_all], k: 2, ratio: m, scale: 0.25}\n"
+			"- {op: state_read, out: kv_all, state: kv_cache}\n"
+			"- {op: state_read, out: entry_all, state: entries}\n"
+			"- {op: sink_attention, out: a_win, in: [q, kv_all, sinks], scale: 0.2, window: 6}\n"
+			"- {op: sink_attention, out: a_hca, in: [q, kv_all, sinks, entry_all], scale: 0.2, window: 6, ratio: m}\n"
+			"- {op: sink_attention, out: a_csa, in: [q, kv_all, sinks, entry_all, picks], scale: 0.2, window: 6,\n"
+			"   ratio: m}\n"
+			"- {op: add, out: a2, in: [a_win, a_hca]}\n"
+			"- {op: add, out: a3, in: [a2, a_csa]}\n"
+			"- {op: reshape, out: logits, in: [a3], shape: [T, vocab]}",
+		.tol = 2e-5,
+		.floor = 1e-2,
+		.why = "f32 score dots and softmax sums (f64 in ref) over convex combinations of keys; the indexer's "
+		       "scores on random keys leave no two picks within rounding",
+	},
+	{
+		/* Qwen4-Exp's QSA: the indexer's block mask over the cache, then
+		 * attention over the masked keys. */
+		.name = "qsa_masked_attention",
+		.params = "H: {default: 48}\nvocab: {default: 64}",
+		.weights = "wq: {shape: [64, H]}\nwk: {shape: [32, H]}\nwv: {shape: [32, H]}\nwi: {shape: [16, H]}\n"
+			   "k_norm: {shape: [16]}",
+		.state = "k_cache: {shape: [n_ctx, 2, 16], kind: kv}\nv_cache: {shape: [n_ctx, 2, 16], kind: kv}\n"
+			 "idx_keys: {shape: [n_ctx, 16], kind: kv}",
+		.sweep = "qsa_select masked_attention",
+		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
+			"- {op: matmul, out: kf, in: [x, wk]}\n"
+			"- {op: matmul, out: vf, in: [x, wv]}\n"
+			"- {op: matmul, out: ik, in: [x, wi]}\n"
+			"- {op: reshape, out: q3, in: [qf], shape: [T, 4, 16]}\n"
+			"- {op: reshape, out: k3, in: [kf], shape: [T, 2, 16]}\n"
+			"- {op: reshape, out: v3, in: [vf], shape: [T, 2, 16]}\n"
+			"- {op: state_write, name: k_store, state: k_cache, in: [k3], at: pos}\n"
+			"- {op: state_write, name: v_store, state: v_cache, in: [v3], at: pos}\n"
+			"- {op: state_write, name: i_store, state: idx_keys, in: [ik], at: pos}\n"
+			"- {op: state_read, out: kc, state: k_cache}\n"
+			"- {op: state_read, out: vc, state: v_cache}\n"
+			"- {op: state_read, out: ic, state: idx_keys}\n"
+			"- {op: qsa_select, out: sel, in: [q3, ic, k_norm], block: 4, top_blocks: 2, base: 10000.0,\n"
+			"   rot_dim: 8, eps: 1.0e-6}\n"
+			"- {op: masked_attention, out: att, in: [q3, kc, vc, sel], scale: 0.25}\n"
+			"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}",
 		ATTENTION_TOL,
 	},
 	/* ---- recurrent ---- */
@@ -254,6 +354,7 @@ const op_case op_cases[] = {
 		.weights = "wq: {shape: [32, H]}\nwk: {shape: [32, H]}\nwv: {shape: [48, H]}\nwg: {shape: [4, H]}\n"
 			   "wb: {shape: [4, H]}",
 		.state = "ssm: {shape: [4, 16, 12], kind: ssm}",
+		.sweep = "l2_norm gated_delta_rule",
 		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
 			"- {op: matmul, out: kf, in: [x, wk]}\n"
 			"- {op: matmul, out: vf, in: [x, wv]}\n"
@@ -281,6 +382,7 @@ const op_case op_cases[] = {
 		.params = "H: {default: 40}\nvocab: {default: H}",
 		.weights = "router: {shape: [6, H]}\ngate: {shape: [6, 24, H]}\nup: {shape: [6, 24, H]}\n"
 			   "down: {shape: [6, H, 24]}",
+		.sweep = "moe_route moe_gate_up moe_down",
 		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
 			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
 			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
@@ -291,6 +393,7 @@ const op_case op_cases[] = {
 		.params = "H: {default: 40}\nvocab: {default: H}",
 		.weights = "router: {shape: [6, H]}\nbias: {shape: [6]}\ngate: {shape: [6, 24, H]}\n"
 			   "up: {shape: [6, 24, H]}\ndown: {shape: [6, H, 24]}",
+		.sweep = "moe_route moe_gate_up moe_down",
 		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
 			"- {op: moe_route, out: [ids, wts], in: [rl, bias], k: 3, scoring: sqrtsoftplus, scaling: 1.5}\n"
 			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down], limit: 0.01}",
@@ -301,6 +404,7 @@ const op_case op_cases[] = {
 		.name = "hc_weights_collapse_expand",
 		.params = "H: {default: 96}\nvocab: {default: H}",
 		.weights = "fn: {shape: [24, H]}\nbase: {shape: [24]}\nscale: {shape: [3]}",
+		.sweep = "rms_norm hc_weights hc_collapse hc_expand",
 		.body = "- {op: rms_norm, out: xn, in: [x], eps: 1.0e-6}\n"
 			"- {op: matmul, out: mix, in: [xn, fn]}\n"
 			"- {op: hc_weights, out: [pre, post, comb], in: [mix, base, scale]}\n"

@@ -33,6 +33,11 @@ typedef struct {
 	int t_prefill;    /* 0: OPS_T_PREFILL */
 	int n_ctx;        /* the context the caches hold; 0: OPS_N_CTX */
 	halo_dtype quant; /* halo compile --quant (q8_0, q4_k, f8e4m3_b128); 0: none */
+	/* The kernel keys (their first words, space-separated) whose variants
+	 * the Vulkan run sweeps; NULL: every choice's. A case built around one
+	 * op names that op's kernels: the matmuls feeding it are the matmul
+	 * cases' (the same tiles), and every swept variant costs a run. */
+	const char *sweep;
 	double tol, floor;
 	const char *why;
 	/* A decode step of T = m rows differs from m single steps (the op's
