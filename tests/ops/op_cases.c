@@ -104,13 +104,42 @@ const op_case op_cases[] = {
 		.name = "rms_norm",
 		.params = "H: {default: 301}\nvocab: {default: H}",
 		.weights = "g: {shape: [H]}",
-		.body = "- {op: rms_norm, out: logits, in: [x, g], eps: 1.0e-6, offset: 1}",
+		.body = "- {op: rms_norm, out: n, in: [x, g], eps: 1.0e-6, offset: 1}\n"
+			"- {op: add, out: logits, in: [n, x]}",
 		NORM_TOL,
 	},
 	{
 		.name = "rms_norm_groups",
 		.params = "H: {default: 96}\nvocab: {default: H}",
-		.body = "- {op: rms_norm, out: logits, in: [x], eps: 1.0e-6, group: 24}",
+		.body = "- {op: rms_norm, out: n, in: [x], eps: 1.0e-6, group: 24}\n"
+			"- {op: silu, out: logits, in: [n]}",
+		NORM_TOL,
+	},
+	{
+		/* Rows of 10240 in groups of 2560 (Qwen3.8 Flash's hyper-connection
+		 * streams), made from the embedding by repeating it, averaged back
+		 * over the copies for a small output. */
+		.name = "rms_norm_wide",
+		.params = "H: {default: 160}\nvocab: {default: H}",
+		.weights = "g: {shape: [64 * H]}",
+		.body = "- {op: reshape, out: x3, in: [x], shape: [T, 1, H]}\n"
+			"- {op: repeat_heads, out: r3, in: [x3], r: 64}\n"
+			"- {op: reshape, out: r, in: [r3], shape: [T, 64 * H]}\n"
+			"- {op: rms_norm, out: n, in: [r, g], eps: 1.0e-6, offset: 1, group: 2560}\n"
+			"- {op: reshape, out: n3, in: [n], shape: [T, 64, H]}\n"
+			"- {op: reduce_mean, out: logits, in: [n3], axis: 1}",
+		NORM_TOL,
+	},
+	{
+		/* Rows of one element: every norm is then a sign (and softmax 1). */
+		.name = "norms_d1",
+		.params = "H: {default: 37}\nvocab: {default: H}",
+		.body = "- {op: reshape, out: x3, in: [x], shape: [T, H, 1]}\n"
+			"- {op: rms_norm, out: a, in: [x3], eps: 1.0e-6}\n"
+			"- {op: l2_norm, out: b, in: [a]}\n"
+			"- {op: softmax, out: c, in: [b]}\n"
+			"- {op: add, out: d, in: [b, c]}\n"
+			"- {op: reshape, out: logits, in: [d], shape: [T, H]}",
 		NORM_TOL,
 	},
 	{
@@ -122,7 +151,8 @@ const op_case op_cases[] = {
 			"- {op: reshape, out: z3, in: [z], shape: [T, 3, 33]}\n"
 			"- {op: l2_norm, out: n3, in: [x3]}\n"
 			"- {op: gated_rms_norm, out: g3, in: [n3, z3, w], eps: 1.0e-6}\n"
-			"- {op: reshape, out: logits, in: [g3], shape: [T, H]}",
+			"- {op: scale, out: s3, in: [g3], value: 3.0}\n"
+			"- {op: reshape, out: logits, in: [s3], shape: [T, H]}",
 		NORM_TOL,
 	},
 	{
