@@ -11,6 +11,9 @@
 #                     (tests/runtime/model_check.h, mc_use_prebuilt):
 #                     <fixture>.<model>.f32.cuda.halo.xz for each model's
 #                     fixtures, hybrid_tiny.random11.cuda.halo.xz
+# .devrun/ops_cuda.tar.xz  the backend op suite's case bundles with the
+#                     cuda-sm90 target (tests/ops/backend_ops --write, about
+#                     2.2 MB in xz): tools/gpu/backend-ops.sh runs them
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -27,7 +30,7 @@ grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
 grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
-progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
+progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend tests/ops/backend_ops bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
 # The model tests gpu-backend.sh runs on cuda (PACK_CUDA=0: none).
 cuda_tests="tests/runtime/test_gdn_oracle tests/runtime/test_mtp_oracle tests/runtime/test_spec_exact tests/runtime/test_checkpoint tests/runtime/test_session_logits"
 [ "${PACK_CUDA:-1}" != 0 ] && progs="$progs $cuda_tests"
@@ -58,8 +61,8 @@ tar -C .devrun/stage/lib -cf - . | xz -9 > .devrun/lib.tar.xz
 rm -rf .devrun/stage
 (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
 # Each fixture with its model, as the tests pair them, and the checkpoint
-# test's random-weight hybrid graph (PACK_CUDA=0: none, for runs that do not
-# use tools/gpu/gpu-backend.sh). Without the Vulkan section (the tests run
+# test's random-weight hybrid graph (PACK_CUDA=0: none, for runs that use
+# neither tools/gpu/gpu-backend.sh nor tools/gpu/backend-ops.sh). Without the Vulkan section (the tests run
 # them on cuda and ref only) they are a quarter smaller, which the carried
 # tree's limit needs.
 cuda_bundle() { # name, halo compile arguments...
@@ -77,6 +80,12 @@ if [ "${PACK_CUDA:-1}" != 0 ]; then
 	cp tests/models/hybrid_tiny.config.json .devrun/hybrid/config.json
 	cuda_bundle hybrid_tiny.random11 --model tests/models/hybrid_tiny.yaml --hf .devrun/hybrid --random-weights 11
 	rm -rf .devrun/hybrid
+	# The op suite's cases keep their Vulkan section: backend-ops.sh runs
+	# each on Vulkan and cuda.
+	mkdir .devrun/ops_cuda
+	build-dev/tests/ops/backend_ops --write .devrun/ops_cuda vulkan,cuda
+	tar -C .devrun/ops_cuda -cf - . | xz -9 > .devrun/ops_cuda.tar.xz
+	rm -rf .devrun/ops_cuda
 fi
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
