@@ -7,6 +7,7 @@
 
 /* Elementwise ops: one to five f32 operations per element, GPU exp/log
  * within a few ulps of libm's (clamp_* only choose). */
+#define EW_TOL .tol = 1e-5, .floor = 1e-2, .why = "a few f32 operations per element; GPU exp/log a few ulps off libm"
 /* Norms: each output is one f32 sum of squares over a row (<= 301 terms) by
  * a tree (f64 in ref), a square root, and up to three products (silu's exp
  * a few ulps); inputs are never near 0 relative to their row. */
@@ -50,8 +51,6 @@
 	"- {op: state_read, out: vc, state: v_cache}\n"                                                     \
 	"- {op: attention, out: att, in: [q3, kc, vc], scale: 1.0 / sqrt(" #d ")}\n"                       \
 	"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}"
-
-#define EW_TOL .tol = 1e-5, .floor = 1e-2, .why = "a few f32 operations per element; GPU exp/log a few ulps off libm"
 
 const op_case op_cases[] = {
 	/* ---- elementwise (kernels/ops.def) ---- */
