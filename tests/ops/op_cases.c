@@ -251,6 +251,22 @@ const op_case op_cases[] = {
 			"- {op: reshape, out: logits, in: [i], shape: [T, vocab]}",
 		.why = "ids: the reference's (the rope's f32 rounding cannot reorder random values this far apart)",
 	},
+	{
+		/* embed zeroing position 0 (DeepSeek V4's MTP layer), its rows kept
+		 * in a positional state, read back at the step's positions and one
+		 * before (rows_at_pos: a row before 0 reads as zeros). */
+		.name = "embed_rows_at_pos",
+		.params = "H: {default: 37}\nvocab: {default: 74}",
+		.weights = "t2: {shape: [vocab, H]}",
+		.state = "hid: {shape: [n_ctx, H], kind: hidden}",
+		.body = "- {op: embed, out: e, in: [t2, tokens], zero_pos0: 1}\n"
+			"- {op: state_write, name: hid_store, state: hid, in: [e], at: pos}\n"
+			"- {op: state_read, out: all, state: hid}\n"
+			"- {op: rows_at_pos, out: now, in: [all]}\n"
+			"- {op: rows_at_pos, out: prev, in: [all], offset: -1}\n"
+			"- {op: concat, out: logits, in: [now, prev], axis: 1}",
+		.why = "copies: the reference's bits",
+	},
 	/* ---- attention ---- */
 	{
 		.name = "attention_split",
@@ -426,6 +442,33 @@ const op_case op_cases[] = {
 		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
 			"- {op: moe_route, out: [ids, wts], in: [rl, bias], k: 3, scoring: sqrtsoftplus, scaling: 1.5}\n"
 			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down], limit: 0.01}",
+		MOE_TOL,
+	},
+	{
+		/* DeepSeek V4's hash layers: the experts from a frozen token table
+		 * (random weights draw its ids below the expert count). */
+		.name = "moe_hash",
+		.params = "H: {default: 40}\nvocab: {default: H}",
+		.weights = "router: {shape: [6, H]}\ntable: {shape: [vocab, 2]}\ngate: {shape: [6, 24, H]}\n"
+			   "up: {shape: [6, 24, H]}\ndown: {shape: [6, H, 24]}",
+		.sweep = "moe_route_hash moe_gate_up moe_down",
+		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
+			"- {op: moe_route_hash, out: [ids, wts], in: [rl, table, tokens], scoring: sqrtsoftplus}\n"
+			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		MOE_TOL,
+	},
+	{
+		/* Experts in q8_0 (--quant): the kernels dequantize to the
+		 * reference's values and sum in f32 as for f32 weights. */
+		.name = "moe_q8_0",
+		.params = "H: {default: 64}\nvocab: {default: H}",
+		.weights = "router: {shape: [6, H]}\ngate: {shape: [6, 32, H]}\nup: {shape: [6, 32, H]}\n"
+			   "down: {shape: [6, H, 32]}",
+		.quant = HALO_Q8_0,
+		.sweep = "moe_route moe_gate_up moe_down",
+		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
+			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
+			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
 		MOE_TOL,
 	},
 	/* ---- DeepSeek V4 ---- */
