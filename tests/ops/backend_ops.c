@@ -19,7 +19,9 @@
  * picked in turn (halo_model_set_picks) and checked against ref (and S'), so
  * every variant a bundle carries is covered; a variant that only prefill runs
  * is checked on the prefill step alone. A case may name the kernels it
- * sweeps (op_case.sweep).
+ * sweeps (op_case.sweep). HALO_OPS_NO_SWEEP=1 runs the heuristic's picks
+ * only (tools/scripts/test-all.sh's sanitized pass: the host code a variant
+ * runs is the same for every variant, and the sweep triples the time).
  *
  * A backend asked for whose driver or device is absent (halo_backend_probe)
  * is skipped, saying so; when every backend asked for other than ref is
@@ -262,13 +264,21 @@ static void check_runs(halo_model *m, const op_case *c, const sequence *q, const
 		bitwise(what, got, again, n);
 }
 
-/* Vulkan opens for tuning (every candidate loaded, picks changeable) with
- * the validation layer on; the others as they run models. */
+/* Whether Vulkan sweeps every variant (HALO_OPS_NO_SWEEP=1: no). */
+static bool sweep_variants(void)
+{
+	const char *v = getenv("HALO_OPS_NO_SWEEP");
+	return !(v && strcmp(v, "1") == 0);
+}
+
+/* Vulkan opens with the validation layer on and, to sweep, for tuning
+ * (every candidate loaded, picks changeable); the others as they run
+ * models. */
 static halo_model *open_model(const char *bundle, const char *backend)
 {
 	char err[2048];
 	bool vk = strcmp(backend, "vulkan") == 0;
-	halo_open_options o = {.backend = backend, .device = -1, .validation = vk, .tune = vk};
+	halo_open_options o = {.backend = backend, .device = -1, .validation = vk, .tune = vk && sweep_variants()};
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "FAIL open %s on %s: %s\n", bundle, backend, err);
@@ -378,7 +388,7 @@ static void run_case(const op_case *c, const char *bundle, const char **backends
 			continue;
 		double worst = 0;
 		check_runs(m, c, &q, is_ref ? NULL : want, CHECK_ALL, backends[b], got, again, &worst);
-		int variants = vk ? check_variants(m, c, &q, want, got, again, &worst) : 0;
+		int variants = vk && sweep_variants() ? check_variants(m, c, &q, want, got, again, &worst) : 0;
 		size_t len = strlen(summary);
 		if (is_ref)
 			snprintf(summary + len, sizeof(summary) - len, " ref");
