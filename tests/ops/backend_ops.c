@@ -156,6 +156,9 @@ typedef struct {
 	int t_prefill;
 	int64_t rows, vocab;
 	int32_t *tokens; /* [rows] */
+	/* The entries return ids (an i32 output: halo_session_tokens), one a
+	 * row (vocab 1): kept as the output rows' bits. */
+	bool ids_out;
 } sequence;
 
 static int t_prefill(const op_case *c)
@@ -168,8 +171,12 @@ static bool step(halo_session *s, const char *entry, const sequence *q, int64_t 
 		 const char *what)
 {
 	char err[2048];
-	if (halo_session_step(s, entry, q->tokens + at, n, out + at * q->vocab, err, sizeof(err)))
+	float *rows = out + at * q->vocab;
+	if (halo_session_step(s, entry, q->tokens + at, n, q->ids_out ? NULL : rows, err, sizeof(err))) {
+		if (q->ids_out)
+			memcpy(rows, halo_session_tokens(s, NULL), (size_t)n * sizeof(int32_t));
 		return true;
+	}
 	fprintf(stderr, "FAIL %s: %s step of %lld at %lld: %s\n", what, entry, (long long)n, (long long)at, err);
 	failures++;
 	return false;
@@ -373,7 +380,11 @@ static void run_case(const op_case *c, const char *bundle, const char **backends
 	halo_model *ref = open_model(bundle, "ref");
 	if (!ref)
 		return;
-	sequence q = {.t_prefill = t_prefill(c), .vocab = halo_model_vocab(ref)};
+	halo_entry_info entry;
+	sequence q = {.t_prefill = t_prefill(c), .vocab = halo_model_vocab(ref),
+		      .ids_out = halo_model_entry(ref, "prefill", &entry) && entry.tokens_out};
+	CHECK(!q.ids_out || q.vocab == 1, "%s: an entry returning ids needs vocab 1, not %lld", c->name,
+	      (long long)q.vocab);
 	q.rows = q.t_prefill + OPS_DECODE_TOKENS;
 	q.tokens = malloc((size_t)q.rows * sizeof(int32_t));
 	fill_tokens(&q, case_seed(c));

@@ -241,7 +241,8 @@ const op_case op_cases[] = {
 	},
 	{
 		/* One table row (vocab 1): the rope makes each position's row
-		 * differ. The ids come back as the output's bits. */
+		 * differ. An i32 output makes the entries return ids
+		 * (halo_session_tokens), compared as the output rows' bits. */
 		.name = "argmax",
 		.params = "H: {default: 301}\nvocab: {default: 1}",
 		.body = "- {op: reshape, out: x3, in: [x], shape: [T, 1, H]}\n"

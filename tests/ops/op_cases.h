@@ -17,7 +17,8 @@
  *   `tok_embd: [vocab, H]`, and `hf` names each entry by its key.
  * - body: ops after `x` = embed(tok_embd, tokens), [T, H] of random values;
  *   the last one defines `logits` ([T, vocab] f32: a reshape of the op's
- *   result), the graph's output.
+ *   result; or [T, 1] i32 ids, which the entries then return), the graph's
+ *   output.
  * Entries: `prefill` (T up to OPS_T_PREFILL_MAX: the tiled kernels) and
  * `decode` (T up to OPS_T_DECODE: the decode and verify kernels). The runner
  * feeds t_prefill tokens through prefill, then decode steps of T = 1..5.
