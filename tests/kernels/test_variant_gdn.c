@@ -3,8 +3,9 @@
  * recurrent ops' steps output (one more binding, the plain kernel's grid,
  * the recurrent gated_delta_rule at any t_max), and invalid descriptors are
  * refused with a message saying what is wrong. The
- * Vulkan tests (test_gdn_norm, test_conv1d, test_delta_rule, test_routing,
- * test_moe) compile and run every template. */
+ * Vulkan tests (test_conv1d, test_delta_rule, test_routing, test_moe, and
+ * the op suite tests/ops for l2_norm and gated_rms_norm) compile and run
+ * every template. */
 #include <stdio.h>
 #include <string.h>
 

@@ -5,21 +5,26 @@
 # .devrun/lib.tar.xz  the shared libraries they need beyond glibc and the loader
 # .devrun/deb/        Debian's validation layer (the tests run with it on;
 #                     PACK_VALIDATION=0: none, as a cuda-only run needs)
-# .devrun/bundles/    the test bundles tools/gpu/gpu-backend.sh runs on the
-#                     cuda backend, compiled with the cuda-sm90 target (the
-#                     GPU machine has no clang-19 to make PTX; the PTX text
-#                     compresses 4x), named as the tests look them up
-#                     (tests/runtime/model_check.h, mc_use_prebuilt):
+# .devrun/bundles/    (PACK_CUDA) the test bundles tools/gpu/gpu-backend.sh
+#                     runs on the cuda backend, compiled with the cuda-sm90
+#                     target (the GPU machine has no clang-19 to make PTX;
+#                     the PTX text compresses 4x), named as the tests look
+#                     them up (tests/runtime/model_check.h, mc_use_prebuilt):
 #                     <fixture>.<model>.f32.cuda.halo.xz for each model's
 #                     fixtures, hybrid_tiny.random11.cuda.halo.xz
+# .devrun/ops_cuda.tar.xz  (PACK_OPS=1) the backend op suite's case bundles
+#                     with the Vulkan and cuda-sm90 targets
+#                     (tests/ops/backend_ops --write, about 2.2 MB in xz):
+#                     tools/gpu/backend-ops.sh runs them
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
-# tree included, must stay under 64 MiB: with the trained checkpoints of
-# models/trained the tree is ~53 MB, so the libraries travel compressed and a
-# run that needs no test programs packs without them (PACK_TESTS=0: 3.6 MB of
-# binaries instead of 9.2), and one that runs no cuda bundles without those
-# (PACK_CUDA=0).
+# tree included, must stay under 64 MiB, and the tree is ~53 MB (the trained
+# checkpoints of models/trained, the fixtures): the libraries travel
+# compressed, a run that needs no test programs packs without them
+# (PACK_TESTS=0: 3.6 MB of binaries instead of 9.2), and the cuda bundles
+# and op cases only come when asked for (PACK_CUDA, PACK_OPS). pack.sh
+# checks the total and fails when it is over.
 set -eu
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -28,10 +33,10 @@ grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
 grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
-progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
-# The model tests gpu-backend.sh runs on cuda (PACK_CUDA=0: none).
+progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend tests/ops/backend_ops bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench"
+# The model tests gpu-backend.sh runs on cuda (with PACK_CUDA).
 cuda_tests="tests/runtime/test_gdn_oracle tests/runtime/test_mtp_oracle tests/runtime/test_spec_exact tests/runtime/test_checkpoint tests/runtime/test_session_logits"
-[ "${PACK_CUDA:-1}" != 0 ] && progs="$progs $cuda_tests"
+[ "${PACK_CUDA:-0}" != 0 ] && progs="$progs $cuda_tests"
 ninja -C build-dev $progs
 kernel_tests=""
 if [ "${PACK_TESTS:-1}" != 0 ]; then
@@ -60,19 +65,18 @@ rm -rf .devrun/stage
 [ "${PACK_VALIDATION:-1}" != 0 ] && (cd .devrun/deb && apt-get download vulkan-validationlayers >/dev/null)
 # Each fixture with its model, as the tests pair them, and the checkpoint
 # test's random-weight hybrid graph (with qwen3 and qwen3_next, whose
-# fixtures it also runs). PACK_CUDA: 0 none (runs that do not use
-# tools/gpu/gpu-backend.sh), 1 (the default) every family, or a list of
-# families: all of them do not fit one run's 64 MiB beside the tree, so
-# gpu-backend.sh runs whatever was packed, and a full pass takes three runs:
-# "qwen3 qwen3_next qwen3_5_moe", "qwen4_exp", "deepseek_v4". Without the
-# Vulkan section (the tests run them on cuda and ref only) the bundles are a
-# quarter smaller.
+# fixtures it also runs). PACK_CUDA: 0 (the default) none, 1 every family,
+# or a list of families: all of them do not fit one run's 64 MiB beside the
+# tree, so gpu-backend.sh runs whatever was packed, and a full pass takes
+# three runs: "qwen3 qwen3_next qwen3_5_moe", "qwen4_exp", "deepseek_v4".
+# Without the Vulkan section (the tests run them on cuda and ref only) the
+# bundles are a quarter smaller.
 cuda_bundle() { # name, halo compile arguments...
 	name=$1; shift
 	build-dev/tools/halo compile "$@" --dtype f32 --targets ref,cuda -o ".devrun/bundles/$name.cuda.halo"
 	xz -9 ".devrun/bundles/$name.cuda.halo"
 }
-families=${PACK_CUDA:-1}
+families=${PACK_CUDA:-0}
 [ "$families" = 1 ] && families="qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4"
 [ "$families" = 0 ] && families=""
 [ -n "$families" ] && mkdir -p .devrun/bundles
@@ -89,6 +93,14 @@ case " $families " in *" qwen3 "*" qwen3_next "*)
 	cuda_bundle hybrid_tiny.random11 --model tests/models/hybrid_tiny.yaml --hf .devrun/hybrid --random-weights 11
 	rm -rf .devrun/hybrid ;;
 esac
+# The op suite's cases keep their Vulkan section: backend-ops.sh runs each
+# on Vulkan and cuda.
+if [ "${PACK_OPS:-0}" != 0 ]; then
+	mkdir .devrun/ops_cuda
+	build-dev/tests/ops/backend_ops --write .devrun/ops_cuda vulkan,cuda
+	tar -C .devrun/ops_cuda -cf - . | xz -9 > .devrun/ops_cuda.tar.xz
+	rm -rf .devrun/ops_cuda
+fi
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
 	o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'

@@ -1,0 +1,21 @@
+#!/bin/sh
+# On the GPU machine (after tools/gpu/pack.sh here): the backend op suite
+# (tests/ops/backend_ops.c) on the Vulkan and cuda backends against ref,
+# every Vulkan variant swept, on the case bundles pack.sh compiled here with
+# the cuda-sm90 target (.devrun/ops_cuda.tar.xz: the GPU machine has no
+# clang-19 to make PTX). A missing driver or device fails here
+# (HALO_REQUIRE_GPU=1). The log goes to $OUT/backend-ops.txt.
+# Packing: `PACK_TESTS=0 PACK_OPS=1 sh tools/gpu/pack.sh`.
+# usage: tools/gpu/backend-ops.sh [CASE...]
+set -eu
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+out=${OUT:-/tmp}
+mkdir -p "$out"
+rm -rf /tmp/ops_cuda && mkdir -p /tmp/ops_cuda
+xz -dc .devrun/ops_cuda.tar.xz | tar -C /tmp/ops_cuda -xf -
+rc=0
+HALO_REQUIRE_GPU=1 "$HALO_BIN/backend_ops" --read /tmp/ops_cuda ref,vulkan,cuda "$@" > "$out/backend-ops.txt" 2>&1 ||
+	rc=$?
+cat "$out/backend-ops.txt"
+exit "$rc"
