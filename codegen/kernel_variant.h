@@ -27,9 +27,10 @@
 #include "ir/ir.h"
 #include "kernels/dtype.h"
 #include "kernels/device_features.h"
+#include "kernels/op_table.h"
 #include "runtime/drivers/ref/ref_ops.h"
 
-#define KV_MAX_EPILOGUE 4
+#define KV_MAX_EPILOGUE HALO_MAX_EPILOGUE
 /* The most results of a split matmul (passes/merge_matmuls.c). */
 #define KV_MAX_SPLIT 4
 /* The decode matrix-vector kernel serves dispatches of at most this many rows. */

@@ -119,7 +119,11 @@ static void fused_into_desc(const halo_dispatch *d, kv_desc *k)
 					       .offset = (int)attr_i(f->attr, f->n_attr, "offset", 0)};
 			continue;
 		}
-		kv_elem_op *e = &k->epi[k->n_epi++];
+		/* a longer chain is counted, not stored: the variant builder
+		 * refuses it by name (the fusion passes never make one) */
+		if (k->n_epi++ >= KV_MAX_EPILOGUE)
+			continue;
+		kv_elem_op *e = &k->epi[k->n_epi - 1];
 		e->op = (ir_op)f->op;
 		e->value = (float)attr_f(f->attr, f->n_attr, "value", 1.0);
 		e->operand = f->side;

@@ -807,10 +807,17 @@ static bool infer_moe_down(infer_ctx *c)
 	return true;
 }
 
+/* argmax: one row a token, x[T, N] (its kernels give each token's row a
+ * workgroup; rows of a [a*T, N] view would be mis-assigned). */
 static bool infer_argmax(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 2) || !need_float(c, 0))
 		return false;
+	ir_dim rows = in_shape(c, 0)->dim[0];
+	if (rows.coef_T != 1 || rows.c != 0) {
+		char d[192];
+		return fail(c, "operand 0 must be [T, N], one row a token: %s", desc(c, 0, d, sizeof(d)));
+	}
 	c->os[0] = mk_shape(1, (ir_dim[]){in_shape(c, 0)->dim[0]});
 	c->ot[0] = HALO_I32;
 	return true;

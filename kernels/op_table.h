@@ -4,6 +4,11 @@
 #ifndef HALO_KERNELS_OP_TABLE_H
 #define HALO_KERNELS_OP_TABLE_H
 
+/* The most elementwise ops fused after a kernel's main op (its epilogue
+ * chain): the kernels' limit (codegen/kernel_variant.h), which the fusion
+ * passes respect, so a longer chain stays a dispatch of its own. */
+#define HALO_MAX_EPILOGUE 4
+
 /* ops.def's class column: OTHER, or how an elementwise op takes its operands. */
 typedef enum {
 	HALO_OP_OTHER,

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "ir/ops.h"
+#include "kernels/op_table.h"
 
-int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v)
+int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v, const ir_node *e)
 {
 	int p = f->values[v].producer;
 	if (p < 0 || u->is_output[v] || func_uses_count(u, v) != 1)
@@ -13,7 +14,10 @@ int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v)
 	const ir_node *n = &f->nodes[p];
 	if (n->dead || n->n_out != 1 || !ir_op_takes_epilogue(n->op))
 		return -1;
-	return p;
+	int epi = 1 + e->n_fused; /* e and the epilogue it carries */
+	for (int k = 0; k < n->n_fused; k++)
+		epi += n->fused[k].pos == IR_FUSE_EPILOGUE;
+	return epi <= HALO_MAX_EPILOGUE ? p : -1;
 }
 
 bool fuse_shape_is_static(const ir_shape *s)

@@ -9,12 +9,13 @@
 #include "ir/ir.h"
 #include "passes/graph_query.h"
 
-/* The node that can take an epilogue on value v, or -1. It must be a live
- * single-result op whose kernels take an epilogue (ir_op_takes_epilogue:
- * never a view, a sink, a copy or a recurrent op) whose result v is read
- * exactly once (by the op to be folded) and is not a function output, so
- * that folding leaves no reader of v behind. */
-int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v);
+/* The node that can take node e (with the epilogue e carries) as an
+ * epilogue on value v, or -1. It must be a live single-result op whose
+ * kernels take an epilogue (ir_op_takes_epilogue: never a view, a sink, a
+ * copy or a recurrent op) whose result v is read exactly once (by e) and is
+ * not a function output, so that folding leaves no reader of v behind; and
+ * its chain must stay within HALO_MAX_EPILOGUE ops. */
+int fuse_epilogue_host(const ir_func *f, const func_uses *u, int v, const ir_node *e);
 
 /* True when every dim of s is independent of T (a per-channel bias or scale,
  * not a per-token activation). */

@@ -34,7 +34,7 @@ static bool fuse_node(ir_module *m, ir_func *f, const func_uses *u, int e)
 	int running = running_operand(f, n);
 	if (running < 0)
 		return false;
-	int p = fuse_epilogue_host(f, u, n->in[running]);
+	int p = fuse_epilogue_host(f, u, n->in[running], n);
 	if (p < 0)
 		return false;
 	fuse_epilogue(m, f, p, e, running);

@@ -32,7 +32,7 @@ static bool try_fuse(ir_module *m, ir_func *f, const func_uses *u, int e, int ru
 {
 	const ir_node *n = &f->nodes[e];
 	int v = n->in[running];
-	int p = fuse_epilogue_host(f, u, v);
+	int p = fuse_epilogue_host(f, u, v, n);
 	if (p < 0 || !same_shape(f, v, n->out[0]))
 		return false;
 	fuse_epilogue(m, f, p, e, running);

@@ -21,7 +21,7 @@ static bool fuse_node(ir_module *m, ir_func *f, const func_uses *u, int e)
 	    !is_activation_of(f, n->in[1], n->out[0]))
 		return false;
 	for (int running = 1; running >= 0; running--) {
-		int p = fuse_epilogue_host(f, u, n->in[running]);
+		int p = fuse_epilogue_host(f, u, n->in[running], n);
 		if (p >= 0) {
 			fuse_epilogue(m, f, p, e, running);
 			return true;

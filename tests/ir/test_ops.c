@@ -104,6 +104,23 @@ static void test_steps_result(void)
 	CHECK(!infer(nid, s, t, &err) && strstr(err.msg, "got 4"), "a fourth result accepted: %s", err.msg);
 }
 
+/* argmax takes one row a token: [T, N] gives [T] i32; [2T, N] is refused. */
+static void test_argmax_rows(void)
+{
+	fresh();
+	int x = input("x", HALO_F32, 2, (ir_dim[]){T1, C(50)});
+	int x2 = input("x2", HALO_F32, 2, (ir_dim[]){(ir_dim){2, 0}, C(50)});
+	ir_shape s[1];
+	halo_dtype t[1];
+	ir_error err;
+	CHECK(infer(node(IR_OP_ARGMAX, "a", 1, (int[]){x}, 1), s, t, &err) && strcmp(str(&s[0]), "[T]") == 0 &&
+		      t[0] == HALO_I32,
+	      "argmax [T, 50]: %s %s", err.msg, str(&s[0]));
+	CHECK(!infer(node(IR_OP_ARGMAX, "a2", 1, (int[]){x2}, 1), s, t, &err) &&
+		      strstr(err.msg, "argmax 'a2': operand 0 must be [T, N], one row a token: x2 is [2*T, 50]"),
+	      "argmax over [2T, 50]: %s", err.msg);
+}
+
 static void test_broadcast(void)
 {
 	fresh();
@@ -507,6 +524,7 @@ int main(void)
 {
 	test_matmul();
 	test_steps_result();
+	test_argmax_rows();
 	test_broadcast();
 	test_reshape_and_rope();
 	test_attention_and_routing();

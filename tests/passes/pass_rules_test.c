@@ -4,6 +4,8 @@
  *  - expand_blocks names per-layer weights, states, nodes layers.<i>.<block>.*
  *    with {i} substituted in checkpoint names, and leaves no call;
  *  - dce drops an unused node but keeps every state_write sink;
+ *  - the epilogue fusions stop at HALO_MAX_EPILOGUE ops on one host (a
+ *    six-op chain after a matmul: four fold, the rest stay a dispatch);
  *  - fuse_norm_matmul fuses a norm read only by matmuls, not one that also
  *    feeds moe_experts; it folds the norm weight into per-layer readers'
  *    matrices, never into a module-level one (a head of 16384 x 2048 keeps
@@ -53,6 +55,7 @@
 #include <string.h>
 
 #include "ir/ops.h"
+#include "kernels/op_table.h"
 #include "ir/read_model.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
@@ -267,6 +270,15 @@ static void epilogue_hosts(void)
 	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
 		CHECK(test_node(m, alone[i]) >= 0, "'%s' was folded into a producer without epilogues", alone[i]);
 	CHECK(test_node(m, "g_sig") < 0, "the sigmoid after a matmul was not folded");
+	for (int i = 0; i < f->n_nodes; i++) {
+		int epi = 0;
+		for (int j = 0; j < f->nodes[i].n_fused; j++)
+			epi += f->nodes[i].fused[j].pos == IR_FUSE_EPILOGUE;
+		CHECK(epi <= HALO_MAX_EPILOGUE, "'%s' took %d epilogue ops, more than a kernel runs (%d)",
+		      f->nodes[i].name, epi, HALO_MAX_EPILOGUE);
+		CHECK(strcmp(f->nodes[i].name, "c0") != 0 || epi == HALO_MAX_EPILOGUE,
+		      "the matmul c0 took %d of its six unary consumers, not %d", epi, HALO_MAX_EPILOGUE);
+	}
 	ir_module_free(m);
 }
 
