@@ -132,9 +132,10 @@ bool halo_session_step_at(halo_session *s, const char *entry, int64_t pos, const
 /* A greedy chain: k (1..HALO_CHAIN_MAX) single-token steps of a
  * caller-position entry that returns tokens, at positions pos .. pos+k-1,
  * step 0 fed `first` and step i the token step i-1 returned; out[i] gets
- * step i's token. A backend that can keeps the tokens on the device and
- * runs the k steps as one submission (Vulkan); the others, and any session
- * while profiling, run them one at a time, with the same results. Leaves
+ * step i's token. The GPU backends keep the tokens on the device (Vulkan:
+ * one submission; cuda, hip: device copies on the stream, one wait); ref,
+ * and any session while profiling, run the steps one at a time, with the
+ * same results. Leaves
  * the session's position, and no output for halo_session_logits/_tokens.
  * A greedy drafter's chained drafts (runtime/mtp_draft.h). */
 bool halo_session_chain_at(halo_session *s, const char *entry, int64_t pos, int32_t first, int64_t k, int32_t *out,

@@ -10,6 +10,8 @@
 #    hybrid families and DeepSeek V4 (target logits, MTP drafts);
 #  - test_spec_exact greedy: speculative output equal to plain greedy for
 #    K = 1..4 at every acceptance length, the state left bitwise;
+#  - test_draft_chain: greedy draft chains (device-side token passing)
+#    equal the step-by-step drafts;
 #  - test_checkpoint: save/restore and rollback bitwise;
 #  - test_session_logits: logits read in place equal the copies;
 #  - halo run --profile and --spec mtp on cuda (the per-dispatch event
@@ -54,6 +56,7 @@ for fam in qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4; do
 		[ -f "tests/fixtures/$f/mtp_draft_logits.f32" ] && t test_mtp_oracle cuda "$fam" "tests/fixtures/$f"
 	done
 	t test_spec_exact greedy cuda "$fam" 256 1,2,3,4
+	case $fam in qwen4_exp | deepseek_v4) t test_draft_chain cuda "$fam" ;; esac
 done
 have hybrid_tiny.random11 qwen3_next_tiny.qwen3_next.f32 qwen3_tiny.qwen3.f32 && t test_checkpoint cuda
 have qwen3_tiny.qwen3.f32 && t test_session_logits cuda

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels/device_features.h"
+#include "runtime/halo.h"
 
 /* The kernel parameter: kernels/hip/halo_hip.h's struct halo_args, as the
  * device compilers lay it out (24 pointers, then T, padded to 8). */
@@ -52,6 +53,9 @@ struct halo_backend {
 struct halo_backend_session {
 	halo_backend *b;
 	gpu_dptr state, act, step;
+	/* A greedy chain's step records (16 bytes a step), then its tokens (4
+	 * a step), HALO_CHAIN_MAX of each (gpu_chain). */
+	gpu_dptr chain;
 	gpu_args **args; /* [entry][dispatch], T set per step */
 	int n_events;
 	void **events;   /* profiling: one before the first dispatch, one after each */
@@ -63,6 +67,9 @@ struct halo_backend_checkpoint {
 	halo_backend_session *s;
 	gpu_dptr buf;
 };
+
+/* Offset of the tokens in a session's chain buffer. */
+#define CHAIN_TOKENS (HALO_CHAIN_MAX * 16)
 
 /* Writes "<backend> backend: <what>: <driver's error name>" and fails. */
 static bool fail_rc(const halo_backend *b, int rc, const char *what, char *err, size_t errlen)
@@ -424,7 +431,7 @@ void gpu_session_destroy(halo_backend_session *s)
 	const halo_backend *b = s->b;
 	if (b->api.ctx_set_current(b->ctx) == 0) {
 		destroy_events(s);
-		gpu_dptr bufs[] = {s->state, s->act, s->step};
+		gpu_dptr bufs[] = {s->state, s->act, s->step, s->chain};
 		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 			if (bufs[i])
 				b->api.mem_free(bufs[i]);
@@ -452,7 +459,8 @@ halo_backend_session *gpu_session_create(halo_backend *b, char *err, size_t errl
 	if (!current(b, err, errlen))
 		goto fail;
 	if ((rc = b->api.mem_alloc(&s->state, state ? state : 4)) != 0 ||
-	    (rc = b->api.mem_alloc(&s->act, act ? act : 4)) != 0 || (rc = b->api.mem_alloc(&s->step, 16)) != 0) {
+	    (rc = b->api.mem_alloc(&s->act, act ? act : 4)) != 0 || (rc = b->api.mem_alloc(&s->step, 16)) != 0 ||
+	    (rc = b->api.mem_alloc(&s->chain, CHAIN_TOKENS + HALO_CHAIN_MAX * sizeof(int32_t))) != 0) {
 		fail_rc(b, rc, "allocating a session's arenas", err, errlen);
 		goto fail;
 	}
@@ -565,6 +573,40 @@ bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t po
 	CALL(b, b->api.memcpy_dtoh(s->out, s->act + e->output.t.offset, bytes), "running the step (reading the logits)");
 	*out = s->out;
 	return !dispatch_ns || add_dispatch_times(s, e, dispatch_ns, err, errlen);
+}
+
+bool gpu_chain(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_t first, int64_t k, int32_t *out,
+	       char *err, size_t errlen)
+{
+	const halo_backend *b = s->b;
+	if (!current(b, err, errlen))
+		return false;
+	uint32_t rec[HALO_CHAIN_MAX][4];
+	for (int64_t i = 0; i < k; i++)
+		memcpy(rec[i], (uint32_t[4]){(uint32_t)(pos + i), 1, 0, 0}, sizeof(rec[i]));
+	gpu_dptr in = s->act + e->input.t.offset;
+	gpu_dptr tok = s->act + e->output.t.offset + halo_tensor_bytes(&e->output.t, 1) - sizeof(int32_t);
+	/* The records and the first token go up once; then everything is
+	 * ordered on the default stream: each step's record and token are
+	 * device copies, and the tokens come back once at the end. */
+	CALL(b, b->api.memcpy_htod(s->chain, rec, (size_t)k * sizeof(rec[0])), "writing the chain's step records");
+	CALL(b, b->api.memcpy_htod(in, &first, sizeof(first)), "writing the chain's first token");
+	for (int64_t i = 0; i < k; i++) {
+		CALL(b, b->api.memcpy_dtod_async(s->step, s->chain + (gpu_dptr)i * sizeof(rec[0]), sizeof(rec[0]), NULL),
+		     "copying a step record");
+		/* the memory plan may give the token the input's bytes */
+		if (i > 0 && tok != in)
+			CALL(b, b->api.memcpy_dtod_async(in, tok, sizeof(int32_t), NULL), "passing a token on");
+		for (int d = 0; d < e->n_dispatch; d++)
+			if (!launch(s, e, d, 1, err, errlen))
+				return false;
+		CALL(b, b->api.memcpy_dtod_async(s->chain + CHAIN_TOKENS + (gpu_dptr)i * sizeof(int32_t), tok,
+						 sizeof(int32_t), NULL),
+		     "keeping a token");
+	}
+	CALL(b, b->api.memcpy_dtoh(out, s->chain + CHAIN_TOKENS, (size_t)k * sizeof(int32_t)),
+	     "running the chain (reading its tokens)");
+	return true;
 }
 
 void gpu_checkpoint_destroy(halo_backend_checkpoint *c)

@@ -24,6 +24,8 @@ void gpu_session_destroy(halo_backend_session *s);
 bool gpu_state_clear(halo_backend_session *s, char *err, size_t errlen);
 bool gpu_run(halo_backend_session *s, const halo_entry *e, int64_t T, int64_t pos, const int32_t *tokens,
 	     const void **out, double *dispatch_ns, char *err, size_t errlen);
+bool gpu_chain(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_t first, int64_t k, int32_t *out,
+	       char *err, size_t errlen);
 int gpu_validation_messages(const halo_backend *b);
 halo_backend_checkpoint *gpu_checkpoint_create(halo_backend_session *s, char *err, size_t errlen);
 void gpu_checkpoint_destroy(halo_backend_checkpoint *c);
@@ -45,7 +47,7 @@ int gpu_backend_devices(const gpu_driver *driver, halo_device_name *out, int max
 	{                                                                                     \
 		.name = backend_name, .create = create_fn, .destroy = gpu_backend_destroy,    \
 		.session_create = gpu_session_create, .session_destroy = gpu_session_destroy, \
-		.state_clear = gpu_state_clear, .run = gpu_run,                               \
+		.state_clear = gpu_state_clear, .run = gpu_run, .chain = gpu_chain,           \
 		.validation_messages = gpu_validation_messages,                               \
 		.checkpoint_create = gpu_checkpoint_create,                                   \
 		.checkpoint_destroy = gpu_checkpoint_destroy,                                 \
