@@ -41,21 +41,11 @@
 #include "codegen/compile.h"
 #include "kernels/gpu_target.h"
 #include "runtime/tuning.h"
+#include "tests/check.h"
 #include "tests/ops/op_cases.h"
 
 enum { MAX_BACKENDS = 4 };
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-			failures++;                                         \
-		}                                                           \
-	} while (0)
 
 static bool require_gpu(void)
 {
@@ -178,7 +168,7 @@ static bool step(halo_session *s, const char *entry, const sequence *q, int64_t 
 		return true;
 	}
 	fprintf(stderr, "FAIL %s: %s step of %lld at %lld: %s\n", what, entry, (long long)n, (long long)at, err);
-	failures++;
+	check_failures++;
 	return false;
 }
 
@@ -193,7 +183,7 @@ static bool run_sequence(halo_model *m, const sequence *q, seq_form form, float 
 	halo_session *s = halo_session_create(m, err, sizeof(err));
 	if (!s) {
 		fprintf(stderr, "FAIL %s: session: %s\n", what, err);
-		failures++;
+		check_failures++;
 		return false;
 	}
 	bool ok = step(s, "prefill", q, 0, q->t_prefill, out, what), single = form == SEQ_SINGLE;
@@ -227,7 +217,7 @@ static bool close_to(const char *what, const float *got, const float *want, int6
 		return true;
 	fprintf(stderr, "FAIL %s: element %lld got %.9g want %.9g (error %.3g, tolerance %.3g)\n", what, (long long)at,
 		(double)got[at], (double)want[at], worst, tol);
-	failures++;
+	check_failures++;
 	return false;
 }
 
@@ -237,7 +227,7 @@ static bool bitwise(const char *what, const float *a, const float *b, int64_t n)
 		if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
 			fprintf(stderr, "FAIL %s: element %lld differs: %.9g vs %.9g\n", what, (long long)i, (double)a[i],
 				(double)b[i]);
-			failures++;
+			check_failures++;
 			return false;
 		}
 	return true;
@@ -289,7 +279,7 @@ static halo_model *open_model(const char *bundle, const char *backend)
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "FAIL open %s on %s: %s\n", bundle, backend, err);
-		failures++;
+		check_failures++;
 	}
 	return m;
 }
@@ -376,7 +366,7 @@ static void fill_tokens(sequence *q, uint32_t seed)
  * case's line (its time counted from started, the compile's included). */
 static void run_case(const op_case *c, const char *bundle, const char **backends, int nb, double started)
 {
-	int before = failures;
+	int before = check_failures;
 	halo_model *ref = open_model(bundle, "ref");
 	if (!ref)
 		return;
@@ -411,7 +401,7 @@ static void run_case(const op_case *c, const char *bundle, const char **backends
 		if (!is_ref)
 			halo_model_close(m);
 	}
-	printf("%s %s:%s, %.1f s\n", failures == before ? "ok  " : "FAIL", c->name, summary, seconds() - started);
+	printf("%s %s:%s, %.1f s\n", check_failures == before ? "ok  " : "FAIL", c->name, summary, seconds() - started);
 	free(want);
 	free(got);
 	free(again);
@@ -475,7 +465,7 @@ static bool selected(const op_case *c, char **names, int n)
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0); /* in order with stderr's failures */
+	setvbuf(stdout, NULL, _IOLBF, 0); /* in order with stderr's check_failures */
 	const char *write_dir = NULL, *read_dir = NULL;
 	int a = 1;
 	if (argc > 2 && strcmp(argv[1], "--write") == 0)
@@ -511,7 +501,7 @@ int main(int argc, char **argv)
 		ran++;
 		double started = seconds();
 		if (!read_dir && !compile_case(c, tmp, targets, bundle)) {
-			failures++;
+			check_failures++;
 			continue;
 		}
 		if (!write_dir)
@@ -525,6 +515,6 @@ int main(int argc, char **argv)
 		CHECK(system(cmd) == 0, "remove %s", tmp);
 	}
 	CHECK(ran > 0, "no case named");
-	printf("%d case%s, %d failure%s\n", ran, ran == 1 ? "" : "s", failures, failures == 1 ? "" : "s");
-	return failures ? 1 : 0;
+	printf("%d case%s, %d failure%s\n", ran, ran == 1 ? "" : "s", check_failures, check_failures == 1 ? "" : "s");
+	return check_failures ? 1 : 0;
 }
