@@ -87,12 +87,12 @@ for m in $families; do
 		cuda_bundle "$f.$m.f32" --model "models/$m.yaml" --hf "tests/fixtures/$f"
 	done
 done
-case " $families " in *" qwen3 "*" qwen3_next "*)
+case " $families " in *" qwen3 "*) case " $families " in *" qwen3_next "*)
 	mkdir -p .devrun/hybrid
 	cp tests/models/hybrid_tiny.config.json .devrun/hybrid/config.json
 	cuda_bundle hybrid_tiny.random11 --model tests/models/hybrid_tiny.yaml --hf .devrun/hybrid --random-weights 11
 	rm -rf .devrun/hybrid ;;
-esac
+esac ;; esac
 # The op suite's cases keep their Vulkan section: backend-ops.sh runs each
 # on Vulkan and cuda.
 if [ "${PACK_OPS:-0}" != 0 ]; then
