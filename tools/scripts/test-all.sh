@@ -18,10 +18,16 @@ run_suite build-test ""
 # larger weights (10 min of CPU under ASan): the plain run covers them. So
 # does it DeepSeek V4's Vulkan model runs (8 of them, 80-190 s each under
 # ASan, mostly compiling kernels the kernel tests cover); its reference
-# oracles and dsv4_pipeline_vulkan stay in. The op suite (tests/ops) runs its
-# Vulkan cases on the heuristic's picks only: every variant runs the same host
-# code, and sweeping them all takes 9 min under ASan instead of about 4.
-HALO_OPS_NO_SWEEP=1 run_suite build-asan "--no-suite trained --no-suite dsv4_vulkan_models" -Db_sanitize=address,undefined \
+# oracles and dsv4_pipeline_vulkan stay in. So does it the four Qwen families'
+# speculative runs on Vulkan (suite spec_vulkan_models: 160-240 s each under
+# ASan, 256 tokens at K = 1..4 through the kernels); their ref twins run the
+# same spec and drafter code, and the Vulkan backend's verify, keep-slot and
+# chain paths stay in through hc_count (halo run --spec mtp on Vulkan, two
+# configs) and draft_chain_vulkan_qwen4_exp. The op suite (tests/ops) runs its Vulkan cases
+# on the heuristic's picks only: every variant runs the same host code, and
+# sweeping them all takes 9 min under ASan instead of about 4.
+HALO_OPS_NO_SWEEP=1 run_suite build-asan \
+	"--no-suite trained --no-suite dsv4_vulkan_models --no-suite spec_vulkan_models" -Db_sanitize=address,undefined \
 	-Db_lundef=false -Dfuzzers=disabled
 # The fuzz build compiles everything with clang-19; only its fuzz suite runs.
 CC=clang-19 run_suite build-fuzz "--suite fuzz" -Dfuzzers=enabled
