@@ -41,6 +41,15 @@ static uint32_t get_u32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The largest magnitude of x[0..n): the value a block's scale is made from. */
+static float block_amax(const float *x, int n)
+{
+	float amax = 0.0f;
+	for (int i = 0; i < n; i++)
+		amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+	return amax;
+}
+
 /* ---- q8_0 ---- */
 
 /* The scale is quantized first and q computed against the stored value, so
@@ -51,9 +60,7 @@ static void q8_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 	int8_t *q = (int8_t *)values;
 	for (uint64_t b = 0; b < k / Q8_BLOCK; b++) {
 		const float *xb = x + b * Q8_BLOCK;
-		float amax = 0.0f;
-		for (int i = 0; i < Q8_BLOCK; i++)
-			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		float amax = block_amax(xb, Q8_BLOCK);
 		uint16_t dh = half_from_f32(fminf(amax / 127.0f, 65504.0f));
 		float d = half_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
 		for (int i = 0; i < Q8_BLOCK; i++)
@@ -285,9 +292,7 @@ static void f8_row(const float *x, uint64_t k, uint8_t *q, uint8_t *scales)
 {
 	for (uint64_t b = 0; b < k / F8_BLOCK; b++) {
 		const float *xb = x + b * F8_BLOCK;
-		float amax = 0.0f;
-		for (int i = 0; i < F8_BLOCK; i++)
-			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		float amax = block_amax(xb, F8_BLOCK);
 		float s = amax / 448.0f;
 		for (int i = 0; i < F8_BLOCK; i++)
 			q[b * F8_BLOCK + i] = s > 0.0f ? halo_f8e4m3_from_f32(xb[i] / s) : 0;
@@ -343,9 +348,7 @@ static void mx_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 {
 	for (uint64_t b = 0; b < k / MX_BLOCK; b++) {
 		const float *xb = x + b * MX_BLOCK;
-		float amax = 0.0f;
-		for (int i = 0; i < MX_BLOCK; i++)
-			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+		float amax = block_amax(xb, MX_BLOCK);
 		int e = MX_EMIN;
 		if (amax > 0.0f) {
 			frexpf(amax, &e); /* amax = m * 2^e, m in [0.5, 1): floor(log2(amax)) = e - 1 */
