@@ -121,18 +121,22 @@ halo_model *mc_open(const char *bundle, const char *backend)
 	return m;
 }
 
-float *mc_run_logits(const char *bundle, const char *backend, const int32_t *prompt, int64_t n_prompt,
-		     const int32_t *feed, int64_t n_decode)
+float *mc_run_logits(const char *bundle, const char *backend, int64_t n_prompt, int64_t n_decode)
 {
 	char err[2048];
 	halo_model *m = mc_open(bundle, backend);
 	halo_session *s = mc_session(m);
 	size_t vocab = (size_t)halo_model_vocab(m);
 	float *l = malloc(sizeof(float) * (size_t)(n_prompt + n_decode) * vocab);
-	if (!l) {
+	int32_t *prompt = malloc(sizeof(int32_t) * (size_t)(n_prompt + n_decode)), *feed = prompt + n_prompt;
+	if (!l || !prompt) {
 		fprintf(stderr, "FAIL: out of memory\n");
 		exit(1);
 	}
+	for (int64_t i = 0; i < n_prompt; i++)
+		prompt[i] = (int32_t)((i * 37 + 11) % (int64_t)vocab);
+	for (int64_t i = 0; i < n_decode; i++)
+		feed[i] = (int32_t)((i * 53 + 5) % (int64_t)vocab);
 	MC_CHECK(halo_session_prefill(s, prompt, n_prompt, l, NULL, err, sizeof err), "prefill: %s", err);
 	for (int64_t i = 0; i < n_decode; i++)
 		MC_CHECK(halo_session_step(s, "decode", &feed[i], 1, l + (size_t)(n_prompt + i) * vocab, err, sizeof err),
@@ -140,6 +144,7 @@ float *mc_run_logits(const char *bundle, const char *backend, const int32_t *pro
 	MC_CHECK(halo_model_validation_messages(m) == 0, "%d validation messages", halo_model_validation_messages(m));
 	halo_session_free(s);
 	halo_model_close(m);
+	free(prompt);
 	return l;
 }
 
