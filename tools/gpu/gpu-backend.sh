@@ -45,18 +45,20 @@ t() { # test program, arguments...
 have() { # bundle names (without .cuda.halo): all packed?
 	for n in "$@"; do [ -f "$HALO_TEST_BUNDLES/$n.cuda.halo" ] || return 1; done
 }
-for fam in qwen3 qwen3_next qwen3_5_moe qwen4_exp deepseek_v4; do
-	fixtures=${fam}_tiny
-	[ "$fam" = deepseek_v4 ] && fixtures="deepseek_v4_tiny deepseek_v4_b"
-	have $(for f in $fixtures; do echo "$f.$fam.f32"; done) || continue
-	t test_gpu_backend oracle cuda "${fam}_tiny"
-	for f in $fixtures; do
-		[ "$fam" = qwen3 ] && continue # no MTP head; test_gpu_backend is its oracle
-		t test_gdn_oracle cuda "$fam" "tests/fixtures/$f"
-		[ -f "tests/fixtures/$f/mtp_draft_logits.f32" ] && t test_mtp_oracle cuda "$fam" "tests/fixtures/$f"
-	done
-	t test_spec_exact greedy cuda "$fam" 256 1,2,3,4
-	case $fam in qwen4_exp | deepseek_v4) t test_draft_chain cuda "$fam" ;; esac
+# Each packed fixture bundle <fixture>.<model>.f32 names what to run: the
+# fixture's oracles, and for a model's tiny fixture the model-wide tests.
+for b in "$HALO_TEST_BUNDLES"/*.f32.cuda.halo; do
+	[ -f "$b" ] || continue
+	n=$(basename "$b" .f32.cuda.halo)
+	f=${n%%.*} m=${n#*.}
+	if [ "$m" != qwen3 ]; then # qwen3 has no MTP head; test_gpu_backend is its oracle
+		t test_gdn_oracle cuda "$m" "tests/fixtures/$f"
+		[ -f "tests/fixtures/$f/mtp_draft_logits.f32" ] && t test_mtp_oracle cuda "$m" "tests/fixtures/$f"
+	fi
+	[ "$f" = "${m}_tiny" ] || continue
+	t test_gpu_backend oracle cuda "$f"
+	t test_spec_exact greedy cuda "$m" 256 1,2,3,4
+	case $m in qwen4_exp | deepseek_v4) t test_draft_chain cuda "$m" ;; esac
 done
 have hybrid_tiny.random11 qwen3_next_tiny.qwen3_next.f32 qwen3_tiny.qwen3.f32 && t test_checkpoint cuda
 have qwen3_tiny.qwen3.f32 && t test_session_logits cuda
