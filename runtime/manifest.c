@@ -468,7 +468,7 @@ static bool output_rows(mctx *c, const halo_manifest *m, halo_entry *e, const ch
 	e->tokens_out = t->dtype == HALO_I32;
 	if (!e->tokens_out && t->dtype != HALO_F32)
 		return fail(c, path, "output is %s, not f32 logits or i32 tokens", halo_dtype_name(t->dtype));
-	uint64_t row = e->tokens_out ? sizeof(int32_t) : (uint64_t)m->vocab * sizeof(float);
+	uint64_t row = halo_entry_row_bytes(m, e);
 	for (int64_t T = e->t_min; T <= e->t_max; T++) {
 		uint64_t bytes = halo_tensor_bytes(t, T);
 		if (bytes % row || bytes < row || (e->logits_all && bytes / row != (uint64_t)T))
@@ -1040,6 +1040,17 @@ int64_t halo_affine_eval(halo_affine a, int64_t T)
 
 /* Saturates at UINT64_MAX so that a hostile manifest's dims fail the range
  * checks instead of wrapping around. */
+uint64_t halo_entry_row_bytes(const halo_manifest *m, const halo_entry *e)
+{
+	return e->tokens_out ? sizeof(int32_t) : (uint64_t)m->vocab * sizeof(float);
+}
+
+uint64_t halo_entry_last_row(const halo_manifest *m, const halo_entry *e, int64_t T)
+{
+	uint64_t row = halo_entry_row_bytes(m, e);
+	return (halo_tensor_bytes(&e->output.t, T) / row - 1) * row;
+}
+
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T)
 {
 	uint64_t n = 1;

@@ -200,12 +200,6 @@ static bool check_tokens(const halo_manifest *man, const halo_entry *e, const in
 	return true;
 }
 
-/* Bytes of one row of e's output: a vocabulary of logits, or one token. */
-static uint64_t row_bytes(const halo_manifest *man, const halo_entry *e)
-{
-	return e->tokens_out ? sizeof(int32_t) : (uint64_t)man->vocab * sizeof(float);
-}
-
 /* Runs checked tokens through e at pos; the output stays where the backend
  * put it (halo_session_logits, halo_session_tokens) and the logits are
  * copied to logits when it is not NULL (which an entry returning tokens
@@ -228,15 +222,12 @@ static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const i
 	if (s->prof_ns)
 		s->prof_steps[ei]++;
 	/* An entry that returns only the last row hands out the last of the
-	 * rows its output holds (halo_tensor_bytes says how many; the manifest
-	 * reader checked they are whole rows, at least one). */
-	uint64_t row = row_bytes(man, e);
-	uint64_t held = halo_tensor_bytes(&e->output.t, n) / row;
+	 * rows its output holds. */
 	s->out_rows = e->logits_all ? n : 1;
 	s->out_tokens = e->tokens_out;
-	s->out = (const uint8_t *)out + (e->logits_all ? 0 : (held - 1) * row);
+	s->out = (const uint8_t *)out + (e->logits_all ? 0 : halo_entry_last_row(man, e, n));
 	if (logits)
-		memcpy(logits, s->out, (size_t)s->out_rows * row);
+		memcpy(logits, s->out, (size_t)s->out_rows * halo_entry_row_bytes(man, e));
 	return true;
 }
 

@@ -585,7 +585,7 @@ bool gpu_chain(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_
 	for (int64_t i = 0; i < k; i++)
 		memcpy(rec[i], (uint32_t[4]){(uint32_t)(pos + i), 1, 0, 0}, sizeof(rec[i]));
 	gpu_dptr in = s->act + e->input.t.offset;
-	gpu_dptr tok = s->act + e->output.t.offset + halo_tensor_bytes(&e->output.t, 1) - sizeof(int32_t);
+	gpu_dptr tok = s->act + e->output.t.offset + halo_entry_last_row(b->manifest, e, 1);
 	/* The records and the first token go up once; then everything is
 	 * ordered on the default stream: each step's record and token are
 	 * device copies, and the tokens come back once at the end. */
