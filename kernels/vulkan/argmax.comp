@@ -1,9 +1,19 @@
 // argmax: ids[t] = first index of the maximum of row t of x [T,N].
-// Lane l scans n = l, l + LS_X, ... keeping its first maximum; a fixed tree
-// then keeps the larger value, or the lower index on equal values.
+// One workgroup a row: a drafted token's argmax reads a whole vocabulary
+// row (248320 floats for Qwen3.8), 1 MB that one workgroup must pull with
+// many loads in flight. With VEC4 (N % 4 == 0) lane l reads the 16-byte
+// chunks c = l, l + LS_X, ..., UNROLL of them issued before any is
+// compared; without, one float at a time. Each lane keeps the first maximum
+// of its elements, which it visits in increasing index order; a fixed tree
+// then keeps the larger value, or the lower index on equal values. The
+// result is the row's first maximum whatever LS_X, VEC4 and UNROLL are, so
+// every variant gives the same id.
 // Grid: x = T.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
+#if VEC4
+layout(set = 0, binding = B_X) readonly buffer X4 { vec4 x4[]; };
+#endif
 layout(set = 0, binding = B_Y) writeonly buffer Y { int ids[]; };
 
 #define NONE 0xffffffffu
@@ -15,19 +25,45 @@ bool better(float v, uint i, float w, uint j)
 	return j == NONE || (i != NONE && (v > w || (v == w && i < j)));
 }
 
+// Element i of value v, visited after every lower index of the lane's.
+void take(float v, uint i, inout float best, inout uint idx)
+{
+	if (idx == NONE || v > best) {
+		best = v;
+		idx = i;
+	}
+}
+
+#if VEC4
+void take4(vec4 v, uint c, inout float best, inout uint idx)
+{
+	for (uint q = 0u; q < 4u; q++)
+		take(v[q], 4u * c + q, best, idx);
+}
+#endif
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x;
 	uint t = gl_WorkGroupID.x;
 	float best = 0.0;
 	uint idx = NONE;
-	for (uint n = l; n < N; n += LS_X) {
-		float v = x[t * N + n];
-		if (idx == NONE || v > best) {
-			best = v;
-			idx = n;
-		}
+#if VEC4
+	const uint NCH = N / 4u;
+	uint row = t * NCH, c = l;
+	for (; c + (UNROLL - 1u) * LS_X < NCH; c += UNROLL * LS_X) {
+		vec4 v[UNROLL];
+		for (uint u = 0u; u < UNROLL; u++)
+			v[u] = x4[row + c + u * LS_X];
+		for (uint u = 0u; u < UNROLL; u++)
+			take4(v[u], c + u * LS_X, best, idx);
 	}
+	for (; c < NCH; c += LS_X)
+		take4(x4[row + c], c, best, idx);
+#else
+	for (uint n = l; n < N; n += LS_X)
+		take(x[t * N + n], n, best, idx);
+#endif
 	bv[l] = best;
 	bi[l] = idx;
 	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {

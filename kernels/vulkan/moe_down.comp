@@ -4,7 +4,8 @@
 // is the first).
 // Each workgroup owns NR consecutive outputs h of one token. Lane l sums,
 // for each j in order, w[t,j] times its part of row h of expert e (f = l,
-// l + LS_X, ...; VEC8: 8-wide chunks), and one fixed tree combines the lanes
+// l + LS_X, ...; VEC8: 8-wide chunks, CPR of each row
+// loaded before any is used), and one fixed tree combines the lanes
 // at the end: the order depends neither on T nor on the subgroup size, and
 // no atomics are needed. One tree for all KSEL experts, not one per expert:
 // with no barrier between them the experts' loads are in flight together (a
@@ -28,24 +29,42 @@ void main()
 	for (uint j = 0u; j < KSEL; j++) {
 		uint e = expert(ids[t * KSEL + j]), xb = (t * KSEL + j) * F;
 		float wj = wr[t * KSEL + j];
+#if VEC8
+		// CPR chunks of each of the NR rows loaded, then used: the loads
+		// of a round are in flight together
+		float d[NR];
+		for (uint i = 0u; i < NR; i++)
+			d[i] = 0.0;
+		for (uint u0 = 0u; u0 < CPL; u0 += CPR) {
+			vec4 wa[NR * CPR], wb[NR * CPR];
+			for (uint i = 0u; i < NR; i++)
+				for (uint q = 0u; q < CPR; q++) {
+					uint c = l + (u0 + q) * LS_X;
+					if (h0 + i < H && c < F / 8u)
+						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
+				}
+			for (uint i = 0u; i < NR; i++)
+				for (uint q = 0u; q < CPR; q++) {
+					uint c = l + (u0 + q) * LS_X;
+					if (h0 + i < H && c < F / 8u)
+						d[i] += dot(x4[xb / 4u + 2u * c], wa[i * CPR + q]) +
+							dot(x4[xb / 4u + 2u * c + 1u], wb[i * CPR + q]);
+				}
+		}
+		for (uint i = 0u; i < NR; i++)
+			acc[i] += wj * d[i];
+#else
 		for (uint i = 0u; i < NR; i++) {
 			uint h = h0 + i;
 			float d = 0.0;
 			if (h < H) {
 				uint base = (e * H + h) * F;
-#if VEC8
-				for (uint c = l; c < F / 8u; c += LS_X) {
-					vec4 wa, wb;
-					load8_a(base / 8u + c, wa, wb);
-					d += dot(x4[xb / 4u + 2u * c], wa) + dot(x4[xb / 4u + 2u * c + 1u], wb);
-				}
-#else
 				for (uint f = l; f < F; f += LS_X)
 					d += load_a(base + f) * x[xb + f];
-#endif
 			}
 			acc[i] += wj * d;
 		}
+#endif
 	}
 	for (uint i = 0u; i < NR; i++)
 		red[i][l] = acc[i];

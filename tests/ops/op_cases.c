@@ -250,6 +250,18 @@ const op_case op_cases[] = {
 		.why = "ids: the reference's (the rope's f32 rounding cannot reorder random values this far apart)",
 	},
 	{
+		/* A row of 4100 (N % 4 == 0): the 16-byte loads, a full round of
+		 * unrolled loads on every lane and one lane's remainder chunk. */
+		.name = "argmax_vec4",
+		.params = "H: {default: 4100}\nvocab: {default: 1}",
+		.body = "- {op: reshape, out: x3, in: [x], shape: [T, 1, H]}\n"
+			"- {op: rope, out: r3, in: [x3], base: 100.0, rot_dim: 300}\n"
+			"- {op: reshape, out: r2, in: [r3], shape: [T, H]}\n"
+			"- {op: argmax, out: i, in: [r2]}\n"
+			"- {op: reshape, out: logits, in: [i], shape: [T, vocab]}",
+		.why = "ids: the reference's (as argmax)",
+	},
+	{
 		/* embed zeroing position 0 (DeepSeek V4's MTP layer), its rows kept
 		 * in a positional state, read back at the step's positions and one
 		 * before (rows_at_pos: a row before 0 reads as zeros). */

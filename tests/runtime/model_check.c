@@ -82,13 +82,15 @@ bool mc_use_prebuilt(const char *name, const char *backend, const char *out_path
 	return true;
 }
 
-void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
-		    const char *backend)
+/* mc_compile_for and mc_compile_no_mtp: the prebuilt bundle <fixture>.<model>.<f32|f16><suffix>, else a compile for
+ * the backend. */
+static void compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16, bool no_mtp,
+			const char *backend)
 {
 	char fixture[256], stem_model[256], name[600];
 	stem(hf_rel, "", fixture, sizeof(fixture));
 	stem(model_rel, ".yaml", stem_model, sizeof(stem_model));
-	snprintf(name, sizeof(name), "%s.%s.%s", fixture, stem_model, f16 ? "f16" : "f32");
+	snprintf(name, sizeof(name), "%s.%s.%s%s", fixture, stem_model, f16 ? "f16" : "f32", no_mtp ? ".nomtp" : "");
 	if (mc_use_prebuilt(name, backend, out_path))
 		return;
 	int gpu = halo_target_find(backend);
@@ -96,12 +98,24 @@ void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_p
 	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
-				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .ref_only = strcmp(backend, "ref") == 0,
+				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .no_mtp = no_mtp,
+				.ref_only = strcmp(backend, "ref") == 0,
 				.targets = gpu > HALO_TARGET_VULKAN ? 1u << HALO_TARGET_VULKAN | 1u << gpu : 0};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL: compile %s: %s\n", model_rel, err);
 		exit(1);
 	}
+}
+
+void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
+		    const char *backend)
+{
+	compile_for(model_rel, hf_rel, out_path, f16, false, backend);
+}
+
+void mc_compile_no_mtp(const char *model_rel, const char *hf_rel, const char *out_path, const char *backend)
+{
+	compile_for(model_rel, hf_rel, out_path, false, true, backend);
 }
 
 bool mc_is_vulkan(const char *backend)

@@ -35,6 +35,9 @@ void mc_compile(const char *model_rel, const char *hf_rel, const char *out_path,
  * prebuilt bundle <fixture>.<model>.<f32|f16> (mc_use_prebuilt). */
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
 		    const char *backend);
+/* mc_compile_for at f32 with --no-mtp: the target without its draft head
+ * (prebuilt: <fixture>.<model>.f32.nomtp). */
+void mc_compile_no_mtp(const char *model_rel, const char *hf_rel, const char *out_path, const char *backend);
 /* With $HALO_TEST_BUNDLES set and a cuda or hip backend: copies the bundle
  * <dir>/<name>.<backend>.halo to out_path and returns true (a missing one
  * fails the test), since the GPU machine has no clang-19 to make those

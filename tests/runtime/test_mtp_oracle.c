@@ -36,7 +36,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codegen/compile.h"
 #include "runtime/mtp_draft.h"
 #include "runtime/sample.h"
 #include "tests/runtime/model_check.h"
@@ -150,13 +149,9 @@ static void check_rows_and_chunks(halo_model *m, const fixture *fx)
 static void check_no_mtp(halo_model *with, const char *model, const char *dir, const fixture *fx,
 			 const char *backend)
 {
-	char bundle[64], err[2048], mpath[512], hpath[512];
+	char bundle[64], err[2048];
 	snprintf(bundle, sizeof(bundle), "mtp_off_%d.halo", (int)getpid());
-	snprintf(mpath, sizeof(mpath), "%s", mc_source_path(model));
-	snprintf(hpath, sizeof(hpath), "%s", mc_source_path(dir));
-	cg_compile_options o = {.model_path = mpath, .hf_dir = hpath, .out_path = bundle, .matrix_dtype = HALO_F32,
-				.no_mtp = true, .ref_only = strcmp(backend, "ref") == 0};
-	MC_CHECK(cg_compile(&o, NULL, err, sizeof(err)), "--no-mtp compile: %s", err);
+	mc_compile_no_mtp(model, dir, bundle, backend);
 	halo_model *without = mc_open(bundle, backend);
 	halo_entry_info e;
 	MC_CHECK(!halo_model_entry(without, HALO_MTP_STEP_ENTRY, &e) &&

@@ -11,7 +11,8 @@
 #                     the PTX text compresses 4x), named as the tests look
 #                     them up (tests/runtime/model_check.h, mc_use_prebuilt):
 #                     <fixture>.<model>.f32.cuda.halo.xz for each model's
-#                     fixtures, hybrid_tiny.random11.cuda.halo.xz
+#                     fixtures (and .f32.nomtp, --no-mtp, for those with
+#                     an MTP oracle), hybrid_tiny.random11.cuda.halo.xz
 # .devrun/ops_cuda.tar.xz  (PACK_OPS=1) the backend op suite's case bundles
 #                     with the Vulkan and cuda-sm90 targets
 #                     (tests/ops/backend_ops --write, about 2.2 MB in xz):
@@ -85,6 +86,10 @@ for m in $families; do
 	[ "$m" = deepseek_v4 ] && fixtures="deepseek_v4_tiny deepseek_v4_b"
 	for f in $fixtures; do
 		cuda_bundle "$f.$m.f32" --model "models/$m.yaml" --hf "tests/fixtures/$f"
+		# test_mtp_oracle's target without its head (its --no-mtp check)
+		if [ -f "tests/fixtures/$f/mtp_draft_logits.f32" ]; then
+			cuda_bundle "$f.$m.f32.nomtp" --model "models/$m.yaml" --hf "tests/fixtures/$f" --no-mtp
+		fi
 	done
 done
 case " $families " in *" qwen3 "*) case " $families " in *" qwen3_next "*)
