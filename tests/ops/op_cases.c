@@ -455,6 +455,34 @@ const op_case op_cases[] = {
 		MOE_TOL,
 	},
 	{
+		/* Rows long enough that the expert kernels' lanes take their
+		 * 16-byte chunks in several rounds of loads (codegen's CPR), the
+		 * last one partial: moe_gate_up's rows of H = 1040 are 130
+		 * chunks (4 rounds of 32 lanes and 2 chunks more), moe_down's of
+		 * F = 528 (the next case) 66. Each case keeps the other dimension
+		 * small: the weights travel to the GPU machine (tools/gpu/pack.sh). */
+		.name = "moe_rounds_gate_up",
+		.params = "H: {default: 1040}\nvocab: {default: H}",
+		.weights = "router: {shape: [3, H]}\ngate: {shape: [3, 24, H]}\nup: {shape: [3, 24, H]}\n"
+			   "down: {shape: [3, H, 24]}",
+		.sweep = "moe_gate_up moe_down",
+		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
+			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
+			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		MOE_TOL,
+	},
+	{
+		.name = "moe_rounds_down",
+		.params = "H: {default: 40}\nvocab: {default: H}",
+		.weights = "router: {shape: [3, H]}\ngate: {shape: [3, 528, H]}\nup: {shape: [3, 528, H]}\n"
+			   "down: {shape: [3, H, 528]}",
+		.sweep = "moe_gate_up moe_down",
+		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
+			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
+			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		MOE_TOL,
+	},
+	{
 		/* DeepSeek V4's hash layers: the experts from a frozen token table
 		 * (random weights draw its ids below the expert count). */
 		.name = "moe_hash",
