@@ -460,15 +460,18 @@ const op_case op_cases[] = {
 		 * last one partial: moe_gate_up's rows of H = 1040 are 130
 		 * chunks (4 rounds of 32 lanes and 2 chunks more), moe_down's of
 		 * F = 528 (the next case) 66. Each case keeps the other dimension
-		 * small: the weights travel to the GPU machine (tools/gpu/pack.sh). */
+		 * small, and this one compares 8 columns of the output (each sums
+		 * every moe_gate_up row it routes to) over an 8-token vocabulary:
+		 * the weights travel to the GPU machine (tools/gpu/pack.sh). */
 		.name = "moe_rounds_gate_up",
-		.params = "H: {default: 1040}\nvocab: {default: H}",
+		.params = "H: {default: 1040}\nvocab: {default: 8}",
 		.weights = "router: {shape: [3, H]}\ngate: {shape: [3, 24, H]}\nup: {shape: [3, 24, H]}\n"
 			   "down: {shape: [3, H, 24]}",
 		.sweep = "moe_gate_up moe_down",
 		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
 			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
-			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+			"- {op: moe_experts, out: y, in: [x, ids, wts, gate, up, down]}\n"
+			"- {op: slice, out: logits, in: [y], axis: 1, start: 0, len: vocab}",
 		MOE_TOL,
 	},
 	{
