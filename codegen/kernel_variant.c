@@ -1710,7 +1710,8 @@ static bool build_qsa_select(kv_build *b)
 	if (!isfinite(d->u.qsa.base) || d->u.qsa.base <= 0.0f || !isfinite(d->u.qsa.eps) || d->u.qsa.eps < 0.0f)
 		return fail(b, "base %g must be positive and eps %g non-negative", (double)d->u.qsa.base,
 			    (double)d->u.qsa.eps);
-	if (((uint64_t)h * D + 2u * (uint64_t)(nb_max + 1)) * 4 > KV_SHARED_LIMIT)
+	/* q staged, a bit a block, a count a lane (qsa_select.comp) */
+	if (((uint64_t)h * D + (uint64_t)(nb_max + 32) / 32 + ls) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
 			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
 	b->p->template = "qsa_select";
@@ -1723,7 +1724,7 @@ static bool build_qsa_select(kv_build *b)
 	def_uint(b, "BLOCK", c);
 	def_uint(b, "TOP", top);
 	def_uint(b, "ROT", rot);
-	def_uint(b, "NB_MAX", nb_max + 1);
+	def_uint(b, "PICK_WORDS", (nb_max + 32) / 32);
 	def_float(b, "EPS", d->u.qsa.eps);
 	def_int(b, "USE_TREE", 0);
 	rope_table(b, &(ref_rope_params){.rot_dim = rot, .base = d->u.qsa.base});

@@ -3,20 +3,21 @@
 // p = pos + t scores the nb = (p+1) / BLOCK complete key blocks (lane l
 // builds block keys b = l, l+LS_X, ... alone: mean, (1+w) rms norm, NeoX
 // rope on the first ROT channels, then sum_h relu(q_h . key) / sqrt(D), every
-// sum in one lane in order); lane 0 picks the best min(TOP, nb) (ties: lower
-// index) and the mask row gets them plus the tail rows nb*BLOCK .. p. The
-// loops over key[] are unrolled so it stays in registers (README.md).
+// sum in one lane in order, the scores kept in the token's mask row); the
+// lanes pick the best min(TOP, nb) (ties: lower index) together (pick_top)
+// and the mask row gets them plus the tail rows nb*BLOCK .. p. The loops
+// over key[] are unrolled so it stays in registers (README.md).
 // Grid: x = 1, y = T.
 
 HALO_SHARED float qs[H * D];
-HALO_SHARED float score[NB_MAX];
-HALO_SHARED uint picked[NB_MAX];
+HALO_SHARED uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
+HALO_SHARED uint lane_n[LS_X];
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
 const float *__restrict__ keys = (const float *)args.b[B_K];
 const float *__restrict__ kw = (const float *)args.b[B_NW];
-float *__restrict__ mask = (float *)args.b[B_Y];
+float *mask = (float *)args.b[B_Y]; // scores, then the mask: read and written
 
 float block_score(uint b)
 {
@@ -53,43 +54,83 @@ float block_score(uint b)
 	return total / sqrt(float(D));
 }
 
-// True when block a ranks before block b: higher score, then lower index.
-static bool ranks_before(uint a, uint b)
+// A score's rank key: a higher score has a higher key, and +0 and -0 (equal
+// scores, which rank by index) have one key.
+static uint rank_key(float s)
 {
-	return score[a] > score[b] || (score[a] == score[b] && a < b);
+	uint u = floatBitsToUint(s);
+	if ((u & 0x7fffffffu) == 0u)
+		u = 0u;
+	return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
 }
 
-static void pick_top(uint nb)
+// The number of blocks b < nb whose key is >= v (or > v, strict), every
+// lane's count summed by every lane in lane order.
+static uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
 {
-	uint prev = NB_MAX;
-	for (uint b = 0u; b < nb; b++)
-		picked[b] = 0u;
-	for (uint n = 0u; n < min(TOP, nb); n++) {
-		uint best = NB_MAX;
-		for (uint b = 0u; b < nb; b++)
-			if ((prev == NB_MAX || ranks_before(prev, b)) && (best == NB_MAX || ranks_before(b, best)))
-				best = b;
-		picked[best] = 1u;
-		prev = best;
+	uint n = 0u;
+	for (uint b = l; b < nb; b += LS_X) {
+		uint k = rank_key(mask[row + b]);
+		n += uint(strict ? k > v : k >= v);
+	}
+	lane_n[l] = n;
+	barrier();
+	uint total = 0u;
+	for (uint i = 0u; i < LS_X; i++)
+		total += lane_n[i];
+	barrier();
+	return total;
+}
+
+// The TOP best of nb > TOP blocks (qsa_select.comp's pick_top).
+static void pick_top(uint l, uint row, uint nb)
+{
+	uint v = 0u;
+	for (int bit = 31; bit >= 0; bit--) {
+		uint cand = v | (1u << uint(bit));
+		if (count_keys(l, row, nb, cand, false) >= TOP)
+			v = cand;
+	}
+	uint need = TOP - count_keys(l, row, nb, v, true);
+	uint per = (((nb + LS_X - 1u) / LS_X) + 31u) & ~31u;
+	uint b0 = min(l * per, nb), b1 = min(b0 + per, nb);
+	uint eq = 0u;
+	for (uint b = b0; b < b1; b++)
+		eq += uint(rank_key(mask[row + b]) == v);
+	lane_n[l] = eq;
+	barrier();
+	uint before = 0u;
+	for (uint i = 0u; i < l; i++)
+		before += lane_n[i];
+	for (uint w = b0; w < b1; w += 32u) {
+		uint bits = 0u;
+		for (uint b = w; b < min(w + 32u, b1); b++) {
+			uint k = rank_key(mask[row + b]);
+			if (k > v || (k == v && before < need))
+				bits |= 1u << (b - w);
+			before += uint(k == v);
+		}
+		picked[w / 32u] = bits;
 	}
 }
 
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
-	uint p = step_pos + t, nb = (p + 1u) / BLOCK;
+	uint p = step_pos + t, nb = (p + 1u) / BLOCK, row = t * C;
 	for (uint i = l; i < H * D; i += LS_X)
 		qs[i] = q[t * H * D + i];
 	barrier();
 	for (uint b = l; b < nb; b += LS_X)
-		score[b] = block_score(b);
+		mask[row + b] = block_score(b);
 	barrier();
-	if (l == 0u)
-		pick_top(nb);
+	// nb <= TOP keeps every block (nb is the same for every lane)
+	if (nb > TOP)
+		pick_top(l, row, nb);
 	barrier();
 	for (uint j = l; j < C; j += LS_X) {
 		uint b = j / BLOCK;
-		bool on = j <= p && (b >= nb || picked[b] != 0u);
-		mask[t * C + j] = on ? 1.0f : 0.0f;
+		bool on = j <= p && (b >= nb || nb <= TOP || ((picked[b / 32u] >> (b % 32u)) & 1u) != 0u);
+		mask[row + j] = on ? 1.0f : 0.0f;
 	}
 }

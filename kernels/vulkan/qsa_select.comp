@@ -8,19 +8,24 @@
 // channels (θ from the f64 table THETA, angle in f32), then the score
 // sum_h relu(q_h . key) / sqrt(D) against the token's q staged in shared
 // memory. Every sum runs in one lane in a fixed order, so a token's scores,
-// and so its mask, never depend on T. Lane 0 then picks the TOP blocks, each
-// scan finding the best block ranked after the previous pick (so nothing is
-// marked), and every lane writes its share of the mask row.
+// and so its mask, never depend on T. The lanes then pick the TOP blocks
+// together (pick_top: the TOP-th best score by bisection of its bits, a
+// pass over the scores a bit, where one lane scanning them TOP times was
+// TOP * nb steps, 4 M at 32k tokens), and every lane writes its share of the mask row.
+// Which blocks are kept is a set the ranking defines, whatever the lanes.
 // Grid: x = 1, y = T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
 layout(set = 0, binding = B_K) readonly buffer Kb { float keys[]; };
 layout(set = 0, binding = B_NW) readonly buffer Wb { float kw[]; };
-layout(set = 0, binding = B_Y) writeonly buffer Mb { float mask[]; };
+// The blocks' scores are kept in the token's mask row (C >= nb floats)
+// until the mask is written over them: shared memory holds a bit a block,
+// so that a long context fits (32k tokens in blocks of 4 are 8448 blocks).
+layout(set = 0, binding = B_Y) coherent buffer Mb { float mask[]; };
 
 shared float qs[H * D];
-shared float score[NB_MAX];
-shared uint picked[NB_MAX];
+shared uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
+shared uint lane_n[LS_X];
 
 float block_score(uint b)
 {
@@ -53,43 +58,89 @@ float block_score(uint b)
 	return total / sqrt(float(D));
 }
 
-// True when block a ranks before block b: higher score, then lower index.
-bool ranks_before(uint a, uint b)
+// A score's rank key: a higher score has a higher key, and +0 and -0 (equal
+// scores, which rank by index) have one key.
+uint rank_key(float s)
 {
-	return score[a] > score[b] || (score[a] == score[b] && a < b);
+	uint u = floatBitsToUint(s);
+	if ((u & 0x7fffffffu) == 0u)
+		u = 0u;
+	return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
 }
 
-void pick_top(uint nb)
+// The number of blocks b < nb whose key is >= v (or > v, strict), every
+// lane's count summed by every lane in lane order.
+uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
 {
-	uint prev = NB_MAX;
-	for (uint b = 0u; b < nb; b++)
-		picked[b] = 0u;
-	for (uint n = 0u; n < min(TOP, nb); n++) {
-		uint best = NB_MAX;
-		for (uint b = 0u; b < nb; b++)
-			if ((prev == NB_MAX || ranks_before(prev, b)) && (best == NB_MAX || ranks_before(b, best)))
-				best = b;
-		picked[best] = 1u;
-		prev = best;
+	uint n = 0u;
+	for (uint b = l; b < nb; b += LS_X) {
+		uint k = rank_key(mask[row + b]);
+		n += uint(strict ? k > v : k >= v);
+	}
+	lane_n[l] = n;
+	barrier();
+	uint total = 0u;
+	for (uint i = 0u; i < LS_X; i++)
+		total += lane_n[i];
+	barrier();
+	return total;
+}
+
+// Marks the TOP best of nb > TOP blocks (higher score, then lower index):
+// the TOP-th best key v, bit by bit from the top (the largest v with at
+// least TOP keys >= v), then every block above v and, in index order, the
+// first TOP - #(above v) blocks at v. Lane l owns a run of whole words of
+// picked[] and counts, before its run, the blocks at v of the lanes before.
+void pick_top(uint l, uint row, uint nb)
+{
+	uint v = 0u;
+	for (int bit = 31; bit >= 0; bit--) {
+		uint cand = v | (1u << uint(bit));
+		if (count_keys(l, row, nb, cand, false) >= TOP)
+			v = cand;
+	}
+	uint need = TOP - count_keys(l, row, nb, v, true);
+	uint per = (((nb + LS_X - 1u) / LS_X) + 31u) & ~31u;
+	uint b0 = min(l * per, nb), b1 = min(b0 + per, nb);
+	uint eq = 0u;
+	for (uint b = b0; b < b1; b++)
+		eq += uint(rank_key(mask[row + b]) == v);
+	lane_n[l] = eq;
+	barrier();
+	uint before = 0u;
+	for (uint i = 0u; i < l; i++)
+		before += lane_n[i];
+	for (uint w = b0; w < b1; w += 32u) {
+		uint bits = 0u;
+		for (uint b = w; b < min(w + 32u, b1); b++) {
+			uint k = rank_key(mask[row + b]);
+			if (k > v || (k == v && before < need))
+				bits |= 1u << (b - w);
+			before += uint(k == v);
+		}
+		picked[w / 32u] = bits;
 	}
 }
 
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
-	uint p = step_pos + t, nb = (p + 1u) / BLOCK;
+	uint p = step_pos + t, nb = (p + 1u) / BLOCK, row = t * C;
 	for (uint i = l; i < H * D; i += LS_X)
 		qs[i] = q[t * H * D + i];
 	barrier();
 	for (uint b = l; b < nb; b += LS_X)
-		score[b] = block_score(b);
+		mask[row + b] = block_score(b);
+	memoryBarrierBuffer();
 	barrier();
-	if (l == 0u)
-		pick_top(nb);
+	// nb <= TOP keeps every block (nb is the same for every lane)
+	if (nb > TOP)
+		pick_top(l, row, nb);
+	memoryBarrierBuffer();
 	barrier();
 	for (uint j = l; j < C; j += LS_X) {
 		uint b = j / BLOCK;
-		bool on = j <= p && (b >= nb || picked[b] != 0u);
-		mask[t * C + j] = on ? 1.0 : 0.0;
+		bool on = j <= p && (b >= nb || nb <= TOP || ((picked[b / 32u] >> (b % 32u)) & 1u) != 0u);
+		mask[row + j] = on ? 1.0 : 0.0;
 	}
 }

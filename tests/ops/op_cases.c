@@ -382,6 +382,40 @@ const op_case op_cases[] = {
 			"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}",
 		ATTENTION_TOL,
 	},
+	{
+		/* The indexer's selection over many blocks: blocks of one row and
+		 * up to 80 of them, so that the lanes' runs of picked[] words and
+		 * their counts before each run are exercised, and one head, so
+		 * that about half the scores are relu's exact zeros: the 40 kept
+		 * cut through equal scores, kept by lower index. */
+		.name = "qsa_select_ties",
+		.params = "H: {default: 48}\nvocab: {default: 16}",
+		.weights = "wq: {shape: [16, H]}\nwk: {shape: [16, H]}\nwv: {shape: [16, H]}\nwi: {shape: [16, H]}\n"
+			   "k_norm: {shape: [16]}",
+		.state = "k_cache: {shape: [n_ctx, 1, 16], kind: kv}\nv_cache: {shape: [n_ctx, 1, 16], kind: kv}\n"
+			 "idx_keys: {shape: [n_ctx, 16], kind: kv}",
+		.t_prefill = 64,
+		.n_ctx = 96,
+		.sweep = "qsa_select",
+		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
+			"- {op: matmul, out: kf, in: [x, wk]}\n"
+			"- {op: matmul, out: vf, in: [x, wv]}\n"
+			"- {op: matmul, out: ik, in: [x, wi]}\n"
+			"- {op: reshape, out: q3, in: [qf], shape: [T, 1, 16]}\n"
+			"- {op: reshape, out: k3, in: [kf], shape: [T, 1, 16]}\n"
+			"- {op: reshape, out: v3, in: [vf], shape: [T, 1, 16]}\n"
+			"- {op: state_write, name: k_store, state: k_cache, in: [k3], at: pos}\n"
+			"- {op: state_write, name: v_store, state: v_cache, in: [v3], at: pos}\n"
+			"- {op: state_write, name: i_store, state: idx_keys, in: [ik], at: pos}\n"
+			"- {op: state_read, out: kc, state: k_cache}\n"
+			"- {op: state_read, out: vc, state: v_cache}\n"
+			"- {op: state_read, out: ic, state: idx_keys}\n"
+			"- {op: qsa_select, out: sel, in: [q3, ic, k_norm], block: 1, top_blocks: 40, base: 10000.0,\n"
+			"   rot_dim: 8, eps: 1.0e-6}\n"
+			"- {op: masked_attention, out: att, in: [q3, kc, vc, sel], scale: 0.25}\n"
+			"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}",
+		ATTENTION_TOL,
+	},
 	/* ---- recurrent ---- */
 	{
 		.name = "conv1d_causal",
