@@ -66,7 +66,7 @@ static uint rank_key(float s)
 
 // The number of blocks b < nb whose key is >= v (or > v, strict), every
 // lane's count summed by every lane in lane order.
-static uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
+uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
 {
 	uint n = 0u;
 	for (uint b = l; b < nb; b += LS_X) {
@@ -83,7 +83,7 @@ static uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
 }
 
 // The TOP best of nb > TOP blocks (qsa_select.comp's pick_top).
-static void pick_top(uint l, uint row, uint nb)
+void pick_top(uint l, uint row, uint nb)
 {
 	uint v = 0u;
 	for (int bit = 31; bit >= 0; bit--) {
