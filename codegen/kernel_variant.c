@@ -1703,7 +1703,7 @@ static bool build_qsa_select(kv_build *b)
 	if (!check_index(b, "h", h) || !check_index(b, "D", D) || !check_index(b, "C", C) ||
 	    !check_index(b, "block", c) || !check_index(b, "top_blocks", top) || !check_index(b, "C*D", C * D) ||
 	    !check_index(b, "T*C", d->t_max * C) || !check_index(b, "T*h*D", d->t_max * h * D) ||
-	    !lanes_1d(b, 64, &ls))
+	    !lanes_1d(b, 256, &ls)) /* a lane a block: 8448 blocks at 32k tokens */
 		return false;
 	if (rot < 2 || rot > D || rot % 2)
 		return fail(b, "rot_dim %" PRId64 " must be even and in [2, D = %" PRId64 "]", rot, D);
@@ -2429,7 +2429,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_REDUCE_MEAN, build_reduce_mean, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
-	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, NULL},
+	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_COMPRESS_KV, build_compress_kv, {"B_C", "B_Z", "B_BIAS"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_INDEX_TOPK, build_index_topk, {"B_Q", "B_HW", "B_K"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,
