@@ -24,6 +24,29 @@
  * (f64 in ref), after a router whose f32 scores must pick the same experts
  * (random logits: no ties within rounding). */
 #define MOE_TOL .tol = 2e-5, .floor = 1e-2, .why = "k weighted f32 dots of F over H-term dots through silu (f64 in ref)"
+/* QSA (Qwen4-Exp): heads of 16, written to the caches, the indexer's mask of
+ * the best `top` blocks of `block` rows, attention over the kept rows. */
+#define QSA_STATE(kvh)                                                                                          \
+	"k_cache: {shape: [n_ctx, " kvh ", 16], kind: kv}\nv_cache: {shape: [n_ctx, " kvh ", 16], kind: kv}\n"     \
+	"idx_keys: {shape: [n_ctx, 16], kind: kv}"
+#define QSA_BODY(qh, kvh, block, top)                                                                          \
+	"- {op: matmul, out: qf, in: [x, wq]}\n"                                                                \
+	"- {op: matmul, out: kf, in: [x, wk]}\n"                                                                \
+	"- {op: matmul, out: vf, in: [x, wv]}\n"                                                                \
+	"- {op: matmul, out: ik, in: [x, wi]}\n"                                                                \
+	"- {op: reshape, out: q3, in: [qf], shape: [T, " qh ", 16]}\n"                                          \
+	"- {op: reshape, out: k3, in: [kf], shape: [T, " kvh ", 16]}\n"                                         \
+	"- {op: reshape, out: v3, in: [vf], shape: [T, " kvh ", 16]}\n"                                         \
+	"- {op: state_write, name: k_store, state: k_cache, in: [k3], at: pos}\n"                               \
+	"- {op: state_write, name: v_store, state: v_cache, in: [v3], at: pos}\n"                               \
+	"- {op: state_write, name: i_store, state: idx_keys, in: [ik], at: pos}\n"                              \
+	"- {op: state_read, out: kc, state: k_cache}\n"                                                         \
+	"- {op: state_read, out: vc, state: v_cache}\n"                                                         \
+	"- {op: state_read, out: ic, state: idx_keys}\n"                                                        \
+	"- {op: qsa_select, out: sel, in: [q3, ic, k_norm], block: " block ", top_blocks: " top ",\n"            \
+	"   base: 10000.0, rot_dim: 8, eps: 1.0e-6}\n"                                                          \
+	"- {op: masked_attention, out: att, in: [q3, kc, vc, sel], scale: 0.25}\n"                              \
+	"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}"
 /* A quantized matmul: the weight [2V, K] is a linear layer (not V rows, as
  * a head would be: codegen/quant_policy.c), split into two halves added. The
  * kernels dequantize to the reference's values (q4_k: up to one fma's
@@ -360,26 +383,9 @@ const op_case op_cases[] = {
 		.params = "H: {default: 48}\nvocab: {default: 64}",
 		.weights = "wq: {shape: [64, H]}\nwk: {shape: [32, H]}\nwv: {shape: [32, H]}\nwi: {shape: [16, H]}\n"
 			   "k_norm: {shape: [16]}",
-		.state = "k_cache: {shape: [n_ctx, 2, 16], kind: kv}\nv_cache: {shape: [n_ctx, 2, 16], kind: kv}\n"
-			 "idx_keys: {shape: [n_ctx, 16], kind: kv}",
+		.state = QSA_STATE("2"),
 		.sweep = "qsa_select masked_attention",
-		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
-			"- {op: matmul, out: kf, in: [x, wk]}\n"
-			"- {op: matmul, out: vf, in: [x, wv]}\n"
-			"- {op: matmul, out: ik, in: [x, wi]}\n"
-			"- {op: reshape, out: q3, in: [qf], shape: [T, 4, 16]}\n"
-			"- {op: reshape, out: k3, in: [kf], shape: [T, 2, 16]}\n"
-			"- {op: reshape, out: v3, in: [vf], shape: [T, 2, 16]}\n"
-			"- {op: state_write, name: k_store, state: k_cache, in: [k3], at: pos}\n"
-			"- {op: state_write, name: v_store, state: v_cache, in: [v3], at: pos}\n"
-			"- {op: state_write, name: i_store, state: idx_keys, in: [ik], at: pos}\n"
-			"- {op: state_read, out: kc, state: k_cache}\n"
-			"- {op: state_read, out: vc, state: v_cache}\n"
-			"- {op: state_read, out: ic, state: idx_keys}\n"
-			"- {op: qsa_select, out: sel, in: [q3, ic, k_norm], block: 4, top_blocks: 2, base: 10000.0,\n"
-			"   rot_dim: 8, eps: 1.0e-6}\n"
-			"- {op: masked_attention, out: att, in: [q3, kc, vc, sel], scale: 0.25}\n"
-			"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}",
+		.body = QSA_BODY("4", "2", "4", "2"),
 		ATTENTION_TOL,
 	},
 	{
@@ -392,28 +398,11 @@ const op_case op_cases[] = {
 		.params = "H: {default: 48}\nvocab: {default: 16}",
 		.weights = "wq: {shape: [16, H]}\nwk: {shape: [16, H]}\nwv: {shape: [16, H]}\nwi: {shape: [16, H]}\n"
 			   "k_norm: {shape: [16]}",
-		.state = "k_cache: {shape: [n_ctx, 1, 16], kind: kv}\nv_cache: {shape: [n_ctx, 1, 16], kind: kv}\n"
-			 "idx_keys: {shape: [n_ctx, 16], kind: kv}",
+		.state = QSA_STATE("1"),
 		.t_prefill = 64,
 		.n_ctx = 96,
 		.sweep = "qsa_select",
-		.body = "- {op: matmul, out: qf, in: [x, wq]}\n"
-			"- {op: matmul, out: kf, in: [x, wk]}\n"
-			"- {op: matmul, out: vf, in: [x, wv]}\n"
-			"- {op: matmul, out: ik, in: [x, wi]}\n"
-			"- {op: reshape, out: q3, in: [qf], shape: [T, 1, 16]}\n"
-			"- {op: reshape, out: k3, in: [kf], shape: [T, 1, 16]}\n"
-			"- {op: reshape, out: v3, in: [vf], shape: [T, 1, 16]}\n"
-			"- {op: state_write, name: k_store, state: k_cache, in: [k3], at: pos}\n"
-			"- {op: state_write, name: v_store, state: v_cache, in: [v3], at: pos}\n"
-			"- {op: state_write, name: i_store, state: idx_keys, in: [ik], at: pos}\n"
-			"- {op: state_read, out: kc, state: k_cache}\n"
-			"- {op: state_read, out: vc, state: v_cache}\n"
-			"- {op: state_read, out: ic, state: idx_keys}\n"
-			"- {op: qsa_select, out: sel, in: [q3, ic, k_norm], block: 1, top_blocks: 40, base: 10000.0,\n"
-			"   rot_dim: 8, eps: 1.0e-6}\n"
-			"- {op: masked_attention, out: att, in: [q3, kc, vc, sel], scale: 0.25}\n"
-			"- {op: reshape, out: logits, in: [att], shape: [T, vocab]}",
+		.body = QSA_BODY("1", "1", "1", "40"),
 		ATTENTION_TOL,
 	},
 	/* ---- recurrent ---- */
