@@ -118,6 +118,10 @@ int main(void)
 	ok &= qsa_case(hn, (qsa_shape){2, 16, 256, {4, 5, 8, 10000.0f, 1e-6f}}, 1, 200, &seed);  /* decode */
 	ok &= qsa_case(hn, (qsa_shape){3, 10, 47, {5, 2, 6, 500.0f, 1e-5f}}, 7, 30, &seed);      /* odd */
 	ok &= qsa_case(hn, (qsa_shape){4, 32, 300, {16, 4, 32, 1e6f, 1e-6f}}, 40, 250, &seed);   /* long */
+	/* a 32k context of blocks of 4: 8448 blocks (scores and flags in shared
+	 * memory were past its 32 KiB before they moved to the mask row and
+	 * bits), two decode tokens, each lane owning two words of flags */
+	ok &= qsa_case(hn, (qsa_shape){4, 64, 33792, {4, 64, 32, 1e7f, 1e-6f}}, 2, 33700, &seed);
 	ok &= invariance(hn, (qsa_shape){2, 16, 128, {4, 3, 16, 10000.0f, 1e-6f}}, 9, 60, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
