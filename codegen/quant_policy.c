@@ -142,6 +142,11 @@ bool cg_weight_classes(const ir_module *m, cg_weight_class *cls)
 	return ok;
 }
 
+bool cg_quant_class_allows(cg_weight_class c, halo_dtype t)
+{
+	return (unsigned)c < CG_WCLASS_COUNT && (unsigned)t < HALO_DTYPE_COUNT && policy[c].rule[t] == FORMAT;
+}
+
 static void shape_str(const ir_shape *s, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "[");

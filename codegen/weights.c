@@ -87,9 +87,34 @@ static void note_fallback(cg_weights *w, const ir_weight *d)
 	snprintf(w->fallbacks + at, room, "%s", strlen(one) + 6 <= room ? one : ", ...");
 }
 
+static bool stored_as(const cg_weights *w, int id, halo_dtype t);
+
+/* The block format weight id of class c takes when --quant would store it
+ * as `chosen`: the format its checkpoint tensors ship in (fp8 with block
+ * scales, MXFP4) when the class allows it and it takes no more bytes than
+ * `chosen`, so those bytes are kept, not dequantized and quantized again
+ * (V4-Flash's FP4 experts under --quant f8e4m3 stay FP4: exact, and half
+ * the bytes); else `chosen`. */
+static halo_dtype kept_format(const cg_weights *w, int id, cg_weight_class c, halo_dtype chosen)
+{
+	static const halo_dtype shipped[] = {HALO_MXFP4, HALO_F8E4M3_B128};
+	const ir_shape *s = &w->m->weights[id].shape;
+	int64_t k = s->dim[s->rank - 1].c;
+	for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+		halo_dtype t = shipped[i];
+		/* 256 elements: a whole block of each format; the rows whole
+		 * blocks (a checkpoint's fp8 may end a row in a partial one) */
+		if (t != chosen && cg_quant_class_allows(c, t) && k % (int64_t)halo_dtype_block(t) == 0 &&
+		    halo_dtype_bytes(t, 256) <= halo_dtype_bytes(chosen, 256) && stored_as(w, id, t))
+			return t;
+	}
+	return chosen;
+}
+
 /* Stored dtypes: vectors keep the model file's dtype, matrices take --dtype,
  * and under --quant the weight classes codegen/quant_policy.c names take the
- * block format. */
+ * block format, or the one their checkpoint tensors ship in (kept_format).
+ * Needs the checkpoint names (w->name). */
 static bool choose_dtypes(cg_weights *w, char *err, size_t errlen)
 {
 	const ir_module *m = w->m;
@@ -108,7 +133,10 @@ static bool choose_dtypes(cg_weights *w, char *err, size_t errlen)
 		if (quant && d->shape.rank >= 2)
 			ok = cg_quant_dtype(cls[i], d->name, &d->shape, w->src.matrix_dtype, w->src.quant, &w->dtype[i],
 					    &fallback, err, errlen);
-		if (fallback)
+		halo_dtype chosen = w->dtype[i];
+		if (ok && quant && halo_dtype_is_quant(chosen))
+			w->dtype[i] = kept_format(w, i, cls[i], chosen);
+		if (fallback && w->dtype[i] == chosen)
 			note_fallback(w, d);
 	}
 	free(cls);
@@ -177,6 +205,14 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 	w->m = m;
 	w->src = *src;
 	w->cached = -1;
+	for (int i = 0; i < m->n_weights; i++) {
+		const ir_weight *d = &m->weights[i];
+		if (src->read && (d->hf_name || d->hf_fallback) && !(w->name[i] = source_name(w, d))) {
+			cg_weights_free(w);
+			snprintf(err, errlen, "out of memory resolving checkpoint names");
+			return NULL;
+		}
+	}
 	if (!choose_dtypes(w, err, errlen)) {
 		cg_weights_free(w);
 		return NULL;
@@ -186,11 +222,6 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
 		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d));
-		if (src->read && (d->hf_name || d->hf_fallback) && !(w->name[i] = source_name(w, d))) {
-			cg_weights_free(w);
-			snprintf(err, errlen, "out of memory resolving checkpoint names");
-			return NULL;
-		}
 		w->alias[i] = -1;
 		if (!w->stored[i])
 			continue; /* read only as a part of a merged matrix, or folded into one, or not at all */

@@ -19,7 +19,9 @@
  *    Vulkan, the kept bundle's against ref's on the same bundle to 2e-4
  *    per row (relative), as test_quant_model and test_fp8_checkpoint hold
  *    the other formats: the kernels dequantize to the same values and only
- *    the order of f32 sums differs. */
+ *    the order of f32 sums differs.
+ * 3. (ref) Under --quant f8e4m3 the experts are still mxfp4, the kept
+ *    bundle's bytes (codegen/weights.c, kept_format). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,29 @@ static void check_experts(const char *kept_path, const char *f32_path)
 	mc_bundle_close(&f32);
 }
 
+/* Part 3: under --quant f8e4m3 the experts stay the checkpoint's mxfp4
+ * bytes (fewer than fp8's, and exact), the kept bundle's byte for byte. */
+static void check_f8_keeps_mxfp4(const char *kept_path, const char *f8_path)
+{
+	mc_bundle kept = mc_open_bundle(kept_path), f8 = mc_open_bundle(f8_path);
+	int n = 0;
+	for (int i = 0; i < f8.m->n_weights; i++) {
+		const halo_buffer_decl *d = &f8.m->weights[i];
+		if (d->dtype != HALO_MXFP4)
+			continue;
+		n++;
+		const halo_buffer_decl *a = mc_find_weight(kept.m, d->name);
+		MC_CHECK(a && a->dtype == HALO_MXFP4 && a->size == d->size &&
+				 memcmp(kept.weights + a->offset, f8.weights + d->offset, d->size) == 0,
+			 "weight '%s': under --quant f8e4m3, not the --quant mxfp4 bundle's bytes", d->name);
+	}
+	MC_CHECK(n == N_EXPERT_STACKS, "--quant f8e4m3: %d mxfp4 weights, expected the %d expert stacks", n,
+		 N_EXPERT_STACKS);
+	printf("--quant f8e4m3 keeps the %d expert stacks mxfp4\n", n);
+	mc_bundle_close(&kept);
+	mc_bundle_close(&f8);
+}
+
 int main(int argc, char **argv)
 {
 	bool vulkan = argc == 2 && strcmp(argv[1], "vulkan") == 0;
@@ -86,6 +111,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	check_experts(kept_path, f32_path);
+	if (!vulkan) {
+		char f8_path[64];
+		snprintf(f8_path, sizeof f8_path, "mxfp4_f8_%d.halo", (int)getpid());
+		if (!compile(HALO_F8E4M3_B128, false, f8_path, err, sizeof err)) {
+			fprintf(stderr, "FAIL: compile --quant f8e4m3: %s\n", err);
+			return 1;
+		}
+		check_f8_keeps_mxfp4(kept_path, f8_path);
+		remove(f8_path);
+	}
 
 	size_t n = (size_t)(N_PROMPT + N_DECODE) * VOCAB;
 	float *ref = mc_run_logits(kept_path, "ref", N_PROMPT, N_DECODE);
