@@ -24,6 +24,15 @@
  * (f64 in ref), after a router whose f32 scores must pick the same experts
  * (random logits: no ties within rounding). */
 #define MOE_TOL .tol = 2e-5, .floor = 1e-2, .why = "k weighted f32 dots of F over H-term dots through silu (f64 in ref)"
+/* E experts of F rows over H, and their router; softmax routing to 2 of
+ * them, the layer's output named `out`. */
+#define MOE_WEIGHTS(E, F)                                                                                      \
+	"router: {shape: [" E ", H]}\ngate: {shape: [" E ", " F ", H]}\nup: {shape: [" E ", " F ", H]}\n"         \
+	"down: {shape: [" E ", H, " F "]}"
+#define MOE_SOFTMAX_BODY(out)                                                                                  \
+	"- {op: matmul, out: rl, in: [x, router]}\n"                                                            \
+	"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"                                                  \
+	"- {op: moe_experts, out: " out ", in: [x, ids, wts, gate, up, down]}"
 /* QSA (Qwen4-Exp): heads of 16, written to the caches, the indexer's mask of
  * the best `top` blocks of `block` rows, attention over the kept rows. */
 #define QSA_STATE(kvh)                                                                                          \
@@ -458,12 +467,9 @@ const op_case op_cases[] = {
 	{
 		.name = "moe_softmax",
 		.params = "H: {default: 40}\nvocab: {default: H}",
-		.weights = "router: {shape: [6, H]}\ngate: {shape: [6, 24, H]}\nup: {shape: [6, 24, H]}\n"
-			   "down: {shape: [6, H, 24]}",
+		.weights = MOE_WEIGHTS("6", "24"),
 		.sweep = "moe_route moe_gate_up moe_down",
-		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
-			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
-			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		.body = MOE_SOFTMAX_BODY("logits"),
 		MOE_TOL,
 	},
 	{
@@ -488,24 +494,18 @@ const op_case op_cases[] = {
 		 * the weights travel to the GPU machine (tools/gpu/pack.sh). */
 		.name = "moe_rounds_gate_up",
 		.params = "H: {default: 1040}\nvocab: {default: 8}",
-		.weights = "router: {shape: [3, H]}\ngate: {shape: [3, 24, H]}\nup: {shape: [3, 24, H]}\n"
-			   "down: {shape: [3, H, 24]}",
+		.weights = MOE_WEIGHTS("3", "24"),
 		.sweep = "moe_gate_up moe_down",
-		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
-			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
-			"- {op: moe_experts, out: y, in: [x, ids, wts, gate, up, down]}\n"
+		.body = MOE_SOFTMAX_BODY("y") "\n"
 			"- {op: slice, out: logits, in: [y], axis: 1, start: 0, len: vocab}",
 		MOE_TOL,
 	},
 	{
 		.name = "moe_rounds_down",
 		.params = "H: {default: 40}\nvocab: {default: H}",
-		.weights = "router: {shape: [3, H]}\ngate: {shape: [3, 528, H]}\nup: {shape: [3, 528, H]}\n"
-			   "down: {shape: [3, H, 528]}",
+		.weights = MOE_WEIGHTS("3", "528"),
 		.sweep = "moe_gate_up moe_down",
-		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
-			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
-			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		.body = MOE_SOFTMAX_BODY("logits"),
 		MOE_TOL,
 	},
 	{
@@ -526,13 +526,10 @@ const op_case op_cases[] = {
 		 * reference's values and sum in f32 as for f32 weights. */
 		.name = "moe_q8_0",
 		.params = "H: {default: 64}\nvocab: {default: H}",
-		.weights = "router: {shape: [6, H]}\ngate: {shape: [6, 32, H]}\nup: {shape: [6, 32, H]}\n"
-			   "down: {shape: [6, H, 32]}",
+		.weights = MOE_WEIGHTS("6", "32"),
 		.quant = HALO_Q8_0,
 		.sweep = "moe_route moe_gate_up moe_down",
-		.body = "- {op: matmul, out: rl, in: [x, router]}\n"
-			"- {op: moe_route, out: [ids, wts], in: [rl], k: 2}\n"
-			"- {op: moe_experts, out: logits, in: [x, ids, wts, gate, up, down]}",
+		.body = MOE_SOFTMAX_BODY("logits"),
 		MOE_TOL,
 	},
 	/* ---- DeepSeek V4 ---- */
