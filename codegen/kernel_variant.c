@@ -1515,13 +1515,14 @@ static bool build_moe_half(kv_build *b)
 	def_uint(b, "NR", MOE_ROWS);
 	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
 	def_int(b, "VEC8", vec8 ? 1 : 0);
-	if (vec8) {
-		/* A lane's 16-byte chunks of a row (CPL), loaded CPR at a time
-		 * before any is used: 8 loads a lane in flight (gate and up
-		 * each; down for its NR rows), where one at a time left
-		 * moe_down of 10 experts of 2560 x 640 f16 at 62-89 us a token
-		 * on the H200, a tenth of the read ceiling. */
-		int64_t cpl = (len / 8 + ls - 1) / ls, round = gate_up ? 4 : (8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1);
+	if (vec8 && !gate_up) {
+		/* moe_down: a lane's 16-byte chunks of a row (CPL), loaded CPR
+		 * at a time for its NR rows before any is used (8 loads a lane
+		 * in flight): one at a time left 10 experts of 2560 x 640 f16
+		 * at 62-89 us a token on the H200, 42.5 us since. The same for
+		 * moe_gate_up (4 chunks of gate and up) made it slower, 35 ->
+		 * 53 us (bench/results-h200-qwen4.txt), so it loads as it sums. */
+		int64_t cpl = (len / 8 + ls - 1) / ls, round = 8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1;
 		def_uint(b, "CPL", cpl);
 		def_uint(b, "CPR", cpl < round ? cpl : round);
 	}

@@ -23,27 +23,13 @@ void main()
 		if (r < KSEL * F) {
 			uint base = (expert(ids[t * KSEL + r / F]) * F + r % F) * H;
 #if VEC8
-			// CPR chunks of gate and up loaded, then used: the loads of a
-			// round are in flight together
-			for (uint u0 = 0u; u0 < CPL; u0 += CPR) {
-				vec4 ga[CPR], gb[CPR], ua[CPR], ub[CPR];
-#pragma unroll
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (c < H / 8u) {
-						load8_a(base / 8u + c, ga[q], gb[q]);
-						load8_b(base / 8u + c, ua[q], ub[q]);
-					}
-				}
-#pragma unroll
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (c < H / 8u) {
-						vec4 xa = x4[(t * H) / 4u + 2u * c], xb = x4[(t * H) / 4u + 2u * c + 1u];
-						g += dot(xa, ga[q]) + dot(xb, gb[q]);
-						u += dot(xa, ua[q]) + dot(xb, ub[q]);
-					}
-				}
+			for (uint c = l; c < H / 8u; c += LS_X) {
+				vec4 xa = x4[(t * H) / 4u + 2u * c], xb = x4[(t * H) / 4u + 2u * c + 1u];
+				vec4 wa, wb;
+				load8_a(base / 8u + c, wa, wb);
+				g += dot(xa, wa) + dot(xb, wb);
+				load8_b(base / 8u + c, wa, wb);
+				u += dot(xa, wa) + dot(xb, wb);
 			}
 #else
 			for (uint h = l; h < H; h += LS_X) {

@@ -7,9 +7,8 @@
 // workgroup per token.
 // Each workgroup owns NR consecutive rows r = j*F + f of one token: lane l
 // sums h = l, l + LS_X, ... (VEC8: 8-wide chunks, one 16-byte load of f16
-// weights, CPR of gate's and up's loaded before any is used) and a fixed
-// tree combines the lanes, so a row's result depends neither on T nor on
-// the subgroup size. Grid: x = ceil(KSEL*F / NR), y = T.
+// weights) and a fixed tree combines the lanes, so a row's result depends
+// neither on T nor on the subgroup size. Grid: x = ceil(KSEL*F / NR), y = T.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_IDS) readonly buffer Ids { int ids[]; };
@@ -27,25 +26,13 @@ void main()
 		if (r < KSEL * F) {
 			uint base = (expert(ids[t * KSEL + r / F]) * F + r % F) * H;
 #if VEC8
-			// CPR chunks of gate and up loaded, then used: the loads of a
-			// round are in flight together
-			for (uint u0 = 0u; u0 < CPL; u0 += CPR) {
-				vec4 ga[CPR], gb[CPR], ua[CPR], ub[CPR];
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (c < H / 8u) {
-						load8_a(base / 8u + c, ga[q], gb[q]);
-						load8_b(base / 8u + c, ua[q], ub[q]);
-					}
-				}
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (c < H / 8u) {
-						vec4 xa = x4[(t * H) / 4u + 2u * c], xb = x4[(t * H) / 4u + 2u * c + 1u];
-						g += dot(xa, ga[q]) + dot(xb, gb[q]);
-						u += dot(xa, ua[q]) + dot(xb, ub[q]);
-					}
-				}
+			for (uint c = l; c < H / 8u; c += LS_X) {
+				vec4 xa = x4[(t * H) / 4u + 2u * c], xb = x4[(t * H) / 4u + 2u * c + 1u];
+				vec4 wa, wb;
+				load8_a(base / 8u + c, wa, wb);
+				g += dot(xa, wa) + dot(xb, wb);
+				load8_b(base / 8u + c, wa, wb);
+				u += dot(xa, wa) + dot(xb, wb);
 			}
 #else
 			for (uint h = l; h < H; h += LS_X) {

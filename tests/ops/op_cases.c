@@ -484,10 +484,10 @@ const op_case op_cases[] = {
 		MOE_TOL,
 	},
 	{
-		/* Rows long enough that the expert kernels' lanes take their
-		 * 16-byte chunks in several rounds of loads (codegen's CPR), the
-		 * last one partial: moe_gate_up's rows of H = 1040 are 130
-		 * chunks (4 rounds of 32 lanes and 2 chunks more), moe_down's of
+		/* Rows long enough that the expert kernels' lanes take several
+		 * 16-byte chunks each, the last round partial (moe_down's loads
+		 * in rounds: codegen's CPR): moe_gate_up's rows of H = 1040 are
+		 * 130 chunks (4 for each of 32 lanes and 2 more), moe_down's of
 		 * F = 528 (the next case) 66. Each case keeps the other dimension
 		 * small, and this one compares 8 columns of the output (each sums
 		 * every moe_gate_up row it routes to) over an 8-token vocabulary:
