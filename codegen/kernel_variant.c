@@ -1711,8 +1711,9 @@ static bool build_qsa_select(kv_build *b)
 	if (!isfinite(d->u.qsa.base) || d->u.qsa.base <= 0.0f || !isfinite(d->u.qsa.eps) || d->u.qsa.eps < 0.0f)
 		return fail(b, "base %g must be positive and eps %g non-negative", (double)d->u.qsa.base,
 			    (double)d->u.qsa.eps);
-	/* q staged, a bit a block, a count a lane (qsa_select.comp) */
-	if (((uint64_t)h * D + (uint64_t)(nb_max + 32) / 32 + ls) * 4 > KV_SHARED_LIMIT)
+	/* q staged, a bit a block (blocks 0 .. nb_max), a count a lane (qsa_select.comp) */
+	int64_t pick_words = (nb_max + 32) / 32;
+	if (((uint64_t)h * D + (uint64_t)pick_words + ls) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
 			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
 	b->p->template = "qsa_select";
@@ -1725,7 +1726,7 @@ static bool build_qsa_select(kv_build *b)
 	def_uint(b, "BLOCK", c);
 	def_uint(b, "TOP", top);
 	def_uint(b, "ROT", rot);
-	def_uint(b, "PICK_WORDS", (nb_max + 32) / 32);
+	def_uint(b, "PICK_WORDS", pick_words);
 	def_float(b, "EPS", d->u.qsa.eps);
 	def_int(b, "USE_TREE", 0);
 	rope_table(b, &(ref_rope_params){.rot_dim = rot, .base = d->u.qsa.base});

@@ -30,16 +30,17 @@ bool cg_weight_classes(const ir_module *m, cg_weight_class *cls);
 
 const char *cg_weight_class_name(cg_weight_class c);
 
+/* Whether class c's weights may be stored in block format t (the format's
+ * kernels read them there): mxfp4 only for experts, the others for the
+ * classes --quant puts in them. */
+bool cg_quant_class_allows(cg_weight_class c, halo_dtype t);
+
 /* The stored dtype of a weight of class c and shape s (rank >= 2) under
  * --dtype matrix_dtype and --quant quant (HALO_F32 or HALO_F16 for none).
  * *fallback is set when the format was lowered to q8_0 because K is not a
  * multiple of its block (q4_k's 256, f8e4m3_b128's 128). Returns false with a message naming the weight,
  * its shape and the block when K is not a multiple of 32 (q8_0's and
  * mxfp4's block). */
-/* Whether class c's weights may be stored in block format t (the format's
- * kernels read them there): mxfp4 only for experts, the others for the
- * classes --quant puts in them. */
-bool cg_quant_class_allows(cg_weight_class c, halo_dtype t);
 bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo_dtype matrix_dtype,
 		    halo_dtype quant, halo_dtype *out, bool *fallback, char *err, size_t errlen);
 

@@ -11,8 +11,9 @@
 // and so its mask, never depend on T. The lanes then pick the TOP blocks
 // together (pick_top: the TOP-th best score by bisection of its bits, a
 // pass over the scores a bit, where one lane scanning them TOP times was
-// TOP * nb steps, 4 M at 32k tokens), and every lane writes its share of the mask row.
-// Which blocks are kept is a set the ranking defines, whatever the lanes.
+// TOP * nb steps, 4 M at 32k tokens), and every lane writes its share of
+// the mask row. Which blocks are kept is a set the ranking defines,
+// whatever the lanes.
 // Grid: x = 1, y = T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
