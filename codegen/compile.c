@@ -72,7 +72,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	}
 	ir_error ierr = {0};
 	ir_read_options ro = {.no_draft = o->no_mtp, .force_draft = o->mtp_dir != NULL, .n_ctx = o->n_ctx,
-			      .draft_max = o->draft_max};
+			      .draft_max = o->draft_max, .draft_vocab = o->draft_vocab};
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	if (c->m) {
 		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
@@ -181,7 +181,8 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 }
 
 /* want: the GPU targets to build kernels for (none: a ref-only bundle). */
-static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], char *err, size_t errlen)
+static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], bool gpu_all, char *err,
+			  size_t errlen)
 {
 	c->man.entries = calloc((size_t)c->plan->n_entries + 1, sizeof(*c->man.entries));
 	if (!c->man.entries) {
@@ -199,7 +200,7 @@ static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], 
 	}
 	for (int t = 0; t < HALO_TARGET_COUNT; t++)
 		c->man.has_kernels |= c->man.has_target[t] = want[t];
-	return !c->man.has_kernels || cg_select_kernels(&c->man, want, &c->code, err, errlen);
+	return !c->man.has_kernels || cg_select_kernels(&c->man, want, gpu_all, &c->code, err, errlen);
 }
 
 static int64_t dispatch_attr(const halo_dispatch *d, const char *name)
@@ -324,7 +325,7 @@ bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err,
 	bool ok = read_and_plan(&c, o, err, errlen) &&
 		  (o->no_tokenizer || cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
 		  open_weights(&c, o, err, errlen) &&
-		  declare_buffers(&c, err, errlen) && lower_entries(&c, want, err, errlen);
+		  declare_buffers(&c, err, errlen) && lower_entries(&c, want, o->gpu_all_variants, err, errlen);
 	if (ok)
 		bound_ngram_tables(&c);
 	struct timespec t0, t1;

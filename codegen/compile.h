@@ -38,6 +38,10 @@ typedef struct {
 	/* The GPU targets to build kernels for, as bits 1u << halo_target
 	 * (kernels/gpu_target.h); 0: Vulkan alone. Ignored with ref_only. */
 	uint32_t targets;
+	/* hip and cuda targets: code for every candidate of each kernel choice,
+	 * not only the first, which those backends run unless a test forces
+	 * another (halo_open_options.tune; tests/ops/backend_ops sweeps them). */
+	bool gpu_all_variants;
 	/* The draft head (the model file's draft: section): no_mtp leaves it
 	 * out even when the config declares one; mtp_dir (NULL: none) names a
 	 * drafter sidecar whose mtp.* tensors and config complete a target
@@ -51,6 +55,10 @@ typedef struct {
 	/* > 0: the most drafts a speculative round verifies (halo compile
 	 * --draft-max, 1..IR_DRAFT_MAX_LIMIT); 0: the model file's draft_max. */
 	int64_t draft_max;
+	/* > 0: the draft head's vocabulary (halo compile --draft-vocab): its
+	 * logits cover token ids 0 .. draft_vocab - 1 (ir_read_options); 0: the
+	 * model file's draft_vocab, the whole vocabulary. */
+	int64_t draft_vocab;
 	/* Leave the checkpoint's tokenizer.json out of the bundle (it is
 	 * embedded by default, when present; codegen/tokenizer_section.h). */
 	bool no_tokenizer;

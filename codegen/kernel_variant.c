@@ -844,7 +844,12 @@ static bool build_matmul(kv_build *b)
 	def_uint(b, "RPT", mm_rpt(b->d));
 	if (!matmul_groups(b) || !matmul_results(b))
 		return false;
-	if (!weight_type_q(b, N, K))
+	int64_t w_rows = b->d->u.matmul.w_rows ? b->d->u.matmul.w_rows : N;
+	if (w_rows < N)
+		return fail(b, "w_rows %" PRId64 ": fewer weight rows than N = %" PRId64, w_rows, N);
+	if (w_rows != N)
+		sb_printf(&b->sig, " of=%" PRId64, w_rows);
+	if (!weight_type_q(b, w_rows, K))
 		return false;
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
 }

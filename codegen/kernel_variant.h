@@ -124,9 +124,11 @@ typedef struct {
 		 * is silu(gate) * up (kernels/vulkan/matmul_out.glsl); groups g
 		 * (0 or 1: none): x is [a*T, g*K] and column n reads x's group
 		 * n / (N/g) (DeepSeek V4's block-diagonal o_a_proj; no split, pair
-		 * or prologue) */
+		 * or prologue); w_rows (0: N): the weight tensor's rows when the
+		 * matmul reads its first N alone (a draft head's vocabulary
+		 * prefix): a quantized tensor's scales follow all of them */
 		struct {
-			int64_t K, N, rows_per_t;
+			int64_t K, N, rows_per_t, w_rows;
 			int n_split;
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;

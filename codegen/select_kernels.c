@@ -311,6 +311,10 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.matmul.groups = DI("groups", 1);
 		k->u.matmul.K = cdim(&d->operand[1], 1); /* w's rows; a grouped x row holds groups of them */
 		k->u.matmul.N = cdim(&d->operand[1], 0);
+		if (halo_attr_find(d->attr, d->n_attr, "w_rows")) { /* w's first rows: the result's columns */
+			k->u.matmul.w_rows = k->u.matmul.N;
+			k->u.matmul.N = cdim(&d->operand[d->n_in + d->n_extra], 1);
+		}
 		k->u.matmul.rows_per_t = x->dim[0].coef_T;
 		k->u.matmul.pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
 		/* a split matmul's column counts are its results' widths */
@@ -906,21 +910,23 @@ static bool check_coverage(const halo_manifest *m, const compile_queue *q, char 
 
 /* The cuda and hip backends run each choice's first candidate with a twin
  * (they read no tuning database), so only that one gets code for their
- * targets: the others' would never run, and leaving them out makes a
- * compile for those targets about as many times shorter as a choice has
- * candidates (clang dominates it). */
-static void mark_gpu_runs(const halo_manifest *m, const pending_kernel *pending, bool *runs)
+ * targets: the others' would only run when a test forces them, and leaving
+ * them out makes a compile for those targets about as many times shorter
+ * as a choice has candidates (clang dominates it). With all, every
+ * candidate with a twin gets code (cg_compile_options.gpu_all_variants). */
+static void mark_gpu_runs(const halo_manifest *m, const pending_kernel *pending, bool all, bool *runs)
 {
 	for (int c = 0; c < m->n_choices; c++)
 		for (int j = 0; j < m->choices[c].n; j++)
 			if (pending[m->choices[c].kernel[j]].hip) {
 				runs[m->choices[c].kernel[j]] = true;
-				break;
+				if (!all)
+					break;
 			}
 }
 
-static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
-			size_t errlen)
+static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], bool gpu_all, cg_kernel_sections *out,
+			char *err, size_t errlen)
 {
 	compile_queue q = {.pending = s->pending, .n_kernels = s->man->n_kernels};
 	for (int t = 0; t < HALO_TARGET_COUNT; t++)
@@ -934,7 +940,7 @@ static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], cg_kern
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
 	else
-		mark_gpu_runs(s->man, s->pending, q.gpu_runs);
+		mark_gpu_runs(s->man, s->pending, gpu_all, q.gpu_runs);
 	ok = ok && check_coverage(s->man, &q, err, errlen) && compile_items(&q, err, errlen);
 	for (int pos = 0; ok && pos < q.n_targets; pos++)
 		if (!(ok = concat_target(s->man, &q, pos, out)))
@@ -954,8 +960,8 @@ void cg_kernel_sections_free(cg_kernel_sections *s)
 	memset(s, 0, sizeof *s);
 }
 
-bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
-		       size_t errlen)
+bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], bool gpu_all, cg_kernel_sections *out,
+		       char *err, size_t errlen)
 {
 	selector s = {.man = man};
 	bool ok = true;
@@ -963,7 +969,7 @@ bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], c
 	for (int i = 0; ok && i < man->n_entries; i++)
 		for (int j = 0; ok && j < man->entries[i].n_dispatch; j++)
 			ok = select_dispatch(&s, &man->entries[i], &man->entries[i].dispatch[j], err, errlen);
-	ok = ok && compile_all(&s, want, out, err, errlen);
+	ok = ok && compile_all(&s, want, gpu_all, out, err, errlen);
 	for (int i = 0; s.pending && i < man->n_kernels; i++) {
 		free(s.pending[i].source);
 		free(s.pending[i].hip);

@@ -29,8 +29,11 @@ typedef struct {
 	size_t size[HALO_TARGET_COUNT];
 } cg_kernel_sections;
 
-bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], cg_kernel_sections *out, char *err,
-		       size_t errlen);
+/* gpu_all: every candidate with a HIP twin gets code for the hip and cuda
+ * targets, not only the one those backends pick (for tests that force the
+ * others: cg_compile_options.gpu_all_variants). */
+bool cg_select_kernels(halo_manifest *man, const bool want[HALO_TARGET_COUNT], bool gpu_all, cg_kernel_sections *out,
+		       char *err, size_t errlen);
 void cg_kernel_sections_free(cg_kernel_sections *s);
 
 #endif

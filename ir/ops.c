@@ -41,11 +41,12 @@ static const ir_attr_schema a_concat[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
 static const ir_attr_schema a_repeat[] = {REQ_INT("r", 1, BIG)};
 /* split: the column counts of several results (sibling matmuls merged by
  * passes/merge_matmuls.c); pair: w's rows are (gate, up) pairs and the one
- * result is silu(x gate^T) * (x up^T) (docs/ops.md). */
+ * result is silu(x gate^T) * (x up^T); w_rows: only w's first w_rows rows
+ * (a draft head's vocabulary prefix) (docs/ops.md). */
 static const ir_attr_schema a_matmul[] = {
 	{.name = "split", .kind = IR_ATTR_INTS, .presence = IR_ATTR_OPTIONAL},
 	{.name = "pair", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = pair_choices},
-	OPT_INT("groups", 1, BIG)};
+	OPT_INT("groups", 1, BIG), OPT_INT("w_rows", 1, BIG)};
 static const ir_attr_schema a_rms[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0, 1), DEF_INT("group", 0, 0, BIG)};
 static const ir_attr_schema a_l2[] = {DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_gated_rms[] = {REQ_FLOAT("eps")};
@@ -451,12 +452,29 @@ static bool grouped_dims_ok(infer_ctx *c, int64_t g)
 	return true;
 }
 
+/* w_rows: y[rows, w_rows] from w's first w_rows rows, alone. */
+static bool w_rows_ok(infer_ctx *c, int64_t w_rows)
+{
+	ir_dim N = in_shape(c, 1)->dim[0];
+	char d[192];
+	if (ir_node_attr(c->n, "split") || ir_node_attr_str(c->n, "pair", NULL) || ir_node_attr(c->n, "groups"))
+		return fail(c, "w_rows %lld excludes split, pair and groups", (long long)w_rows);
+	if (!ir_dim_is_const(N) || w_rows > N.c)
+		return fail(c, "w_rows %lld is more than the weight's rows: %s", (long long)w_rows,
+			    desc(c, 1, d, sizeof(d)));
+	return true;
+}
+
 /* One result y[rows, N] by default; with `split` one per listed column
  * count, w's rows in that order; with `pair` one of N/2 columns; with
- * `groups` one of N columns over a grouped x. */
+ * `groups` one of N columns over a grouped x; with `w_rows` one of w_rows
+ * columns. */
 static bool infer_matmul(infer_ctx *c)
 {
 	if (!need_rank(c, 0, 2) || !need_rank(c, 1, 2) || !need_float(c, 0) || !need_float(c, 1))
+		return false;
+	int64_t w_rows = ir_node_attr_int(c->n, "w_rows", 0);
+	if (w_rows && !w_rows_ok(c, w_rows))
 		return false;
 	int64_t groups = ir_node_attr_int(c->n, "groups", 1);
 	if (groups > 1 ? !grouped_dims_ok(c, groups) : !need_dim_eq(c, 0, 1, 1, 1, "inner dims"))
@@ -483,7 +501,7 @@ static bool infer_matmul(infer_ctx *c)
 		return fail(c, "split column counts add up to %lld, the weight has %lld rows", (long long)sum,
 			    (long long)N.c);
 	if (!split) {
-		c->os[0] = mk_shape(2, (ir_dim[]){rows, pair ? (ir_dim){0, N.c / 2} : N});
+		c->os[0] = mk_shape(2, (ir_dim[]){rows, pair ? (ir_dim){0, N.c / 2} : w_rows ? (ir_dim){0, w_rows} : N});
 		c->ot[0] = in_dtype(c, 0);
 	}
 	return true;

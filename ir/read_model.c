@@ -194,7 +194,8 @@ static ir_module *read_model(const char *model_name, const char *yaml, size_t ya
 		     .no_draft = opts && opts->no_draft,
 		     .force_draft = opts && opts->force_draft,
 		     .n_ctx = opts ? opts->n_ctx : 0,
-		     .draft_max = opts ? opts->draft_max : 0};
+		     .draft_max = opts ? opts->draft_max : 0,
+		     .draft_vocab = opts ? opts->draft_vocab : 0};
 	rd.cfg = ir_config_parse(config_name, config_json, config_len, err);
 	if (!rd.cfg)
 		return NULL;

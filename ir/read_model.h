@@ -22,6 +22,11 @@ typedef struct {
 	 * --draft-max) in place of the model file's `draft_max` param, which
 	 * sizes the verify entry and its state slots; 1..IR_DRAFT_MAX_LIMIT. */
 	int64_t draft_max;
+	/* > 0: the draft head's vocabulary (halo compile --draft-vocab) in
+	 * place of the model file's `draft_vocab` param (whose default is the
+	 * whole vocabulary): the head's logits cover token ids 0 .. N - 1, at
+	 * most the vocabulary. */
+	int64_t draft_vocab;
 } ir_read_options;
 
 /* At most 8 tokens per verify step: the decode kernels' batch-invariant

@@ -168,6 +168,19 @@ static bool override_draft_max(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
 	return true;
 }
 
+/* The draft vocabulary the caller asked for replaces param draft_vocab,
+ * whose default (the whole vocabulary) bounds it. */
+static bool override_draft_vocab(rd_ctx *rd, const yaml_node_t *key, ir_param *p)
+{
+	if (p->is_float)
+		return rd_fail(rd, key, "param 'draft_vocab' must be an int to take a draft vocabulary");
+	if (rd->draft_vocab > p->i)
+		return rd_fail(rd, key, "a draft vocabulary of %lld tokens was asked for; the vocabulary has %lld",
+			       (long long)rd->draft_vocab, (long long)p->i);
+	p->i = rd->draft_vocab;
+	return true;
+}
+
 /* A param the caller's options replace: its name, the value asked for (0:
  * none) and how to apply it. */
 typedef struct {
@@ -184,6 +197,7 @@ bool rd_params(rd_ctx *rd, const yaml_node_t *map)
 	const param_override overrides[] = {
 		{"n_ctx", "a context length", rd->n_ctx, override_ctx},
 		{"draft_max", "a draft count", rd->draft_max, override_draft_max},
+		{"draft_vocab", "a draft vocabulary", rd->draft_vocab, override_draft_vocab},
 	};
 	int n = rd_map_len(map);
 	m->params = ir_arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(ir_param));

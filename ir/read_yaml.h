@@ -28,6 +28,7 @@ struct rd_ctx {
 	bool no_draft, force_draft; /* ir_read_options */
 	int64_t n_ctx;              /* ir_read_options; 0: the model file's */
 	int64_t draft_max;          /* ir_read_options; 0: the model file's */
+	int64_t draft_vocab;        /* ir_read_options; 0: the model file's */
 };
 
 /* Loads one YAML document from yaml[0..len) into rd->doc and checks the

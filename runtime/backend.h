@@ -83,6 +83,11 @@ typedef struct {
 	 * next step. device: the GPU the backend runs on. */
 	int (*picked)(const halo_backend *b, int choice, halo_pick_source *source);
 	bool (*set_picks)(halo_backend *b, const int *picks, char *err, size_t errlen);
+	/* Whether the bundle holds code this backend runs for manifest kernel
+	 * `kernel` (the cuda and hip targets carry code for the candidates
+	 * they pick, unless compiled with every one); NULL: every kernel has
+	 * it (Vulkan), and the device's features alone decide. */
+	bool (*runs_kernel)(const halo_backend *b, int kernel);
 	void (*device)(const halo_backend *b, halo_device_id *out);
 	/* Whether the backend finds its driver and device `device` (-1: the
 	 * default) here, without a bundle; NULL in a backend that needs

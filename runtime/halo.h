@@ -59,9 +59,12 @@ typedef struct {
 	 * for this device and the choice's key), borrowed during
 	 * halo_model_open only. NULL: every choice runs the heuristic's pick. */
 	const halo_tuning_db *tuning;
-	/* Vulkan, for halo tune (runtime/tuning.h): every candidate kernel the
-	 * device runs is loaded, halo_model_set_picks may change the picks, and
-	 * profiled steps time each dispatch on its own. */
+	/* For halo tune (runtime/tuning.h) and the op suite's sweeps: every
+	 * candidate kernel the device runs is loaded and
+	 * halo_model_set_picks may change the picks; on Vulkan profiled steps
+	 * also time each dispatch on its own. On cuda and hip the candidates
+	 * are those the bundle has code for (every one only when compiled with
+	 * cg_compile_options.gpu_all_variants). */
 	bool tune;
 } halo_open_options;
 
@@ -79,9 +82,11 @@ int halo_model_validation_messages(const halo_model *m);
 /* An entry point's token range, whether it returns every row's logits, and
  * whether it runs at a position the caller gives (halo_session_step_at: a
  * draft head) instead of the session's (halo_session_step, halo_session_prefill).
- * False when the bundle has no entry of that name. */
+ * width: the logits of a row, the vocabulary or, for a draft head's entry
+ * compiled with halo compile --draft-vocab, token ids 0 .. width - 1 only
+ * (1 with tokens_out). False when the bundle has no entry of that name. */
 typedef struct {
-	int64_t t_min, t_max;
+	int64_t t_min, t_max, width;
 	bool logits_all;
 	bool caller_position;
 	bool state_slots; /* keeps per-token recurrent state slots: halo_session_keep after it */
@@ -98,13 +103,14 @@ bool halo_session_reset(halo_session *s, char *err, size_t errlen);
 
 /* Runs entry point `entry` over tokens[0..n) at the session's position and
  * advances it by n. n must be within the entry's token range. logits (caller
- * owned) receives [n, vocab] f32 when the entry returns all rows, else [1, vocab];
+ * owned) receives [n, width] f32 when the entry returns all rows, else [1, width]
+ * (halo_entry_info.width: the vocabulary but for a narrowed draft head);
  * NULL copies nothing (halo_session_logits reads them in place).
  * Refuses an entry that runs at the caller's position (halo_session_step_at). */
 bool halo_session_step(halo_session *s, const char *entry, const int32_t *tokens, int64_t n, float *logits,
 		       char *err, size_t errlen);
 /* The logits of the session's last step (halo_session_step, _step_at, or
- * the last chunk of halo_session_prefill), in place: [*rows, vocab] f32,
+ * the last chunk of halo_session_prefill), in place: [*rows, width] f32,
  * owned by the session (the backend's host-visible output) and valid until
  * its next step, reset or free; NULL (*rows 0) before a step or after a
  * failed one. A caller that only scans them (a greedy argmax, verifying

@@ -459,16 +459,26 @@ static bool parse_position(mctx *c, json_object *o, const char *path, bool *call
 	return true;
 }
 
-/* The output holds whole rows at every token count: f32 logits of vocab
- * each, or (an i32 output) one greedy token each; as many rows as tokens,
- * or (logits_all false) at least the last one. */
+/* The output holds whole rows at every token count: f32 logits of its last
+ * dim each (the vocabulary; a draft head's entry, at a caller's position,
+ * may cover a prefix of it), or (an i32 output) one greedy token each; as
+ * many rows as tokens, or (logits_all false) at least the last one. */
 static bool output_rows(mctx *c, const halo_manifest *m, halo_entry *e, const char *path)
 {
 	const halo_tensor_ref *t = &e->output.t;
 	e->tokens_out = t->dtype == HALO_I32;
 	if (!e->tokens_out && t->dtype != HALO_F32)
 		return fail(c, path, "output is %s, not f32 logits or i32 tokens", halo_dtype_name(t->dtype));
-	uint64_t row = halo_entry_row_bytes(m, e);
+	e->width = 1;
+	if (!e->tokens_out) {
+		halo_affine w = t->rank ? t->dim[t->rank - 1] : (halo_affine){0, 0};
+		e->width = w.c;
+		if (w.coef_T != 0 || w.c < 1 || w.c > m->vocab || (w.c != m->vocab && !e->caller_position))
+			return fail(c, path, "output rows of %lld*T+%lld logits; want the vocabulary's %lld (a draft "
+				    "entry, at a caller's position, 1..%lld)", (long long)w.coef_T, (long long)w.c,
+				    (long long)m->vocab, (long long)m->vocab);
+	}
+	uint64_t row = halo_entry_row_bytes(e);
 	for (int64_t T = e->t_min; T <= e->t_max; T++) {
 		uint64_t bytes = halo_tensor_bytes(t, T);
 		if (bytes % row || bytes < row || (e->logits_all && bytes / row != (uint64_t)T))
@@ -1040,14 +1050,14 @@ int64_t halo_affine_eval(halo_affine a, int64_t T)
 
 /* Saturates at UINT64_MAX so that a hostile manifest's dims fail the range
  * checks instead of wrapping around. */
-uint64_t halo_entry_row_bytes(const halo_manifest *m, const halo_entry *e)
+uint64_t halo_entry_row_bytes(const halo_entry *e)
 {
-	return e->tokens_out ? sizeof(int32_t) : (uint64_t)m->vocab * sizeof(float);
+	return e->tokens_out ? sizeof(int32_t) : (uint64_t)e->width * sizeof(float);
 }
 
-uint64_t halo_entry_last_row(const halo_manifest *m, const halo_entry *e, int64_t T)
+uint64_t halo_entry_last_row(const halo_entry *e, int64_t T)
 {
-	uint64_t row = halo_entry_row_bytes(m, e);
+	uint64_t row = halo_entry_row_bytes(e);
 	return (halo_tensor_bytes(&e->output.t, T) / row - 1) * row;
 }
 

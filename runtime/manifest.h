@@ -102,10 +102,13 @@ typedef struct {
 	 * (halo_manifest.slots), which halo_session_keep picks from. */
 	bool state_slots;
 	uint64_t act_bytes;   /* activation arena for t_max */
-	halo_io input, output; /* token ids in; logits out, f32 rows of vocab */
+	halo_io input, output; /* token ids in; logits out, f32 rows of width */
 	/* The output is each row's greedy token instead (an i32 per row: the
 	 * entry's `output: tokens`), known from its dtype. */
 	bool tokens_out;
+	/* Logits per row: vocab, or fewer for a draft head's entry (its
+	 * draft_vocab: token ids 0 .. width - 1); 1 with tokens_out. */
+	int64_t width;
 	int n_dispatch;
 	halo_dispatch *dispatch;
 } halo_entry;
@@ -216,13 +219,13 @@ void manifest_free(halo_manifest *m);
 void manifest_free_kernels(halo_manifest *m);
 
 const halo_entry *manifest_entry(const halo_manifest *m, const char *name);
-/* The bytes of one row of e's output: vocab f32 logits, or (tokens_out)
+/* The bytes of one row of e's output: width f32 logits, or (tokens_out)
  * one i32 token. */
-uint64_t halo_entry_row_bytes(const halo_manifest *m, const halo_entry *e);
+uint64_t halo_entry_row_bytes(const halo_entry *e);
 /* Where the last row of e's output for a step of T tokens starts, in bytes
  * from the output's offset (the output holds whole rows: manifest_parse
  * checks it). */
-uint64_t halo_entry_last_row(const halo_manifest *m, const halo_entry *e, int64_t T);
+uint64_t halo_entry_last_row(const halo_entry *e, int64_t T);
 int64_t halo_affine_eval(halo_affine a, int64_t T);
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T);
 /* The bytes from t's offset that t may touch for any position: its bytes,

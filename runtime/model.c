@@ -113,8 +113,8 @@ bool halo_model_entry(const halo_model *m, const char *name, halo_entry_info *ou
 {
 	const halo_entry *e = manifest_entry(m->manifest, name);
 	if (e)
-		*out = (halo_entry_info){e->t_min, e->t_max, e->logits_all, e->caller_position, e->state_slots,
-					 e->tokens_out};
+		*out = (halo_entry_info){e->t_min, e->t_max, e->width, e->logits_all, e->caller_position,
+					 e->state_slots, e->tokens_out};
 	return e != NULL;
 }
 
@@ -225,9 +225,9 @@ static bool run_entry(halo_session *s, const halo_entry *e, int64_t pos, const i
 	 * rows its output holds. */
 	s->out_rows = e->logits_all ? n : 1;
 	s->out_tokens = e->tokens_out;
-	s->out = (const uint8_t *)out + (e->logits_all ? 0 : halo_entry_last_row(man, e, n));
+	s->out = (const uint8_t *)out + (e->logits_all ? 0 : halo_entry_last_row(e, n));
 	if (logits)
-		memcpy(logits, s->out, (size_t)s->out_rows * halo_entry_row_bytes(man, e));
+		memcpy(logits, s->out, (size_t)s->out_rows * halo_entry_row_bytes(e));
 	return true;
 }
 
@@ -566,10 +566,12 @@ bool halo_model_candidate(const halo_model *m, int choice, int pos, halo_candida
 {
 	if (choice < 0 || choice >= halo_model_choice_count(m) || pos < 0 || pos >= m->manifest->choices[choice].n)
 		return false;
-	const halo_kernel *k = &m->manifest->kernels[m->manifest->choices[choice].kernel[pos]];
+	int kernel = m->manifest->choices[choice].kernel[pos];
+	const halo_kernel *k = &m->manifest->kernels[kernel];
 	halo_device_id dev;
 	m->ops->device(m->backend, &dev);
-	*out = (halo_candidate_info){k->signature, k->tile, k->needs, (k->needs & ~dev.features) == 0};
+	bool code = !m->ops->runs_kernel || m->ops->runs_kernel(m->backend, kernel);
+	*out = (halo_candidate_info){k->signature, k->tile, k->needs, code && (k->needs & ~dev.features) == 0};
 	return true;
 }
 

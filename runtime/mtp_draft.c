@@ -11,6 +11,7 @@ struct halo_mtp_drafter {
 	halo_sampling sampling;
 	halo_rng rng;       /* the drafter's own stream: drafting never shifts the verifier's */
 	int64_t vocab;
+	int64_t width;       /* the head's logits a row: token ids 0 .. width - 1 (--draft-vocab) */
 	int64_t extend_max;  /* tokens per draft_extend call */
 	int64_t catchup_max; /* tokens per draft_catchup call; 0: the bundle has none */
 	bool chain;          /* greedy, with draft_greedy: chained drafts in one halo_session_chain_at */
@@ -28,6 +29,7 @@ static void drafter_rng_seed(halo_rng *r, uint64_t user_seed)
 bool halo_mtp_check_model(const halo_model *m, char *err, size_t errlen)
 {
 	static const char *const names[] = {HALO_MTP_EXTEND_ENTRY, HALO_MTP_STEP_ENTRY};
+	int64_t width = 0;
 	for (int i = 0; i < 2; i++) {
 		halo_entry_info e;
 		if (!halo_model_entry(m, names[i], &e)) {
@@ -45,6 +47,16 @@ bool halo_mtp_check_model(const halo_model *m, char *err, size_t errlen)
 				 names[i], (long long)e.t_min);
 			return false;
 		}
+		if (e.tokens_out) {
+			snprintf(err, errlen, "entry '%s' returns tokens; a draft head's entries return logits", names[i]);
+			return false;
+		}
+		if (i == 1 && e.width != width) {
+			snprintf(err, errlen, "entries '%s' and '%s' return rows of %lld and %lld logits; a draft head's "
+				 "vocabulary is one", names[0], names[1], (long long)width, (long long)e.width);
+			return false;
+		}
+		width = e.width;
 	}
 	return true;
 }
@@ -70,6 +82,7 @@ halo_mtp_drafter *halo_mtp_drafter_create(halo_model *m, halo_session *s, const 
 	d->s = s;
 	d->sampling = *sampling;
 	d->vocab = (int64_t)v;
+	d->width = extend_entry.width;
 	d->extend_max = extend_entry.t_max;
 	halo_entry_info catchup;
 	if (halo_model_entry(m, HALO_MTP_CATCHUP_ENTRY, &catchup) && catchup.caller_position)
@@ -114,15 +127,18 @@ static bool extend(halo_mtp_drafter *d, const int32_t *ctx, int64_t until, char 
 
 /* The draft from the current head row (the last step's logits, read in
  * place): its argmax, or a draw from its sampling distribution, which then
- * travels with the token as q. */
+ * travels with the token as q. A narrowed head (width < vocab) drafts from
+ * ids 0 .. width - 1: q is 0 past them, which the verifier's residual
+ * distribution max(0, p - q) takes as it comes (exact for any q). */
 static halo_draft pick(halo_mtp_drafter *d, int i)
 {
 	const float *logits = halo_session_logits(d->s, NULL);
 	if (d->sampling.temperature <= 0)
-		return (halo_draft){halo_argmax(logits, d->vocab), NULL};
+		return (halo_draft){halo_argmax(logits, d->width), NULL};
 	float *q = d->q + (size_t)i * (size_t)d->vocab;
-	halo_sampling_probs(&d->sampling, logits, d->vocab, q, d->scratch);
-	return (halo_draft){halo_sample_from(q, d->vocab, &d->rng), q};
+	halo_sampling_probs(&d->sampling, logits, d->width, q, d->scratch);
+	memset(q + d->width, 0, (size_t)(d->vocab - d->width) * sizeof(float));
+	return (halo_draft){halo_sample_from(q, d->width, &d->rng), q};
 }
 
 /* ctx[0..n): the target consumed ctx[0..n-1) (its position is n - 1) and

@@ -40,7 +40,7 @@ typedef struct {
 	const char *signature;
 	const char *tile;
 	uint32_t needs; /* HALO_NEED_* bits */
-	bool runs;      /* the model's device has them all */
+	bool runs;      /* the model's device has them all, and its backend the code */
 } halo_candidate_info;
 
 /* The number of kernel choices: 0 on the ref backend. */

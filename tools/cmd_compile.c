@@ -83,6 +83,12 @@ static void compile_usage(FILE *out)
 	      "                         (default: the model file's draft_max, 4): sizes the verify\n"
 	      "                         entry and its per-token recurrent state slots (K + 1 copies\n"
 	      "                         of each recurrent state, in the summary line)\n"
+	      "  --draft-vocab N        the draft head's vocabulary: its logits cover token ids\n"
+	      "                         0..N-1 only (default: all of them), so a drafted token\n"
+	      "                         costs N rows of the lm_head instead of the vocabulary's.\n"
+	      "                         Byte-level BPE vocabularies number tokens by merge order,\n"
+	      "                         roughly by frequency; verification stays exact whatever N,\n"
+	      "                         only acceptance changes (docs/generate.md)\n"
 	      "  --no-tokenizer         leave the checkpoint's tokenizer out of the bundle (by\n"
 	      "                         default tokenizer.json, with tokenizer_config.json's chat\n"
 	      "                         template and special tokens and generation_config.json's\n"
@@ -93,7 +99,7 @@ static void compile_usage(FILE *out)
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max;
+	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max, *draft_vocab;
 	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion;
 } compile_args;
 
@@ -123,6 +129,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--ctx", &a->ctx, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--draft-max", &a->draft_max, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--draft-vocab", &a->draft_vocab, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--output", &a->out, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "-o", &a->out, &rc))
 			continue;
@@ -188,6 +195,8 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))
 		return cli_usage_error("compile", "--draft-max wants 1..7 drafts per round (verification steps of at "
 				       "most 8 tokens), not '%s'", a->draft_max);
+	if (a->draft_vocab && !cli_parse_i64(a->draft_vocab, 1, INT32_MAX, &o->draft_vocab))
+		return cli_usage_error("compile", "--draft-vocab wants a positive token count, not '%s'", a->draft_vocab);
 	if (a->seed) {
 		int64_t seed;
 		if (!cli_parse_i64(a->seed, 0, INT64_MAX, &seed))

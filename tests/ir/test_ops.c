@@ -393,6 +393,23 @@ static void test_dsv4_attrs(void)
 	attr_s(bad, "pair", "swiglu");
 	CHECK(!infer(bad, s, t, &err) && strstr(err.msg, "groups 4 excludes split and pair"), "groups + pair: %s",
 	      err.msg);
+	/* w_rows: the weight's first rows (a draft head's vocabulary prefix) */
+	int x24 = input("x24", HALO_F32, 2, (ir_dim[]){T1, C(24)});
+	int pre = node(IR_OP_MATMUL, "pre", 2, (int[]){x24, w}, 1);
+	attr_i(pre, "w_rows", 40);
+	CHECK(infer(pre, s, t, &err) && strcmp(str(&s[0]), "[T, 40]") == 0, "w_rows 40 of 64: %s", err.msg);
+	pre = node(IR_OP_MATMUL, "all", 2, (int[]){x24, w}, 1);
+	attr_i(pre, "w_rows", 64);
+	CHECK(infer(pre, s, t, &err) && strcmp(str(&s[0]), "[T, 64]") == 0, "w_rows of all 64: %s", err.msg);
+	pre = node(IR_OP_MATMUL, "past", 2, (int[]){x24, w}, 1);
+	attr_i(pre, "w_rows", 65);
+	CHECK(!infer(pre, s, t, &err) && strstr(err.msg, "w_rows 65 is more than the weight's rows: w is [64, 24]"),
+	      "w_rows past the rows: %s", err.msg);
+	bad = node(IR_OP_MATMUL, "pre2", 2, (int[]){x24, w}, 1);
+	attr_i(bad, "w_rows", 8);
+	attr_s(bad, "pair", "swiglu");
+	CHECK(!infer(bad, s, t, &err) && strstr(err.msg, "w_rows 8 excludes split, pair and groups"),
+	      "w_rows + pair: %s", err.msg);
 
 	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)}), bias = input("bias", HALO_F32, 1, (ir_dim[]){C(8)});
 	int b7 = input("b7", HALO_F32, 1, (ir_dim[]){C(7)});

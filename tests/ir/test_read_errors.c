@@ -112,7 +112,7 @@ static const err_case cases[] = {
 	 "t.yaml:18:68: unknown key 'index' in layers.overrides"},
 	{"unknown top-level key", HEAD "bogus: 1\n" W G MATMUL OUT_Y ENTRY, "t.yaml:5:1: unknown key 'bogus' in the model"},
 	{"unknown op key", HEAD W G "      - {op: matmul, out: y, in: [x, w], eps: 1}\n" OUT_Y ENTRY,
-	 "t.yaml:12:42: unknown key 'eps' for op matmul (expected op, out, in, state, name, after, split, pair, groups)"},
+	 "t.yaml:12:42: unknown key 'eps' for op matmul (expected op, out, in, state, name, after, split, pair, groups, w_rows)"},
 	{"unknown param key", "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden, dflt: 3}\n" W G MATMUL OUT_Y ENTRY,
 	 "t.yaml:4:23: unknown key 'dflt' in a param spec"},
 	{"param named like a function", "model: m\nhf_model_types: [m]\nparams:\n  H: {config: hidden}\n  floor: {default: 2}\n"

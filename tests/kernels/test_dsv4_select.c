@@ -73,7 +73,7 @@ static selection select_one(halo_dispatch d)
 	halo_manifest m = {.model = "ds", .has_kernels = true, .has_target = {[HALO_TARGET_VULKAN] = true},
 			   .n_entries = 1, .entries = &e};
 	cg_kernel_sections code;
-	s.ok = cg_select_kernels(&m, m.has_target, &code, s.err, sizeof s.err);
+	s.ok = cg_select_kernels(&m, m.has_target, false, &code, s.err, sizeof s.err);
 	if (s.ok && m.n_kernels > 0) {
 		snprintf(s.key, sizeof s.key, "%s", m.kernels[0].key);
 		s.n_bindings = m.kernels[0].n_bindings;

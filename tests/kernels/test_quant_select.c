@@ -34,7 +34,7 @@ static bool select_one(halo_dispatch d, int64_t t_max, char *err, size_t errlen,
 	halo_manifest m = {.model = "q", .has_kernels = true, .has_target = {[HALO_TARGET_VULKAN] = true},
 			   .n_entries = 1, .entries = &e};
 	cg_kernel_sections code;
-	bool ok = cg_select_kernels(&m, m.has_target, &code, err, errlen);
+	bool ok = cg_select_kernels(&m, m.has_target, false, &code, err, errlen);
 	if (ok && m.n_kernels > 0)
 		snprintf(key, keylen, "%s", m.kernels[0].key);
 	for (int i = 0; i < m.n_kernels; i++) {

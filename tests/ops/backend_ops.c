@@ -14,11 +14,12 @@
  * - S run twice on fresh sessions: bitwise equal;
  * - batch invariance, where the case promises it: S' (the same prefill, then
  *   the 15 decode tokens one step each) bitwise equal to S.
- * On Vulkan the model is opened for tuning, and after the heuristic's picks
- * every other candidate of every kernel choice that the device runs is
- * picked in turn (halo_model_set_picks) and checked against ref (and S'), so
- * every variant a bundle carries is covered; a variant that only prefill runs
- * is checked on the prefill step alone. A case may name the kernels it
+ * On a GPU backend the model is opened for tuning, and after the heuristic's
+ * picks every other candidate of every kernel choice that the backend runs
+ * is picked in turn (halo_model_set_picks) and checked against ref (and S'),
+ * so every variant a bundle carries is covered (on cuda and hip those the
+ * bundle has code for: every one in the bundles --write makes); a variant
+ * that only prefill runs is checked on the prefill step alone. A case may name the kernels it
  * sweeps (op_case.sweep). HALO_OPS_NO_SWEEP=1 runs the heuristic's picks
  * only (tools/scripts/test-all.sh's sanitized pass: the host code a variant
  * runs is the same for every variant, and the sweep triples the time).
@@ -29,7 +30,8 @@
  * any absent backend a failure (for the GPU machine).
  *
  * The GPU machine has no clang-19 to make PTX: --write DIR compiles each
- * case's bundle into DIR/CASE.halo here and runs nothing (tools/gpu/pack.sh),
+ * case's bundle into DIR/CASE.halo here, with cuda and hip code for every
+ * candidate, and runs nothing (tools/gpu/pack.sh),
  * --read DIR runs those bundles instead of compiling
  * (tools/gpu/backend-ops.sh). */
 #include <math.h>
@@ -132,7 +134,7 @@ static bool compile_case(const op_case *c, const char *dir, uint32_t targets, co
 	}
 	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = bundle, .matrix_dtype = HALO_F32,
 				.quant = c->quant, .random_weights = true, .seed = case_seed(c),
-				.targets = targets, .no_tokenizer = true};
+				.targets = targets, .gpu_all_variants = true, .no_tokenizer = true};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
 		fprintf(stderr, "FAIL %s: compile: %s\n", c->name, err);
 		return false;
@@ -198,35 +200,67 @@ static bool run_sequence(halo_model *m, const sequence *q, seq_form form, float 
 	return ok;
 }
 
-/* max |got - want| / max(|want|, floor) <= tol (tol 0: bitwise); reports
- * the worst element on failure and raises *worst_seen to this worst. */
-static bool close_to(const char *what, const float *got, const float *want, int64_t n, double tol, double floor,
-		     double *worst_seen)
+/* Where row r of S lies: "prefill row r" or "decode step T=m, row i". */
+static const char *row_place(const sequence *q, int64_t r, char *buf, size_t len)
+{
+	if (r < q->t_prefill) {
+		snprintf(buf, len, "prefill row %lld", (long long)r);
+		return buf;
+	}
+	int64_t at = r - q->t_prefill, T = 1;
+	for (; T < OPS_T_DECODE && at >= T; T++)
+		at -= T;
+	snprintf(buf, len, "decode step T=%lld, row %lld", (long long)T, (long long)at);
+	return buf;
+}
+
+/* The error of got[i] against want[i]: 0 when the bits agree, else
+ * |got - want| / max(|want|, floor) (tol 0: bitwise, so infinite). */
+static double element_error(float got, float want, double tol, double floor)
+{
+	if (memcmp(&got, &want, sizeof(float)) == 0)
+		return 0;
+	double e = tol == 0 ? INFINITY : fabs((double)got - want) / fmax(fabs(want), floor);
+	return isnan(e) ? INFINITY : e;
+}
+
+/* Rows [r0, r1) of S within tol: reports the worst element, its row's
+ * place and the worst error of every row on failure; raises *worst_seen. */
+static bool close_rows(const char *what, const sequence *q, const float *got, const float *want, int64_t r0,
+		       int64_t r1, double tol, double floor, double *worst_seen)
 {
 	double worst = 0;
-	int64_t at = 0;
-	for (int64_t i = 0; i < n; i++) {
-		double e = memcmp(&got[i], &want[i], sizeof(float)) == 0 ? 0
-			   : tol == 0				    ? INFINITY
-								    : fabs((double)got[i] - want[i]) / fmax(fabs(want[i]), floor);
-		if (!(e <= worst)) /* NaN counts as worst */
-			worst = isnan(e) ? INFINITY : e, at = i;
+	int64_t at = r0 * q->vocab;
+	for (int64_t i = r0 * q->vocab; i < r1 * q->vocab; i++) {
+		double e = element_error(got[i], want[i], tol, floor);
+		if (e > worst)
+			worst = e, at = i;
 	}
 	*worst_seen = fmax(*worst_seen, worst);
 	if (worst <= tol)
 		return true;
-	fprintf(stderr, "FAIL %s: element %lld got %.9g want %.9g (error %.3g, tolerance %.3g)\n", what, (long long)at,
-		(double)got[at], (double)want[at], worst, tol);
+	char place[64];
+	fprintf(stderr, "FAIL %s: element %lld (%s) got %.9g want %.9g (error %.3g, tolerance %.3g)\n  worst by row:",
+		what, (long long)at, row_place(q, at / q->vocab, place, sizeof(place)), (double)got[at], (double)want[at],
+		worst, tol);
+	for (int64_t r = r0; r < r1; r++) {
+		double w = 0;
+		for (int64_t i = r * q->vocab; i < (r + 1) * q->vocab; i++)
+			w = fmax(w, element_error(got[i], want[i], tol, floor));
+		fprintf(stderr, " %.2g", w);
+	}
+	fprintf(stderr, "\n");
 	check_failures++;
 	return false;
 }
 
-static bool bitwise(const char *what, const float *a, const float *b, int64_t n)
+static bool bitwise(const char *what, const sequence *q, const float *a, const float *b, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-			fprintf(stderr, "FAIL %s: element %lld differs: %.9g vs %.9g\n", what, (long long)i, (double)a[i],
-				(double)b[i]);
+			char place[64];
+			fprintf(stderr, "FAIL %s: element %lld (%s) differs: %.9g vs %.9g\n", what, (long long)i,
+				row_place(q, i / q->vocab, place, sizeof(place)), (double)a[i], (double)b[i]);
 			check_failures++;
 			return false;
 		}
@@ -240,25 +274,33 @@ static bool bitwise(const char *what, const float *a, const float *b, int64_t n)
 typedef enum { CHECK_ALL, CHECK_VARIANT, CHECK_PREFILL } check_depth;
 
 /* S against ref's (want; NULL: ref itself), S again bitwise, and S'
- * bitwise where the case promises batch invariance; *worst as close_to. */
+ * bitwise where the case promises batch invariance. worst[0] is raised to
+ * the worst error seen (worst[1] to that of the prefill rows, for a case
+ * with a prefill tolerance of its own). */
 static void check_runs(halo_model *m, const op_case *c, const sequence *q, const float *want, check_depth depth,
-		       const char *label, float *got, float *again, double *worst)
+		       const char *label, float *got, float *again, double worst[2])
 {
 	int64_t n = (depth == CHECK_PREFILL ? q->t_prefill : q->rows) * q->vocab;
 	char what[512];
 	snprintf(what, sizeof(what), "%s %s vs ref", c->name, label);
 	if (!run_sequence(m, q, depth == CHECK_PREFILL ? SEQ_PREFILL : SEQ_STEPS, got, what))
 		return;
-	if (want && !close_to(what, got, want, n, c->tol, c->floor, worst))
+	int64_t rows = n / q->vocab;
+	if (want && c->prefill_tol) {
+		if (!close_rows(what, q, got, want, 0, q->t_prefill, c->prefill_tol, c->floor, &worst[1]))
+			fprintf(stderr, "  the prefill tolerance's reason: %s\n", c->prefill_why);
+		if (!close_rows(what, q, got, want, q->t_prefill, rows, c->tol, c->floor, &worst[0]))
+			fprintf(stderr, "  the tolerance's reason: %s\n", c->why);
+	} else if (want && !close_rows(what, q, got, want, 0, rows, c->tol, c->floor, &worst[0]))
 		fprintf(stderr, "  the tolerance's reason: %s\n", c->why);
 	snprintf(what, sizeof(what), "%s %s run twice", c->name, label);
 	if (depth == CHECK_ALL && run_sequence(m, q, SEQ_STEPS, again, what))
-		bitwise(what, got, again, n);
+		bitwise(what, q, got, again, n);
 	if (c->batch_variant || depth == CHECK_PREFILL)
 		return;
 	snprintf(what, sizeof(what), "%s %s decode T=m vs m single steps", c->name, label);
 	if (run_sequence(m, q, SEQ_SINGLE, again, what))
-		bitwise(what, got, again, n);
+		bitwise(what, q, got, again, n);
 }
 
 /* Whether Vulkan sweeps every variant (HALO_OPS_NO_SWEEP=1: no). */
@@ -274,8 +316,8 @@ static bool sweep_variants(void)
 static halo_model *open_model(const char *bundle, const char *backend)
 {
 	char err[2048];
-	bool vk = strcmp(backend, "vulkan") == 0;
-	halo_open_options o = {.backend = backend, .device = -1, .validation = vk, .tune = vk && sweep_variants()};
+	bool vk = strcmp(backend, "vulkan") == 0, gpu = strcmp(backend, "ref") != 0;
+	halo_open_options o = {.backend = backend, .device = -1, .validation = vk, .tune = gpu && sweep_variants()};
 	halo_model *m = halo_model_open(bundle, &o, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "FAIL open %s on %s: %s\n", bundle, backend, err);
@@ -317,8 +359,8 @@ static int entry_index(const halo_model *m, const char *name)
 
 /* Every candidate of every choice other than the heuristic's pick, one
  * choice at a time (the others at the heuristic's): returns how many ran. */
-static int check_variants(halo_model *m, const op_case *c, const sequence *q, const float *want, float *got,
-			  float *again, double *worst)
+static int check_variants(halo_model *m, const char *backend, const op_case *c, const sequence *q, const float *want,
+			  float *got, float *again, double worst[2])
 {
 	int n = halo_model_choice_count(m), ran = 0, decode = entry_index(m, "decode");
 	int *base = malloc((size_t)(n ? n : 1) * sizeof(int)), *picks = malloc((size_t)(n ? n : 1) * sizeof(int));
@@ -341,7 +383,7 @@ static int check_variants(halo_model *m, const op_case *c, const sequence *q, co
 				CHECK(false, "%s: pick %d of %s: %s", c->name, p, ci.key, err);
 				continue;
 			}
-			snprintf(label, sizeof(label), "vulkan %s [%s]", ci.key, cand.tile);
+			snprintf(label, sizeof(label), "%s %s [%s]", backend, ci.key, cand.tile);
 			check_depth depth = halo_model_entry_uses(m, decode, i) ? CHECK_VARIANT : CHECK_PREFILL;
 			check_runs(m, c, q, want, depth, label, got, again, worst);
 			ran++;
@@ -387,15 +429,20 @@ static void run_case(const op_case *c, const char *bundle, const char **backends
 		halo_model *m = is_ref ? ref : open_model(bundle, backends[b]);
 		if (!m)
 			continue;
-		double worst = 0;
-		check_runs(m, c, &q, is_ref ? NULL : want, CHECK_ALL, backends[b], got, again, &worst);
-		int variants = vk && sweep_variants() ? check_variants(m, c, &q, want, got, again, &worst) : 0;
+		double worst[2] = {0, 0};
+		check_runs(m, c, &q, is_ref ? NULL : want, CHECK_ALL, backends[b], got, again, worst);
+		int variants = !is_ref && sweep_variants() ? check_variants(m, backends[b], c, &q, want, got, again, worst)
+							   : 0;
 		size_t len = strlen(summary);
 		if (is_ref)
 			snprintf(summary + len, sizeof(summary) - len, " ref");
+		else if (c->prefill_tol)
+			snprintf(summary + len, sizeof(summary) - len,
+				 " %s (%d variant%s, worst %.2g of %.2g, prefill rows %.2g of %.2g)", backends[b],
+				 1 + variants, variants ? "s" : "", worst[0], c->tol, worst[1], c->prefill_tol);
 		else
 			snprintf(summary + len, sizeof(summary) - len, " %s (%d variant%s, worst %.2g of %.2g)",
-				 backends[b], 1 + variants, variants ? "s" : "", worst, c->tol);
+				 backends[b], 1 + variants, variants ? "s" : "", worst[0], c->tol);
 		if (vk)
 			CHECK(halo_model_validation_messages(m) == 0, "%s: validation messages on vulkan", c->name);
 		if (!is_ref)

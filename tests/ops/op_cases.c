@@ -60,15 +60,27 @@
  * a head would be: codegen/quant_policy.c), split into two halves added. The
  * kernels dequantize to the reference's values (q4_k: up to one fma's
  * rounding) and scale each block's sum once where ref scales each weight.
- * K: a multiple of the format's block (32, 256 and 128 values). */
-#define QUANT_CASE(n, q, K)                                                                         \
-	{                                                                                           \
-		.name = n, .params = "H: {default: " #K "}\nvocab: {default: 45}",                \
-		.weights = "w: {shape: [2 * vocab, H]}", .quant = q,                                \
-		.body = "- {op: matmul, out: [a, b], in: [x, w], split: [vocab, vocab]}\n"          \
-			"- {op: add, out: logits, in: [a, b]}",                                     \
-		.tol = 1e-4, .floor = 1e-2, .why = "block sums scaled once (ref: per weight), f32 sums (f64 in ref)" \
+ * Prefill (19 rows) may run on the matrix units (matmul_coopmat, where the
+ * device has them: H200 Vulkan, cuda), which round x and the dequantized
+ * weights to f16 (u = 2^-11 each, tests/kernels/test_matmul_quant.c). Its
+ * outputs here are of rms 0.03-0.05 (ref), so those roundings, summed over
+ * K products of random sign, move one by about u sqrt(2K) of a product's
+ * scale, a few 1e-5: 2e-2 of the 1e-2 floor is 2e-4, 5-7 times the worst
+ * errors measured on the H200's cuda (q8_0 3.1e-3, f8e4m3 4.2e-3 by this
+ * measure) and under an output's own size. K: a multiple of the format's
+ * block (32, 256 and 128 values). */
+#define QUANT_CASE_OF(n, q, K, w_rows_body)                                                                     \
+	{                                                                                                       \
+		.name = n, .params = "H: {default: " #K "}\nvocab: {default: 45}",                            \
+		.weights = "w: {shape: [2 * vocab, H]}", .quant = q, .body = w_rows_body,                       \
+		.tol = 1e-4, .floor = 1e-2, .why = "block sums scaled once (ref: per weight), f32 sums (f64 in ref)", \
+		.prefill_tol = 2e-2,                                                                            \
+		.prefill_why = "prefill on the matrix units rounds x and the dequantized weights to f16"       \
 	}
+#define QUANT_CASE(n, q, K)                                                                                     \
+	QUANT_CASE_OF(n, q, K,                                                                                  \
+		      "- {op: matmul, out: [a, b], in: [x, w], split: [vocab, vocab]}\n"                          \
+		      "- {op: add, out: logits, in: [a, b]}")
 /* q, k and v from x, the cache written at pos, attention over it. */
 #define ATTENTION_BODY(hq, hk, d)                                                                            \
 	"- {op: matmul, out: qf, in: [x, wq]}\n"                                                            \
@@ -229,6 +241,16 @@ const op_case op_cases[] = {
 	QUANT_CASE("matmul_q8_0", HALO_Q8_0, 96),
 	QUANT_CASE("matmul_q4_k", HALO_Q4_K, 256),
 	QUANT_CASE("matmul_f8e4m3_b128", HALO_F8E4M3_B128, 128),
+	/* A draft head's vocabulary prefix (halo compile --draft-vocab): w's
+	 * first vocab rows of 2 * vocab, whose scales follow all of them. */
+	QUANT_CASE_OF("matmul_q8_0_w_rows", HALO_Q8_0, 96, "- {op: matmul, out: logits, in: [x, w], w_rows: vocab}"),
+	{
+		.name = "matmul_w_rows",
+		.params = "H: {default: 96}\nvocab: {default: 45}",
+		.weights = "w: {shape: [70, H]}",
+		.body = "- {op: matmul, out: logits, in: [x, w], w_rows: vocab}",
+		MATMUL_TOL,
+	},
 	/* ---- rope ---- */
 	{
 		.name = "rope_neox_partial",

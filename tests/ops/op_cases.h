@@ -41,6 +41,11 @@ typedef struct {
 	const char *sweep;
 	double tol, floor;
 	const char *why;
+	/* The prefill step's rows against a tolerance of their own (0: tol),
+	 * for the reason prefill_why: where prefill runs kernels whose
+	 * arithmetic differs from decode's (the matrix units' f16 inputs). */
+	double prefill_tol;
+	const char *prefill_why;
 	/* A decode step of T = m rows differs from m single steps (the op's
 	 * kernels do not promise it); NULL: they must match bitwise. */
 	const char *batch_variant;

@@ -82,15 +82,19 @@ bool mc_use_prebuilt(const char *name, const char *backend, const char *out_path
 	return true;
 }
 
-/* mc_compile_for and mc_compile_no_mtp: the prebuilt bundle <fixture>.<model>.<f32|f16><suffix>, else a compile for
- * the backend. */
+/* mc_compile_for, mc_compile_no_mtp and mc_compile_draft_vocab: the
+ * prebuilt bundle <fixture>.<model>.<f32|f16><suffix>, else a compile for
+ * the backend (draft_vocab 0: the model file's). */
 static void compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16, bool no_mtp,
-			const char *backend)
+			int64_t draft_vocab, const char *backend)
 {
-	char fixture[256], stem_model[256], name[600];
+	char fixture[256], stem_model[256], name[640], dv[32] = "";
 	stem(hf_rel, "", fixture, sizeof(fixture));
 	stem(model_rel, ".yaml", stem_model, sizeof(stem_model));
-	snprintf(name, sizeof(name), "%s.%s.%s%s", fixture, stem_model, f16 ? "f16" : "f32", no_mtp ? ".nomtp" : "");
+	if (draft_vocab)
+		snprintf(dv, sizeof(dv), ".dv%lld", (long long)draft_vocab);
+	snprintf(name, sizeof(name), "%s.%s.%s%s%s", fixture, stem_model, f16 ? "f16" : "f32", no_mtp ? ".nomtp" : "",
+		 dv);
 	if (mc_use_prebuilt(name, backend, out_path))
 		return;
 	int gpu = halo_target_find(backend);
@@ -98,7 +102,7 @@ static void compile_for(const char *model_rel, const char *hf_rel, const char *o
 	snprintf(model, sizeof(model), "%s", mc_source_path(model_rel));
 	snprintf(hf, sizeof(hf), "%s", mc_source_path(hf_rel));
 	cg_compile_options o = {.model_path = model, .hf_dir = hf, .out_path = out_path,
-				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .no_mtp = no_mtp,
+				.matrix_dtype = f16 ? HALO_F16 : HALO_F32, .no_mtp = no_mtp, .draft_vocab = draft_vocab,
 				.ref_only = strcmp(backend, "ref") == 0,
 				.targets = gpu > HALO_TARGET_VULKAN ? 1u << HALO_TARGET_VULKAN | 1u << gpu : 0};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {
@@ -110,12 +114,18 @@ static void compile_for(const char *model_rel, const char *hf_rel, const char *o
 void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_path, bool f16,
 		    const char *backend)
 {
-	compile_for(model_rel, hf_rel, out_path, f16, false, backend);
+	compile_for(model_rel, hf_rel, out_path, f16, false, 0, backend);
 }
 
 void mc_compile_no_mtp(const char *model_rel, const char *hf_rel, const char *out_path, const char *backend)
 {
-	compile_for(model_rel, hf_rel, out_path, false, true, backend);
+	compile_for(model_rel, hf_rel, out_path, false, true, 0, backend);
+}
+
+void mc_compile_draft_vocab(const char *model_rel, const char *hf_rel, const char *out_path, int64_t draft_vocab,
+			    const char *backend)
+{
+	compile_for(model_rel, hf_rel, out_path, false, false, draft_vocab, backend);
 }
 
 bool mc_is_vulkan(const char *backend)

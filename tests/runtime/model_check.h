@@ -38,6 +38,11 @@ void mc_compile_for(const char *model_rel, const char *hf_rel, const char *out_p
 /* mc_compile_for at f32 with --no-mtp: the target without its draft head
  * (prebuilt: <fixture>.<model>.f32.nomtp). */
 void mc_compile_no_mtp(const char *model_rel, const char *hf_rel, const char *out_path, const char *backend);
+/* mc_compile_for at f32 with the draft head narrowed to token ids
+ * 0 .. draft_vocab - 1 (halo compile --draft-vocab; prebuilt:
+ * <fixture>.<model>.f32.dv<draft_vocab>). */
+void mc_compile_draft_vocab(const char *model_rel, const char *hf_rel, const char *out_path, int64_t draft_vocab,
+			    const char *backend);
 /* With $HALO_TEST_BUNDLES set and a cuda or hip backend: copies the bundle
  * <dir>/<name>.<backend>.halo to out_path and returns true (a missing one
  * fails the test), since the GPU machine has no clang-19 to make those

@@ -1,7 +1,12 @@
 /* Speculative decoding on real bundles: models/<family>.yaml compiled with
  * tests/fixtures/<family>_tiny, run on a backend (validation on for Vulkan).
  *
- * usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,...
+ * usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,... [DRAFT_VOCAB]
+ *
+ * DRAFT_VOCAB: the bundle's draft head narrowed to token ids
+ * 0 .. DRAFT_VOCAB - 1 (halo compile --draft-vocab): every check below
+ * holds as for the whole vocabulary, and the head's own drafts (greedy)
+ * stay inside its vocabulary.
  *
  * greedy: for each K, a drafter proposes the target's own plain-greedy
  * continuation (precomputed) with one token perturbed at position
@@ -38,6 +43,7 @@
 typedef struct {
 	const int32_t *ref; /* the plain continuation: ref[0] is the first generated token */
 	int64_t n_ref, n_prompt, vocab;
+	int64_t draft_width; /* the MTP head's logits a row (its --draft-vocab) */
 	int k;
 	long round;
 	int expect;                      /* forced acceptance length of the round in flight */
@@ -87,6 +93,12 @@ static int forcing_propose(void *self, const int32_t *ctx, int64_t n, int k, hal
 		int got = f->inner.propose(f->inner.self, ctx, n, k, out, err, errlen);
 		if (got != k)
 			return got < 0 ? -1 : (snprintf(err, errlen, "MTP drafter proposed %d of %d", got, k), -1);
+		for (int i = 0; i < k; i++)
+			if (out[i].token < 0 || out[i].token >= f->draft_width) {
+				snprintf(err, errlen, "MTP draft %d is token %d, outside the head's %lld", i,
+					 out[i].token, (long long)f->draft_width);
+				return -1;
+			}
 		for (int i = 0; i < m; i++)
 			f->natural += out[i].token == f->ref[e + i];
 		f->proposed += m;
@@ -117,6 +129,7 @@ typedef struct {
 	int64_t n_prompt, vocab;
 	float *last; /* the prompt's final logits row */
 	bool has_mtp; /* the bundle has the MTP head's entry points */
+	int64_t draft_width; /* their logits a row */
 } target;
 
 static void prefill(target *t)
@@ -221,6 +234,7 @@ static bool greedy_run(target *t, forcing_drafter *f, bool adaptive, const int32
 	MC_CHECK(!t->has_mtp || md, "%s", err);
 	if (md)
 		f->inner = halo_mtp_drafter_iface(md);
+	f->draft_width = t->draft_width;
 	halo_drafter d = {f, forcing_propose, forcing_accepted};
 	prefill(t);
 	bool ok = halo_spec_generate(t->m, t->s, &d, &o, t->prompt, t->n_prompt, t->last, n, got, st, err, sizeof(err));
@@ -368,10 +382,10 @@ static bool parse_ks(const char *s, int *ks, int *n)
 int main(int argc, char **argv)
 {
 	int ks[HALO_SPEC_K_MAX], n_ks = 0;
-	if (argc != 6 || (strcmp(argv[1], "greedy") && strcmp(argv[1], "sampled")) || !halo_backend_check(argv[2], NULL, 0) ||
-	    atoll(argv[4]) < 2 ||
-	    !parse_ks(argv[5], ks, &n_ks)) {
-		fprintf(stderr, "usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,...\n");
+	int64_t draft_vocab = argc == 7 ? atoll(argv[6]) : 0;
+	if ((argc != 6 && (argc != 7 || draft_vocab < 1)) || (strcmp(argv[1], "greedy") && strcmp(argv[1], "sampled")) ||
+	    !halo_backend_check(argv[2], NULL, 0) || atoll(argv[4]) < 2 || !parse_ks(argv[5], ks, &n_ks)) {
+		fprintf(stderr, "usage: test_spec_exact greedy|sampled BACKEND FAMILY N_TOKENS K,K,... [DRAFT_VOCAB]\n");
 		return 2;
 	}
 	const char *backend = argv[2];
@@ -379,10 +393,17 @@ int main(int argc, char **argv)
 	snprintf(model, sizeof(model), "models/%s.yaml", argv[3]);
 	snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_tiny", argv[3]);
 	snprintf(bundle, sizeof(bundle), "spec_%d.halo", (int)getpid());
-	mc_compile_for(model, fixture, bundle, false, backend);
+	if (draft_vocab)
+		mc_compile_draft_vocab(model, fixture, bundle, draft_vocab, backend);
+	else
+		mc_compile_for(model, fixture, bundle, false, backend);
 	target t = {.m = mc_open(bundle, backend)};
 	halo_entry_info draft;
 	t.has_mtp = halo_model_entry(t.m, HALO_MTP_STEP_ENTRY, &draft);
+	t.draft_width = t.has_mtp ? draft.width : 0;
+	MC_CHECK(!draft_vocab || (t.has_mtp && draft.width == draft_vocab && draft_vocab < halo_model_vocab(t.m)),
+		 "a draft head of %lld tokens was compiled; the bundle's has %lld of %lld", (long long)draft_vocab,
+		 (long long)t.draft_width, (long long)halo_model_vocab(t.m));
 	for (int i = 0; i < n_ks; i++)
 		MC_CHECK(halo_spec_check_model(t.m, t.has_mtp ? HALO_MTP_STEP_ENTRY : NULL, ks[i], err, sizeof(err)), "%s",
 			 err);

@@ -8,6 +8,9 @@
  * per picked kernel. A choice runs its first candidate that has code for
  * the target: there is no tuning database on these backends (yet), and no
  * device features to weigh (the HIP templates have one form per target).
+ * Loaded with tune, every candidate with code gets a module and
+ * gpu_set_picks may switch between them (tests/ops/backend_ops sweeps a
+ * bundle compiled with code for all of them); launches read the picks.
  *
  * A session holds the state and activation arenas and the 16-byte step
  * record {pos, T} every kernel sees as its last binding, and per dispatch
@@ -46,7 +49,9 @@ struct halo_backend {
 	void *ctx; /* the device's primary context, retained */
 	gpu_dptr weights;
 	int *pick;       /* per choice: the candidate position it runs */
-	void **modules;  /* per manifest kernel: loaded for the picked ones */
+	bool tune;       /* loaded with tune: every candidate with code has a module */
+	bool *forced;    /* per choice: picked by gpu_set_picks or the load's picks */
+	void **modules;  /* per manifest kernel: loaded for the picked ones (all with code when tuning) */
 	void **functions;
 };
 
@@ -113,12 +118,14 @@ static bool choose_kernels(halo_backend *b, const halo_backend_load *load, char 
 		return false;
 	}
 	b->pick = calloc((size_t)m->n_choices + 1, sizeof(*b->pick));
-	if (!b->pick)
+	b->forced = calloc((size_t)m->n_choices + 1, sizeof(*b->forced));
+	if (!b->pick || !b->forced)
 		return oom(b, err, errlen);
 	for (int c = 0; c < m->n_choices; c++) {
 		const halo_choice *ch = &m->choices[c];
 		int forced = load->picks ? load->picks[c] : -1;
 		b->pick[c] = -1;
+		b->forced[c] = forced >= 0;
 		for (int i = 0; i < ch->n && b->pick[c] < 0; i++)
 			if ((forced < 0 || forced == i) && has_code(b, ch->kernel[i]))
 				b->pick[c] = i;
@@ -215,9 +222,30 @@ static bool upload_weights(halo_backend *b, const halo_backend_load *load, char 
 	return true;
 }
 
-/* A module per picked kernel. The driver reads PTX as a NUL-terminated
- * string, which a kernel's bytes in the section are not: each is copied with
- * a NUL after it (a code object ignores the extra byte). */
+/* Kernel k's module. The driver reads PTX as a NUL-terminated string,
+ * which a kernel's bytes in the section are not: each is copied with a NUL
+ * after it (a code object ignores the extra byte). */
+static bool load_module(halo_backend *b, const uint8_t *code, int k, char *err, size_t errlen)
+{
+	const halo_kernel *kn = &b->manifest->kernels[k];
+	uint64_t size = kn->code[b->driver->target].size;
+	char *image = malloc(size + 1);
+	if (!image)
+		return oom(b, err, errlen);
+	memcpy(image, code + kn->code[b->driver->target].offset, size);
+	image[size] = '\0';
+	int rc = b->api.module_load_data(&b->modules[k], image);
+	free(image);
+	char what[512];
+	snprintf(what, sizeof(what), "loading kernel %s", kn->signature);
+	if (rc != 0)
+		return fail_rc(b, rc, what, err, errlen);
+	snprintf(what, sizeof(what), "kernel %s has no entry halo_main", kn->signature);
+	CALL(b, b->api.module_get_function(&b->functions[k], b->modules[k], "halo_main"), what);
+	return true;
+}
+
+/* A module per picked kernel or, when tuning, per kernel with code. */
 static bool load_modules(halo_backend *b, const uint8_t *code, char *err, size_t errlen)
 {
 	const halo_manifest *m = b->manifest;
@@ -225,25 +253,13 @@ static bool load_modules(halo_backend *b, const uint8_t *code, char *err, size_t
 	b->functions = calloc((size_t)m->n_kernels + 1, sizeof(*b->functions));
 	if (!b->modules || !b->functions)
 		return oom(b, err, errlen);
-	for (int c = 0; c < m->n_choices; c++) {
-		int k = m->choices[c].kernel[b->pick[c]];
-		const halo_kernel *kn = &m->kernels[k];
-		if (b->modules[k])
-			continue;
-		char *image = malloc(kn->code[b->driver->target].size + 1);
-		if (!image)
-			return oom(b, err, errlen);
-		memcpy(image, code + kn->code[b->driver->target].offset, kn->code[b->driver->target].size);
-		image[kn->code[b->driver->target].size] = '\0';
-		int rc = b->api.module_load_data(&b->modules[k], image);
-		free(image);
-		char what[512];
-		snprintf(what, sizeof(what), "loading kernel %s", kn->signature);
-		if (rc != 0)
-			return fail_rc(b, rc, what, err, errlen);
-		snprintf(what, sizeof(what), "kernel %s has no entry halo_main", kn->signature);
-		CALL(b, b->api.module_get_function(&b->functions[k], b->modules[k], "halo_main"), what);
-	}
+	for (int c = 0; c < m->n_choices; c++)
+		for (int i = 0; i < m->choices[c].n; i++) {
+			int k = m->choices[c].kernel[i];
+			bool wanted = b->tune ? has_code(b, k) : i == b->pick[c];
+			if (wanted && !b->modules[k] && !load_module(b, code, k, err, errlen))
+				return false;
+		}
 	return true;
 }
 
@@ -262,6 +278,7 @@ void gpu_backend_destroy(halo_backend *b)
 	free(b->modules);
 	free(b->functions);
 	free(b->pick);
+	free(b->forced);
 	if (b->lib)
 		dlclose(b->lib);
 	free(b);
@@ -276,10 +293,7 @@ halo_backend *gpu_backend_create(const gpu_driver *driver, const halo_backend_lo
 	}
 	b->driver = driver;
 	b->manifest = load->manifest;
-	if (load->tune) {
-		snprintf(err, errlen, "%s backend: no tuning on this backend (halo tune runs on vulkan)", driver->backend);
-		goto fail;
-	}
+	b->tune = load->tune;
 	if (!choose_kernels(b, load, err, errlen) || !open_library(b, err, errlen) ||
 	    !open_device(b, load->device, err, errlen) || !upload_weights(b, load, err, errlen) ||
 	    !load_modules(b, load->code[driver->target], err, errlen))
@@ -334,15 +348,36 @@ done:
 int gpu_picked(const halo_backend *b, int choice, halo_pick_source *source)
 {
 	if (source)
-		*source = HALO_PICK_HEURISTIC;
+		*source = b->forced[choice] ? HALO_PICK_FORCED : HALO_PICK_HEURISTIC;
 	return b->pick[choice];
 }
 
+/* Positions -1 keep their pick; the others must have a module (code in
+ * the bundle, loaded for tuning). Checked before anything changes. */
 bool gpu_set_picks(halo_backend *b, const int *picks, char *err, size_t errlen)
 {
-	(void)picks;
-	snprintf(err, errlen, "%s backend: picks are fixed at load (no tuning on this backend)", b->driver->backend);
-	return false;
+	const halo_manifest *m = b->manifest;
+	if (!b->tune) {
+		snprintf(err, errlen, "%s backend: picks change only on a model opened for tuning", b->driver->backend);
+		return false;
+	}
+	for (int c = 0; c < m->n_choices; c++)
+		if (picks[c] >= m->choices[c].n || (picks[c] >= 0 && !b->modules[m->choices[c].kernel[picks[c]]])) {
+			snprintf(err, errlen, "%s backend: candidate %d of kernel choice %s has no %s code in the bundle",
+				 b->driver->backend, picks[c], m->choices[c].key, halo_targets[b->driver->target].name);
+			return false;
+		}
+	for (int c = 0; c < m->n_choices; c++)
+		if (picks[c] >= 0) {
+			b->pick[c] = picks[c];
+			b->forced[c] = true;
+		}
+	return true;
+}
+
+bool gpu_runs_kernel(const halo_backend *b, int kernel)
+{
+	return has_code(b, kernel);
 }
 
 void gpu_device(const halo_backend *b, halo_device_id *out)
@@ -585,7 +620,7 @@ bool gpu_chain(halo_backend_session *s, const halo_entry *e, int64_t pos, int32_
 	for (int64_t i = 0; i < k; i++)
 		memcpy(rec[i], (uint32_t[4]){(uint32_t)(pos + i), 1, 0, 0}, sizeof(rec[i]));
 	gpu_dptr in = s->act + e->input.t.offset;
-	gpu_dptr tok = s->act + e->output.t.offset + halo_entry_last_row(b->manifest, e, 1);
+	gpu_dptr tok = s->act + e->output.t.offset + halo_entry_last_row(e, 1);
 	/* The records and the first token go up once; then everything is
 	 * ordered on the default stream: each step's record and token are
 	 * device copies, and the tokens come back once at the end. */

@@ -33,6 +33,8 @@ bool gpu_checkpoint_copy(halo_backend_checkpoint *c, bool save, char *err, size_
 bool gpu_keep_slot(halo_backend_session *s, int64_t slot, char *err, size_t errlen);
 int gpu_picked(const halo_backend *b, int choice, halo_pick_source *source);
 bool gpu_set_picks(halo_backend *b, const int *picks, char *err, size_t errlen);
+/* Whether the bundle has this target's code for manifest kernel `kernel`. */
+bool gpu_runs_kernel(const halo_backend *b, int kernel);
 void gpu_device(const halo_backend *b, halo_device_id *out);
 /* The driver's library opens and has device `device` (-1: 0); closes both. */
 bool gpu_backend_probe(const gpu_driver *driver, int device, char *err, size_t errlen);
@@ -52,7 +54,8 @@ int gpu_backend_devices(const gpu_driver *driver, halo_device_name *out, int max
 		.checkpoint_create = gpu_checkpoint_create,                                   \
 		.checkpoint_destroy = gpu_checkpoint_destroy,                                 \
 		.checkpoint_copy = gpu_checkpoint_copy, .keep_slot = gpu_keep_slot,           \
-		.picked = gpu_picked, .set_picks = gpu_set_picks, .device = gpu_device,       \
+		.picked = gpu_picked, .set_picks = gpu_set_picks,                             \
+		.runs_kernel = gpu_runs_kernel, .device = gpu_device,                         \
 		.probe = probe_fn, .devices = devices_fn,                                     \
 	}
 

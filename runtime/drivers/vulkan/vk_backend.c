@@ -593,7 +593,7 @@ static bool record_chain(halo_backend_session *s, const halo_entry *e, int64_t k
 	vk_error ve;
 	if (!record_begin(s, e, 1, k, false, r, err, errlen))
 		return false;
-	uint64_t in = e->input.t.offset, tok = e->output.t.offset + halo_entry_last_row(s->b->manifest, e, 1);
+	uint64_t in = e->input.t.offset, tok = e->output.t.offset + halo_entry_last_row(e, 1);
 	for (int64_t i = 0; i < k; i++) {
 		vk_cmd_copy(&r->cmd, &s->io, IO_STEP + 16 * (uint64_t)i, &s->step, 0, 16);
 		/* The memory plan may give the token the input's bytes: then it is
