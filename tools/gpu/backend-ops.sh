@@ -1,8 +1,8 @@
 #!/bin/sh
 # On the GPU machine (after tools/gpu/pack.sh here): the backend op suite
 # (tests/ops/backend_ops.c) on the Vulkan and cuda backends against ref,
-# every Vulkan variant swept, on the case bundles pack.sh compiled here with
-# the cuda-sm90 target (.devrun/ops_cuda.tar.xz: the GPU machine has no
+# every variant of both swept, on the case bundles pack.sh compiled here with
+# the cuda-sm90 target (code for every candidate) (.devrun/ops_cuda.tar.xz: the GPU machine has no
 # clang-19 to make PTX). A missing driver or device fails here
 # (HALO_REQUIRE_GPU=1). The log goes to $OUT/backend-ops.txt.
 # Packing: `PACK_TESTS=0 PACK_OPS=1 sh tools/gpu/pack.sh`.

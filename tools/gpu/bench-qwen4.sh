@@ -8,6 +8,8 @@
 # (bench/spec_bench: accept-all and reject-last drafts at fixed K, and a
 # never-right drafter at adaptive K, for K = 1..4), and the card's copy
 # bandwidth as the ceiling. Every step writes to $OUT (or /tmp) as it ends.
+# HALO_COMPILE_FLAGS: more `halo compile` flags (--draft-vocab N: the head
+# drafts from the first N token ids).
 # usage: tools/gpu/bench-qwen4.sh [N_PREDICT] [TUNE_BUDGET_S]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -18,8 +20,9 @@ n=${1:-64}
 budget=${2:-0}
 bundle=/tmp/qwen4_exp_f16.halo
 t0=$(date +%s.%N)
+# shellcheck disable=SC2086 # flags split on purpose
 "$HALO_BIN/halo" compile --hf tools/gpu/bench/qwen4_exp --random-weights 1 --dtype f16 -o "$bundle" \
-	2>&1 | tail -2 | tee "$out/compile.txt"
+	${HALO_COMPILE_FLAGS:-} 2>&1 | tail -2 | tee "$out/compile.txt"
 t1=$(date +%s.%N)
 echo "compile: $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" | tee -a "$out/compile.txt"
 tuning=--no-tuning db=

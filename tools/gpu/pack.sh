@@ -15,7 +15,10 @@
 #                     an MTP oracle), hybrid_tiny.random11.cuda.halo.xz
 # .devrun/ops_cuda.tar.xz  (PACK_OPS=1) the backend op suite's case bundles
 #                     with the Vulkan and cuda-sm90 targets
-#                     (tests/ops/backend_ops --write, about 2.2 MB in xz):
+#                     (tests/ops/backend_ops --write, every candidate's
+#                     cuda code, about 4.6 MB in xz; PACK_OPS_CASES: only
+#                     these cases, space-separated, when the whole suite
+#                     would take the run past its 64 MiB):
 #                     tools/gpu/backend-ops.sh runs them
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
@@ -102,7 +105,8 @@ esac ;; esac
 # on Vulkan and cuda.
 if [ "${PACK_OPS:-0}" != 0 ]; then
 	mkdir .devrun/ops_cuda
-	build-dev/tests/ops/backend_ops --write .devrun/ops_cuda vulkan,cuda
+	# shellcheck disable=SC2086 # case names are words
+	build-dev/tests/ops/backend_ops --write .devrun/ops_cuda vulkan,cuda ${PACK_OPS_CASES:-}
 	tar -C .devrun/ops_cuda -cf - . | xz -9 > .devrun/ops_cuda.tar.xz
 	rm -rf .devrun/ops_cuda
 fi
