@@ -12,9 +12,23 @@
 // template reads like its kernels/vulkan twin and computes the same thing in
 // the same order. Everything is device code: codegen/emit_hip.c opens
 // `#pragma clang force_cuda_host_device begin` before this file.
+//
+// A third form runs the same source on the CPU, for tests only
+// (tests/kernels/test_hip_host.c): clang++-19 -x c++ -std=c++20 -DHALO_HOST.
+// Each lane is a thread, barrier() and the subgroup's shuffles are real
+// barriers among them, shared memory is file-scope storage (one workgroup
+// runs at a time), and halo_host_launch runs a grid. A twin that relied on
+// lanes running in lockstep without saying so (subgroupBarrier) races here,
+// as it would under sm_90's independent thread scheduling.
 
-#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+#if !defined(__AMDGCN__) && !defined(__NVPTX__) && !defined(HALO_HOST)
 #error "kernels/hip: compile for amdgcn (gfx1151) or nvptx (sm_90) only"
+#endif
+#if defined(HALO_HOST)
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
 #endif
 
 typedef unsigned int uint;
@@ -26,9 +40,15 @@ typedef uint uvec3 __attribute__((ext_vector_type(3)));
 typedef uint uvec4 __attribute__((ext_vector_type(4)));
 typedef int ivec4 __attribute__((ext_vector_type(4)));
 
+#if defined(HALO_HOST)
+#define HALO_SHARED
+#define HALO_CONSTANT
+#define HALO_GLOBAL extern "C"
+#else
 #define HALO_SHARED __attribute__((shared))
 #define HALO_CONSTANT __attribute__((constant))
 #define HALO_GLOBAL extern "C" __attribute__((global))
+#endif
 
 // The kernel ABI (README.md): binding i of the Vulkan twin is b[i]; T is the
 // step's token count (Vulkan's push constant).
@@ -56,6 +76,14 @@ static inline uint halo_ngroups(int a)
 {
 	return ((const __attribute__((address_space(4))) uint *)__builtin_amdgcn_implicitarg_ptr())[a];
 }
+#elif defined(HALO_HOST)
+// The running lane's ids and its index in the workgroup (x-major), set by
+// halo_host_launch; the grid's size.
+static thread_local uint halo_host_lid[3], halo_host_gid[3], halo_host_flat;
+static uint halo_host_groups[3];
+static inline uint halo_lid(int a) { return halo_host_lid[a]; }
+static inline uint halo_gid(int a) { return halo_host_gid[a]; }
+static inline uint halo_ngroups(int a) { return halo_host_groups[a]; }
 #else
 static inline uint halo_lid(int a)
 {
@@ -103,6 +131,23 @@ static inline float subgroupShuffleXor(float v, uint mask)
 	int lane = (int)__builtin_amdgcn_mbcnt_lo(~0u, 0u);
 	return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ (int)mask) << 2, __builtin_bit_cast(int, v)));
 }
+#elif defined(HALO_HOST)
+// The running workgroup's barrier and its subgroups' (runs of 32 lanes),
+// and the slots a shuffle exchanges values through.
+static std::barrier<> *halo_host_wg;
+static std::barrier<> *halo_host_sg[32];
+static float halo_host_xchg[1024];
+static inline void barrier() { halo_host_wg->arrive_and_wait(); }
+static inline void subgroupBarrier() { halo_host_sg[halo_host_flat >> 5]->arrive_and_wait(); }
+static inline float subgroupShuffleXor(float v, uint mask)
+{
+	uint f = halo_host_flat;
+	halo_host_xchg[f] = v;
+	subgroupBarrier();
+	float r = halo_host_xchg[(f & ~31u) | ((f & 31u) ^ mask)];
+	subgroupBarrier(); /* every lane has read before the next shuffle writes */
+	return r;
+}
 #else
 static inline void barrier() { __syncthreads(); }
 static inline void subgroupBarrier() { __nvvm_bar_warp_sync(0xffffffffu); }
@@ -147,6 +192,9 @@ static inline vec4 unpack8(uint u) /* the four signed bytes of u, low first */
 #if defined(__AMDGCN__)
 static inline float halo_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 static inline float halo_log2(float x) { return __builtin_amdgcn_logf(x); }
+#elif defined(HALO_HOST)
+static inline float halo_exp2(float x) { return std::exp2(x); }
+static inline float halo_log2(float x) { return std::log2(x); }
 #else
 static inline float halo_exp2(float x) { return __nvvm_ex2_approx_f(x); }
 static inline float halo_log2(float x) { return __nvvm_lg2_approx_f(x); }
@@ -167,6 +215,9 @@ static inline float halo_reduce_2pi(float a)
 #if defined(__AMDGCN__)
 static inline float sin(float a) { return __builtin_amdgcn_sinf(halo_reduce_2pi(a) * 0.159154943091895336f); }
 static inline float cos(float a) { return __builtin_amdgcn_cosf(halo_reduce_2pi(a) * 0.159154943091895336f); }
+#elif defined(HALO_HOST)
+static inline float sin(float a) { return std::sin(halo_reduce_2pi(a)); }
+static inline float cos(float a) { return std::cos(halo_reduce_2pi(a)); }
 #else
 static inline float sin(float a) { return __nvvm_sin_approx_f(halo_reduce_2pi(a)); }
 static inline float cos(float a) { return __nvvm_cos_approx_f(halo_reduce_2pi(a)); }
@@ -191,6 +242,41 @@ static inline float dot(vec2 a, vec2 b) { return a.x * b.x + a.y * b.y; }
 // The entry point's workgroup size bound (LS_X * LS_Y, the plan's).
 #if defined(__AMDGCN__)
 #define HALO_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#elif defined(HALO_HOST)
+#define HALO_LAUNCH_BOUNDS(n)
+extern "C" void halo_main(halo_args a);
+// Runs the grid (gx, gy, gz) of workgroups of lx x ly lanes, one workgroup
+// at a time, each lane a thread of its own calling halo_main. A lane that
+// has returned leaves its barriers, as an exited lane stops counting on a
+// GPU.
+extern "C" void halo_host_launch(halo_args a, uint gx, uint gy, uint gz, uint lx, uint ly)
+{
+	uint lanes = lx * ly, n_sg = (lanes + 31u) / 32u;
+	halo_host_groups[0] = gx, halo_host_groups[1] = gy, halo_host_groups[2] = gz;
+	for (uint g = 0; g < gx * gy * gz; g++) {
+		std::barrier<> wg((std::ptrdiff_t)lanes);
+		std::vector<std::barrier<> *> sg;
+		for (uint s = 0; s < n_sg; s++)
+			sg.push_back(new std::barrier<>((std::ptrdiff_t)(lanes - 32u * s < 32u ? lanes - 32u * s : 32u)));
+		halo_host_wg = &wg;
+		for (uint s = 0; s < n_sg; s++)
+			halo_host_sg[s] = sg[s];
+		std::vector<std::thread> th;
+		for (uint l = 0; l < lanes; l++)
+			th.emplace_back([=] {
+				halo_host_lid[0] = l % lx, halo_host_lid[1] = l / lx, halo_host_lid[2] = 0;
+				halo_host_gid[0] = g % gx, halo_host_gid[1] = g / gx % gy, halo_host_gid[2] = g / (gx * gy);
+				halo_host_flat = l;
+				halo_main(a);
+				halo_host_wg->arrive_and_drop();
+				halo_host_sg[l / 32u]->arrive_and_drop();
+			});
+		for (std::thread &t : th)
+			t.join();
+		for (std::barrier<> *b : sg)
+			delete b;
+	}
+}
 #else
 #define HALO_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
 #endif

@@ -3,7 +3,11 @@
 // gives the layout (runtime/drivers/ref/quant.h defines the bytes) and why values
 // become f32 through the mantissa of 2^23 rather than a conversion: the same
 // integer operations here, so the same f32 values.
-// @struct
+//
+// Everything up to the reads of the weight binding is file scope (above
+// `// @struct`): the templates' own file-scope parts, emitted after this
+// one, test these macros (matvec.hip's QPW reads WQ_NIB), and the struct's
+// members would come after them all (codegen/emit_hip.c).
 
 // The four signed bytes of u, in byte order.
 static vec4 q8_unpack(uint u)
@@ -148,6 +152,7 @@ static void fp4_deq8(float d, uint w0, vec4 &a, vec4 &b)
 	b = d * b;
 }
 
+// @struct
 #ifdef B_W
 const uvec4 *__restrict__ wq4 = (const uvec4 *)args.b[B_W];
 const uint *__restrict__ wq1 = (const uint *)args.b[B_W];

@@ -510,6 +510,22 @@ static bool selected(const op_case *c, char **names, int n)
 	return n == 0;
 }
 
+/* Whether every name asked for is a case's (an unknown one is reported). */
+static bool names_known(char **names, int n)
+{
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		int c = 0;
+		while (c < op_case_count && strcmp(op_cases[c].name, names[i]) != 0)
+			c++;
+		if (c == op_case_count) {
+			fprintf(stderr, "backend_ops: no case named '%s' (tests/ops/op_cases.c)\n", names[i]);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* in order with stderr's check_failures */
@@ -523,6 +539,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: backend_ops [--write DIR | --read DIR] BACKENDS [CASE...]\n");
 		return 2;
 	}
+	if (!names_known(argv + a + 1, argc - a - 1))
+		return 2;
 	const char *backends[MAX_BACKENDS];
 	int nb = present_backends(argv[a], backends, !write_dir);
 	uint32_t targets = targets_for(backends, nb); /* --write: every name asked for, unprobed */

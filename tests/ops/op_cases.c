@@ -242,8 +242,13 @@ const op_case op_cases[] = {
 	QUANT_CASE("matmul_q4_k", HALO_Q4_K, 256),
 	QUANT_CASE("matmul_f8e4m3_b128", HALO_F8E4M3_B128, 128),
 	/* A draft head's vocabulary prefix (halo compile --draft-vocab): w's
-	 * first vocab rows of 2 * vocab, whose scales follow all of them. */
-	QUANT_CASE_OF("matmul_q8_0_w_rows", HALO_Q8_0, 96, "- {op: matmul, out: logits, in: [x, w], w_rows: vocab}"),
+	 * first vocab rows of 2 * vocab, whose scales follow all of them. The
+	 * sum keeps the matmul from writing the graph's output, which would
+	 * make w a head (q8_0 under --quant q4_k: codegen/quant_policy.c). */
+	QUANT_CASE_OF("matmul_q8_0_w_rows", HALO_Q8_0, 96,
+		      "- {op: matmul, out: a, in: [x, w], w_rows: vocab}\n- {op: add, out: logits, in: [a, a]}"),
+	QUANT_CASE_OF("matmul_q4_k_w_rows", HALO_Q4_K, 256,
+		      "- {op: matmul, out: a, in: [x, w], w_rows: vocab}\n- {op: add, out: logits, in: [a, a]}"),
 	{
 		.name = "matmul_w_rows",
 		.params = "H: {default: 96}\nvocab: {default: 45}",

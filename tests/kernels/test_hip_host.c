@@ -1,0 +1,214 @@
+/* The HIP-dialect twins run on the CPU: every variant of the matvec (decode
+ * and verify, T <= 8) and prefill matmul (tiled, and matmul_coopmat's sm_90
+ * form) over f32, f16 and the block-quantized weights, emitted by
+ * codegen/emit_hip.c as for the cuda and hip targets, compiled with
+ * clang++-19 for the host (kernels/hip/halo_hip.h's HALO_HOST form: lanes as
+ * threads, real barriers) and run:
+ *  - every T of the variant against f64 sums over the reference's
+ *    dequantized weights (runtime/drivers/ref/quant.h, half.h), within the
+ *    op suite's tolerances (tests/ops/op_cases.c: f32 sums, and for the
+ *    quantized formats each block's sum scaled once; the coopmat form rounds
+ *    x and w to f16);
+ *  - batch invariance: the rows of a step of T tokens equal single-token
+ *    steps bitwise (matvec), and a prefill row the same whatever T (matmul).
+ * The twins run nowhere else here (no GPU); this is where an error in a
+ * twin's source shows before the H200 does: the q4_k matvec's QPW tested a
+ * macro quant_weights.hip had not defined yet, so every column was wrong on
+ * cuda (bench/results-h200-cuda.txt). Code generation, not the target's
+ * compiler, is what this checks. Skipped (77) without clang++-19. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/kernel_variant.h"
+#include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
+#include "tests/check.h"
+
+typedef struct {
+	void *b[24];
+	uint32_t T;
+} host_args; /* halo_hip.h's struct halo_args */
+
+typedef void (*launch_fn)(host_args a, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly);
+
+static char tmp_dir[] = "/tmp/halo_hip_host_XXXXXX";
+
+/* k's source as a host shared object, loaded; NULL (reported) on failure. */
+static void *compile_host(const kv_kernel *k, launch_fn *launch)
+{
+	char src[256], so[256], cmd[1024];
+	snprintf(src, sizeof src, "%s/k.cpp", tmp_dir);
+	snprintf(so, sizeof so, "%s/k%d.so", tmp_dir, rand());
+	FILE *f = fopen(src, "w");
+	bool ok = f && fputs(k->hip, f) >= 0;
+	ok = f && fclose(f) == 0 && ok;
+	snprintf(cmd, sizeof cmd, "clang++-19 -std=c++20 -O1 -w -DHALO_HOST -fPIC -shared -o %s %s", so, src);
+	CHECK(ok && system(cmd) == 0, "%s: the host compile failed (%s)", k->signature, cmd);
+	void *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+	CHECK(!ok || h, "%s: dlopen: %s", k->signature, dlerror());
+	remove(so);
+	*launch = h ? (launch_fn)dlsym(h, "halo_host_launch") : NULL;
+	CHECK(!h || *launch, "%s: no halo_host_launch", k->signature);
+	return *launch ? h : NULL;
+}
+
+/* A K x N matmul's weights in format w and the values it stands for. */
+typedef struct {
+	void *bytes;
+	float *value; /* [N, K], as the reference dequantizes them */
+} weights;
+
+static weights make_weights(halo_dtype w, int64_t K, int64_t N, unsigned seed)
+{
+	float *src = malloc((size_t)(N * K) * sizeof(float));
+	srand(seed);
+	for (int64_t i = 0; i < N * K; i++)
+		src[i] = ((float)rand() / (float)RAND_MAX * 2.0f - 1.0f) * 0.05f;
+	weights out = {.value = malloc((size_t)(N * K) * sizeof(float))};
+	if (halo_dtype_is_quant(w)) {
+		out.bytes = calloc(1, halo_dtype_bytes(w, (size_t)(N * K)));
+		halo_quantize_rows(w, src, (uint64_t)N, (uint64_t)K, 0, (uint64_t)N, out.bytes);
+		halo_dequantize_rows(w, out.bytes, (uint64_t)N, (uint64_t)K, 0, (uint64_t)N, out.value);
+		free(src);
+	} else if (w == HALO_F16) {
+		uint16_t *h = malloc((size_t)(N * K) * sizeof(uint16_t));
+		for (int64_t i = 0; i < N * K; i++)
+			out.value[i] = half_to_f32(h[i] = half_from_f32(src[i]));
+		out.bytes = h;
+		free(src);
+	} else {
+		memcpy(out.value, src, (size_t)(N * K) * sizeof(float));
+		out.bytes = src;
+	}
+	return out;
+}
+
+/* One step of T rows of x (from row x0) into y [T, N]. */
+static void run_step(const kv_kernel *k, launch_fn launch, const float *x, const void *w, float *y, int64_t N,
+		     int64_t T)
+{
+	uint32_t step[4] = {0, (uint32_t)T, 0, 0};
+	host_args a = {.b = {(void *)x, (void *)w, y, step}, .T = (uint32_t)T};
+	for (int64_t i = 0; i < T * N; i++)
+		y[i] = NAN;
+	launch(a, kv_groups_eval(k, 0, T), kv_groups_eval(k, 1, T), kv_groups_eval(k, 2, T), k->local_size[0],
+	       k->local_size[1]);
+}
+
+/* Rows [0, T) of y against the f64 sums: |got - want| / max(|want|, 1e-2)
+ * <= tol, plus with f16 inputs (the matrix units' form) 8 u s / max(|want|,
+ * 1e-2), s = sum |x w|: the rounding of x and w to f16 (u = 2^-11 each,
+ * tests/kernels/test_matmul_coopmat.c's bound). *worst is raised to the
+ * worst error as a fraction of its bound. */
+static void check_rows(const char *what, const float *x, const weights *w, const float *y, int64_t K, int64_t N,
+		       int64_t T, double tol, bool f16_inputs, double *worst)
+{
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t n = 0; n < N; n++) {
+			double want = 0, s = 0;
+			for (int64_t i = 0; i < K; i++) {
+				want += (double)x[t * K + i] * w->value[n * K + i];
+				s += fabs((double)x[t * K + i] * w->value[n * K + i]);
+			}
+			double scale = fmax(fabs(want), 1e-2);
+			double bound = tol + (f16_inputs ? 8.0 * ldexp(1.0, -11) * s / scale : 0);
+			double e = fabs((double)y[t * N + n] - want) / scale / bound;
+			if (!(e <= 1)) {
+				CHECK(false, "%s T=%lld: row %lld column %lld got %.9g want %.9g (%.3g of its bound)", what,
+				      (long long)T, (long long)t, (long long)n, (double)y[t * N + n], want, e);
+				return;
+			}
+			*worst = fmax(*worst, e);
+		}
+}
+
+/* Every variant of a plain K x N matmul with weights w for steps up to
+ * t_max tokens; ts: the step sizes run (0-terminated), the first of them
+ * the reference for the bitwise check of the rest. */
+static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, const int64_t *ts, double tol)
+{
+	kv_desc d = {.op = IR_OP_MATMUL, .t_max = t_max, .wtype = w};
+	d.u.matmul.K = K;
+	d.u.matmul.N = N;
+	kv_tiles tiles[8];
+	int n_var = kv_variant_space(&d, tiles, 8);
+	weights wt = make_weights(w, K, N, (unsigned)(K * 31 + N + w));
+	float *x = malloc((size_t)(t_max * K) * sizeof(float));
+	float *y = malloc((size_t)(t_max * N) * sizeof(float)), *y1 = malloc((size_t)(t_max * N) * sizeof(float));
+	for (int64_t i = 0; i < t_max * K; i++)
+		x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int v = 0; v < n_var; v++) {
+		d.tiles = tiles[v];
+		kv_kernel k;
+		char err[512];
+		if (!kernel_variant_build(&d, &k, err, sizeof err)) {
+			CHECK(false, "%s: %s", halo_dtype_name(w), err);
+			continue;
+		}
+		int before = check_failures;
+		launch_fn launch;
+		void *h = k.hip && k.n_bindings == 4 ? compile_host(&k, &launch) : NULL;
+		CHECK(k.hip && k.n_bindings == 4, "%s: no twin, or %u bindings (x, w, y, step expected)", k.signature,
+		      k.n_bindings);
+		double worst = 0;
+		bool matvec = t_max <= 8;
+		/* matvec: single-token steps, one per row, are the reference rows */
+		for (int64_t t = 0; h && matvec && t < t_max; t++)
+			run_step(&k, launch, x + t * K, wt.bytes, y1 + t * N, N, 1);
+		for (int i = 0; h && ts[i]; i++) {
+			int64_t T = ts[i];
+			run_step(&k, launch, x, wt.bytes, y, N, T);
+			check_rows(k.signature, x, &wt, y, K, N, T, tol, strncmp(k.tile, "cm,", 3) == 0, &worst);
+			if (!matvec && i == 0)
+				memcpy(y1, y, (size_t)(T * N) * sizeof(float));
+			int64_t rows = matvec ? T : ts[0] < T ? ts[0] : T;
+			CHECK(memcmp(y, y1, (size_t)(rows * N) * sizeof(float)) == 0,
+			      "%s: the rows of a %lld-token step differ from %s", k.signature, (long long)T,
+			      matvec ? "single-token steps" : "the first step's");
+		}
+		printf("%s %s: worst %.2g of its bound\n", check_failures == before ? "ok  " : "FAIL", k.signature, worst);
+		if (h)
+			dlclose(h);
+		kv_kernel_free(&k);
+	}
+	free(x);
+	free(y);
+	free(y1);
+	free(wt.bytes);
+	free(wt.value);
+}
+
+int main(void)
+{
+	if (system("command -v clang++-19 >/dev/null 2>&1") != 0) {
+		printf("SKIP: clang++-19 is not installed\n");
+		return 77;
+	}
+	if (!mkdtemp(tmp_dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	static const int64_t decode[] = {1, 2, 3, 4, 5, 0}, prefill[] = {19, 9, 0};
+	/* f32 sums of K products (f64 here); the quantized formats scale each
+	 * block's sum once (the reference: each weight), as tests/ops/op_cases.c
+	 * states each; the matrix units' form adds its f16 bound (check_rows) */
+	check_matmul(HALO_F32, 256, 40, 5, decode, 2e-5);
+	check_matmul(HALO_F16, 256, 40, 5, decode, 2e-5);
+	check_matmul(HALO_Q8_0, 256, 40, 5, decode, 1e-4);
+	check_matmul(HALO_Q4_K, 256, 40, 5, decode, 1e-4);
+	check_matmul(HALO_F8E4M3_B128, 256, 40, 5, decode, 1e-4);
+	check_matmul(HALO_F32, 96, 40, 19, prefill, 2e-5);
+	check_matmul(HALO_F16, 256, 40, 19, prefill, 2e-5);
+	check_matmul(HALO_Q4_K, 256, 40, 19, prefill, 1e-4);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+	CHECK(system(cmd) == 0, "removing %s", tmp_dir);
+	if (check_failures)
+		return 1;
+	printf("hip host: ok\n");
+	return 0;
+}
