@@ -246,36 +246,41 @@ static inline float dot(vec2 a, vec2 b) { return a.x * b.x + a.y * b.y; }
 #define HALO_LAUNCH_BOUNDS(n)
 extern "C" void halo_main(halo_args a);
 // Runs the grid (gx, gy, gz) of workgroups of lx x ly lanes, one workgroup
-// at a time, each lane a thread of its own calling halo_main. A lane that
-// has returned leaves its barriers, as an exited lane stops counting on a
-// GPU.
+// at a time, each lane a thread (the same threads for every workgroup)
+// calling halo_main. A lane that has returned leaves its barriers, as an
+// exited lane stops counting on a GPU; each workgroup gets new ones.
 extern "C" void halo_host_launch(halo_args a, uint gx, uint gy, uint gz, uint lx, uint ly)
 {
-	uint lanes = lx * ly, n_sg = (lanes + 31u) / 32u;
+	uint lanes = lx * ly, n_sg = (lanes + 31u) / 32u, groups = gx * gy * gz;
 	halo_host_groups[0] = gx, halo_host_groups[1] = gy, halo_host_groups[2] = gz;
-	for (uint g = 0; g < gx * gy * gz; g++) {
-		std::barrier<> wg((std::ptrdiff_t)lanes);
-		std::vector<std::barrier<> *> sg;
-		for (uint s = 0; s < n_sg; s++)
-			sg.push_back(new std::barrier<>((std::ptrdiff_t)(lanes - 32u * s < 32u ? lanes - 32u * s : 32u)));
-		halo_host_wg = &wg;
-		for (uint s = 0; s < n_sg; s++)
-			halo_host_sg[s] = sg[s];
-		std::vector<std::thread> th;
-		for (uint l = 0; l < lanes; l++)
-			th.emplace_back([=] {
-				halo_host_lid[0] = l % lx, halo_host_lid[1] = l / lx, halo_host_lid[2] = 0;
+	std::barrier<> phase((std::ptrdiff_t)lanes);
+	std::vector<std::thread> th;
+	for (uint l = 0; l < lanes; l++)
+		th.emplace_back([=, &phase] {
+			halo_host_lid[0] = l % lx, halo_host_lid[1] = l / lx, halo_host_lid[2] = 0;
+			halo_host_flat = l;
+			for (uint g = 0; g < groups; g++) {
+				if (l == 0) { /* the workgroup's barriers, before any lane runs it */
+					halo_host_wg = new std::barrier<>((std::ptrdiff_t)lanes);
+					for (uint s = 0; s < n_sg; s++)
+						halo_host_sg[s] = new std::barrier<>(
+						    (std::ptrdiff_t)(lanes - 32u * s < 32u ? lanes - 32u * s : 32u));
+				}
+				phase.arrive_and_wait();
 				halo_host_gid[0] = g % gx, halo_host_gid[1] = g / gx % gy, halo_host_gid[2] = g / (gx * gy);
-				halo_host_flat = l;
 				halo_main(a);
 				halo_host_wg->arrive_and_drop();
 				halo_host_sg[l / 32u]->arrive_and_drop();
-			});
-		for (std::thread &t : th)
-			t.join();
-		for (std::barrier<> *b : sg)
-			delete b;
-	}
+				phase.arrive_and_wait(); /* every lane is done with them */
+				if (l == 0) {
+					delete halo_host_wg;
+					for (uint s = 0; s < n_sg; s++)
+						delete halo_host_sg[s];
+				}
+			}
+		});
+	for (std::thread &t : th)
+		t.join();
 }
 #else
 #define HALO_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))

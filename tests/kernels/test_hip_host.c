@@ -1,6 +1,7 @@
 /* The HIP-dialect twins run on the CPU: every variant of the matvec (decode
- * and verify, T <= 8) and prefill matmul (tiled, and matmul_coopmat's sm_90
- * form) over f32, f16 and the block-quantized weights, emitted by
+ * and verify, T <= 8), the prefill matmul (tiled, and matmul_coopmat's sm_90
+ * form) and the MoE expert kernels (moe_gate_up, moe_down) over f32, f16
+ * and the block-quantized weights (mxfp4 for the experts), emitted by
  * codegen/emit_hip.c as for the cuda and hip targets, compiled with
  * clang++-19 for the host (kernels/hip/halo_hip.h's HALO_HOST form: lanes as
  * threads, real barriers) and run:
@@ -87,16 +88,27 @@ static weights make_weights(halo_dtype w, int64_t K, int64_t N, unsigned seed)
 	return out;
 }
 
-/* One step of T rows of x (from row x0) into y [T, N]. */
-static void run_step(const kv_kernel *k, launch_fn launch, const float *x, const void *w, float *y, int64_t N,
-		     int64_t T)
+/* One step of T tokens: the bindings b (the step record last), n_out of
+ * the output y (poisoned first). */
+static void launch_step(const kv_kernel *k, launch_fn launch, void *const *b, int n_b, float *y, int64_t n_out,
+			int64_t T)
 {
 	uint32_t step[4] = {0, (uint32_t)T, 0, 0};
-	host_args a = {.b = {(void *)x, (void *)w, y, step}, .T = (uint32_t)T};
-	for (int64_t i = 0; i < T * N; i++)
+	host_args a = {.T = (uint32_t)T};
+	for (int i = 0; i < n_b; i++)
+		a.b[i] = b[i];
+	a.b[n_b] = step;
+	for (int64_t i = 0; i < n_out; i++)
 		y[i] = NAN;
 	launch(a, kv_groups_eval(k, 0, T), kv_groups_eval(k, 1, T), kv_groups_eval(k, 2, T), k->local_size[0],
 	       k->local_size[1]);
+}
+
+/* One matmul step of T rows of x into y [T, N]. */
+static void run_step(const kv_kernel *k, launch_fn launch, const float *x, const void *w, float *y, int64_t N,
+		     int64_t T)
+{
+	launch_step(k, launch, (void *[]){(void *)x, (void *)w, y}, 3, y, T * N, T);
 }
 
 /* Rows [0, T) of y against the f64 sums: |got - want| / max(|want|, 1e-2)
@@ -182,6 +194,105 @@ static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, cons
 	free(wt.value);
 }
 
+static float silu(double v)
+{
+	return (float)(v / (1.0 + exp(-v)));
+}
+
+/* Every variant of moe_gate_up and moe_down with experts of format w (E
+ * experts of F x H, KSEL chosen a token) against f64 sums, T = 1..5; an id
+ * outside [0, E) reads expert 0 (docs/ops.md). */
+static void check_moe(halo_dtype w, int64_t H, int64_t F, int64_t E, int64_t KSEL, double tol)
+{
+	enum { T_MAX = 5 };
+	weights gate = make_weights(w, H, E * F, 11), up = make_weights(w, H, E * F, 12);
+	weights down = make_weights(w, F, E * H, 13);
+	float *x = malloc((size_t)(T_MAX * H) * sizeof(float)), *act = malloc((size_t)(T_MAX * KSEL * F) * sizeof(float));
+	float *wr = malloc((size_t)(T_MAX * KSEL) * sizeof(float));
+	float *y = malloc((size_t)(T_MAX * (KSEL * F > H ? KSEL * F : H)) * sizeof(float));
+	int32_t *ids = malloc((size_t)(T_MAX * KSEL) * sizeof(int32_t));
+	for (int64_t i = 0; i < T_MAX * H; i++)
+		x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int64_t i = 0; i < T_MAX * KSEL * F; i++)
+		act[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int64_t i = 0; i < T_MAX * KSEL; i++) {
+		ids[i] = i == 3 ? -1 : (int32_t)(rand() % E);
+		wr[i] = (float)rand() / (float)RAND_MAX;
+	}
+	for (int half = 0; half < 2; half++) {
+		kv_desc d = {.op = half ? IR_OP_MOE_DOWN : IR_OP_MOE_GATE_UP, .t_max = T_MAX, .wtype = w};
+		d.u.moe.H = H, d.u.moe.F = F, d.u.moe.E = E, d.u.moe.k = KSEL;
+		/* the variants differ in lanes alone (the tree's width): the
+		 * heuristic's and two more */
+		kv_tiles tiles[3];
+		int n_var = kv_variant_space(&d, tiles, 3);
+		for (int v = 0; v < n_var; v++) {
+			d.tiles = tiles[v];
+			kv_kernel k;
+			char err[512];
+			if (!kernel_variant_build(&d, &k, err, sizeof err)) {
+				CHECK(false, "%s: %s", halo_dtype_name(w), err);
+				continue;
+			}
+			int before = check_failures;
+			launch_fn launch;
+			void *h = k.hip && k.n_bindings == 6 ? compile_host(&k, &launch) : NULL;
+			CHECK(k.hip && k.n_bindings == 6, "%s: no twin, or %u bindings (6 expected)", k.signature,
+			      k.n_bindings);
+			double worst = 0;
+			for (int64_t T = 1; h && T <= T_MAX; T++) {
+				int64_t n_out = half ? T * H : T * KSEL * F;
+				void *b[5] = {half ? (void *)act : (void *)x, ids, half ? (void *)wr : gate.bytes,
+					      half ? down.bytes : up.bytes, y};
+				launch_step(&k, launch, b, 5, y, n_out, T);
+				for (int64_t o = 0; o < n_out && check_failures == before; o++) {
+					double want = 0;
+					if (!half) { /* o = (t, j, f) */
+						int64_t t = o / (KSEL * F), j = o / F % KSEL, f = o % F, e = ids[t * KSEL + j];
+						e = e < 0 || e >= E ? 0 : e;
+						double g = 0, u = 0;
+						for (int64_t i = 0; i < H; i++) {
+							g += (double)gate.value[(e * F + f) * H + i] * x[t * H + i];
+							u += (double)up.value[(e * F + f) * H + i] * x[t * H + i];
+						}
+						want = silu(g) * u;
+					} else { /* o = (t, h) */
+						int64_t t = o / H, hh = o % H;
+						for (int64_t j = 0; j < KSEL; j++) {
+							int64_t e = ids[t * KSEL + j];
+							e = e < 0 || e >= E ? 0 : e;
+							double dot = 0;
+							for (int64_t f = 0; f < F; f++)
+								dot += (double)down.value[(e * H + hh) * F + f] *
+								       act[(t * KSEL + j) * F + f];
+							want += wr[t * KSEL + j] * dot;
+						}
+					}
+					double e = fabs((double)y[o] - want) / fmax(fabs(want), 1e-2);
+					CHECK(e <= tol, "%s T=%lld: output %lld got %.9g want %.9g (error %.3g, tolerance %.3g)",
+					      k.signature, (long long)T, (long long)o, (double)y[o], want, e, tol);
+					worst = fmax(worst, e / tol);
+				}
+			}
+			printf("%s %s: worst %.2g of its bound\n", check_failures == before ? "ok  " : "FAIL", k.signature,
+			       worst);
+			if (h)
+				dlclose(h);
+			kv_kernel_free(&k);
+		}
+	}
+	free(x);
+	free(act);
+	free(wr);
+	free(y);
+	free(ids);
+	weights *all[] = {&gate, &up, &down};
+	for (int i = 0; i < 3; i++) {
+		free(all[i]->bytes);
+		free(all[i]->value);
+	}
+}
+
 int main(void)
 {
 	if (system("command -v clang++-19 >/dev/null 2>&1") != 0) {
@@ -204,6 +315,11 @@ int main(void)
 	check_matmul(HALO_F32, 96, 40, 19, prefill, 2e-5);
 	check_matmul(HALO_F16, 256, 40, 19, prefill, 2e-5);
 	check_matmul(HALO_Q4_K, 256, 40, 19, prefill, 1e-4);
+	/* k weighted f32 dots of F over H-term dots through silu (f64 here),
+	 * the op suite's MoE tolerance; the formats' block sums as above */
+	check_moe(HALO_F16, 64, 32, 4, 2, 2e-5);
+	check_moe(HALO_Q4_K, 256, 256, 4, 2, 1e-4);
+	check_moe(HALO_MXFP4, 64, 32, 4, 2, 1e-4);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
 	CHECK(system(cmd) == 0, "removing %s", tmp_dir);
