@@ -8,6 +8,8 @@
 # converter's --no-mtp leaves the head out, and --mtp-from attaches a drafter
 # sidecar: one that fits gives the bytes of the bundle with the head built
 # in, one whose config differs is refused naming the key and both values.
+# --draft-vocab narrows the head (a bundle of the target's own tokens) and
+# is refused past the vocabulary or on a model without a head.
 # usage: test_spec_cli.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 set -u
 halo=$1
@@ -38,6 +40,11 @@ expect 2 "--draft-n wants 1..7" run "$bundle" --backend ref --tokens 1,2 --spec 
 expect 2 "--draft-n wants 1..7" run "$bundle" --backend ref --tokens 1,2 --spec mtp --draft-n 0
 expect 2 "--draft-max wants 1..7" compile --hf "$root/tests/fixtures/qwen3_tiny" -o "$work/x.halo" --draft-max 8
 expect 2 "--draft-max wants 1..7" compile --hf "$root/tests/fixtures/qwen3_tiny" -o "$work/x.halo" --draft-max 0
+expect 2 "--draft-vocab wants a positive token count, not '0'" compile --hf "$root/tests/fixtures/qwen3_tiny" \
+	-o "$work/x.halo" --draft-vocab 0
+# a model file without a draft head declares no draft_vocab to narrow
+expect 1 "a draft vocabulary was asked for, but the model file declares no param 'draft_vocab'" \
+	compile --hf "$root/tests/fixtures/qwen3_tiny" --targets ref -o "$work/x.halo" --draft-vocab 100
 expect 1 "--spec mtp refused: $bundle: no 'draft' entry point" run "$bundle" --backend ref --tokens 1,2 --spec mtp
 [ -s "$out" ] && { echo "FAIL: a refused --spec mtp run printed tokens: $(cat "$out")" >&2; fails=$((fails + 1)); }
 expect 1 "none.halo: cannot open" run "$work/none.halo" --backend ref --tokens 1,2 --spec mtp
@@ -66,6 +73,14 @@ expect 0 "per-token state slots" compile --hf "$next" --targets ref --draft-max 
 expect 0 "spec: .* rounds, K <= 6" run "$work/k6.halo" --backend ref --tokens 5,6,7,8 --n-predict 24 \
 	--spec mtp --draft-n 6 --draft-fixed
 same_as_plain "--spec mtp --draft-n 6 on a --draft-max 6 bundle"
+# a narrowed head drafts from the first ids alone: the tokens stay plain greedy's
+expect 1 "qwen3_next.yaml:.*a draft vocabulary of 100000 tokens was asked for; the vocabulary has" \
+	compile --hf "$next" --targets ref --draft-vocab 100000 -o "$work/dv.halo"
+[ -e "$work/dv.halo" ] && { echo "FAIL: a refused compile left $work/dv.halo" >&2; fails=$((fails + 1)); }
+expect 0 "wrote" compile --hf "$next" --targets ref --draft-vocab 96 -o "$work/dv.halo"
+expect 0 "spec: .* rounds, K <= 3" run "$work/dv.halo" --backend ref --tokens 5,6,7,8 --n-predict 24 \
+	--spec mtp --draft-n 3
+same_as_plain "--spec mtp --draft-n 3 on a --draft-vocab 96 bundle"
 expect 0 "wrote" compile --hf "$next" --targets ref --no-mtp -o "$work/nomtp.halo"
 expect 1 "--spec mtp refused: $work/nomtp.halo: no 'draft' entry point" \
 	run "$work/nomtp.halo" --backend ref --tokens 1,2 --spec mtp
