@@ -4,7 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-
 bool halo_spec_check_model(const halo_model *m, const char *draft_entry, int k, char *err, size_t errlen)
 {
 	halo_entry_info ver, dec, drf;
@@ -59,6 +58,21 @@ typedef struct {
 	halo_spec_stats *st;
 } spec_run;
 
+/* Acceptance below which drafting loses to plain decoding, the weight of the
+ * newest verdict in the moving average, the chance that every draft of a
+ * round is accepted that the adaptive k keeps, and the acceptance assumed
+ * before any verdict: neutral, so a generation starts at one draft a round
+ * and grows k with every accepted draft (k = 4 after four). It started at 1
+ * (K drafts a round until rejections pulled it down): a drafter that is never
+ * right then drafted 10-11 tokens in five rounds before its first plain one,
+ * which cost 12-16% of 64 tokens' time on the Flash cut (0.84-0.88x plain,
+ * bench/results-h200-qwen4.txt); from 0.5 two one-draft rounds take it below
+ * SPEC_P_MIN. */
+#define SPEC_P_MIN 0.3
+#define SPEC_P_WEIGHT 0.25
+#define SPEC_ALL_ACCEPTED 0.35
+#define SPEC_P_START 0.5
+
 static void spec_run_free(spec_run *r)
 {
 	free(r->ctx);
@@ -83,17 +97,10 @@ static bool spec_run_init(spec_run *r, const int32_t *prompt, int64_t n_prompt, 
 	}
 	memcpy(r->ctx, prompt, (size_t)n_prompt * sizeof(*prompt));
 	r->n = n_prompt;
-	r->p = 1.0; /* optimistic: the first rounds draft the most */
+	r->p = SPEC_P_START;
 	halo_verifier_rng_seed(&r->rng, r->o->seed);
 	return true;
 }
-
-/* Acceptance below which drafting loses to plain decoding, the weight of the
- * newest verdict in the moving average, and the chance that every draft of a
- * round is accepted that the adaptive k keeps. */
-#define SPEC_P_MIN 0.3
-#define SPEC_P_WEIGHT 0.25
-#define SPEC_ALL_ACCEPTED 0.35
 
 /* The drafts this round asks for: the options' k, or the adaptive choice. */
 static int wanted_k(spec_run *r)

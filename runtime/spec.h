@@ -18,10 +18,10 @@
  * the drafter proposes and whatever k each round uses.
  *
  * Adaptive k: the per-draft acceptance rate p (a moving average over the
- * drafts each round judged) picks the round's k, the most drafts whose
- * chance of all being accepted, p^k, stays at or above 1/3, up to the
- * options' k; below p = 0.3 rounds are plain decode steps with a one-draft
- * probe every HALO_SPEC_PROBE_EVERY rounds. p depends only on the verdicts,
+ * drafts each round judged, starting at 0.5) picks the round's k, the most
+ * drafts whose chance of all being accepted, p^k, stays at or above 0.35,
+ * up to the options' k; below p = 0.3 rounds are plain decode steps with a
+ * one-draft probe every HALO_SPEC_PROBE_EVERY rounds. p depends only on the verdicts,
  * so the choice of k, and with it the sampler's random stream, repeats
  * exactly for a given seed. */
 #ifndef HALO_RUNTIME_SPEC_H
