@@ -131,15 +131,20 @@ bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, uint
 	const char *clang = getenv("HALO_CLANG");
 	char cuda_path[96];
 	snprintf(cuda_path, sizeof cuda_path, "--cuda-path=%s", s.dir);
+	/* -Werror=undef: a template's #if on a macro no part of the kernel has
+	 * defined yet is an error, not 0. The twins' parts are emitted in two
+	 * places (file scope, then the struct: codegen/emit_hip.c), so a macro
+	 * tested before its definition went unnoticed once (matvec.hip's QPW on
+	 * WQ_NIB, every q4_k column wrong on cuda). */
 	char *amd[] = {(char *)(clang ? clang : "clang-19"), "-x", "hip", "--offload-arch=gfx1151", "-nogpulib",
-		       "-nogpuinc", "--cuda-device-only", "--no-gpu-bundle-output", "-fuse-cuid=none", "-O3", "-Xoffload-linker",
-		       "--no-undefined", "-o", s.out, "-", NULL};
+		       "-nogpuinc", "--cuda-device-only", "--no-gpu-bundle-output", "-fuse-cuid=none", "-O3",
+		       "-Werror=undef", "-Xoffload-linker", "--no-undefined", "-o", s.out, "-", NULL};
 	/* Without a CUDA installation clang knows no PTX version, so it enables
 	 * none of the builtins that need one (the warp shuffle and sync);
 	 * PTX 7.8 is sm_90's own minimum, what the PTX declares anyway. */
 	char *nv[] = {(char *)(clang ? clang : "clang-19"), "-x", "cuda", "--cuda-gpu-arch=sm_90", cuda_path,
-		      "--cuda-feature=+ptx78", "-nocudainc", "-nocudalib", "--cuda-device-only", "-O3", "-S", "-o", s.out,
-		      "-", NULL};
+		      "--cuda-feature=+ptx78", "-nocudainc", "-nocudalib", "--cuda-device-only", "-O3", "-Werror=undef",
+		      "-S", "-o", s.out, "-", NULL};
 	bool ok = write_file(s.in, source);
 	int status = ok ? run(arch == CG_ARCH_GFX1151 ? amd : nv, &s) : -1;
 	if (!ok)

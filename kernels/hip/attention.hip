@@ -107,7 +107,7 @@ void main()
 	uint j = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
 	uint kvh = j / (HQ / HK);
 	uint n = step_pos + t + 1u;
-#if PARTIAL
+#ifdef PARTIAL
 	uint lo = gl_WorkGroupID.z * BLOCK, hi = min(n, lo + BLOCK);
 #else
 	uint lo = 0u, hi = n;
@@ -177,7 +177,7 @@ void main()
 		load_values(vv, c0 + KP, hi, kvh, l);
 		m = m_new;
 	}
-#if PARTIAL
+#ifdef PARTIAL
 	uint base = ((t * HQ + j) * NBLK + gl_WorkGroupID.z) * (DV + 2u);
 #pragma unroll
 	for (uint ci = 0u; ci < NCH; ci++) {

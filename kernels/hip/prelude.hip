@@ -3,7 +3,7 @@
 // `// @struct` line: file scope (shared memory); below it: members of the
 // kernel's struct, which sees the launch's buffers (README.md).
 
-#if USE_TREE
+#if defined(USE_TREE) && USE_TREE
 HALO_SHARED float tree[LS_X];
 #endif
 // @struct
@@ -54,7 +54,7 @@ float load_w(uint i) { return w_f32[i]; }
 #endif
 #endif
 
-#if USE_TREE
+#if defined(USE_TREE) && USE_TREE
 // Workgroup reductions over the LS_X lanes in a fixed pairwise order: the
 // result never depends on the subgroup size or on T, and every lane receives
 // it. Call from uniform control flow only.

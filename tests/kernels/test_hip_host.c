@@ -47,7 +47,7 @@ static void *compile_host(const kv_kernel *k, launch_fn *launch)
 	FILE *f = fopen(src, "w");
 	bool ok = f && fputs(k->hip, f) >= 0;
 	ok = f && fclose(f) == 0 && ok;
-	snprintf(cmd, sizeof cmd, "clang++-19 -std=c++20 -O1 -w -DHALO_HOST -fPIC -shared -o %s %s", so, src);
+	snprintf(cmd, sizeof cmd, "clang++-19 -std=c++20 -O1 -Werror=undef -DHALO_HOST -fPIC -shared -o %s %s", so, src);
 	CHECK(ok && system(cmd) == 0, "%s: the host compile failed (%s)", k->signature, cmd);
 	void *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
 	CHECK(!ok || h, "%s: dlopen: %s", k->signature, dlerror());
