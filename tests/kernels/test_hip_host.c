@@ -57,6 +57,25 @@ static void *compile_host(const kv_kernel *k, launch_fn *launch)
 	return *launch ? h : NULL;
 }
 
+/* d's variant t built into *k (false, reported, when it is not; else the
+ * caller frees k) and, when it has a twin of n_bindings bindings, compiled
+ * and loaded: *h and *launch (NULL, reported, when not). */
+static bool load_variant(kv_desc d, kv_tiles t, uint32_t n_bindings, kv_kernel *k, void **h, launch_fn *launch)
+{
+	char err[512];
+	d.tiles = t;
+	*h = NULL;
+	if (!kernel_variant_build(&d, k, err, sizeof err)) {
+		CHECK(false, "%s: %s", halo_dtype_name(d.wtype), err);
+		return false;
+	}
+	CHECK(k->hip && k->n_bindings == n_bindings, "%s: no twin, or %u bindings (%u expected)", k->signature,
+	      k->n_bindings, n_bindings);
+	if (k->hip && k->n_bindings == n_bindings)
+		*h = compile_host(k, launch);
+	return true;
+}
+
 /* A K x N matmul's weights in format w and the values it stands for. */
 typedef struct {
 	void *bytes;
@@ -154,18 +173,12 @@ static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, cons
 	for (int64_t i = 0; i < t_max * K; i++)
 		x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
 	for (int v = 0; v < n_var; v++) {
-		d.tiles = tiles[v];
-		kv_kernel k;
-		char err[512];
-		if (!kernel_variant_build(&d, &k, err, sizeof err)) {
-			CHECK(false, "%s: %s", halo_dtype_name(w), err);
-			continue;
-		}
 		int before = check_failures;
+		kv_kernel k;
+		void *h;
 		launch_fn launch;
-		void *h = k.hip && k.n_bindings == 4 ? compile_host(&k, &launch) : NULL;
-		CHECK(k.hip && k.n_bindings == 4, "%s: no twin, or %u bindings (x, w, y, step expected)", k.signature,
-		      k.n_bindings);
+		if (!load_variant(d, tiles[v], 4, &k, &h, &launch)) /* x, w, y, step */
+			continue;
 		double worst = 0;
 		bool matvec = t_max <= 8;
 		/* matvec: single-token steps, one per row, are the reference rows */
@@ -227,18 +240,12 @@ static void check_moe(halo_dtype w, int64_t H, int64_t F, int64_t E, int64_t KSE
 		kv_tiles tiles[3];
 		int n_var = kv_variant_space(&d, tiles, 3);
 		for (int v = 0; v < n_var; v++) {
-			d.tiles = tiles[v];
-			kv_kernel k;
-			char err[512];
-			if (!kernel_variant_build(&d, &k, err, sizeof err)) {
-				CHECK(false, "%s: %s", halo_dtype_name(w), err);
-				continue;
-			}
 			int before = check_failures;
+			kv_kernel k;
+			void *h;
 			launch_fn launch;
-			void *h = k.hip && k.n_bindings == 6 ? compile_host(&k, &launch) : NULL;
-			CHECK(k.hip && k.n_bindings == 6, "%s: no twin, or %u bindings (6 expected)", k.signature,
-			      k.n_bindings);
+			if (!load_variant(d, tiles[v], 6, &k, &h, &launch)) /* x or act, ids, the weights, y, step */
+				continue;
 			double worst = 0;
 			for (int64_t T = 1; h && T <= T_MAX; T++) {
 				int64_t n_out = half ? T * H : T * KSEL * F;
