@@ -9,7 +9,14 @@
 struct glsl_compiler {
 	shaderc_compiler_t shaderc;
 	spv_context spv;
+	const cg_kernel_cache *cache;
+	char identity[512]; /* the key's compiler part */
 };
+
+void glsl_compiler_use_cache(glsl_compiler *c, const cg_kernel_cache *cache)
+{
+	c->cache = HALO_GLSL_TOOLCHAIN[0] ? cache : NULL;
+}
 
 glsl_compiler *glsl_compiler_new(void)
 {
@@ -18,6 +25,9 @@ glsl_compiler *glsl_compiler_new(void)
 		return NULL;
 	c->shaderc = shaderc_compiler_initialize();
 	c->spv = spvContextCreate(SPV_ENV_VULKAN_1_1);
+	/* The options run_shaderc and validate fix, with the toolchain. */
+	snprintf(c->identity, sizeof c->identity, "shaderc %s; %s; vulkan1.1 spirv1.3 compute main; validated",
+		 HALO_GLSL_TOOLCHAIN, spvSoftwareVersionDetailsString());
 	if (!c->shaderc || !c->spv) {
 		glsl_compiler_free(c);
 		return NULL;
@@ -99,12 +109,25 @@ bool glsl_compile(glsl_compiler *c, const char *source, const char *name, bool o
 		  glsl_spirv *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
+	cg_kernel_key key = {c->identity, optimize ? "-O" : "-O0", source};
+	uint8_t *hit;
+	size_t hit_size;
+	if (cg_kernel_cache_get(c->cache, &key, &hit, &hit_size)) {
+		if (hit_size % sizeof(uint32_t) == 0) {
+			out->words = (uint32_t *)hit;
+			out->n_words = hit_size / sizeof(uint32_t);
+			return true;
+		}
+		free(hit);
+	}
 	shaderc_optimization_level level =
 		optimize ? shaderc_optimization_level_performance : shaderc_optimization_level_zero;
 	if (!run_shaderc(c, source, name, level, out, err, errlen))
 		return false;
-	if (validate(c, out, name, optimize ? "after optimisation" : "", err, errlen))
+	if (validate(c, out, name, optimize ? "after optimisation" : "", err, errlen)) {
+		cg_kernel_cache_put(c->cache, &key, (const uint8_t *)out->words, out->n_words * sizeof(uint32_t));
 		return true;
+	}
 	glsl_spirv_free(out);
 	if (!optimize)
 		return false;

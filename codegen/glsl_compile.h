@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codegen/kernel_cache.h"
+
 typedef struct glsl_compiler glsl_compiler;
 
 typedef struct {
@@ -23,6 +25,11 @@ typedef struct {
 /* NULL when shaderc cannot start. */
 glsl_compiler *glsl_compiler_new(void);
 void glsl_compiler_free(glsl_compiler *c); /* NULL ok */
+/* Modules come from and go to cache (not owned; NULL: none, the default).
+ * Only validated modules are stored, so a hit is returned as it is. A
+ * build whose GLSL toolchain dpkg could not name (codegen/meson.build)
+ * caches nothing: an entry's key must name the compiler that made it. */
+void glsl_compiler_use_cache(glsl_compiler *c, const cg_kernel_cache *cache);
 
 /* Compiles a compute shader. `name` labels messages ("<name>:<line>: error").
  * With optimize, shaderc's performance passes (spirv-opt -O) run too. The

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,8 +120,56 @@ static bool ptx_self_contained(const uint8_t *ptx, const char *name, char *err, 
 	return false;
 }
 
-bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, uint8_t **out, size_t *size, char *err,
-		    size_t errlen)
+/* clang's `--version` text (its version and build), the compiler part of a
+ * cached object's key; run once per process and compiler (the kernels of a
+ * compile use one). Empty when clang cannot say, and nothing is cached. */
+static void clang_identity(const char *clang, char *out, size_t outlen)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char memo_clang[256], memo_text[512];
+	pthread_mutex_lock(&lock);
+	if (strcmp(memo_clang, clang) != 0) {
+		memo_text[0] = 0;
+		scratch s;
+		char *argv[] = {(char *)clang, "--version", NULL};
+		if (scratch_make(&s) && write_file(s.in, "")) {
+			/* run() sends stderr to the log; --version prints on stdout */
+			posix_spawn_file_actions_t fa;
+			pid_t pid;
+			int status = -1;
+			if (posix_spawn_file_actions_init(&fa) == 0) {
+				posix_spawn_file_actions_addopen(&fa, 1, s.out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+				posix_spawn_file_actions_addopen(&fa, 2, s.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+				if (posix_spawnp(&pid, clang, &fa, NULL, argv, environ) == 0)
+					while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+						;
+				posix_spawn_file_actions_destroy(&fa);
+			}
+			size_t n;
+			uint8_t *text = status == 0 ? read_file(s.out, &n) : NULL;
+			if (text)
+				snprintf(memo_text, sizeof memo_text, "%s", (const char *)text);
+			free(text);
+			scratch_remove(&s);
+		}
+		snprintf(memo_clang, sizeof memo_clang, "%s", clang);
+	}
+	snprintf(out, outlen, "%s", memo_text);
+	pthread_mutex_unlock(&lock);
+}
+
+/* argv's flags without the scratch paths: the key's options. */
+static void flags_text(char *const *argv, const scratch *s, char *out, size_t outlen)
+{
+	size_t at = 0;
+	out[0] = 0;
+	for (int i = 1; argv[i] && at < outlen; i++)
+		if (!strstr(argv[i], s->dir))
+			at += (size_t)snprintf(out + at, outlen - at, "%s ", argv[i]);
+}
+
+bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, const cg_kernel_cache *cache,
+		    uint8_t **out, size_t *size, char *err, size_t errlen)
 {
 	*out = NULL;
 	scratch s;
@@ -145,8 +194,18 @@ bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, uint
 	char *nv[] = {(char *)(clang ? clang : "clang-19"), "-x", "cuda", "--cuda-gpu-arch=sm_90", cuda_path,
 		      "--cuda-feature=+ptx78", "-nocudainc", "-nocudalib", "--cuda-device-only", "-O3", "-Werror=undef",
 		      "-S", "-o", s.out, "-", NULL};
+	char *const *argv = arch == CG_ARCH_GFX1151 ? amd : nv;
+	char identity[512] = "", flags[1024];
+	if (cache)
+		clang_identity(argv[0], identity, sizeof identity);
+	flags_text(argv, &s, flags, sizeof flags);
+	const cg_kernel_key key = {identity, flags, source};
+	if (identity[0] && cg_kernel_cache_get(cache, &key, out, size)) {
+		scratch_remove(&s);
+		return true;
+	}
 	bool ok = write_file(s.in, source);
-	int status = ok ? run(arch == CG_ARCH_GFX1151 ? amd : nv, &s) : -1;
+	int status = ok ? run(argv, &s) : -1;
 	if (!ok)
 		snprintf(err, errlen, "%s: cannot write %s: %s", name, s.in, strerror(errno));
 	else if (status < 0)
@@ -159,6 +218,8 @@ bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, uint
 		free(*out);
 		*out = NULL;
 	}
+	if (*out && identity[0])
+		cg_kernel_cache_put(cache, &key, *out, *size);
 	scratch_remove(&s);
 	return *out != NULL;
 }

@@ -17,12 +17,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codegen/kernel_cache.h"
+
 typedef enum { CG_ARCH_GFX1151, CG_ARCH_SM90 } cg_gpu_arch;
 
 /* Compiles source (labelled `name` in messages) for arch. On success *out
  * (malloc'd, caller frees) holds *size bytes. False with clang's message,
- * or why it could not run, in err (errlen bytes); *out is then NULL. */
-bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, uint8_t **out, size_t *size, char *err,
-		    size_t errlen);
+ * or why it could not run, in err (errlen bytes); *out is then NULL.
+ * cache (NULL: none): the result comes from it when it holds one for this
+ * source, these flags and this clang (its `--version` text), and goes to it
+ * otherwise. */
+bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, const cg_kernel_cache *cache,
+		    uint8_t **out, size_t *size, char *err, size_t errlen);
 
 #endif

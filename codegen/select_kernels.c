@@ -784,7 +784,8 @@ static bool select_dispatch(selector *s, const halo_entry *e, halo_dispatch *d, 
  * compile's time. A work item is one kernel for one target; each thread
  * takes the next item and has its own GLSL compiler. The code lands in an
  * array by item and is concatenated in kernel order per target, so the
- * bundle's bytes do not depend on the threads. */
+ * bundle's bytes do not depend on the threads. Compiled code is kept in the
+ * kernel cache (codegen/kernel_cache.h) for the next compile. */
 #define SK_MAX_THREADS 32
 
 typedef struct {
@@ -800,6 +801,7 @@ typedef struct {
 	int n_targets;
 	kernel_code *code; /* [item], item = kernel * n_targets + target position */
 	char (*why)[1024]; /* [item]: a compile error, "" if none */
+	cg_kernel_cache *cache; /* the environment's (codegen/kernel_cache.h); NULL: none */
 	atomic_int next;
 } compile_queue;
 
@@ -812,11 +814,13 @@ static void compile_item(compile_queue *q, glsl_compiler **cc, int item)
 	if (t != HALO_TARGET_VULKAN) {
 		if (k->hip && q->gpu_runs[item / q->n_targets])
 			cg_hip_compile(t == HALO_TARGET_HIP_GFX1151 ? CG_ARCH_GFX1151 : CG_ARCH_SM90, k->hip, k->name,
-				       &out->bytes, &out->size, why, sizeof q->why[0]);
+				       q->cache, &out->bytes, &out->size, why, sizeof q->why[0]);
 		return;
 	}
 	glsl_spirv spv = {0};
-	if (!*cc && !(*cc = glsl_compiler_new()))
+	if (!*cc && (*cc = glsl_compiler_new()))
+		glsl_compiler_use_cache(*cc, q->cache);
+	if (!*cc)
 		snprintf(why, sizeof q->why[0], "shaderc failed to start");
 	else if (!glsl_compile(*cc, k->source, k->name, true, &spv, why, sizeof q->why[0]) && !why[0])
 		snprintf(why, sizeof q->why[0], "%s: compilation failed", k->name);
@@ -928,7 +932,8 @@ static void mark_gpu_runs(const halo_manifest *m, const pending_kernel *pending,
 static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], bool gpu_all, cg_kernel_sections *out,
 			char *err, size_t errlen)
 {
-	compile_queue q = {.pending = s->pending, .n_kernels = s->man->n_kernels};
+	compile_queue q = {.pending = s->pending, .n_kernels = s->man->n_kernels,
+			   .cache = cg_kernel_cache_open_default()};
 	for (int t = 0; t < HALO_TARGET_COUNT; t++)
 		if (want[t])
 			q.target[q.n_targets++] = t;
@@ -950,6 +955,7 @@ static bool compile_all(selector *s, const bool want[HALO_TARGET_COUNT], bool gp
 	free(q.code);
 	free(q.why);
 	free(q.gpu_runs);
+	cg_kernel_cache_close(q.cache);
 	return ok;
 }
 

@@ -14,6 +14,7 @@
 struct harness {
 	vk_ctx *ctx;
 	glsl_compiler *cc;
+	cg_kernel_cache *cache; /* the environment's, as halo compile's: the kernels' SPIR-V is not what these test */
 };
 
 harness *harness_open(void)
@@ -30,6 +31,8 @@ harness *harness_open(void)
 		fprintf(stderr, "FAIL: shaderc did not start\n");
 		exit(1);
 	}
+	h->cache = cg_kernel_cache_open_default();
+	glsl_compiler_use_cache(h->cc, h->cache);
 	printf("device: %s (%s), subgroup %u\n", h->ctx->info.name, h->ctx->info.driver_name,
 	       h->ctx->info.subgroup_size);
 	return h;
@@ -49,6 +52,7 @@ int harness_close(harness *h)
 {
 	uint64_t msgs = h->ctx->validation_messages;
 	glsl_compiler_free(h->cc);
+	cg_kernel_cache_close(h->cache);
 	vk_ctx_destroy(h->ctx);
 	free(h);
 	if (msgs) {

@@ -18,6 +18,10 @@ mkdir -p "$out"
 rm -rf /tmp/ops_cuda && mkdir -p /tmp/ops_cuda
 xz -dc .devrun/ops_cuda.tar.xz | tar -C /tmp/ops_cuda -xf -
 rc=0
+# No case named: the ones packed (all of them only without PACK_OPS_CASES).
+if [ $# -eq 0 ]; then
+	for f in /tmp/ops_cuda/*.halo; do set -- "$@" "$(basename "$f" .halo)"; done
+fi
 HALO_REQUIRE_GPU=1 "$HALO_BIN/backend_ops" --read /tmp/ops_cuda "${OPS_BACKENDS:-ref,vulkan,cuda}" "$@" \
 	> "$out/backend-ops.txt" 2>&1 ||
 	rc=$?

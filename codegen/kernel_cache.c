@@ -1,0 +1,168 @@
+/* The kernel cache (kernel_cache.h). */
+#include "codegen/kernel_cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+struct cg_kernel_cache {
+	char dir[4096];
+};
+
+enum { HEADER = 40 }; /* magic 8, key hash 16, payload size 8, payload xxh3-64 8 */
+static const char MAGIC[8] = "HALOKC01";
+
+/* mkdir -p; true when dir exists as a directory afterwards. */
+static bool make_dirs(const char *dir)
+{
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+		return false;
+	for (char *p = path + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(path, 0755) != 0 && errno != EEXIST)
+				return false;
+			*p = '/';
+		}
+	struct stat st;
+	return (mkdir(path, 0755) == 0 || errno == EEXIST) && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+cg_kernel_cache *cg_kernel_cache_open(const char *dir)
+{
+	if (!dir || !dir[0] || strlen(dir) + 40 >= sizeof(((cg_kernel_cache *)0)->dir) || !make_dirs(dir))
+		return NULL;
+	cg_kernel_cache *c = malloc(sizeof *c);
+	if (c)
+		snprintf(c->dir, sizeof c->dir, "%s", dir);
+	return c;
+}
+
+cg_kernel_cache *cg_kernel_cache_open_default(void)
+{
+	const char *env = getenv("HALO_KERNEL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+	if (env && env[0])
+		return strcmp(env, "off") == 0 ? NULL : cg_kernel_cache_open(env);
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof dir, "%s/halo/kernels", xdg);
+	else if (home && home[0])
+		snprintf(dir, sizeof dir, "%s/.cache/halo/kernels", home);
+	else
+		return NULL;
+	return cg_kernel_cache_open(dir);
+}
+
+void cg_kernel_cache_close(cg_kernel_cache *c)
+{
+	free(c);
+}
+
+/* Each part with its length, so that no two keys hash the same bytes. */
+static XXH128_hash_t key_hash(const cg_kernel_key *k)
+{
+	XXH3_state_t *st = XXH3_createState();
+	XXH128_hash_t h = {0, 0};
+	if (!st || XXH3_128bits_reset(st) != XXH_OK) {
+		XXH3_freeState(st);
+		return h;
+	}
+	const char *parts[] = {k->compiler, k->options, k->source};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		uint64_t n = parts[i] ? strlen(parts[i]) : 0;
+		XXH3_128bits_update(st, &n, sizeof n);
+		if (n)
+			XXH3_128bits_update(st, parts[i], (size_t)n);
+	}
+	h = XXH3_128bits_digest(st);
+	XXH3_freeState(st);
+	return h;
+}
+
+static void entry_path(const cg_kernel_cache *c, XXH128_hash_t h, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s/%016llx%016llx", c->dir, (unsigned long long)h.high64, (unsigned long long)h.low64);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void make_header(uint8_t hdr[HEADER], XXH128_hash_t h, const uint8_t *data, size_t size)
+{
+	memcpy(hdr, MAGIC, 8);
+	put_u64(hdr + 8, h.high64);
+	put_u64(hdr + 16, h.low64);
+	put_u64(hdr + 24, size);
+	put_u64(hdr + 32, XXH3_64bits(data, size));
+}
+
+bool cg_kernel_cache_get(const cg_kernel_cache *c, const cg_kernel_key *k, uint8_t **out, size_t *size)
+{
+	*out = NULL;
+	if (!c)
+		return false;
+	XXH128_hash_t h = key_hash(k);
+	char path[4200];
+	entry_path(c, h, path, sizeof path);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	uint8_t hdr[HEADER];
+	uint8_t *data = NULL;
+	uint64_t n = 0;
+	bool ok = fread(hdr, 1, HEADER, f) == HEADER && memcmp(hdr, MAGIC, 8) == 0 && get_u64(hdr + 8) == h.high64 &&
+		  get_u64(hdr + 16) == h.low64 && (n = get_u64(hdr + 24)) > 0 && n < ((uint64_t)1 << 32) &&
+		  (data = malloc((size_t)n + 1)) && fread(data, 1, (size_t)n, f) == n && fgetc(f) == EOF &&
+		  XXH3_64bits(data, (size_t)n) == get_u64(hdr + 32);
+	fclose(f);
+	if (!ok) {
+		free(data);
+		return false;
+	}
+	data[n] = 0;
+	*out = data;
+	*size = (size_t)n;
+	return true;
+}
+
+void cg_kernel_cache_put(const cg_kernel_cache *c, const cg_kernel_key *k, const uint8_t *data, size_t size)
+{
+	if (!c || !size)
+		return;
+	XXH128_hash_t h = key_hash(k);
+	char path[4200], tmp[4200];
+	entry_path(c, h, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", c->dir);
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return;
+	FILE *f = fdopen(fd, "wb");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	uint8_t hdr[HEADER];
+	make_header(hdr, h, data, size);
+	bool ok = fwrite(hdr, 1, HEADER, f) == HEADER && fwrite(data, 1, size, f) == size;
+	ok = fclose(f) == 0 && ok;
+	/* mkstemp makes it 0600; an entry is as readable as the directory. */
+	if (!ok || chmod(tmp, 0644) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
