@@ -85,14 +85,17 @@ static void report_log(const scratch *s, const char *name, int status, char *err
 	free(log);
 }
 
-/* Runs argv with stdin from s->in and stderr into s->log; the exit status,
- * or -1 when it could not start. */
-static int run(char *const *argv, const scratch *s)
+/* Runs argv with stdin from s->in, stderr into s->log and, with
+ * capture, stdout into s->out; the exit status, or -1 when it could not
+ * start. */
+static int run(char *const *argv, const scratch *s, bool capture)
 {
 	posix_spawn_file_actions_t fa;
 	if (posix_spawn_file_actions_init(&fa) != 0)
 		return -1;
 	posix_spawn_file_actions_addopen(&fa, 0, s->in, O_RDONLY, 0);
+	if (capture)
+		posix_spawn_file_actions_addopen(&fa, 1, s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	posix_spawn_file_actions_addopen(&fa, 2, s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	pid_t pid;
 	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
@@ -120,9 +123,11 @@ static bool ptx_self_contained(const uint8_t *ptx, const char *name, char *err, 
 	return false;
 }
 
-/* clang's `--version` text (its version and build), the compiler part of a
- * cached object's key; run once per process and compiler (the kernels of a
- * compile use one). Empty when clang cannot say, and nothing is cached. */
+/* The program run and its `--version` text (clang's version and build):
+ * the compiler part of a cached object's key (a $HALO_CLANG wrapper is
+ * another compiler). `--version` runs once per process and program (the
+ * kernels of a compile use one). Empty when it cannot say, and nothing is
+ * cached. */
 static void clang_identity(const char *clang, char *out, size_t outlen)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,21 +137,9 @@ static void clang_identity(const char *clang, char *out, size_t outlen)
 		memo_text[0] = 0;
 		scratch s;
 		char *argv[] = {(char *)clang, "--version", NULL};
-		if (scratch_make(&s) && write_file(s.in, "")) {
-			/* run() sends stderr to the log; --version prints on stdout */
-			posix_spawn_file_actions_t fa;
-			pid_t pid;
-			int status = -1;
-			if (posix_spawn_file_actions_init(&fa) == 0) {
-				posix_spawn_file_actions_addopen(&fa, 1, s.out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-				posix_spawn_file_actions_addopen(&fa, 2, s.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-				if (posix_spawnp(&pid, clang, &fa, NULL, argv, environ) == 0)
-					while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-						;
-				posix_spawn_file_actions_destroy(&fa);
-			}
+		if (scratch_make(&s)) {
 			size_t n;
-			uint8_t *text = status == 0 ? read_file(s.out, &n) : NULL;
+			uint8_t *text = write_file(s.in, "") && run(argv, &s, true) == 0 ? read_file(s.out, &n) : NULL;
 			if (text)
 				snprintf(memo_text, sizeof memo_text, "%s", (const char *)text);
 			free(text);
@@ -154,7 +147,10 @@ static void clang_identity(const char *clang, char *out, size_t outlen)
 		}
 		snprintf(memo_clang, sizeof memo_clang, "%s", clang);
 	}
-	snprintf(out, outlen, "%s", memo_text);
+	if (memo_text[0])
+		snprintf(out, outlen, "%s: %s", clang, memo_text);
+	else
+		out[0] = 0;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -205,7 +201,7 @@ bool cg_hip_compile(cg_gpu_arch arch, const char *source, const char *name, cons
 		return true;
 	}
 	bool ok = write_file(s.in, source);
-	int status = ok ? run(argv, &s) : -1;
+	int status = ok ? run(argv, &s, false) : -1;
 	if (!ok)
 		snprintf(err, errlen, "%s: cannot write %s: %s", name, s.in, strerror(errno));
 	else if (status < 0)
