@@ -94,7 +94,14 @@ static void compile_usage(FILE *out)
 	      "                         template and special tokens and generation_config.json's\n"
 	      "                         eos_token_id, is embedded when present; halo tokenize\n"
 	      "                         reads it)\n"
-	      "  -h, --help             this text\n",
+	      "  -h, --help             this text\n"
+	      "Environment:\n"
+	      "  HALO_THREADS=N         at most N threads (default: every core)\n"
+	      "  HALO_KERNEL_CACHE=DIR  where compiled kernels are kept for the next compile (default\n"
+	      "                         $XDG_CACHE_HOME/halo/kernels, else ~/.cache/halo/kernels;\n"
+	      "                         off: none). Keyed by compiler, flags and source: the bundle's\n"
+	      "                         bytes are the same with or without it\n"
+	      "  HALO_CLANG=PROGRAM     the clang for the hip and cuda targets (default clang-19)\n",
 	      out);
 }
 
