@@ -63,25 +63,23 @@ void cg_kernel_cache_close(cg_kernel_cache *c)
 	free(c);
 }
 
-/* Each part with its length, so that no two keys hash the same bytes. */
-static XXH128_hash_t key_hash(const cg_kernel_key *k)
+/* Each part with its length, so that no two keys hash the same bytes.
+ * False when xxhash has no memory for its state: no key, so no entry is
+ * read or written (a fallback hash would give every key the same entry). */
+static bool key_hash(const cg_kernel_key *k, XXH128_hash_t *h)
 {
 	XXH3_state_t *st = XXH3_createState();
-	XXH128_hash_t h = {0, 0};
-	if (!st || XXH3_128bits_reset(st) != XXH_OK) {
-		XXH3_freeState(st);
-		return h;
-	}
+	bool ok = st && XXH3_128bits_reset(st) == XXH_OK;
 	const char *parts[] = {k->compiler, k->options, k->source};
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+	for (size_t i = 0; ok && i < sizeof parts / sizeof parts[0]; i++) {
 		uint64_t n = parts[i] ? strlen(parts[i]) : 0;
-		XXH3_128bits_update(st, &n, sizeof n);
-		if (n)
-			XXH3_128bits_update(st, parts[i], (size_t)n);
+		ok = XXH3_128bits_update(st, &n, sizeof n) == XXH_OK &&
+		     (!n || XXH3_128bits_update(st, parts[i], (size_t)n) == XXH_OK);
 	}
-	h = XXH3_128bits_digest(st);
+	if (ok)
+		*h = XXH3_128bits_digest(st);
 	XXH3_freeState(st);
-	return h;
+	return ok;
 }
 
 static void entry_path(const cg_kernel_cache *c, XXH128_hash_t h, char *out, size_t outlen)
@@ -115,9 +113,9 @@ static void make_header(uint8_t hdr[HEADER], XXH128_hash_t h, const uint8_t *dat
 bool cg_kernel_cache_get(const cg_kernel_cache *c, const cg_kernel_key *k, uint8_t **out, size_t *size)
 {
 	*out = NULL;
-	if (!c)
+	XXH128_hash_t h;
+	if (!c || !key_hash(k, &h))
 		return false;
-	XXH128_hash_t h = key_hash(k);
 	char path[4200];
 	entry_path(c, h, path, sizeof path);
 	FILE *f = fopen(path, "rb");
@@ -143,9 +141,9 @@ bool cg_kernel_cache_get(const cg_kernel_cache *c, const cg_kernel_key *k, uint8
 
 void cg_kernel_cache_put(const cg_kernel_cache *c, const cg_kernel_key *k, const uint8_t *data, size_t size)
 {
-	if (!c || !size)
+	XXH128_hash_t h;
+	if (!c || !size || !key_hash(k, &h))
 		return;
-	XXH128_hash_t h = key_hash(k);
 	char path[4200], tmp[4200];
 	entry_path(c, h, path, sizeof path);
 	snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", c->dir);
