@@ -120,7 +120,9 @@ du -sh .devrun .gl
 # What a run carries: the tracked tree and these (device README: 64 MiB).
 carried=$(( $(git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s}') + $(du -sb .devrun .gl | awk '{s += $1} END {print s}') ))
 echo "a run carries $((carried / 1048576)) MiB of its 64"
-if [ "$carried" -gt $((64 << 20)) ]; then
+# A 1 MiB margin: this sum said 63 MiB for a pack the run refused as over 64
+# (2026-12-05; it counts what this sum does not: directories, untracked files).
+if [ "$carried" -gt $((63 << 20)) ]; then
 	echo "pack.sh: over the 64 MiB a run carries: pack less (PACK_TESTS=0, PACK_VALIDATION=0, fewer PACK_CUDA families)" >&2
 	exit 1
 fi
