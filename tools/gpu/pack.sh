@@ -123,6 +123,6 @@ echo "a run carries $((carried / 1048576)) MiB of its 64"
 # A 1 MiB margin: this sum said 63 MiB for a pack the run refused as over 64
 # (2026-12-05; it counts what this sum does not: directories, untracked files).
 if [ "$carried" -gt $((63 << 20)) ]; then
-	echo "pack.sh: over the 64 MiB a run carries: pack less (PACK_TESTS=0, PACK_VALIDATION=0, fewer PACK_CUDA families)" >&2
+	echo "pack.sh: over 63 MiB (a run carries at most 64, and counts a little more than this sum): pack less (PACK_TESTS=0, PACK_VALIDATION=0, fewer PACK_CUDA families)" >&2
 	exit 1
 fi
