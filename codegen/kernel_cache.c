@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "runtime/cache_dir.h"
+
 struct cg_kernel_cache {
 	char dir[4096];
 };
@@ -19,18 +21,8 @@ static const char MAGIC[8] = "HALOKC01";
 /* mkdir -p; true when dir exists as a directory afterwards. */
 static bool make_dirs(const char *dir)
 {
-	char path[4096];
-	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-		return false;
-	for (char *p = path + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(path, 0755) != 0 && errno != EEXIST)
-				return false;
-			*p = '/';
-		}
 	struct stat st;
-	return (mkdir(path, 0755) == 0 || errno == EEXIST) && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	return halo_make_dirs(dir) && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 cg_kernel_cache *cg_kernel_cache_open(const char *dir)
@@ -45,16 +37,14 @@ cg_kernel_cache *cg_kernel_cache_open(const char *dir)
 
 cg_kernel_cache *cg_kernel_cache_open_default(void)
 {
-	const char *env = getenv("HALO_KERNEL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *env = getenv("HALO_KERNEL_CACHE");
 	char dir[4096];
 	if (env && env[0])
 		return strcmp(env, "off") == 0 ? NULL : cg_kernel_cache_open(env);
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof dir, "%s/halo/kernels", xdg);
-	else if (home && home[0])
-		snprintf(dir, sizeof dir, "%s/.cache/halo/kernels", home);
-	else
+	int n = halo_cache_dir(dir, sizeof dir);
+	if (n < 0 || (size_t)n + sizeof "/kernels" > sizeof dir)
 		return NULL;
+	strcat(dir, "/kernels");
 	return cg_kernel_cache_open(dir);
 }
 

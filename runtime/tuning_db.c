@@ -1,5 +1,7 @@
 #include "runtime/tuning_db.h"
 
+#include "runtime/cache_dir.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -458,38 +460,15 @@ bool halo_tuning_db_write(const halo_tuning_db *db, const char *path, char *err,
 	return true;
 }
 
-/* mkdir -p of dir (modified in place while walking it). */
-static bool make_dirs(char *dir)
-{
-	for (char *p = dir + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		bool ok = mkdir(dir, 0755) == 0 || errno == EEXIST;
-		*p = c;
-		if (!ok)
-			return false;
-		if (c == '\0')
-			return true;
-	}
-}
-
 bool halo_tuning_db_default_path(char *out, size_t outlen, bool create_dir, char *err, size_t errlen)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char dir[4096];
-	int n;
-	/* The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored. */
-	if (xdg && xdg[0] == '/')
-		n = snprintf(dir, sizeof(dir), "%s/halo", xdg);
-	else if (home && home[0])
-		n = snprintf(dir, sizeof(dir), "%s/.cache/halo", home);
-	else
+	int n = halo_cache_dir(dir, sizeof(dir));
+	if (n < 0)
 		return failf(err, errlen, "no default tuning DB: neither XDG_CACHE_HOME (absolute) nor HOME is set");
-	if (n < 0 || (size_t)n >= sizeof(dir) || (size_t)n + sizeof("/tuning.json") > outlen)
+	if ((size_t)n >= sizeof(dir) || (size_t)n + sizeof("/tuning.json") > outlen)
 		return failf(err, errlen, "the default tuning DB path is too long");
-	if (create_dir && !make_dirs(dir))
+	if (create_dir && !halo_make_dirs(dir))
 		return failf(err, errlen, "cannot create the tuning DB directory %s: %s", dir, strerror(errno));
 	snprintf(out, outlen, "%s/tuning.json", dir);
 	return true;
