@@ -72,7 +72,8 @@ rm -rf .devrun/stage
 # fixtures it also runs). PACK_CUDA: 0 (the default) none, 1 every family,
 # or a list of families: all of them do not fit one run's 64 MiB beside the
 # tree, so gpu-backend.sh runs whatever was packed, and a full pass takes
-# three runs: "qwen3 qwen3_next qwen3_5_moe", "qwen4_exp", "deepseek_v4".
+# four runs: "qwen3 qwen3_next qwen3_5_moe", "qwen4_exp",
+# "deepseek_v4:deepseek_v4_tiny", "deepseek_v4:deepseek_v4_b".
 # Without the Vulkan section (the tests run them on cuda and ref only) the
 # bundles are a quarter smaller.
 cuda_bundle() { # name, halo compile arguments...
@@ -85,8 +86,13 @@ families=${PACK_CUDA:-0}
 [ "$families" = 0 ] && families=""
 [ -n "$families" ] && mkdir -p .devrun/bundles
 for m in $families; do
-	fixtures=${m}_tiny
-	[ "$m" = deepseek_v4 ] && fixtures="deepseek_v4_tiny deepseek_v4_b"
+	# FAMILY:FIXTURE packs that fixture alone (deepseek_v4's two do not fit
+	# one run beside the tree)
+	case $m in
+	*:*) fixtures=${m#*:} m=${m%%:*} ;;
+	deepseek_v4) fixtures="deepseek_v4_tiny deepseek_v4_b" ;;
+	*) fixtures=${m}_tiny ;;
+	esac
 	for f in $fixtures; do
 		cuda_bundle "$f.$m.f32" --model "models/$m.yaml" --hf "tests/fixtures/$f"
 		# test_mtp_oracle's target without its head (its --no-mtp check)
