@@ -132,7 +132,7 @@ static bool compile_case(const op_case *c, const char *dir, uint32_t targets, co
 		fprintf(stderr, "FAIL %s: cannot write %s\n", c->name, dir);
 		return false;
 	}
-	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = bundle, .matrix_dtype = HALO_F32,
+	cg_compile_options o = {.model_path = model, .hf_dir = dir, .out_path = bundle, .matrix_dtype = c->matrix,
 				.quant = c->quant, .random_weights = true, .seed = case_seed(c),
 				.targets = targets, .gpu_all_variants = true, .no_tokenizer = true};
 	if (!cg_compile(&o, NULL, err, sizeof(err))) {

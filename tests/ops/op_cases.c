@@ -14,6 +14,11 @@
 #define NORM_TOL .tol = 1e-5, .floor = 1e-3, .why = "one f32 sum of squares a row by a tree (f64 in ref), a sqrt, products"
 /* Dots of K <= 256 products of magnitude <= 1 in f32 (f64 in ref). */
 #define MATMUL_TOL .tol = 2e-5, .floor = 1e-2, .why = "f32 sums of K products (f64 in ref)"
+/* f16 weights: decode's matrix-unit matvec multiplies x as two f16 halves
+ * (22 of f32's 24 bits); prefill's matrix units round x to f16. */
+#define F16_TOL                                                                                                 \
+	.tol = 2e-5, .floor = 1e-2, .why = "f32 sums of K products (f64 in ref), x in 22 bits on the matrix units", \
+	.prefill_tol = 2e-2, .prefill_why = "prefill on the matrix units rounds x to f16"
 /* rope: the angle (pos + t) * theta in f32 on the GPU (f64 in the plain
  * reference) at positions below 40, GPU cos/sin a few ulps. */
 #define ROPE_TOL .tol = 1e-4, .floor = 1e-2, .why = "the angle in f32 (f64 in ref) and GPU cos/sin"
@@ -255,6 +260,52 @@ const op_case op_cases[] = {
 		.weights = "w: {shape: [70, H]}",
 		.body = "- {op: matmul, out: logits, in: [x, w], w_rows: vocab}",
 		MATMUL_TOL,
+	},
+	/* f16 weights: decode runs the matrix-unit matvec where the device has
+	 * NV cooperative matrices (kernels/vulkan/matvec_mma.comp: x split in
+	 * two f16 halves, 22 bits), matvec.comp elsewhere; prefill the
+	 * cooperative-matrix matmul, which rounds x to f16. Whole 16 x 16
+	 * fragments: K and N multiples of 16. */
+	{
+		.name = "matmul_f16",
+		.params = "H: {default: 256}\nvocab: {default: 96}",
+		.weights = "w: {shape: [vocab, H]}",
+		.matrix = HALO_F16,
+		.body = "- {op: matmul, out: logits, in: [x, w]}",
+		F16_TOL,
+	},
+	{
+		.name = "matmul_f16_norm_prologue",
+		.params = "H: {default: 512}\nvocab: {default: 32}",
+		.weights = "g: {shape: [H]}\nw: {shape: [vocab, H]}",
+		.matrix = HALO_F16,
+		.body = "- {op: rms_norm, out: h, in: [x, g], eps: 1.0e-6}\n"
+			"- {op: matmul, out: logits, in: [h, w]}",
+		.tol = 2e-5,
+		.floor = 1,
+		.why = "f32 sums of K products (f64 in ref) of normed rows: outputs of order 1, a few f32 roundings of"
+		       " the scale, x in 22 bits on the matrix units",
+		.prefill_tol = 2e-2,
+		.prefill_why = "prefill on the matrix units rounds x to f16",
+	},
+	{
+		.name = "matmul_f16_swiglu_pair",
+		.params = "H: {default: 96}\nvocab: {default: 48}",
+		.weights = "wg: {shape: [vocab, H]}\nwu: {shape: [vocab, H]}",
+		.matrix = HALO_F16,
+		.body = "- {op: matmul, out: g, in: [x, wg]}\n"
+			"- {op: matmul, out: u, in: [x, wu]}\n"
+			"- {op: swiglu, out: logits, in: [g, u]}",
+		F16_TOL,
+	},
+	{
+		.name = "matmul_f16_split",
+		.params = "H: {default: 128}\nvocab: {default: 48}",
+		.weights = "w: {shape: [2 * vocab, H]}",
+		.matrix = HALO_F16,
+		.body = "- {op: matmul, out: [a, b], in: [x, w], split: [vocab, vocab]}\n"
+			"- {op: add, out: logits, in: [a, b]}",
+		F16_TOL,
 	},
 	/* ---- rope ---- */
 	{

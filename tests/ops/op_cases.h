@@ -34,6 +34,7 @@ typedef struct {
 	int t_prefill;    /* 0: OPS_T_PREFILL */
 	int n_ctx;        /* the context the caches hold; 0: OPS_N_CTX */
 	halo_dtype quant; /* halo compile --quant (q8_0, q4_k, f8e4m3_b128); 0: none */
+	halo_dtype matrix; /* halo compile --dtype of the matrices: HALO_F32 (0) or HALO_F16 */
 	/* The kernel keys (their first words, space-separated) whose variants
 	 * the Vulkan run sweeps; NULL: every choice's. A case built around one
 	 * op names that op's kernels: the matmuls feeding it are the matmul

@@ -246,8 +246,8 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 	    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
 		info->features |= HALO_NEED_SUBGROUP_SHUFFLE;
 	/* HALO_VK_DISABLE_COOPMAT=1 hides the matrix units (as llama.cpp's
-	 * GGML_VK_DISABLE_COOPMAT does): every choice then runs its first
-	 * candidate that needs none, to compare the two on one device. */
+	 * GGML_VK_DISABLE_COOPMAT does): a choice then runs a candidate that
+	 * needs none, to compare the two on one device. */
 	const char *no_coopmat = getenv("HALO_VK_DISABLE_COOPMAT");
 	if (has_coopmat_nv(inst, dev) && !(no_coopmat && strcmp(no_coopmat, "1") == 0))
 		info->features |= HALO_NEED_COOPMAT_NV;
