@@ -16,7 +16,9 @@
  * Each timed dispatch reads a different copy of the weights, so a matrix
  * smaller than the L2 cache is streamed from memory as in a real decode
  * step; times are the median of 7 recordings of `iters` dispatches.
- * usage: matvec_bench [--sweep] [--dtype f16,q8_0,q4_k] [ITERS]
+ * With --only PREFIX the space's candidates whose tile starts with PREFIX
+ * are timed at every T, beside the heuristic, and nothing else (no best).
+ * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +176,7 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 	return best;
 }
 
-static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep)
+static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
 	d.u.matmul.K = K;
@@ -191,20 +193,24 @@ static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_s
 	int n = kv_variant_space(&d, space, 16);
 	double best = 1e30;
 	kv_tiles best_t = space[0];
-	for (int i = 1; i < n; i++) {
+	for (int i = only ? 0 : 1; i < n; i++) {
 		d.tiles = space[i];
 		double ns = time_variant(b, &d, 1, tile, sizeof tile);
-		if (ns <= 0)
+		if (ns <= 0 || (only && strncmp(tile, only, strlen(only)) != 0))
 			continue;
 		report(b, &d, 1, "space", tile, ns);
-		/* T = 5 and 8 too: speculative verification runs the same candidate. */
-		report(b, &d, 5, "space", tile, time_variant(b, &d, 5, tile, sizeof tile));
-		report(b, &d, 8, "space", tile, time_variant(b, &d, 8, tile, sizeof tile));
+		/* T = 5 and 8 too (with --only every T of the heuristic's rows):
+		 * speculative verification runs the same candidate. */
+		for (size_t r = 1; r < sizeof rows / sizeof *rows; r++)
+			if (only || rows[r] == 5 || rows[r] == 8)
+				report(b, &d, rows[r], "space", tile, time_variant(b, &d, rows[r], tile, sizeof tile));
 		if (ns < best) {
 			best = ns;
 			best_t = space[i];
 		}
 	}
+	if (only)
+		return; /* the chosen variants alone */
 	if (do_sweep) {
 		double sw;
 		kv_tiles t = sweep(b, d, &sw);
@@ -238,12 +244,15 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* a run cut short keeps its finished lines */
 	bool do_sweep = false;
+	const char *only = NULL;
 	halo_dtype types[3] = {HALO_F16};
 	int n_types = 1;
 	bench b = {.iters = 50};
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--sweep") == 0) {
 			do_sweep = true;
+		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+			only = argv[++i];
 		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
 			char list[64];
 			snprintf(list, sizeof list, "%s", argv[++i]);
@@ -258,7 +267,7 @@ int main(int argc, char **argv)
 		} else {
 			b.iters = atoi(argv[i]);
 			if (b.iters < 1)
-				die("usage", "matvec_bench [--sweep] [--dtype f16,q8_0,q4_k] [ITERS >= 1]");
+				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [ITERS >= 1]");
 		}
 	}
 	vk_ctx_options o = {.validation = false, .device_index = -1};
@@ -292,7 +301,7 @@ int main(int argc, char **argv)
 		for (size_t s = 0; s < n; s++)
 			if (weight_bytes(types[t], shapes[s][0], shapes[s][1]) <= pool &&
 			    shapes[s][0] % (int64_t)halo_dtype_block(types[t]) == 0)
-				bench_shape(&b, types[t], shapes[s][0], shapes[s][1], do_sweep && !small);
+				bench_shape(&b, types[t], shapes[s][0], shapes[s][1], do_sweep && !small, only);
 	vk_buffer_destroy(b.ctx, &b.x);
 	vk_buffer_destroy(b.ctx, &b.w);
 	vk_buffer_destroy(b.ctx, &b.y);
