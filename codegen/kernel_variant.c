@@ -616,60 +616,8 @@ static kv_tiles matvec_resolve(const kv_desc *d)
 }
 
 
-/* Shared memory of the devices the cooperative-matrix kernel runs on: only
- * NVIDIA's drivers expose VK_NV_cooperative_matrix, on Turing and later, and
- * they report 48 KiB of maxComputeSharedMemorySize; two stages of 128x128
- * tiles with BK = 32 need 40 KiB. */
-#define KV_COOPMAT_SHARED_LIMIT 49152
-
-/* Why tiles t are not a matvec_mma.comp variant for d, or NULL when they
- * are: f16 weights in whole 16 x 16 fragments (no partial step or column
- * block), no groups, at most 8 rows (the A fragment's hi and lo halves). */
-static const char *matvec_mma_illegal(const kv_desc *d, kv_tiles t)
-{
-	int64_t K = d->u.matmul.K, N = d->u.matmul.N;
-	uint32_t nsg = t.local / 32;
-	if (d->wtype != HALO_F16 || mm_groups(d) > 1)
-		return "the matrix-unit matvec takes f16 weights and no groups";
-	if (mm_rows_max(d) > 8)
-		return "the matrix-unit matvec holds at most 8 rows (hi and lo halves of one 16-row fragment)";
-	if (!is_pow2(t.local) || t.local < 32 || t.local > KV_MAX_LANES || !t.cols || !is_pow2(t.cols) ||
-	    t.cols > 4 || !t.unroll || !is_pow2(t.unroll) || t.unroll > 8 || t.cols * t.unroll > 16)
-		return "local a power of two of 32 to 1024 lanes, cols and unroll powers of two (cols <= 4, unroll"
-		       " <= 8, cols * unroll <= 16 fragments in flight)";
-	if (K % 16 || (K / 16) % ((int64_t)nsg * t.unroll))
-		return "K must be whole 16-wide steps, a multiple of subgroups x unroll of them";
-	if (N % (16 * (int64_t)t.cols))
-		return "N must be whole blocks of 16 x cols columns";
-	uint64_t shared = (uint64_t)nsg * (t.unroll * 16 * 3 * 16 + t.cols * 1024 + 64);
-	if (shared > KV_COOPMAT_SHARED_LIMIT)
-		return "the staged fragments and partial results need more shared memory than the devices have";
-	if (N / (16 * (int64_t)t.cols) > KV_MAX_GROUPS)
-		return "too many workgroups for one grid axis";
-	return NULL;
-}
-
-static bool matvec_mma_tiles(kv_build *b)
-{
-	kv_tiles t = b->d->tiles;
-	const char *why = matvec_mma_illegal(b->d, t);
-	if (why)
-		return fail(b, "matvec mma tiles ls%u,cb%u,u%u: %s", t.local, t.cols, t.unroll, why);
-	b->p->template = "matvec_mma";
-	b->k->needs |= HALO_NEED_COOPMAT_NV | HALO_NEED_SUBGROUP_SHUFFLE;
-	def_uint(b, "CB", t.cols);
-	def_uint(b, "UNROLL", t.unroll);
-	def_int(b, "USE_TREE", 0);
-	set_local(b, t.local, 1);
-	set_grid(b, 0, 0, b->d->u.matmul.N, 16 * (int64_t)t.cols);
-	sb_printf(&b->tile, "mma,ls%u,cb%u,u%u", t.local, t.cols, t.unroll);
-	return true;
-}
-
 static bool matvec_tiles(kv_build *b)
 {
-	if (b->d->tiles.mma)
-		return matvec_mma_tiles(b);
 	kv_tiles t = matvec_resolve(b->d);
 	const char *why = matvec_illegal(b->d, t);
 	if (why)
@@ -703,6 +651,11 @@ static bool matvec_tiles(kv_build *b)
 	return true;
 }
 
+/* Shared memory of the devices the cooperative-matrix kernel runs on: only
+ * NVIDIA's drivers expose VK_NV_cooperative_matrix, on Turing and later, and
+ * they report 48 KiB of maxComputeSharedMemorySize; two stages of 128x128
+ * tiles with BK = 32 need 40 KiB. */
+#define KV_COOPMAT_SHARED_LIMIT 49152
 /* Accumulators one subgroup may hold (16x16 f32 each, 8 registers per lane):
  * past 16 the registers spill. */
 #define KV_COOPMAT_MAX_ACC 16
@@ -776,9 +729,6 @@ static uint32_t matmul_bn(const kv_desc *d)
 static bool matmul_tiles(kv_build *b)
 {
 	const kv_tiles *t = &b->d->tiles;
-	if (t->mma)
-		return fail(b, "mma tiles are the decode matvec's (at most %d rows), not a prefill matmul's",
-			    KV_MATVEC_MAX_T);
 	if (t->coopmat)
 		return matmul_coopmat_tiles(b);
 	uint32_t bm = t->bm ? t->bm : 32, bn = t->bn ? t->bn : matmul_bn(b->d), bk = t->bk ? t->bk : 16;
@@ -2288,39 +2238,7 @@ static int matvec_keep(const kv_desc *d, const kv_tiles *cand, size_t n_cand, ui
 	return n;
 }
 
-/* The matrix-unit matvec's candidates, where they are legal (f16 weights
- * in whole fragments), second in the space, after matvec.comp's heuristic
- * (not yet measured against it: halo tune picks them where they win). 8 subgroups with 4 steps in flight,
- * 2 column blocks where N gives an H200's 132 SMs two workgroups each
- * (N >= 32 x 264), else 1; fewer steps in flight, then fewer subgroups,
- * where K's steps do not divide. Then the other column count, and half the
- * subgroups with twice the steps in flight. */
-static int matvec_mma_space(const kv_desc *d, kv_tiles *out, int max)
-{
-	kv_tiles h = {.mma = 1, .local = 256, .cols = d->u.matmul.N >= 32 * 264 ? 2 : 1, .unroll = 4};
-	while (matvec_mma_illegal(d, h) && h.cols > 1)
-		h.cols /= 2;
-	while (matvec_mma_illegal(d, h) && h.unroll > 1)
-		h.unroll /= 2;
-	while (matvec_mma_illegal(d, h) && h.local > 32)
-		h.local /= 2;
-	kv_tiles other = h, wide = h;
-	other.cols = h.cols == 1 ? 2 : 1;
-	wide.local = h.local / 2;
-	wide.unroll = h.unroll * 2;
-	const kv_tiles cand[] = {h, other, wide};
-	int n = 0;
-	for (size_t i = 0; i < sizeof cand / sizeof *cand && n < max; i++) {
-		bool dup = false;
-		for (int j = 0; j < n && !dup; j++)
-			dup = same_tiles(out[j], cand[i]);
-		if (!dup && !matvec_mma_illegal(d, cand[i]))
-			out[n++] = cand[i];
-	}
-	return n;
-}
-
-/* matvec.comp's candidates: the heuristic; its columns fixed at every T; narrower K splits with as many more
+/* Decode matvec: the heuristic; its columns fixed at every T; narrower K splits with as many more
  * loads in flight per lane (the lanes of one subgroup cover more columns and
  * share more of x's loads: on the H200 they won at T = 1 on narrow shapes,
  * 4096 x 1024 7.3 -> 6.4 us, bench/results-h200-matvec.txt run 3); its
@@ -2330,7 +2248,7 @@ static int matvec_mma_space(const kv_desc *d, kv_tiles *out, int max)
  * (faster than growing ones at T = 8 on the H200, 26.7 against 31.9 us at
  * 4096 x 4096, and up to 9% slower at T = 1, run 6) and what the
  * sweeps found slower everywhere (fewer loads in flight, wider workgroups). */
-static int matvec_vector_space(const kv_desc *d, kv_tiles *out, int max)
+static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic(d);
 	kv_tiles fixed = h, tree = {.local = 128, .split = 32, .cols = h.cols, .unroll = h.unroll, .tree = 1, .grow = 1};
@@ -2350,22 +2268,6 @@ static int matvec_vector_space(const kv_desc *d, kv_tiles *out, int max)
 		mv_tiles(h, h.local * 2, h.split, h.cols, h.unroll),
 	};
 	return matvec_keep(d, cand, sizeof cand / sizeof *cand, 1, h, out, max);
-}
-
-/* Decode matvec: matvec.comp's heuristic, then the matrix-unit candidates
- * (above), then matvec.comp's others. */
-static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
-{
-	if (max < 2)
-		return matvec_vector_space(d, out, max);
-	/* the heuristic, the matrix-unit tiles, the rest */
-	int n = matvec_vector_space(d, out, 1);
-	n += matvec_mma_space(d, out + n, max - n);
-	kv_tiles rest[16];
-	int n_rest = matvec_vector_space(d, rest, 16);
-	for (int i = 1; i < n_rest && n < max; i++)
-		out[n++] = rest[i];
-	return n;
 }
 
 /* Quantized weights' decode matvec: the heuristic (one word per load); its

@@ -102,11 +102,6 @@ typedef struct {
 	uint32_t bm, bn, bk, tm, tn;
 	uint32_t coopmat; /* matmul: 1 = matmul_coopmat.comp on the matrix units, 0 = matmul.comp */
 	uint32_t qw;      /* matvec, quantized weights: 32-bit words per lane load (1, 2, 4) */
-	/* matvec: 1 = matvec_mma.comp on the matrix units (f16 weights, needs
-	 * HALO_NEED_COOPMAT_NV): local lanes (32 per subgroup, each a slice of
-	 * K), cols 16-column blocks per workgroup, unroll 16-step fragments in
-	 * flight per subgroup and block */
-	uint32_t mma;
 } kv_tiles;
 
 typedef struct {

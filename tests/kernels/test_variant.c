@@ -51,11 +51,8 @@ static void expect_error(const char *what, const kv_desc *d, const char *needle)
 		printf("refused as expected: %s\n", err);
 }
 
-/* The matvec space: the heuristic first, then the matrix-unit choices
- * (matvec_mma.comp, needing NV cooperative matrices) where the shape has
- * whole fragments; every choice builds, no two alike, one needs nothing, for
- * a square layer, a narrow long one, a vocabulary head and a shape of no
- * whole fragments. */
+/* The matvec space: the heuristic first, every choice builds, no two alike,
+ * one needs nothing, for a square layer, a narrow long one and a vocabulary head. */
 static void test_matvec_space(void)
 {
 	const int64_t shapes[][2] = {{4096, 4096}, {10240, 4}, {2560, 248320}, {131, 37}};
@@ -68,7 +65,6 @@ static void test_matvec_space(void)
 		int n = kv_variant_space(&d, t, 16);
 		char what[128], sigs[16][160], err[512];
 		bool portable = false;
-		int n_mma = 0;
 		snprintf(what, sizeof what, "matvec space K=%lld N=%lld: %d choices", (long long)shapes[s][0],
 			 (long long)shapes[s][1], n);
 		expect(what, n >= 2 && n <= 16);
@@ -83,9 +79,6 @@ static void test_matvec_space(void)
 			for (int j = 0; j < i; j++)
 				expect("space choices differ", strcmp(sigs[i], sigs[j]) != 0);
 			portable |= k.needs == 0;
-			bool mma = (k.needs & HALO_NEED_COOPMAT_NV) != 0;
-			expect("matrix-unit choices follow the heuristic", !mma || (i >= 1 && i <= 3));
-			n_mma += mma;
 			if (i == 0) {
 				kv_kernel h;
 				d.tiles = (kv_tiles){0};
@@ -96,41 +89,7 @@ static void test_matvec_space(void)
 			kv_kernel_free(&k);
 		}
 		expect("a choice that needs no device feature", portable);
-		/* f16 in whole 16 x 16 fragments: all but the 131 x 37 shape */
-		expect("matrix-unit choices where fragments are whole", (n_mma > 0) == (shapes[s][0] % 16 == 0 &&
-											   shapes[s][1] % 16 == 0));
 	}
-}
-
-/* The matrix-unit matvec's tiles: named in the signature, refused where the
- * fragments or the weights do not fit it. */
-static void test_matvec_mma(void)
-{
-	kv_desc d = matmul_desc(5);
-	d.u.matmul.K = 512;
-	d.u.matmul.N = 96;
-	d.tiles = (kv_tiles){.mma = 1, .local = 128, .cols = 2, .unroll = 2};
-	kv_kernel k;
-	char err[512];
-	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
-	expect(ok ? "mma variant builds" : err, ok);
-	if (ok) {
-		expect("mma signature", !strcmp(k.signature, "matvec K=512 N=96 w=f16 tmax=5 tile=mma,ls128,cb2,u2"));
-		expect("mma needs the NV matrix units", (k.needs & HALO_NEED_COOPMAT_NV) != 0);
-		kv_kernel_free(&k);
-	}
-	d.u.matmul.N = 100;
-	expect_error("mma: a partial column block", &d, "N must be whole blocks");
-	d.u.matmul.N = 96;
-	d.u.matmul.K = 520;
-	expect_error("mma: a partial step", &d, "K must be whole 16-wide steps");
-	d.u.matmul.K = 512;
-	d.wtype = HALO_F32;
-	expect_error("mma: f32 weights", &d, "takes f16 weights");
-	d.wtype = HALO_F16;
-	d.t_max = 9;
-	d.tiles = (kv_tiles){.mma = 1, .local = 128, .cols = 1, .unroll = 1};
-	expect_error("mma: more than 8 rows", &d, "not a prefill matmul's");
 }
 
 static void test_signatures(void)
@@ -293,7 +252,6 @@ int main(void)
 {
 	test_signatures();
 	test_matvec_space();
-	test_matvec_mma();
 	test_errors();
 	test_compile_all();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "ok", failures);
