@@ -18,6 +18,12 @@
 #define F16_TOL                                                                                      \
 	.tol = 2e-5, .floor = 1e-2, .why = "f32 sums of K products (f64 in ref)", .prefill_tol = 2e-2, \
 	.prefill_why = "prefill on the matrix units rounds x to f16"
+/* An f16-weight case of H x vocab whose body reads xs = 1.1 x (op_cases[]'s comment says why). */
+#define F16_CASE(n, h, v, w, ops)                                                                    \
+	{                                                                                             \
+		.name = n, .params = "H: {default: " #h "}\nvocab: {default: " #v "}", .weights = w,    \
+		.matrix = HALO_F16, .body = "- {op: scale, out: xs, in: [x], value: 1.1}\n" ops, F16_TOL \
+	}
 /* rope: the angle (pos + t) * theta in f32 on the GPU (f64 in the plain
  * reference) at positions below 40, GPU cos/sin a few ulps. */
 #define ROPE_TOL .tol = 1e-4, .floor = 1e-2, .why = "the angle in f32 (f64 in ref) and GPU cos/sin"
@@ -265,15 +271,7 @@ const op_case op_cases[] = {
 	 * loads, prefill runs the cooperative-matrix matmul where the device has
 	 * one. x is scaled by 1.1 first: the f16 embedding's rows are f16 values,
 	 * and a kernel that rounded x to f16 would pass on those. */
-	{
-		.name = "matmul_f16",
-		.params = "H: {default: 256}\nvocab: {default: 96}",
-		.weights = "w: {shape: [vocab, H]}",
-		.matrix = HALO_F16,
-		.body = "- {op: scale, out: xs, in: [x], value: 1.1}\n"
-			"- {op: matmul, out: logits, in: [xs, w]}",
-		F16_TOL,
-	},
+	F16_CASE("matmul_f16", 256, 96, "w: {shape: [vocab, H]}", "- {op: matmul, out: logits, in: [xs, w]}"),
 	{
 		.name = "matmul_f16_norm_prologue",
 		.params = "H: {default: 512}\nvocab: {default: 32}",
@@ -288,27 +286,13 @@ const op_case op_cases[] = {
 		.prefill_tol = 2e-2,
 		.prefill_why = "prefill on the matrix units rounds x to f16",
 	},
-	{
-		.name = "matmul_f16_swiglu_pair",
-		.params = "H: {default: 96}\nvocab: {default: 48}",
-		.weights = "wg: {shape: [vocab, H]}\nwu: {shape: [vocab, H]}",
-		.matrix = HALO_F16,
-		.body = "- {op: scale, out: xs, in: [x], value: 1.1}\n"
-			"- {op: matmul, out: g, in: [xs, wg]}\n"
-			"- {op: matmul, out: u, in: [xs, wu]}\n"
-			"- {op: swiglu, out: logits, in: [g, u]}",
-		F16_TOL,
-	},
-	{
-		.name = "matmul_f16_split",
-		.params = "H: {default: 128}\nvocab: {default: 48}",
-		.weights = "w: {shape: [2 * vocab, H]}",
-		.matrix = HALO_F16,
-		.body = "- {op: scale, out: xs, in: [x], value: 1.1}\n"
-			"- {op: matmul, out: [a, b], in: [xs, w], split: [vocab, vocab]}\n"
-			"- {op: add, out: logits, in: [a, b]}",
-		F16_TOL,
-	},
+	F16_CASE("matmul_f16_swiglu_pair", 96, 48, "wg: {shape: [vocab, H]}\nwu: {shape: [vocab, H]}",
+		 "- {op: matmul, out: g, in: [xs, wg]}\n"
+		 "- {op: matmul, out: u, in: [xs, wu]}\n"
+		 "- {op: swiglu, out: logits, in: [g, u]}"),
+	F16_CASE("matmul_f16_split", 128, 48, "w: {shape: [2 * vocab, H]}",
+		 "- {op: matmul, out: [a, b], in: [xs, w], split: [vocab, vocab]}\n"
+		 "- {op: add, out: logits, in: [a, b]}"),
 	/* ---- rope ---- */
 	{
 		.name = "rope_neox_partial",
