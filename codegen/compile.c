@@ -100,7 +100,8 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 
 static bool open_weights(compile_state *c, const cg_compile_options *o, char *err, size_t errlen)
 {
-	cg_weight_source src = {.seed = o->seed, .matrix_dtype = o->matrix_dtype, .quant = o->quant};
+	cg_weight_source src = {.seed = o->seed, .period = o->random_period, .matrix_dtype = o->matrix_dtype,
+				.quant = o->quant};
 	if (!o->random_weights) {
 		c->st = halo_st_open_dir(o->hf_dir, err, errlen);
 		if (!c->st)

@@ -31,6 +31,7 @@ typedef struct {
 	bool no_store_fusion;
 	bool random_weights;
 	uint64_t seed;
+	uint64_t random_period; /* cg_weight_source.period */
 	/* A bundle for the CPU reference backend only, without GPU kernels:
 	 * an op whose GPU kernel does not exist yet can still be run and tested.
 	 * The GPU backends refuse such a bundle. */

@@ -309,16 +309,18 @@ static uint64_t splitmix_at(uint64_t state, uint64_t k)
 
 typedef struct {
 	uint64_t state;
+	uint64_t period; /* even; 0: none */
 	float a, center;
 	float *dst;
 } random_job;
 
-/* Elements [lo, hi) (lo even): output k gives elements 2k and 2k+1, 24 bits each. */
+/* Elements [lo, hi) (lo even): output k gives elements 2k and 2k+1, 24 bits
+ * each; with a period, element i takes element i % period's values. */
 static void random_range(void *ctx, size_t lo, size_t hi)
 {
 	const random_job *j = ctx;
 	for (uint64_t i = lo; i < hi; i += 2) {
-		uint64_t bits = splitmix_at(j->state, i / 2);
+		uint64_t bits = splitmix_at(j->state, (j->period ? i % j->period : i) / 2);
 		j->dst[i] = j->center + ((float)(bits >> 40) * 0x1.0p-23f - 1.0f) * j->a;
 		if (i + 1 < hi)
 			j->dst[i + 1] = j->center + ((float)(bits & 0xffffff) * 0x1.0p-23f - 1.0f) * j->a;
@@ -330,11 +332,11 @@ static void random_range(void *ctx, size_t lo, size_t hi)
  * decay params) get 1 ± 0.1 so norms neither vanish nor explode. Float math
  * with 24 random bits per value: benchmarks generate billions of them, on
  * every core (the ranges are even, so each output's two draws stay in one). */
-static void fill_random(const ir_weight *d, uint64_t seed, float *dst, uint64_t n)
+static void fill_random(const ir_weight *d, const cg_weight_source *src, float *dst, uint64_t n)
 {
 	int64_t fan_in = d->shape.rank >= 2 ? d->shape.dim[d->shape.rank - 1].c : 0;
-	random_job j = {.state = name_hash(d->name, seed), .a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f,
-			.center = fan_in ? 0.0f : 1.0f, .dst = dst};
+	random_job j = {.state = name_hash(d->name, src->seed), .period = src->period,
+			.a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f, .center = fan_in ? 0.0f : 1.0f, .dst = dst};
 	cg_parallel_for(n, 1 << 16, random_range, &j);
 }
 
@@ -587,7 +589,7 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 		if (w->id_range[id] > 0)
 			fill_random_ids(d, w->src.seed, dst, n, w->id_range[id]);
 		else
-			fill_random(d, w->src.seed, dst, n);
+			fill_random(d, &w->src, dst, n);
 		return true;
 	}
 	const char *name = w->name[id];

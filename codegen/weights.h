@@ -50,6 +50,10 @@ typedef struct {
 	cg_tensor_read_stored read_stored;
 	void *ctx;
 	uint64_t seed;          /* random weights only */
+	/* random weights only: each tensor's values repeat every `period` of
+	 * them (even; 0: never), so that a benchmark bundle compresses to a few
+	 * MB to travel; kernels' times do not depend on the values */
+	uint64_t period;
 	halo_dtype matrix_dtype; /* stored dtype of rank >= 2 weights (f32 or f16) */
 	/* q8_0, q4_k, f8e4m3_b128 or mxfp4: the block format of linear-layer weights
 	 * (--quant; codegen/quant_policy.h decides which); any other value:

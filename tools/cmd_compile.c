@@ -29,7 +29,7 @@ static bool quant_format(const char *name, halo_dtype *out)
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4] [--random-weights SEED]\n"
+	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4] [--random-weights SEED [--random-period N]]\n"
 	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    [--no-merge] [--no-store-fusion]\n"
@@ -59,6 +59,9 @@ static void compile_usage(FILE *out)
 	      "                         of 32 cannot be quantized: an error\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
+	      "  --random-period N      with --random-weights: each tensor's values repeat every N\n"
+	      "                         (even), so the bundle compresses (a benchmark bundle carried\n"
+	      "                         to another machine; kernel times do not depend on values)\n"
 	      "  --targets LIST         backends to build for, any of ref,vulkan,hip,cuda with ref\n"
 	      "                         (default ref,vulkan): hip builds gfx1151 code objects, cuda\n"
 	      "                         sm_90 PTX, both from kernels/hip with clang-19; ref alone (no GPU\n"
@@ -106,7 +109,8 @@ static void compile_usage(FILE *out)
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *quant, *seed, *out, *targets, *mtp_from, *ctx, *draft_max, *draft_vocab;
+	const char *hf, *model, *dtype, *quant, *seed, *period, *out, *targets, *mtp_from, *ctx, *draft_max,
+		*draft_vocab;
 	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion;
 } compile_args;
 
@@ -132,6 +136,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--quant", &a->quant, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--random-period", &a->period, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--mtp-from", &a->mtp_from, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--ctx", &a->ctx, &rc) ||
@@ -211,6 +216,15 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 					       a->seed);
 		o->random_weights = true;
 		o->seed = (uint64_t)seed;
+	}
+	if (a->period) {
+		int64_t period;
+		if (!a->seed)
+			return cli_usage_error("compile", "%s applies to --random-weights only", "--random-period");
+		if (!cli_parse_i64(a->period, 2, INT64_MAX, &period) || period % 2)
+			return cli_usage_error("compile", "--random-period wants an even count of values >= 2, not '%s'",
+					       a->period);
+		o->random_period = (uint64_t)period;
 	}
 	return 0;
 }

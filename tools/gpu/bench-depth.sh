@@ -24,12 +24,10 @@ python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 "$HALO_BIN/read_bw" | tee "$out/read_bw.txt"
 "$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 --ctx $((deep + 1024)) -o "$bundle" 2>&1 |
 	tail -2 | tee "$out/depth_compile.txt"
+echo "weight bytes per decoded token: $(python3 tools/gpu/dense_active_bytes.py "$cfg")" | tee -a "$out/depth_compile.txt"
 python3 -c '
 import json; c = json.load(open("'"$cfg"'/config.json"))
-h, f, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-q, kv = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
-w = 2 * (L * (h * (q + 2 * kv) + q * h + 3 * h * f) + v * h)
-print("weight bytes per decoded token:", w)
+L, kv = c["num_hidden_layers"], c["num_key_value_heads"] * c["head_dim"]
 for d in ('"$shallow"', '"$deep"'):
     print("KV bytes read per decoded token at depth %d: %d" % (d, L * 2 * kv * 4 * d))' | tee -a "$out/depth_compile.txt"
 for d in "$shallow" "$deep"; do

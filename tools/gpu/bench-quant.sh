@@ -29,13 +29,7 @@ for fmt in f16 q8_0 q4_k f8e4m3; do
 	"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $quant -o "$bundle" 2> /tmp/compile_$fmt.log
 	t1=$(date +%s.%N)
 	# bytes read per decoded token: every layer matrix and the head, in the format's bytes per weight
-	active=$(python3 -c '
-import json; c = json.load(open("'"$cfg"'/config.json")); fmt = "'"$fmt"'"
-h, f, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-q, kv = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
-per = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "f8e4m3": 132 / 128}[fmt]
-head = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 34 / 32, "f8e4m3": 132 / 128}[fmt]
-print(int(per * L * (h * (q + 2 * kv) + q * h + 3 * h * f) + head * v * h))')
+	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$fmt")
 	echo "$fmt: compile $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes, $active bytes read per token" |
 		tee -a "$out/quant_compile.txt"
 	tail -2 /tmp/compile_$fmt.log >> "$out/quant_compile.txt"

@@ -36,11 +36,7 @@ t1=$(date +%s.%N)
 echo "compile ($layers layers): $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" |
 	tee "$out/compile.txt"
 # Weight bytes per decoded token: every matrix once, the embedding row aside.
-active=$(python3 -c '
-import json; c = json.load(open("'"$cfg"'/config.json"))
-h, f, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-q, kv = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
-print(2 * (L * (h * (q + 2 * kv) + q * h + 3 * h * f) + v * h))')
+active=$(python3 tools/gpu/dense_active_bytes.py "$cfg")
 echo "weight bytes per decoded token: $active" | tee -a "$out/compile.txt"
 bench() { # NAME [halo run flags...]
 	name=$1

@@ -7,7 +7,7 @@ measured by bench/read_bw in the same call: the fraction of the ceiling is
 (weight bytes read per decoded token / time per token) / ceiling.
 
 usage: model_bench.py HALO BUNDLE MODEL ACTIVE_BYTES CEILING_GBS OUT_JSON
-       [--pp 512] [--tg 128] [--reps 3] [--dtype f16] [--tuning DB | --no-tuning]
+       [--pp 512] [--tg 128] [--reps 3] [--dtype f16] [--backend vulkan] [--tuning DB | --no-tuning]
 """
 import argparse
 import json
@@ -27,11 +27,13 @@ def main():
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dtype", default="f16", help="the weights' format, for the table")
+    ap.add_argument("--backend", default="vulkan", help="halo bench's backend: vulkan, cuda, hip")
     ap.add_argument("--tuning", default=None)
     ap.add_argument("--no-tuning", action="store_true")
     a = ap.parse_args()
     extra = ["--tuning", a.tuning] if a.tuning else ["--no-tuning"] if a.no_tuning else []
-    cmd = [a.halo, "bench", a.bundle, "-p", str(a.pp), "-n", str(a.tg), "-r", str(a.reps), "-o", "json"] + extra
+    cmd = [a.halo, "bench", a.bundle, "-p", str(a.pp), "-n", str(a.tg), "-r", str(a.reps), "-o", "json",
+           "--backend", a.backend] + extra
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"model_bench: {' '.join(cmd[:3])} failed: {p.stderr.strip()[-2000:]}")

@@ -20,6 +20,12 @@
 #                     these cases, space-separated, when the whole suite
 #                     would take the run past its 64 MiB):
 #                     tools/gpu/backend-ops.sh runs them
+# .devrun/speed/      (PACK_SPEED=LAYERS) the Qwen3-8B shape cut to LAYERS
+#                     layers, f16 random weights that repeat every 65536
+#                     values (halo compile --random-period: 2.9 GB at 1 layer
+#                     xz's to 1.9 MB; kernel times do not depend on the values),
+#                     compiled here with the vulkan and cuda targets:
+#                     tools/gpu/backend-speed.sh times it on both backends
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -115,6 +121,16 @@ if [ "${PACK_OPS:-0}" != 0 ]; then
 	build-dev/tests/ops/backend_ops --write .devrun/ops_cuda vulkan,cuda ${PACK_OPS_CASES:-}
 	tar -C .devrun/ops_cuda -cf - . | xz -9 > .devrun/ops_cuda.tar.xz
 	rm -rf .devrun/ops_cuda
+fi
+if [ "${PACK_SPEED:-0}" != 0 ]; then
+	mkdir -p .devrun/speed
+	python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b .devrun/speed/cfg "$PACK_SPEED"
+	build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
+		--targets ref,vulkan,cuda -o /tmp/halo-speed.halo
+	# one thread: xz's threads compress blocks of 24 MiB each on its own,
+	# each spelling the first period out again (16 MB for 1 layer, 1.9 with -T1)
+	xz -T1 -2 -c /tmp/halo-speed.halo > .devrun/speed/qwen3_8b.halo.xz
+	rm -f /tmp/halo-speed.halo
 fi
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
