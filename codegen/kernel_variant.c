@@ -2314,7 +2314,11 @@ static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)
  * of an H200's 132 SMs: on a full device the 64x64 tile ran at about 70% of
  * the 128x128 tile's rate (bench/matmul_bench, Qwen3-8B at T = 512: 91 vs
  * 131 TFLOP/s with 128 workgroups of 128x128), while with 32 of them
- * (N = 1024) 64x64 was twice as fast. Then the tiled kernel's defaults,
+ * (N = 1024) 64x64 was twice as fast; and only when a step has 128 rows or
+ * more: at t_max = 64 half of a 128-row tile is empty, and on an H100 the
+ * 64x64 tile was 1.26x faster for the 24576-column gate/up pair and 1.29x
+ * for the 151936-column head (halo tune, bench/results-h100-matvec.txt).
+ * Then the tiled kernel's defaults,
  * which need nothing. f32 weights and grouped matmuls (matmul_coopmat.comp
  * reads x without groups): the tiled kernel only. */
 static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
@@ -2323,7 +2327,8 @@ static int matmul_space(const kv_desc *d, kv_tiles *out, int max)
 	if ((d->wtype == HALO_F16 || q_per_word(d)) && mm_groups(d) == 1) {
 		int64_t big = ((d->u.matmul.N + 127) / 128) * ((mm_rows_max(d) + 127) / 128);
 		kv_tiles a = cm_tiles(128, 128, 64, 32), b = cm_tiles(64, 64, 32, 32);
-		kv_tiles cand[2] = {big >= 99 ? a : b, big >= 99 ? b : a};
+		bool large = big >= 99 && mm_rows_max(d) >= 128;
+		kv_tiles cand[2] = {large ? a : b, large ? b : a};
 		for (int i = 0; i < 2 && n + 1 < max; i++)
 			out[n++] = cand[i];
 	}
