@@ -16,8 +16,9 @@
  * Each timed dispatch reads a different copy of the weights, so a matrix
  * smaller than the L2 cache is streamed from memory as in a real decode
  * step; times are the median of 7 recordings of `iters` dispatches.
- * With --only PREFIX the space's candidates whose tile starts with PREFIX
- * are timed at every T, beside the heuristic, and nothing else (no best).
+ * With --only PREFIX the space's other candidates whose tile starts with
+ * PREFIX are timed at every T, beside the heuristic, and nothing else (no
+ * best).
  * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
@@ -62,6 +63,19 @@ static int copies_of(const bench *b, halo_dtype t, int64_t K, int64_t N)
 	size_t per = (weight_bytes(t, K, N) + 255) / 256 * 256;
 	size_t c = b->pool / per;
 	return c < 1 ? 1 : c > MAX_COPIES ? MAX_COPIES : (int)c;
+}
+
+/* Whether variant d is legal and its tile starts with prefix (a build of
+ * its source alone: nothing is compiled or timed). */
+static bool tile_has_prefix(const kv_desc *d, const char *prefix)
+{
+	kv_kernel k;
+	char err[1024];
+	if (!kernel_variant_build(d, &k, err, sizeof(err)))
+		return false;
+	bool match = strncmp(k.tile, prefix, strlen(prefix)) == 0;
+	kv_kernel_free(&k);
+	return match;
 }
 
 /* Median ns per dispatch of variant d at T rows, or -1 if d is not a legal
@@ -193,10 +207,12 @@ static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_s
 	int n = kv_variant_space(&d, space, 16);
 	double best = 1e30;
 	kv_tiles best_t = space[0];
-	for (int i = only ? 0 : 1; i < n; i++) {
+	for (int i = 1; i < n; i++) {
 		d.tiles = space[i];
+		if (only && !tile_has_prefix(&d, only))
+			continue;
 		double ns = time_variant(b, &d, 1, tile, sizeof tile);
-		if (ns <= 0 || (only && strncmp(tile, only, strlen(only)) != 0))
+		if (ns <= 0)
 			continue;
 		report(b, &d, 1, "space", tile, ns);
 		/* T = 5 and 8 too (with --only every T of the heuristic's rows):
