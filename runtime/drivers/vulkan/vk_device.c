@@ -5,13 +5,6 @@
 #include "kernels/device_features.h"
 
 #include <stdlib.h>
-#include <string.h>
-
-static bool env_validation(void)
-{
-	const char *v = getenv("HALO_VK_VALIDATION");
-	return v && strcmp(v, "1") == 0;
-}
 
 bool vk_list_devices(vk_device_info **out, int *n, vk_error *err)
 {
@@ -118,7 +111,7 @@ bool vk_ctx_create(const vk_ctx_options *opt, vk_ctx **out, vk_error *err)
 		return vk_failf(err, "vk_ctx_create: out of memory");
 	pthread_mutex_init(&ctx->queue_lock, NULL);
 	pthread_mutex_init(&ctx->pipeline_lock, NULL);
-	ctx->validation = opt->validation || env_validation();
+	ctx->validation = opt->validation || vk_env_flag("HALO_VK_VALIDATION");
 	if (!vk_instance_create(ctx, err) || !select_physical(ctx, opt->device_index, err) ||
 	    !create_logical(ctx, err)) {
 		vk_ctx_destroy(ctx);

@@ -248,8 +248,7 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 	/* HALO_VK_DISABLE_COOPMAT=1 hides the matrix units (as llama.cpp's
 	 * GGML_VK_DISABLE_COOPMAT does): a choice then runs a candidate that
 	 * needs none, to compare the two on one device. */
-	const char *no_coopmat = getenv("HALO_VK_DISABLE_COOPMAT");
-	if (has_coopmat_nv(inst, dev) && !(no_coopmat && strcmp(no_coopmat, "1") == 0))
+	if (has_coopmat_nv(inst, dev) && !vk_env_flag("HALO_VK_DISABLE_COOPMAT"))
 		info->features |= HALO_NEED_COOPMAT_NV;
 	info->max_shared_memory = base.limits.maxComputeSharedMemorySize;
 	info->max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
@@ -263,4 +262,10 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 				 base.limits.timestampPeriod))
 		return vk_failf(err, "%s: no compute queue family", info->name);
 	return true;
+}
+
+bool vk_env_flag(const char *name)
+{
+	const char *v = getenv(name);
+	return v && strcmp(v, "1") == 0;
 }
