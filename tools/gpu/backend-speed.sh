@@ -8,6 +8,7 @@
 # machine has no clang-19 to make PTX) from periodic random f16 weights,
 # which is what lets it travel; the kernels' times do not depend on the
 # values. Writes to $OUT (or /tmp).
+# Each format pack.sh packed (PACK_SPEED_DTYPES) is one bundle and one table.
 # usage: tools/gpu/backend-speed.sh [TG] [PP]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -16,13 +17,18 @@ out=${OUT:-/tmp}
 mkdir -p "$out"
 tg=${1:-128}
 pp=${2:-512}
-bundle=/tmp/halo-speed.halo
-xz -dc .devrun/speed/qwen3_8b.halo.xz > "$bundle"
 cfg=.devrun/speed/cfg
 layers=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["num_hidden_layers"])' "$cfg/config.json")
 ceiling=$("$HALO_BIN/read_bw" | tee "$out/read_bw.txt" | sed -n 's/read ceiling: \([0-9]*\) GB.*/\1/p')
-active=$(python3 tools/gpu/dense_active_bytes.py "$cfg")
-for backend in vulkan cuda; do
-	python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
-		"$out/speed_$backend.json" --tg "$tg" --pp "$pp" --reps 3 --backend "$backend" | tee "$out/speed_$backend.md"
+bundle=/tmp/halo-speed.halo
+for packed in .devrun/speed/qwen3_8b.*.halo.xz; do
+	dtype=${packed#.devrun/speed/qwen3_8b.}
+	dtype=${dtype%.halo.xz}
+	xz -dc "$packed" > "$bundle"
+	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$dtype")
+	for backend in vulkan cuda; do
+		python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
+			"$out/speed_${dtype}_$backend.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$dtype" --backend "$backend" |
+			tee "$out/speed_${dtype}_$backend.md"
+	done
 done

@@ -24,8 +24,10 @@
 #                     layers, f16 random weights that repeat every 65536
 #                     values (halo compile --random-period: 2.9 GB at 1 layer
 #                     xz's to 1.9 MB; kernel times do not depend on the values),
-#                     compiled here with the vulkan and cuda targets:
-#                     tools/gpu/backend-speed.sh times it on both backends
+#                     compiled here with the vulkan and cuda targets, one
+#                     bundle per format of PACK_SPEED_DTYPES (default f16;
+#                     q8_0, q4_k, f8e4m3: --quant over f16):
+#                     tools/gpu/backend-speed.sh times each on both backends
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -125,12 +127,19 @@ fi
 if [ "${PACK_SPEED:-0}" != 0 ]; then
 	mkdir -p .devrun/speed
 	python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b .devrun/speed/cfg "$PACK_SPEED"
-	build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
-		--targets ref,vulkan,cuda -o /tmp/halo-speed.halo
-	# one thread: xz's threads compress blocks of 24 MiB each on its own,
-	# each spelling the first period out again (16 MB for 1 layer, 1.9 with -T1)
-	xz -T1 -2 -c /tmp/halo-speed.halo > .devrun/speed/qwen3_8b.halo.xz
-	rm -f /tmp/halo-speed.halo
+	# PACK_SPEED_DTYPES: the weight formats, one bundle each (f16, or a
+	# --quant format over f16)
+	for d in ${PACK_SPEED_DTYPES:-f16}; do
+		quant=""
+		[ "$d" = f16 ] || quant="--quant $d"
+		# shellcheck disable=SC2086 # $quant is two words or none
+		build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
+			$quant --targets ref,vulkan,cuda -o /tmp/halo-speed.halo
+		# one thread: xz's threads compress blocks of 24 MiB each on its own,
+		# each spelling the first period out again (16 MB for 1 layer, 1.9 with -T1)
+		xz -T1 -2 -c /tmp/halo-speed.halo > ".devrun/speed/qwen3_8b.$d.halo.xz"
+		rm -f /tmp/halo-speed.halo
+	done
 fi
 if [ ! -d .gl ] || [ -z "$(ls .gl/*.deb 2>/dev/null)" ]; then
 	mkdir -p .gl /tmp/amd64/partial
