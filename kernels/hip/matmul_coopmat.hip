@@ -14,13 +14,19 @@
 //    the two half-waves; accumulator element e of lane l is row
 //    2e + l / 16, column l % 16). Its sum over the 16 k is the hardware's
 //    own order, as the Vulkan kernel's matrix units.
-//  - sm_90: an f32 fma per k over the staged f16 tiles, k in increasing
-//    order, into the same accumulator layout.
+//  - sm_90: two mma.sync.m16n8k16 (f16 in, f32 accumulate), one per 8
+//    columns of the block, their operands read from the staged tiles as
+//    32-bit pairs of halves (PTX ISA's fragment layout: lane l holds rows
+//    g = l / 4 and g + 8, halves 2c, 2c + 1 and 2c + 8, 2c + 9 of k,
+//    c = l % 4; accumulator element e of lane l is row g + 8 ((e / 2) % 2),
+//    column 8 (e / 4) + 2c + e % 2). Its sum over the 16 k is the tensor
+//    cores' own order, as the Vulkan kernel's matrix units.
+//  - the host form (tests only, HALO_HOST): an f32 fma per k over the
+//    staged f16 tiles, k in increasing order, in gfx1151's layout.
 // Either way an output sums its BK steps in increasing order, the same for
-// any T (no split of K). A lane's accumulator elements are the outputs the
-// Vulkan kernel's epilogue gives it (element idx = e * 32 + lane of the
-// 16x16 block), so the epilogue writes them from registers, without the
-// round trip through the scratch.
+// any T (no split of K). A lane's accumulator elements are outputs of the
+// 16x16 block (ACC_ROW, ACC_COL), so the epilogue writes them from
+// registers, without the round trip through the scratch.
 // Grid: x = ceil(N / BN), y = ceil(ROWS / BM) (ROWS = RPT * T).
 
 #define SG 32u
@@ -54,9 +60,20 @@ typedef _Float16 half16 __attribute__((ext_vector_type(16)));
 typedef uint uvec8 __attribute__((ext_vector_type(8)));
 // A lane's A or B operand: 16 halves, k = 0..15 of its row (A) or column (B).
 typedef half16 frag_in;
+// Row and column of accumulator element e of `lane` in its 16x16 block.
+#define ACC_ROW(e, lane) (2u * (e) + (lane) / 16u)
+#define ACC_COL(e, lane) ((lane) % 16u)
+#elif defined(__NVPTX__)
+// A lane's A or B operand: halves 2c, 2c + 1 of rows g, g + 8 and the same
+// at k + 8, as 32-bit pairs (x: row g, y: row g + 8, z, w: the same at k + 8).
+typedef uvec4 frag_in;
+#define ACC_ROW(e, lane) ((lane) / 4u + 8u * (((e) / 2u) % 2u))
+#define ACC_COL(e, lane) (8u * ((e) / 4u) + 2u * ((lane) % 4u) + (e) % 2u)
 #else
 // The operand stays in shared memory: the uvec4 index of its first row.
 typedef uint frag_in;
+#define ACC_ROW(e, lane) (2u * (e) + (lane) / 16u)
+#define ACC_COL(e, lane) ((lane) % 16u)
 #endif
 // @struct
 
@@ -231,6 +248,32 @@ frag_in load_frag(uint row0)
 }
 
 frag_acc mma(frag_in a, frag_in b, frag_acc c) { return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c); }
+#elif defined(__NVPTX__)
+// The operand whose 16 rows start at uvec4 `row0` of a stage: this lane's
+// pairs of halves (frag_in). The rows' skew keeps the 32 lanes' reads in
+// distinct banks.
+frag_in load_frag(uint row0)
+{
+	const uint *s32 = (const uint *)stages;
+	uint lane = gl_SubgroupInvocationID, g = lane / 4u, c = lane % 4u;
+	uint at = (row0 + g * SROW) * 4u + c, at8 = at + 8u * SROW * 4u;
+	return uvec4{s32[at], s32[at8], s32[at + 4u], s32[at8 + 4u]};
+}
+
+// c += A B: columns 0-7 of the block (B's rows g of its first 8, operand
+// pairs x and z), then 8-15 (its rows 8 + g: y and w).
+frag_acc mma(frag_in a, frag_in b, frag_acc c)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.z));
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};"
+		     : "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7])
+		     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.y), "r"(b.w));
+	return c;
+}
 #else
 frag_in load_frag(uint row0) { return row0; }
 
@@ -319,9 +362,14 @@ void main()
 		for (uint j = 0u; j < FN; j++)
 #pragma unroll
 			for (uint e = 0u; e < 8u; e++) {
-				uint t = t0 + rw + i * 16u + 2u * e + lane / 16u, n = n0 + cw + j * 16u + lane % 16u;
+				uint t = t0 + rw + i * 16u + ACC_ROW(e, lane), n = n0 + cw + j * 16u + ACC_COL(e, lane);
 				float v = acc[i * FN + j][e];
-#if PAIR
+#if PAIR && defined(__NVPTX__)
+				// column n ^ 1 of the same row is this lane's element e ^ 1
+				float other = acc[i * FN + j][e ^ 1u];
+				if (t < ROWS && n < N && n % 2u == 0u)
+					store_pair(t, n, v, other);
+#elif PAIR
 				// column n ^ 1 of the same row is lane ^ 1's; every lane
 				// shuffles before any leaves
 				float other = subgroupShuffleXor(v, 1u);

@@ -1,21 +1,26 @@
 // Block-quantized weights (WQUANT): q8_0 (WQ4K 0, WQF8 0, WQFP4 0), q4_k
 // (WQ4K 1), f8e4m3_b128 (WQF8 1) and mxfp4 (WQFP4 1). The twin of kernels/vulkan/quant_weights.glsl, which
 // gives the layout (runtime/drivers/ref/quant.h defines the bytes) and why values
-// become f32 through the mantissa of 2^23 rather than a conversion: the same
-// integer operations here, so the same f32 values.
+// become f32 through the mantissa of 2^23, masked in place, rather than a
+// conversion: the same integer operations here, so the same f32 values.
 //
 // Everything up to the reads of the weight binding is file scope (above
 // `// @struct`): the templates' own file-scope parts, emitted after this
 // one, test these macros (matvec.hip's QPW reads WQ_NIB), and the struct's
 // members would come after them all (codegen/emit_hip.c).
 
-// The four signed bytes of u, in byte order.
+// The four signed bytes of u, in byte order: each byte's sign bit flipped
+// (q + 128), bytes 0-1 masked in place and 2-3 from v >> 16, each scaled
+// down to bit 0 and unbiased by one fma.
 static vec4 q8_unpack(uint u)
 {
-	uvec4 b = (uvec4(u) >> uvec4{0u, 8u, 16u, 24u}) & 0xffu;
-	uvec4 f = (b ^ 0x80u) | 0x4b000000u;
-	return vec4{uintBitsToFloat(f.x), uintBitsToFloat(f.y), uintBitsToFloat(f.z), uintBitsToFloat(f.w)} -
-	       8388736.0f;
+	uint v = u ^ 0x80808080u, h[2] = {v, v >> 16u};
+	vec4 r;
+	for (uint e = 0u; e < 4u; e++) {
+		float p = (e & 1u) ? 1.0f / 256.0f : 1.0f;
+		r[e] = fma(uintBitsToFloat((h[e / 2u] & (0xffu << (8u * (e & 1u)))) | 0x4b000000u), p, -8388608.0f * p - 128.0f);
+	}
+	return r;
 }
 
 // The four fp8 E4M3 codes of u, in byte order, by integer operations
@@ -42,12 +47,20 @@ static vec4 b8_unpack(uint u)
 #endif
 }
 
-// The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w).
+// The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w):
+// nibbles 0-4 masked in place, 5-7 from u >> 20, each scaled down to bit 0
+// and unbiased by one fma.
 static void q4_unpack(uint u, vec4 &lo, vec4 &hi)
 {
+	uint w = u >> 20u;
 	for (uint e = 0u; e < 4u; e++) {
-		lo[e] = uintBitsToFloat(((u >> (4u * e)) & 0xfu) | 0x4b000000u) - 8388608.0f;
-		hi[e] = uintBitsToFloat(((u >> (16u + 4u * e)) & 0xfu) | 0x4b000000u) - 8388608.0f;
+		float p = 1.0f / float(1u << (4u * e));
+		lo[e] = fma(uintBitsToFloat((u & (0xfu << (4u * e))) | 0x4b000000u), p, -8388608.0f * p);
+	}
+	hi[0] = fma(uintBitsToFloat((u & 0xf0000u) | 0x4b000000u), 1.0f / 65536.0f, -128.0f);
+	for (uint e = 1u; e < 4u; e++) {
+		float p = 1.0f / float(1u << (4u * (e - 1u)));
+		hi[e] = fma(uintBitsToFloat((w & (0xfu << (4u * (e - 1u)))) | 0x4b000000u), p, -8388608.0f * p);
 	}
 }
 

@@ -11,15 +11,25 @@
 // codegen/kernel_variant.c places this between the prelude and the kernel.
 //
 // Quantized values become f32 without a conversion instruction (a quarter-
-// rate one on NVIDIA): the value v in 0..255 ORed into the mantissa of 2^23
-// is the float 2^23 + v, exact, and one subtraction leaves v (for q8_0's
-// signed bytes, v = q + 128 and the subtraction takes 2^23 + 128).
+// rate one on NVIDIA) and with few integer operations (half-rate on the
+// H100/H200, where decode's quantized matvecs spend most of their issue
+// slots unpacking): a value's bits are masked where they lie in the word, at
+// bit p, and ORed into the mantissa of 2^23, which makes the float
+// 2^23 + v * 2^p, exact while v * 2^p < 2^23; then (2^23 + v * 2^p) * 2^-p - c
+// is v minus the format's bias, exact (the product is a power-of-two scaling,
+// the difference an integer below 2^24), fused or not. Values that reach
+// bit 23 or above are shifted down first, one shift for several: q8_0's top
+// two bytes, q4_k's top three nibbles. (Extracting each value to bit 0 first took
+// a shift and a mask per value.)
 
-// The four signed bytes of u, in byte order.
+// The four signed bytes of u, in byte order: flipping each byte's sign bit
+// makes it q + 128, which the subtraction's constant removes; bytes 0-1 in
+// place, 2-3 from v >> 16 (byte 2 in place would reach bit 23).
 vec4 q8_unpack(uint u)
 {
-	uvec4 b = (uvec4(u) >> uvec4(0u, 8u, 16u, 24u)) & 0xffu;
-	return uintBitsToFloat((b ^ 0x80u) | 0x4b000000u) - 8388736.0;
+	uint v = u ^ 0x80808080u, w = v >> 16u;
+	vec4 f = uintBitsToFloat((uvec4(v, v, w, w) & uvec4(0xffu, 0xff00u, 0xffu, 0xff00u)) | 0x4b000000u);
+	return fma(f, vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0), -vec4(8388736.0, 32896.0, 8388736.0, 32896.0));
 }
 
 // The four fp8 E4M3 codes of u, in byte order, by integer operations: a
@@ -46,11 +56,15 @@ vec4 b8_unpack(uint u)
 #endif
 }
 
-// The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w).
+// The eight nibbles of u, in nibble order (elements 8w .. 8w + 7 of word w):
+// nibbles 0-4 in place, 5-7 from u >> 20.
 void q4_unpack(uint u, out vec4 lo, out vec4 hi)
 {
-	lo = uintBitsToFloat(((uvec4(u) >> uvec4(0u, 4u, 8u, 12u)) & 0xfu) | 0x4b000000u) - 8388608.0;
-	hi = uintBitsToFloat(((uvec4(u) >> uvec4(16u, 20u, 24u, 28u)) & 0xfu) | 0x4b000000u) - 8388608.0;
+	vec4 f = uintBitsToFloat((uvec4(u) & uvec4(0xfu, 0xf0u, 0xf00u, 0xf000u)) | 0x4b000000u);
+	lo = fma(f, vec4(1.0, 1.0 / 16.0, 1.0 / 256.0, 1.0 / 4096.0), -vec4(8388608.0, 524288.0, 32768.0, 2048.0));
+	uint w = u >> 20u;
+	vec4 g = uintBitsToFloat((uvec4(u, w, w, w) & uvec4(0xf0000u, 0xfu, 0xf0u, 0xf00u)) | 0x4b000000u);
+	hi = fma(g, vec4(1.0 / 65536.0, 1.0, 1.0 / 16.0, 1.0 / 256.0), -vec4(128.0, 8388608.0, 524288.0, 32768.0));
 }
 
 // Four E2M1 codes (nibbles) by integer operations, as f8_unpack does fp8's:

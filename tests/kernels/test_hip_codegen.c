@@ -18,7 +18,8 @@
  *    vary once, a compilation-unit id from the scratch path, was in its
  *    flags, not in a kernel);
  *  - no local memory in the PTX: a twin's per-lane arrays stay in registers;
- *  - the gfx1151 matmul_coopmat multiplies with v_wmma_f32_16x16x16_f16.
+ *  - the gfx1151 matmul_coopmat multiplies with v_wmma_f32_16x16x16_f16,
+ *    the sm_90 one with mma.sync.aligned.m16n8k16.
  * The code runs nowhere here: the CUDA twin's correctness is the H200's to
  * show (tools/gpu, README). Skipped (77) without clang-19. */
 #include <stdio.h>
@@ -401,6 +402,30 @@ static void check_wmma(void)
 	kv_kernel_free(&k);
 }
 
+/* The sm_90 matmul_coopmat multiplies its tiles on the tensor cores: its
+ * PTX has mma.sync.aligned.m16n8k16 (two a 16x16x16 product). */
+static void check_mma_sync(void)
+{
+	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
+	d.tiles = (kv_tiles){.coopmat = 1};
+	kv_kernel k;
+	char err[2048];
+	uint8_t *o = NULL;
+	size_t n = 0;
+	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
+	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
+	if (!ok || !k.hip)
+		return;
+	ok = cg_hip_compile(CG_ARCH_SM90, k.hip, k.signature, NULL, &o, &n, err, sizeof err);
+	CHECK(ok, "%s", err);
+	int found = 0;
+	for (const char *p = ok ? (const char *)o : NULL; p && (p = strstr(p, "mma.sync.aligned.m16n8k16")); p++)
+		found++;
+	CHECK(!ok || found >= 2, "%s: the sm_90 PTX has %d mma.sync.aligned.m16n8k16", k.signature, found);
+	free(o);
+	kv_kernel_free(&k);
+}
+
 int main(void)
 {
 	if (system("clang-19 --version >/dev/null 2>&1") != 0) {
@@ -434,6 +459,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof other_cases / sizeof *other_cases; i++)
 		check_desc_of(other_cases[i].what, other_cases[i].d, other_cases[i].max, other_cases[i].tmpl);
 	check_wmma();
+	check_mma_sync();
 	if (check_failures)
 		return 1;
 	printf("hip codegen: ok\n");

@@ -1,6 +1,7 @@
 /* The HIP-dialect twins run on the CPU: every variant of the matvec (decode
- * and verify, T <= 8), the prefill matmul (tiled, and matmul_coopmat's sm_90
- * form) and the MoE expert kernels (moe_gate_up, moe_down) over f32, f16
+ * and verify, T <= 8), the prefill matmul (tiled, and matmul_coopmat's host
+ * form: sm_90 and gfx1151 multiply on their matrix units) and the MoE expert
+ * kernels (moe_gate_up, moe_down) over f32, f16
  * and the block-quantized weights (mxfp4 for the experts), emitted by
  * codegen/emit_hip.c as for the cuda and hip targets, compiled with
  * clang++-19 for the host (kernels/hip/halo_hip.h's HALO_HOST form: lanes as
