@@ -361,6 +361,29 @@ static const struct {
 };
 #undef ATT
 
+/* matmul_coopmat (f16 weights, 256 x 256 x 512) compiled for arch: its
+ * object (gfx1151) or PTX (sm_90), NULL after a failed check. *n its size;
+ * sig receives the kernel's signature. */
+static uint8_t *coopmat_code(cg_gpu_arch arch, size_t *n, char *sig, size_t siglen)
+{
+	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
+	d.tiles = (kv_tiles){.coopmat = 1};
+	kv_kernel k;
+	char err[2048];
+	uint8_t *o = NULL;
+	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
+	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
+	if (!ok)
+		return NULL;
+	snprintf(sig, siglen, "%s", k.signature);
+	if (k.hip) {
+		ok = cg_hip_compile(arch, k.hip, k.signature, NULL, &o, n, err, sizeof err);
+		CHECK(ok, "%s", err);
+	}
+	kv_kernel_free(&k);
+	return o;
+}
+
 /* The gfx1151 matmul_coopmat object multiplies its tiles with WMMA: its
  * disassembly (llvm-objdump-19, skipped where it is absent) has
  * v_wmma_f32_16x16x16_f16. */
@@ -370,21 +393,12 @@ static void check_wmma(void)
 		printf("skip: llvm-objdump-19 is not installed (no WMMA check)\n");
 		return;
 	}
-	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
-	d.tiles = (kv_tiles){.coopmat = 1};
-	kv_kernel k;
-	char err[2048], path[] = "/tmp/halo-wmma-XXXXXX";
-	uint8_t *o = NULL;
+	char sig[512], path[] = "/tmp/halo-wmma-XXXXXX";
 	size_t n = 0;
 	int fd = -1;
-	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
-	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
-	if (!ok || !k.hip)
-		return;
-	ok = cg_hip_compile(CG_ARCH_GFX1151, k.hip, k.signature, NULL, &o, &n, err, sizeof err);
-	CHECK(ok, "%s", err);
-	if (ok && (fd = mkstemp(path)) >= 0) {
-		ok = write(fd, o, n) == (ssize_t)n;
+	uint8_t *o = coopmat_code(CG_ARCH_GFX1151, &n, sig, sizeof sig);
+	if (o && (fd = mkstemp(path)) >= 0) {
+		bool ok = write(fd, o, n) == (ssize_t)n;
 		close(fd);
 		char cmd[128];
 		snprintf(cmd, sizeof cmd, "llvm-objdump-19 -d --mcpu=gfx1151 %s", path);
@@ -394,36 +408,25 @@ static void check_wmma(void)
 		while (p && fgets(line, sizeof line, p))
 			found += strstr(line, "v_wmma_f32_16x16x16_f16") != NULL;
 		ok = p && pclose(p) == 0;
-		CHECK(ok && found > 0, "%s: the gfx1151 disassembly has %d v_wmma_f32_16x16x16_f16", k.signature, found);
+		CHECK(ok && found > 0, "%s: the gfx1151 disassembly has %d v_wmma_f32_16x16x16_f16", sig, found);
 		unlink(path);
 	}
 	CHECK(fd >= 0 || !o, "cannot write %s", path);
 	free(o);
-	kv_kernel_free(&k);
 }
 
 /* The sm_90 matmul_coopmat multiplies its tiles on the tensor cores: its
  * PTX has mma.sync.aligned.m16n8k16 (two a 16x16x16 product). */
 static void check_mma_sync(void)
 {
-	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
-	d.tiles = (kv_tiles){.coopmat = 1};
-	kv_kernel k;
-	char err[2048];
-	uint8_t *o = NULL;
+	char sig[512];
 	size_t n = 0;
-	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
-	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
-	if (!ok || !k.hip)
-		return;
-	ok = cg_hip_compile(CG_ARCH_SM90, k.hip, k.signature, NULL, &o, &n, err, sizeof err);
-	CHECK(ok, "%s", err);
+	uint8_t *o = coopmat_code(CG_ARCH_SM90, &n, sig, sizeof sig);
 	int found = 0;
-	for (const char *p = ok ? (const char *)o : NULL; p && (p = strstr(p, "mma.sync.aligned.m16n8k16")); p++)
+	for (const char *p = (const char *)o; p && (p = strstr(p, "mma.sync.aligned.m16n8k16")); p++)
 		found++;
-	CHECK(!ok || found >= 2, "%s: the sm_90 PTX has %d mma.sync.aligned.m16n8k16", k.signature, found);
+	CHECK(!o || found >= 2, "%s: the sm_90 PTX has %d mma.sync.aligned.m16n8k16", sig, found);
 	free(o);
-	kv_kernel_free(&k);
 }
 
 int main(void)
