@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/emit_kernel.h"
+#include "kernels/gpu_target.h"
 
 /* A kernels/hip file's text above its `// @struct` line goes to file
  * scope (shared memory), the rest into the kernel's struct; a file without
@@ -61,12 +62,22 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 	/* Every member function is inlined whatever its size: one called out
 	 * of line (matvec's per-column paths, the sm_90 matmul_coopmat's main)
 	 * takes the struct by address, which then lives in private memory. */
+	/* The struct takes the step's T as a template argument, TS (0: the
+	 * launch's T, prelude.hip's STEP_T). A matvec also gets the entry
+	 * halo_main_t1, TS = 1: HIP has no specialisation constants, and with T
+	 * known the compiler keeps only the T = 1 path's registers (the generic
+	 * entry holds every columns-per-group path's: 255 a thread on sm_90,
+	 * 12% occupancy). The backends launch it for steps of one token. */
 	sb_printf(&src, "#pragma clang attribute push(__attribute__((always_inline)), apply_to = function)\n"
-			"struct halo_kernel {\nhalo_args args;\n%s\n%s};\n#pragma clang attribute pop\n",
+			"template <uint TS> struct halo_kernel {\nhalo_args args;\n%s\n%s};\n"
+			"#pragma clang attribute pop\n",
 		  members.s ? members.s : "", tail.s ? tail.s : "");
 	sb_printf(&src, "#pragma clang force_cuda_host_device end\n\n"
-			"HALO_GLOBAL void HALO_LAUNCH_BOUNDS(LS_X * LS_Y) halo_main(halo_args a)\n"
-			"{\n\thalo_kernel k{a};\n\tk.main();\n}\n");
+			"HALO_GLOBAL void HALO_LAUNCH_BOUNDS(LS_X * LS_Y) " HALO_ENTRY "(halo_args a)\n"
+			"{\n\thalo_kernel<0u> k{a};\n\tk.main();\n}\n");
+	if (cols)
+		sb_printf(&src, "HALO_GLOBAL void HALO_LAUNCH_BOUNDS(LS_X * LS_Y) " HALO_ENTRY_T1 "(halo_args a)\n"
+				"{\n\thalo_kernel<1u> k{a};\n\tk.main();\n}\n");
 	free(defs.s);
 	free(scope.s);
 	free(members.s);

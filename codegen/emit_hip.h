@@ -4,7 +4,8 @@
  * the plan's constants as in GLSL, then a struct holding the launch's
  * arguments whose members are the prelude, the fused ops (emit_kernel.h),
  * the template and matvec's per-column-count paths, and the entry point
- * `halo_main` that runs the struct's main(). */
+ * `halo_main` that runs the struct's main() (a matvec also `halo_main_t1`,
+ * for steps of one token: kernels/gpu_target.h). */
 #ifndef HALO_EMIT_HIP_H
 #define HALO_EMIT_HIP_H
 

@@ -24,6 +24,13 @@ typedef struct {
 
 extern const halo_target_info halo_targets[HALO_TARGET_COUNT];
 
+/* The entry points of a hip or cuda kernel (kernels/hip/README.md): every
+ * kernel has HALO_ENTRY (the launch's T); a matvec also HALO_ENTRY_T1, the
+ * same kernel compiled for steps of one token, which a backend launches
+ * when T = 1 (both give the same bits: the matvec is batch-invariant). */
+#define HALO_ENTRY "halo_main"
+#define HALO_ENTRY_T1 "halo_main_t1"
+
 /* The target whose name or short name is s, or -1. */
 int halo_target_find(const char *s);
 

@@ -8,9 +8,10 @@ HALO_SHARED float tree[LS_X];
 #endif
 // @struct
 
-// T of this step (Vulkan's push constant; HIP has no specialisation
-// constants, so every T runs the generic path).
-#define STEP_T (args.T)
+// T of this step: the struct's TS where the entry fixes it (codegen/
+// emit_hip.c: a matvec's halo_main_t1), else the launch's (Vulkan's push
+// constant; HIP has no specialisation constants).
+#define STEP_T (TS != 0u ? TS : args.T)
 
 // The step record, the last binding: uint pos; uint T.
 #define step_pos (((const uint *)args.b[B_STEP])[0])

@@ -10,7 +10,8 @@
  * both targets, and
  *  - gfx1151: an AMDGPU HSA code object, code object v5 (ABI version 3),
  *    e_flags naming gfx1151, wave32 (the disassembly has no wave64 code);
- *  - sm_90: PTX for `.target sm_90` with the entry `halo_main`, no f64
+ *  - sm_90: PTX for `.target sm_90` with the entry `halo_main` (and a
+ *    matvec, only a matvec, `halo_main_t1`), no f64
  *    arithmetic (a `1.0` literal in a template would be a double), no call
  *    into a device library the compile does not link;
  *  - the same source gives the same bytes twice (bundles are deterministic;
@@ -48,10 +49,14 @@ static void check_hsaco(const char *what, const uint8_t *o, size_t n)
 	      machine, flags);
 }
 
-static void check_ptx(const char *what, const char *ptx)
+/* t1: the kernel is a matvec, which has the one-token entry too
+ * (kernels/gpu_target.h); no other kernel has it. */
+static void check_ptx(const char *what, const char *ptx, bool t1)
 {
 	CHECK(strstr(ptx, ".target sm_90") != NULL, "%s: PTX is not for sm_90", what);
 	CHECK(strstr(ptx, ".entry halo_main(") != NULL, "%s: PTX has no entry halo_main", what);
+	CHECK((strstr(ptx, ".entry halo_main_t1(") != NULL) == t1, "%s: PTX %s entry halo_main_t1", what,
+	      t1 ? "has no" : "has an");
 	CHECK(strstr(ptx, ".f64") == NULL, "%s: PTX computes in f64 (a double literal in the template?)", what);
 	CHECK(strstr(ptx, "__local_depot") == NULL, "%s: PTX keeps values in local memory (spilled or not inlined)",
 	      what);
@@ -59,7 +64,7 @@ static void check_ptx(const char *what, const char *ptx)
 
 /* Compiles src for arch (twice: and the bytes are the same) and checks the
  * result; without the kernel cache, so clang runs each time. */
-static void compile_check(const char *what, const char *src, cg_gpu_arch arch, bool twice)
+static void compile_check(const char *what, const char *src, cg_gpu_arch arch, bool twice, bool t1)
 {
 	uint8_t *a = NULL, *b = NULL;
 	size_t na = 0, nb = 0;
@@ -73,7 +78,7 @@ static void compile_check(const char *what, const char *src, cg_gpu_arch arch, b
 	if (a && arch == CG_ARCH_GFX1151)
 		check_hsaco(what, a, na);
 	else if (a)
-		check_ptx(what, (const char *)a);
+		check_ptx(what, (const char *)a, t1);
 	free(a);
 	free(b);
 }
@@ -95,9 +100,10 @@ static void check_desc_of(const char *what, kv_desc d, int max, const char *tmpl
 		CHECK(!tmpl || (strncmp(k.template_name, tmpl, strlen(tmpl)) == 0 && k.template_name[strlen(tmpl)] == '.'),
 		      "%s: planned on %s, want %s", what, k.template_name, tmpl);
 		CHECK(k.hip != NULL, "%s: no HIP source for %s", what, k.signature);
+		bool matvec = strncmp(k.template_name, "matvec.", 7) == 0;
 		if (k.hip) {
-			compile_check(k.signature, k.hip, CG_ARCH_GFX1151, i == 0);
-			compile_check(k.signature, k.hip, CG_ARCH_SM90, i == 0);
+			compile_check(k.signature, k.hip, CG_ARCH_GFX1151, i == 0, matvec);
+			compile_check(k.signature, k.hip, CG_ARCH_SM90, i == 0, matvec);
 		}
 		kv_kernel_free(&k);
 	}

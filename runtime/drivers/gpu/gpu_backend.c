@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kernels/device_features.h"
+#include "kernels/gpu_target.h"
 #include "runtime/halo.h"
 
 /* The kernel parameter: kernels/hip/halo_hip.h's struct halo_args, as the
@@ -52,7 +53,8 @@ struct halo_backend {
 	bool tune;       /* loaded with tune: every candidate with code has a module */
 	bool *forced;    /* per choice: picked by gpu_set_picks or the load's picks */
 	void **modules;  /* per manifest kernel: loaded for the picked ones (all with code when tuning) */
-	void **functions;
+	void **functions;    /* per manifest kernel: its HALO_ENTRY, for the loaded ones */
+	void **functions_t1; /* per kernel: its HALO_ENTRY_T1, NULL where it has none */
 };
 
 struct halo_backend_session {
@@ -240,8 +242,12 @@ static bool load_module(halo_backend *b, const uint8_t *code, int k, char *err, 
 	snprintf(what, sizeof(what), "loading kernel %s", kn->signature);
 	if (rc != 0)
 		return fail_rc(b, rc, what, err, errlen);
-	snprintf(what, sizeof(what), "kernel %s has no entry halo_main", kn->signature);
-	CALL(b, b->api.module_get_function(&b->functions[k], b->modules[k], "halo_main"), what);
+	snprintf(what, sizeof(what), "kernel %s has no entry " HALO_ENTRY, kn->signature);
+	CALL(b, b->api.module_get_function(&b->functions[k], b->modules[k], HALO_ENTRY), what);
+	/* A matvec's entry for one-token steps (kernels/gpu_target.h); other
+	 * kernels have none, and the driver's "not found" leaves it NULL. */
+	if (b->api.module_get_function(&b->functions_t1[k], b->modules[k], HALO_ENTRY_T1) != 0)
+		b->functions_t1[k] = NULL;
 	return true;
 }
 
@@ -251,7 +257,8 @@ static bool load_modules(halo_backend *b, const uint8_t *code, char *err, size_t
 	const halo_manifest *m = b->manifest;
 	b->modules = calloc((size_t)m->n_kernels + 1, sizeof(*b->modules));
 	b->functions = calloc((size_t)m->n_kernels + 1, sizeof(*b->functions));
-	if (!b->modules || !b->functions)
+	b->functions_t1 = calloc((size_t)m->n_kernels + 1, sizeof(*b->functions_t1));
+	if (!b->modules || !b->functions || !b->functions_t1)
 		return oom(b, err, errlen);
 	for (int c = 0; c < m->n_choices; c++)
 		for (int i = 0; i < m->choices[c].n; i++) {
@@ -277,6 +284,7 @@ void gpu_backend_destroy(halo_backend *b)
 	}
 	free(b->modules);
 	free(b->functions);
+	free(b->functions_t1);
 	free(b->pick);
 	free(b->forced);
 	if (b->lib)
@@ -554,8 +562,9 @@ static bool launch(halo_backend_session *s, const halo_entry *e, int d, int64_t 
 		g[i] = halo_grid_eval(kn->groups[i], T);
 	if (g[0] == 0 || g[1] == 0 || g[2] == 0) /* an empty grid: nothing to run (drivers refuse it) */
 		return true;
-	int rc = b->api.launch_kernel(b->functions[k], g[0], g[1], g[2], kn->local[0], kn->local[1], kn->local[2], 0,
-				      NULL, params, NULL);
+	void *f = T == 1 && b->functions_t1[k] ? b->functions_t1[k] : b->functions[k];
+	int rc = b->api.launch_kernel(f, g[0], g[1], g[2], kn->local[0], kn->local[1], kn->local[2], 0, NULL, params,
+				      NULL);
 	if (rc == 0)
 		return true;
 	char what[512];
