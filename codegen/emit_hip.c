@@ -61,8 +61,8 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 		  compat->text, defs.s ? defs.s : "", scope.s ? scope.s : "");
 	/* Every member function is inlined whatever its size: one called out
 	 * of line (matvec's per-column paths, the sm_90 matmul_coopmat's main)
-	 * takes the struct by address, which then lives in private memory. */
-	/* The struct takes the step's T as a template argument, TS (0: the
+	 * takes the struct by address, which then lives in private memory.
+	 * The struct takes the step's T as a template argument, TS (0: the
 	 * launch's T, prelude.hip's STEP_T). A matvec also gets the entry
 	 * halo_main_t1, TS = 1: HIP has no specialisation constants, and with T
 	 * known the compiler keeps only the T = 1 path's registers (the generic
