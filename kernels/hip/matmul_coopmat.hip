@@ -60,18 +60,20 @@ typedef _Float16 half16 __attribute__((ext_vector_type(16)));
 typedef uint uvec8 __attribute__((ext_vector_type(8)));
 // A lane's A or B operand: 16 halves, k = 0..15 of its row (A) or column (B).
 typedef half16 frag_in;
-// Row and column of accumulator element e of `lane` in its 16x16 block.
-#define ACC_ROW(e, lane) (2u * (e) + (lane) / 16u)
-#define ACC_COL(e, lane) ((lane) % 16u)
 #elif defined(__NVPTX__)
 // A lane's A or B operand: halves 2c, 2c + 1 of rows g, g + 8 and the same
 // at k + 8, as 32-bit pairs (x: row g, y: row g + 8, z, w: the same at k + 8).
 typedef uvec4 frag_in;
-#define ACC_ROW(e, lane) ((lane) / 4u + 8u * (((e) / 2u) % 2u))
-#define ACC_COL(e, lane) (8u * ((e) / 4u) + 2u * ((lane) % 4u) + (e) % 2u)
 #else
 // The operand stays in shared memory: the uvec4 index of its first row.
 typedef uint frag_in;
+#endif
+// Row and column of accumulator element e of `lane` in its 16x16 block:
+// PTX's mma layout on sm_90, WMMA's on gfx1151 (which the host form keeps).
+#if defined(__NVPTX__)
+#define ACC_ROW(e, lane) ((lane) / 4u + 8u * (((e) / 2u) % 2u))
+#define ACC_COL(e, lane) (8u * ((e) / 4u) + 2u * ((lane) % 4u) + (e) % 2u)
+#else
 #define ACC_ROW(e, lane) (2u * (e) + (lane) / 16u)
 #define ACC_COL(e, lane) ((lane) % 16u)
 #endif
@@ -364,15 +366,15 @@ void main()
 			for (uint e = 0u; e < 8u; e++) {
 				uint t = t0 + rw + i * 16u + ACC_ROW(e, lane), n = n0 + cw + j * 16u + ACC_COL(e, lane);
 				float v = acc[i * FN + j][e];
-#if PAIR && defined(__NVPTX__)
+#if PAIR
+#if defined(__NVPTX__)
 				// column n ^ 1 of the same row is this lane's element e ^ 1
 				float other = acc[i * FN + j][e ^ 1u];
-				if (t < ROWS && n < N && n % 2u == 0u)
-					store_pair(t, n, v, other);
-#elif PAIR
+#else
 				// column n ^ 1 of the same row is lane ^ 1's; every lane
 				// shuffles before any leaves
 				float other = subgroupShuffleXor(v, 1u);
+#endif
 				if (t < ROWS && n < N && n % 2u == 0u)
 					store_pair(t, n, v, other);
 #else

@@ -14,11 +14,12 @@
 // down to bit 0 and unbiased by one fma.
 static vec4 q8_unpack(uint u)
 {
-	uint v = u ^ 0x80808080u, h[2] = {v, v >> 16u};
+	uint v = u ^ 0x80808080u, src[4] = {v, v, v >> 16u, v >> 16u};
 	vec4 r;
 	for (uint e = 0u; e < 4u; e++) {
-		float p = (e & 1u) ? 1.0f / 256.0f : 1.0f;
-		r[e] = fma(uintBitsToFloat((h[e / 2u] & (0xffu << (8u * (e & 1u)))) | 0x4b000000u), p, -8388608.0f * p - 128.0f);
+		uint sh = 8u * (e % 2u);
+		float p = 1.0f / float(1u << sh);
+		r[e] = fma(uintBitsToFloat((src[e] & (0xffu << sh)) | 0x4b000000u), p, -8388608.0f * p - 128.0f);
 	}
 	return r;
 }
@@ -52,15 +53,14 @@ static vec4 b8_unpack(uint u)
 // and unbiased by one fma.
 static void q4_unpack(uint u, vec4 &lo, vec4 &hi)
 {
-	uint w = u >> 20u;
-	for (uint e = 0u; e < 4u; e++) {
-		float p = 1.0f / float(1u << (4u * e));
-		lo[e] = fma(uintBitsToFloat((u & (0xfu << (4u * e))) | 0x4b000000u), p, -8388608.0f * p);
-	}
-	hi[0] = fma(uintBitsToFloat((u & 0xf0000u) | 0x4b000000u), 1.0f / 65536.0f, -128.0f);
-	for (uint e = 1u; e < 4u; e++) {
-		float p = 1.0f / float(1u << (4u * (e - 1u)));
-		hi[e] = fma(uintBitsToFloat((w & (0xfu << (4u * (e - 1u)))) | 0x4b000000u), p, -8388608.0f * p);
+	const uint w = u >> 20u, src[8] = {u, u, u, u, u, w, w, w}, sh[8] = {0u, 4u, 8u, 12u, 16u, 0u, 4u, 8u};
+	for (uint e = 0u; e < 8u; e++) {
+		float p = 1.0f / float(1u << sh[e]);
+		float v = fma(uintBitsToFloat((src[e] & (0xfu << sh[e])) | 0x4b000000u), p, -8388608.0f * p);
+		if (e < 4u)
+			lo[e] = v;
+		else
+			hi[e - 4u] = v;
 	}
 }
 

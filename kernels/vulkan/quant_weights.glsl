@@ -12,15 +12,15 @@
 //
 // Quantized values become f32 without a conversion instruction (a quarter-
 // rate one on NVIDIA) and with few integer operations (half-rate on the
-// H100/H200, where decode's quantized matvecs spend most of their issue
-// slots unpacking): a value's bits are masked where they lie in the word, at
+// H100/H200; halving them made q4_k's matvec 3-6% faster there, q8_0's no
+// faster: bench/results-quant.txt): a value's bits are masked where they lie in the word, at
 // bit p, and ORed into the mantissa of 2^23, which makes the float
 // 2^23 + v * 2^p, exact while v * 2^p < 2^23; then (2^23 + v * 2^p) * 2^-p - c
 // is v minus the format's bias, exact (the product is a power-of-two scaling,
 // the difference an integer below 2^24), fused or not. Values that reach
 // bit 23 or above are shifted down first, one shift for several: q8_0's top
-// two bytes, q4_k's top three nibbles. (Extracting each value to bit 0 first took
-// a shift and a mask per value.)
+// two bytes, q4_k's top three nibbles. (Extracting each value to bit 0
+// first took a shift and a mask per value.)
 
 // The four signed bytes of u, in byte order: flipping each byte's sign bit
 // makes it q + 128, which the subtraction's constant removes; bytes 0-1 in
