@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -192,33 +193,129 @@ static int write_zeros(sink *s, uint64_t n, char *err, size_t errlen)
 	return 0;
 }
 
-static int write_streamed(sink *s, entry *e, uint8_t *chunk, char *err, size_t errlen)
+/* A streamed section's chunks are produced by its fill callback on the
+ * caller's thread and hashed and written, in order, by a second thread
+ * that follows up to RING chunks behind. A converter's fill is bursty (the
+ * weights section converts a whole tensor on every core when it reaches
+ * it, then copies it out a chunk at a time), so the writes of one tensor
+ * overlap the conversion of the next; the file and its hash are those of a
+ * plain loop. Without the thread (it could not start) the same steps run
+ * one after the other. */
+#define RING 32
+
+typedef struct {
+	sink *s;
+	XXH64_state_t *st;
+	uint8_t *buf[RING];
+	size_t len[RING];
+	uint64_t filled, written; /* chunks produced, chunks written */
+	bool done;                /* no more chunks will come */
+	int rc;                   /* the writer's failure (err holds why) */
+	char err[512];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} ring;
+
+/* Hashes and writes chunk i; then asks the kernel to start writing back
+ * what is written so far, every WRITEBACK bytes, so that the fsync at the
+ * end waits for the last stretch only. */
+#define WRITEBACK (64u << 20)
+static int put_chunk(ring *r, uint64_t i)
 {
-	XXH64_state_t *st = XXH64_createState();
-	if (!st)
-		return failf(err, errlen, "bundle %s: out of memory", s->path);
-	XXH64_reset(st, HALO_BUNDLE_XXH64_SEED);
-	int rc = 0;
-	for (uint64_t done = 0; done < e->size && rc == 0;) {
-		size_t len = e->size - done < FILL_CHUNK ? (size_t)(e->size - done) : FILL_CHUNK;
-		char why[512] = "";
-		if (e->fill(e->ctx, done, chunk, len, why, sizeof why) != 0)
-			rc = failf(err, errlen, "bundle %s: section '%s' at byte %llu: %s", s->path, e->name,
-			           (unsigned long long)done, why[0] ? why : "fill callback failed");
-		else {
-			XXH64_update(st, chunk, len);
-			rc = write_all(s, chunk, len, err, errlen);
-			done += len;
+	const uint8_t *p = r->buf[i % RING];
+	size_t len = r->len[i % RING];
+	uint64_t from = r->s->pos;
+	XXH64_update(r->st, p, len);
+	int rc = write_all(r->s, p, len, r->err, sizeof r->err);
+	if (rc == 0 && from / WRITEBACK != r->s->pos / WRITEBACK)
+		sync_file_range(r->s->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: its failure changes nothing */
+	return rc;
+}
+
+static void *writer_main(void *arg)
+{
+	ring *r = arg;
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (r->written == r->filled && !r->done)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->written == r->filled)
+			break;
+		uint64_t i = r->written;
+		pthread_mutex_unlock(&r->mu);
+		int rc = put_chunk(r, i);
+		pthread_mutex_lock(&r->mu);
+		r->written++;
+		pthread_cond_broadcast(&r->cv);
+		if (rc) {
+			r->rc = rc;
+			break;
 		}
 	}
-	e->xxh64 = XXH64_digest(st);
-	XXH64_freeState(st);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static int write_streamed(sink *s, entry *e, uint8_t **chunks, char *err, size_t errlen)
+{
+	ring r = {.s = s, .st = XXH64_createState()};
+	if (!r.st)
+		return failf(err, errlen, "bundle %s: out of memory", s->path);
+	XXH64_reset(r.st, HALO_BUNDLE_XXH64_SEED);
+	memcpy(r.buf, chunks, sizeof r.buf);
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
+	pthread_t writer;
+	bool threaded = pthread_create(&writer, NULL, writer_main, &r) == 0;
+	int rc = 0;
+	for (uint64_t done = 0; done < e->size && rc == 0;) {
+		pthread_mutex_lock(&r.mu);
+		while (threaded && r.filled - r.written == RING && r.rc == 0)
+			pthread_cond_wait(&r.cv, &r.mu);
+		rc = r.rc;
+		pthread_mutex_unlock(&r.mu);
+		if (rc)
+			break;
+		uint64_t i = r.filled;
+		size_t len = e->size - done < FILL_CHUNK ? (size_t)(e->size - done) : FILL_CHUNK;
+		char why[512] = "";
+		if (e->fill(e->ctx, done, r.buf[i % RING], len, why, sizeof why) != 0) {
+			rc = failf(err, errlen, "bundle %s: section '%s' at byte %llu: %s", s->path, e->name,
+			           (unsigned long long)done, why[0] ? why : "fill callback failed");
+			break;
+		}
+		r.len[i % RING] = len;
+		done += len;
+		if (!threaded) {
+			r.filled++;
+			if ((rc = r.rc = put_chunk(&r, i)) == 0)
+				r.written++;
+			continue;
+		}
+		pthread_mutex_lock(&r.mu);
+		r.filled++;
+		pthread_cond_broadcast(&r.cv);
+		pthread_mutex_unlock(&r.mu);
+	}
+	if (threaded) {
+		pthread_mutex_lock(&r.mu);
+		r.done = true;
+		pthread_cond_broadcast(&r.cv);
+		pthread_mutex_unlock(&r.mu);
+		pthread_join(writer, NULL);
+	}
+	if (r.rc && (rc == 0 || rc == r.rc))
+		rc = failf(err, errlen, "%s", r.err);
+	e->xxh64 = XXH64_digest(r.st);
+	XXH64_freeState(r.st);
+	pthread_cond_destroy(&r.cv);
+	pthread_mutex_destroy(&r.mu);
 	return rc;
 }
 
 static int write_sections(sink *s, halo_bundle_writer *w, char *err, size_t errlen)
 {
-	uint8_t *chunk = NULL;
+	uint8_t *chunks[RING] = {0};
 	int rc = write_zeros(s, HALO_BUNDLE_HEADER_SIZE + (uint64_t)w->n * HALO_BUNDLE_ENTRY_SIZE, err, errlen);
 	for (size_t i = 0; i < w->n && rc == 0; i++) {
 		entry *e = &w->e[i];
@@ -226,16 +323,18 @@ static int write_sections(sink *s, halo_bundle_writer *w, char *err, size_t errl
 		if (rc)
 			break;
 		if (e->fill) {
-			if (!chunk && !(chunk = malloc(FILL_CHUNK)))
-				rc = failf(err, errlen, "bundle %s: out of memory", s->path);
-			else
-				rc = write_streamed(s, e, chunk, err, errlen);
+			for (int k = 0; k < RING && rc == 0; k++)
+				if (!chunks[k] && !(chunks[k] = malloc(FILL_CHUNK)))
+					rc = failf(err, errlen, "bundle %s: out of memory", s->path);
+			if (rc == 0)
+				rc = write_streamed(s, e, chunks, err, errlen);
 		} else {
 			e->xxh64 = XXH64(e->data, (size_t)e->size, HALO_BUNDLE_XXH64_SEED);
 			rc = write_all(s, e->data, (size_t)e->size, err, errlen);
 		}
 	}
-	free(chunk);
+	for (int k = 0; k < RING; k++)
+		free(chunks[k]);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "codegen/parallel.h"
+#include "runtime/drivers/ref/half.h"
 #include "runtime/drivers/ref/quant.h"
 
 /* Real headers are a few MB at most; this bounds what a bad length can make us parse. */
@@ -501,37 +502,6 @@ static float bits_f32(uint32_t u)
 	return f;
 }
 
-static float half_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
-	if (e == 31)
-		return bits_f32(sign | 0x7f800000u | m << 13);
-	if (e == 0) /* zero or subnormal: m * 2^-24 */
-		return (sign ? -1.0f : 1.0f) * ldexpf((float)m, -24);
-	return bits_f32(sign | (e + 112) << 23 | m << 13);
-}
-
-static uint16_t f32_to_half(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
-	uint32_t a = u & 0x7fffffffu;
-	if (a >= 0x7f800000u) /* inf or NaN (kept quiet) */
-		return sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0);
-	if (a >= 0x477ff000u) /* rounds to >= 65520: overflow */
-		return sign | 0x7c00;
-	if (a < 0x38800000u) { /* below the smallest normal half: subnormal, RNE via float addition */
-		float r = bits_f32(a) + 0.5f; /* 0.5 = 2^-1 puts the half ulp 2^-24 at float bit 0 */
-		uint32_t ru;
-		memcpy(&ru, &r, 4);
-		return sign | (uint16_t)(ru - 0x3f000000u);
-	}
-	uint32_t mant_odd = (a >> 13) & 1;
-	a += 0xc8000fffu + mant_odd; /* rebias exponent (-112 << 23) and round to nearest even */
-	return sign | (uint16_t)(a >> 13);
-}
-
 /* E8M0 scales and E2M1 values decode as runtime/drivers/ref/quant.h's mxfp4 does
  * (halo_e8m0_to_f32, halo_e2m1_to_f32): one definition, so that bytes kept
  * as stored give the values read here. */
@@ -751,8 +721,7 @@ static void convert_run(const halo_st_tensor *t, uint64_t start, size_t n, float
 		memcpy(dst, p + 4 * start, 4 * n);
 		return;
 	case HALO_ST_BF16:
-		for (size_t i = 0, k = 2 * start; i < n; i++, k += 2)
-			dst[i] = bits_f32((uint32_t)(p[k] | p[k + 1] << 8) << 16);
+		bf16_le_to_f32_array(p + 2 * start, dst, n);
 		return;
 	case HALO_ST_F16:
 		for (size_t i = 0, k = 2 * start; i < n; i++, k += 2)
@@ -832,7 +801,7 @@ static void produce_f16(void *ctx, size_t lo, size_t hi)
 		produce(j->src, done, len, chunk);
 		note_bad(j, j->src, done, chunk, len);
 		for (size_t i = 0; i < len; i++)
-			j->f16[done + i] = f32_to_half(chunk[i]);
+			j->f16[done + i] = half_from_f32(chunk[i]);
 		done += len;
 	}
 }

@@ -620,6 +620,21 @@ static bool reserve(void **buf, uint64_t *cap, uint64_t want)
 	return true;
 }
 
+typedef struct {
+	float *f;
+	const float *scale;
+	uint64_t k;
+} fold_job;
+
+/* Rows [lo, hi) times the norm weight, column by column. */
+static void fold_range(void *ctx, size_t lo, size_t hi)
+{
+	const fold_job *j = ctx;
+	for (uint64_t r = lo; r < hi; r++)
+		for (uint64_t c = 0; c < j->k; c++)
+			j->f[r * j->k + c] *= j->scale[c];
+}
+
 /* A folded matrix (ir_weight.folded): column k of each row times the norm
  * weight's element k plus the fold's offset, in f32 before the matrix is
  * rounded or quantized. The norm weight is read (and transformed) as it
@@ -643,8 +658,8 @@ static bool apply_fold(cg_weights *w, const ir_weight *d, float *f, uint64_t n, 
 	bool ok = read_f32(w, d->fold_norm, scale, K, err, errlen) && apply_transform(g, scale, K, err, errlen);
 	for (uint64_t k = 0; ok && k < K; k++)
 		scale[k] += (float)d->fold_offset;
-	for (uint64_t i = 0; ok && i < n; i++)
-		f[i] *= scale[i % K];
+	if (ok)
+		cg_parallel_for(n / K, K >= 65536 ? 1 : 65536 / K, fold_range, &(fold_job){f, scale, K});
 	free(scale);
 	return ok;
 }

@@ -226,6 +226,62 @@ static void test_writer_errors(void)
 	halo_bundle_writer_free(w);
 }
 
+/* A stream many times the writer's ring of chunks (32 of 1 MiB, written by
+ * a second thread as the fill produces them): the bytes, in order, and
+ * the checksum the reader verifies; then a fill that fails long after the
+ * ring has wrapped leaves no file. */
+#define LONG_SIZE (70u * 1048576u + 77u)
+
+static int fill_long(void *ctx, uint64_t offset, void *buf, size_t len, char *err, size_t errlen)
+{
+	uint64_t fail_at = *(const uint64_t *)ctx;
+	if (offset + len > fail_at) {
+		snprintf(err, errlen, "tensor 'blk.60.w' could not be converted");
+		return 1;
+	}
+	for (size_t i = 0; i < len; i++)
+		((uint8_t *)buf)[i] = weight_byte(offset + i);
+	return 0;
+}
+
+static int write_long(const char *path, uint64_t fail_at, char *err, size_t errlen)
+{
+	halo_bundle_writer *w = halo_bundle_writer_new();
+	int rc = halo_bundle_writer_add(w, "manifest", manifest, strlen(manifest), 0, err, errlen) ||
+	         halo_bundle_writer_add_stream(w, "weights", LONG_SIZE, 0, fill_long, &fail_at, err, errlen) ||
+	         halo_bundle_writer_write(w, path, err, errlen);
+	halo_bundle_writer_free(w);
+	return rc;
+}
+
+static void test_long_stream(void)
+{
+	char err[512] = "";
+	const char *path = path_of("long.halo");
+	CHECK(write_long(path, UINT64_MAX, err, sizeof err) == 0, "long stream: %s", err);
+	halo_bundle *b = halo_bundle_open(path, err, sizeof err);
+	CHECK(b, "long stream's bundle refused: %s", err);
+	size_t size = 0;
+	const uint8_t *p = b ? halo_bundle_section(b, "weights", &size) : NULL;
+	CHECK(p && size == LONG_SIZE, "weights section: %zu bytes", size);
+	size_t bad = 0;
+	for (size_t i = 0; p && i < size && !bad; i++)
+		if (p[i] != weight_byte(i))
+			bad = i + 1;
+	CHECK(!bad, "long stream: byte %zu differs", bad - 1);
+	halo_bundle_close(b);
+	remove(path);
+
+	const char *failing = path_of("long_fails.halo");
+	CHECK(write_long(failing, 60u * 1048576u, err, sizeof err) != 0 && strstr(err, "blk.60.w") &&
+	          strstr(err, "at byte 62914560"),
+	      "fill failing at 60 MiB: %s", err);
+	CHECK(access(failing, F_OK) != 0, "a failed write left %s", failing);
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", failing, (long)getpid());
+	CHECK(access(tmp, F_OK) != 0, "temporary file %s left behind", tmp);
+}
+
 static void test_file_refusals(void)
 {
 	char err[512];
@@ -405,6 +461,7 @@ int main(void)
 	test_round_trip();
 	test_determinism();
 	test_writer_errors();
+	test_long_stream();
 	test_file_refusals();
 	test_refusals();
 	remove_dir();

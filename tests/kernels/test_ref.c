@@ -27,6 +27,43 @@ static void expect_true(const char *what, bool cond)
 	}
 }
 
+/* The array forms (8 elements a step in vectors, then the scalar tail)
+ * against the scalar forms: f32 -> f16 on every 251st bit pattern (every
+ * exponent, both signs, NaNs, the subnormal and overflow boundaries in
+ * passing) in runs of 1021, so the tail runs too; bf16 from little-endian
+ * bytes at an odd address. */
+static void test_half_arrays(void)
+{
+	enum { RUN = 1021 };
+	float f[RUN];
+	uint16_t h[RUN];
+	int bad = 0;
+	for (uint64_t base = 0; base < (1ull << 32); base += (uint64_t)RUN * 251) {
+		for (int i = 0; i < RUN; i++)
+			f[i] = f32_from_bits((uint32_t)(base + (uint64_t)i * 251));
+		half_from_f32_array(f, h, RUN);
+		for (int i = 0; i < RUN; i++)
+			bad += h[i] != half_from_f32(f[i]);
+	}
+	const float edges[] = {65504.0f, 65519.99f, 65520.0f, ldexpf(1.0f, -14), ldexpf(1023.5f, -24),
+			       ldexpf(1.0f, -25), -ldexpf(3.0f, -26), INFINITY, -INFINITY, NAN, 0.0f, -0.0f};
+	enum { NE = sizeof edges / sizeof edges[0] };
+	half_from_f32_array(edges, h, NE);
+	for (int i = 0; i < NE; i++)
+		bad += h[i] != half_from_f32(edges[i]);
+	expect_true("half_from_f32_array equals half_from_f32", bad == 0);
+	uint8_t bytes[2 * 37 + 1];
+	for (int i = 0; i < (int)sizeof bytes; i++)
+		bytes[i] = (uint8_t)(i * 97 + 11);
+	bad = 0;
+	bf16_le_to_f32_array(bytes + 1, f, 37);
+	for (int i = 0; i < 37; i++) {
+		uint32_t want = (uint32_t)(bytes[1 + 2 * i] | bytes[2 + 2 * i] << 8) << 16;
+		bad += f32_bits(f[i]) != want;
+	}
+	expect_true("bf16_le_to_f32_array at an odd address", bad == 0);
+}
+
 static void test_half(void)
 {
 	expect_true("f16(1) = 0x3c00", half_from_f32(1.0f) == 0x3c00);
@@ -49,6 +86,7 @@ static void test_half(void)
 	expect_true("bf16(1) = 0x3f80", bf16_from_f32(1.0f) == 0x3f80);
 	expect_true("bf16 ties to even", bf16_from_f32(1.0f + ldexpf(1.0f, -8)) == 0x3f80);
 	expect_near("bf16 -> f32", bf16_to_f32(0xc040), -3.0, 0);
+	test_half_arrays();
 }
 
 static void test_linear_norm(void)

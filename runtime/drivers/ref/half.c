@@ -15,52 +15,6 @@ static uint32_t shift_rne(uint32_t a, unsigned s)
 	return q;
 }
 
-uint16_t half_from_f32(float f)
-{
-	uint32_t u = f32_bits(f);
-	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-	uint32_t exp = (u >> 23) & 0xff;
-	uint32_t man = u & 0x7fffff;
-	if (exp == 0xff) /* inf or NaN (keep NaN quiet and non-zero) */
-		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
-	int e = (int)exp - 127 + 15;
-	if (e >= 0x1f)
-		return (uint16_t)(sign | 0x7c00);
-	if (e <= 0) {
-		/* Subnormal half: value = man24 * 2^(exp-150); half unit 2^-24. */
-		if (e < -10)
-			return sign;
-		uint32_t m = man | 0x800000;
-		return (uint16_t)(sign | shift_rne(m, (unsigned)(14 - e)));
-	}
-	/* A carry out of the mantissa rolls into the exponent, which is exactly
-	 * the right result (up to infinity). */
-	uint32_t r = ((uint32_t)e << 10) + shift_rne(man, 13);
-	return (uint16_t)(sign | r);
-}
-
-float half_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f;
-	uint32_t man = h & 0x3ff;
-	if (exp == 0x1f)
-		return f32_from_bits(sign | 0x7f800000 | (man << 13));
-	if (exp == 0) {
-		if (man == 0)
-			return f32_from_bits(sign);
-		/* Normalise the subnormal: shift until the implicit bit appears. */
-		int e = -14;
-		while (!(man & 0x400)) {
-			man <<= 1;
-			e--;
-		}
-		man &= 0x3ff;
-		return f32_from_bits(sign | ((uint32_t)(e + 127) << 23) | (man << 13));
-	}
-	return f32_from_bits(sign | ((exp - 15 + 127) << 23) | (man << 13));
-}
-
 uint16_t bf16_from_f32(float f)
 {
 	uint32_t u = f32_bits(f);
@@ -74,9 +28,36 @@ float bf16_to_f32(uint16_t h)
 	return f32_from_bits((uint32_t)h << 16);
 }
 
+/* The array forms run 8 elements a step in GCC's vector extension (the
+ * compilers leave the scalar loops' selects as branches and do not
+ * vectorise them), then the scalar form for the tail: the same operations,
+ * so the same bits (test_ref compares them). Comparisons
+ * give -1 where true; PICK() picks by that mask. */
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+typedef float f32x8 __attribute__((vector_size(32)));
+
+/* (a macro: a function returning a 32-byte vector changes the ABI where
+ * AVX is off) */
+#define PICK(mask, a, b) (((u32x8)(mask) & (a)) | (~(u32x8)(mask) & (b)))
+
 void half_from_f32_array(const float *src, uint16_t *dst, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		u32x8 u;
+		memcpy(&u, src + i, sizeof u);
+		u32x8 a = u & 0x7fffffffu;
+		i32x8 as = (i32x8)a; /* below 2^31: signed comparisons are exact */
+		u32x8 normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+		u32x8 subnormal = (u32x8)((f32x8)a + 0.5f) - 0x3f000000u;
+		u32x8 special = PICK(as > 0x7f800000, 0x7e00u | ((a >> 13) & 0x3ffu), (u32x8){0} + 0x7c00u);
+		u32x8 r = PICK(as >= 0x477ff000, special, PICK(as < 0x38800000, subnormal, normal));
+		u16x8 h = __builtin_convertvector(((u >> 16) & 0x8000u) | r, u16x8);
+		memcpy(dst + i, &h, sizeof h);
+	}
+	for (; i < n; i++)
 		dst[i] = half_from_f32(src[i]);
 }
 
@@ -88,6 +69,28 @@ void half_to_f32_array(const uint16_t *src, float *dst, size_t n)
 
 void bf16_to_f32_array(const uint16_t *src, float *dst, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		u16x8 h;
+		memcpy(&h, src + i, sizeof h);
+		u32x8 f = __builtin_convertvector(h, u32x8) << 16;
+		memcpy(dst + i, &f, sizeof f);
+	}
+	for (; i < n; i++)
 		dst[i] = bf16_to_f32(src[i]);
+}
+
+void bf16_le_to_f32_array(const uint8_t *src, float *dst, size_t n)
+{
+	size_t i = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; i + 8 <= n; i += 8) {
+		u16x8 h;
+		memcpy(&h, src + 2 * i, sizeof h);
+		u32x8 f = __builtin_convertvector(h, u32x8) << 16;
+		memcpy(dst + i, &f, sizeof f);
+	}
+#endif
+	for (; i < n; i++)
+		dst[i] = bf16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
 }
