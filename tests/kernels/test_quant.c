@@ -17,6 +17,8 @@
 /* One q8_0 block of x_i = (i - 16) / 2: amax 8, d = 8 / 127 = 0.0629921
  * rounds to the f16 0x2c08 = 0.0625 * (1 + 8/1024) = 0.06298828125, and
  * q_i = round(x_i / d) = round((i - 16) * 7.93798...). */
+#define Q4_PINNED 0xb9df49f3d3d7bcb9ull
+
 static void q8_hand_block(void)
 {
 	float x[32], back[32];
@@ -213,6 +215,35 @@ static void random_rows(float *x, uint64_t rows, uint64_t k)
 	}
 }
 
+/* q4_k's bytes pinned: its step search runs in 4-wide vectors, or two
+ * candidates at once in 8-wide ones where the CPU has AVX2, and either
+ * must give the bytes the scalar definition does. Inputs from integer
+ * operations alone (no libm), uniform in [-1, 1) times 1..5 per row, every
+ * fourth row shifted positive (the fit's zero-offset branch); the FNV-1a
+ * hash of the bytes was taken from the 4-wide search before the 8-wide
+ * one existed. */
+static void q4_bytes_pinned(void)
+{
+	enum { ROWS = 64, K = 512 };
+	static float x[ROWS * K];
+	static uint8_t q[ROWS * K];
+	uint64_t s = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < ROWS * K; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		float u = (float)(int32_t)(uint32_t)(s >> 32) * 0x1p-31f;
+		int r = i / K;
+		x[i] = (r % 4 == 3 ? u + 1.5f : u) * (float)(1 + r % 5);
+	}
+	size_t bytes = halo_dtype_bytes(HALO_Q4_K, (size_t)ROWS * K);
+	halo_quantize_rows(HALO_Q4_K, x, ROWS, K, 0, ROWS, q);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < bytes; i++)
+		h = (h ^ q[i]) * 0x100000001b3ull;
+	CHECK(h == Q4_PINNED, "q4_k bytes changed: FNV-1a %016llx", (unsigned long long)h);
+}
+
 /* Relative rms error of the format over random rows, the per-element bound
  * of q8_0 (half its block's step), and that quantizing the rows in two
  * parts writes the same bytes as in one. Returns the relative error. */
@@ -271,6 +302,7 @@ static float roundtrip(halo_dtype t, uint64_t rows, uint64_t k)
 
 int main(void)
 {
+	q4_bytes_pinned();
 	CHECK(halo_dtype_bytes(HALO_Q8_0, 64) == 68 && halo_dtype_bytes(HALO_Q4_K, 512) == 288,
 	      "block sizes: q8_0 34 bytes per 32, q4_k 144 per 256");
 	CHECK(halo_dtype_size(HALO_Q8_0) == 0 && halo_dtype_is_quant(HALO_Q4_K) && !halo_dtype_is_quant(HALO_F16),

@@ -8,15 +8,18 @@
 # thread: its summary line gives the checkpoint bytes read per second, and
 # the one-thread bundle must equal the all-core one byte for byte. The
 # checkpoint was just written, so it is read from the page cache: the rate is
-# the converter's, not the disk's. Writes to $OUT (or /tmp).
-# usage: tools/gpu/convert-rate.sh
+# the converter's, not the disk's. Writes to $OUT (or /tmp). HALO names
+# the halo binary to time (default $HALO_BIN/halo: an A/B packs an older
+# build beside it); a second run reuses the checkpoint.
+# usage: [HALO=path] tools/gpu/convert-rate.sh
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
 out=${OUT:-/tmp}
 mkdir -p "$out"
+halo=${HALO:-$HALO_BIN/halo}
 ckpt=/tmp/convert_ckpt
-python3 - "$ckpt" <<'EOF'
+[ -f "$ckpt/config.json" ] || python3 - "$ckpt" <<'EOF'
 import sys, torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 c = Qwen3Config(hidden_size=2048, intermediate_size=6144, num_hidden_layers=8, num_attention_heads=16,
@@ -28,7 +31,7 @@ echo "cores: $(nproc); checkpoint: $(du -sb "$ckpt" | cut -f1) bytes" | tee "$ou
 conv() { # NAME [halo compile flags...]
 	name=$1
 	shift
-	"$HALO_BIN/halo" compile --hf "$ckpt" --targets ref --dtype f16 "$@" -o "/tmp/convert_$name.halo" 2>&1 |
+	"$halo" compile --hf "$ckpt" --targets ref --dtype f16 "$@" -o "/tmp/convert_$name.halo" 2>&1 |
 		grep "params in" | sed "s/^/$name: /" | tee -a "$out/convert.txt"
 }
 conv f16

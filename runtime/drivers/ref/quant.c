@@ -126,6 +126,65 @@ static void q4_codes(const float *x, float lo, float iscale, int *sq, int *sqq, 
 	*sxq = sum4(p);
 }
 
+/* The search's candidate steps: 1/iscale = (hi - lo) / (15 + 0.1 step),
+ * step = -10..10, tried in that order. */
+#define Q4_STEPS 21
+
+static float q4_iscale(float lo, float hi, int c)
+{
+	return (15.0f + 0.1f * (float)(c - 10)) / (hi - lo);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* Two candidates in one 8-wide vector (AVX2): lanes 0-3 run candidate c's
+ * q4_codes over the sub-block, lanes 4-7 candidate c + 1's, each lane with
+ * the operations and order of the 4-wide code, so the sums, and the
+ * bytes, are the same (test_quant pins them). Half the instructions of the
+ * search, which is most of q4_k's conversion time. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"))) static void q4_codes_pair(const float *x, float lo, float is0, float is1,
+							  int *sq, int *sqq, float *sxq)
+{
+	v8f a = {0}, aa = {0}, p = {0}, sixteen = {16, 16, 16, 16, 16, 16, 16, 16};
+	v8f fifteen = {15, 15, 15, 15, 15, 15, 15, 15}, is = {is0, is0, is0, is0, is1, is1, is1, is1};
+	for (int i = 0; i < Q4_SUB / 4; i++) {
+		v4f x4 = load4(x + 4 * i);
+		v8f xv = __builtin_shufflevector(x4, x4, 0, 1, 2, 3, 0, 1, 2, 3), v = (xv - lo) * is;
+		v8i big = v > sixteen;
+		v = (v8f)((big & (v8i)sixteen) | (~big & (v8i)v));
+		v8i c = __builtin_convertvector(v, v8i);
+		c -= v - __builtin_convertvector(c, v8f) >= 0.5f;
+		v8f cf = __builtin_convertvector(c, v8f);
+		big = cf > fifteen;
+		cf = (v8f)((big & (v8i)fifteen) | (~big & (v8i)cf));
+		a += cf;
+		aa += cf * cf;
+		p += xv * cf;
+	}
+	for (int h = 0; h < 2; h++) {
+		sq[h] = (int)((a[4 * h] + a[4 * h + 1]) + (a[4 * h + 2] + a[4 * h + 3]));
+		sqq[h] = (int)((aa[4 * h] + aa[4 * h + 1]) + (aa[4 * h + 2] + aa[4 * h + 3]));
+		sxq[h] = (p[4 * h] + p[4 * h + 1]) + (p[4 * h + 2] + p[4 * h + 3]);
+	}
+}
+
+#endif
+
+/* Every candidate's code sums, in step order. */
+static void q4_candidates(const float *x, float lo, float hi, int *sq, int *sqq, float *sxq)
+{
+	int c = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (__builtin_cpu_supports("avx2"))
+		for (; c + 1 < Q4_STEPS; c += 2)
+			q4_codes_pair(x, lo, q4_iscale(lo, hi, c), q4_iscale(lo, hi, c + 1), sq + c, sqq + c, sxq + c);
+#endif
+	for (; c < Q4_STEPS; c++)
+		q4_codes(x, lo, q4_iscale(lo, hi, c), sq + c, sqq + c, sxq + c);
+}
+
 /* Squared error of x ~ s * q + b over one sub-block from its sums (n = 32
  * elements): sum (s q + b - x)^2, expanded, in double. */
 static double fit_error(float s, float b, int sq, int sqq, float sxq, float sx, float sxx)
@@ -151,12 +210,14 @@ static void q4_fit_sub(const float *x, float *scale, float *offset)
 	*offset = -lo;
 	if (hi <= lo)
 		return;
-	int sq, sqq;
-	float sxq;
-	q4_codes(x, lo, 15.0f / (hi - lo), &sq, &sqq, &sxq);
-	double best = fit_error(*scale, lo, sq, sqq, sxq, sx, sxx);
-	for (int step = -10; step <= 10; step++) {
-		q4_codes(x, lo, (15.0f + 0.1f * (float)step) / (hi - lo), &sq, &sqq, &sxq);
+	int csq[Q4_STEPS], csqq[Q4_STEPS];
+	float csxq[Q4_STEPS];
+	q4_candidates(x, lo, hi, csq, csqq, csxq);
+	/* the start, (max - min) / 15, is candidate step 0's codes */
+	double best = fit_error(*scale, lo, csq[10], csqq[10], csxq[10], sx, sxx);
+	for (int c = 0; c < Q4_STEPS; c++) {
+		int sq = csq[c], sqq = csqq[c];
+		float sxq = csxq[c];
 		float det = (float)Q4_SUB * (float)sqq - (float)sq * (float)sq;
 		if (det <= 0.0f)
 			continue;
@@ -218,6 +279,28 @@ static void q4_unpack_sub(const uint8_t *meta, int j, int *sc, int *m)
 	}
 }
 
+/* One sub-block's codes against its stored step and offset:
+ * clampi((x + off) / step, 0, 15) per element, in 4-wide vectors (the same
+ * operations per lane: IEEE division, clamp, truncation, the remainder's
+ * rounding). */
+static void q4_final_codes(const float *x, float off, float step, int *q)
+{
+	const v4f lo = {-1, -1, -1, -1}, hi = {16, 16, 16, 16}, half = {0.5f, 0.5f, 0.5f, 0.5f};
+	const v4i zero = {0, 0, 0, 0}, fifteen = {15, 15, 15, 15};
+	for (int i = 0; i < Q4_SUB; i += 4) {
+		v4f v = (load4(x + i) + off) / step;
+		v4i below = v < lo, above = v > hi;
+		v = (v4f)((below & (v4i)lo) | (above & (v4i)hi) | (~(below | above) & (v4i)v));
+		v4i c = __builtin_convertvector(v, v4i);
+		v4f f = v - __builtin_convertvector(c, v4f);
+		c = c - (f >= half) + (f <= -half); /* a true lane is -1 */
+		c &= ~(c < zero);
+		v4i over = c > fifteen;
+		c = (over & fifteen) | (~over & c);
+		memcpy(q + i, &c, sizeof c);
+	}
+}
+
 static void q4_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 {
 	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
@@ -234,8 +317,10 @@ static void q4_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 		for (int j = 0; j < Q4_SUBS; j++) {
 			/* q against the stored scale and offset, as they dequantize */
 			float step = d * (float)sc[j], off = dmin * (float)m[j];
-			for (int i = j * Q4_SUB; i < (j + 1) * Q4_SUB; i++)
-				q[i] = step > 0.0f ? clampi((xs[i] + off) / step, 0, 15) : 0;
+			if (step > 0.0f)
+				q4_final_codes(xs + j * Q4_SUB, off, step, q + j * Q4_SUB);
+			else
+				memset(q + j * Q4_SUB, 0, Q4_SUB * sizeof(int));
 		}
 		for (int i = 0; i < Q4_SUPER; i += 2)
 			values[(s * Q4_SUPER + (uint64_t)i) / 2] = (uint8_t)(q[i] | q[i + 1] << 4);
