@@ -9,7 +9,9 @@
 # which is what lets it travel; the kernels' times do not depend on the
 # values. Writes to $OUT (or /tmp).
 # Each format pack.sh packed (PACK_SPEED_DTYPES) is one bundle and one table.
-# usage: tools/gpu/backend-speed.sh [TG] [PP]
+# HALO names the halo binary to time (default $HALO_BIN/halo: an A/B packs
+# an older build beside it), BACKENDS the backends (default "vulkan cuda").
+# usage: [HALO=path] [BACKENDS=...] tools/gpu/backend-speed.sh [TG] [PP]
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -26,8 +28,8 @@ for packed in .devrun/speed/qwen3_8b.*.halo.xz; do
 	dtype=${dtype%.halo.xz}
 	xz -dc "$packed" > "$bundle"
 	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$dtype")
-	for backend in vulkan cuda; do
-		python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
+	for backend in ${BACKENDS:-vulkan cuda}; do
+		python3 tools/gpu/model_bench.py "${HALO:-$HALO_BIN/halo}" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
 			"$out/speed_${dtype}_$backend.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$dtype" --backend "$backend" |
 			tee "$out/speed_${dtype}_$backend.md"
 	done
