@@ -67,15 +67,20 @@ void half_to_f32_array(const uint16_t *src, float *dst, size_t n)
 		dst[i] = half_to_f32(src[i]);
 }
 
+/* Eight bf16 values in host order at src (any alignment) to f32. */
+static void bf16x8_to_f32(const void *src, float *dst)
+{
+	u16x8 h;
+	memcpy(&h, src, sizeof h);
+	u32x8 f = __builtin_convertvector(h, u32x8) << 16;
+	memcpy(dst, &f, sizeof f);
+}
+
 void bf16_to_f32_array(const uint16_t *src, float *dst, size_t n)
 {
 	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		u16x8 h;
-		memcpy(&h, src + i, sizeof h);
-		u32x8 f = __builtin_convertvector(h, u32x8) << 16;
-		memcpy(dst + i, &f, sizeof f);
-	}
+	for (; i + 8 <= n; i += 8)
+		bf16x8_to_f32(src + i, dst + i);
 	for (; i < n; i++)
 		dst[i] = bf16_to_f32(src[i]);
 }
@@ -84,12 +89,8 @@ void bf16_le_to_f32_array(const uint8_t *src, float *dst, size_t n)
 {
 	size_t i = 0;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	for (; i + 8 <= n; i += 8) {
-		u16x8 h;
-		memcpy(&h, src + 2 * i, sizeof h);
-		u32x8 f = __builtin_convertvector(h, u32x8) << 16;
-		memcpy(dst + i, &f, sizeof f);
-	}
+	for (; i + 8 <= n; i += 8)
+		bf16x8_to_f32(src + 2 * i, dst + i);
 #endif
 	for (; i < n; i++)
 		dst[i] = bf16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));

@@ -24,9 +24,10 @@ static inline float f32_from_bits(uint32_t u)
 	return f;
 }
 
-/* f32 -> f16 without a branch per case, so that array loops vectorise (the
- * converter turns every weight of a checkpoint with it): each case's
- * result is formed and the right one selected. Normal halves round by
+/* f32 -> f16 with each case's result formed and the right one selected:
+ * the same steps as half_from_f32_array's 8-wide loop (half.c; GCC does
+ * not vectorise a loop over this form by itself), which the converter
+ * runs over every weight of a checkpoint. Normal halves round by
  * integer carry (the exponent rebiased by -112 << 23, then 0xfff plus the
  * kept mantissa's lowest bit added below bit 13: a carry out of the
  * mantissa rolls into the exponent, up to infinity); subnormal ones by an
