@@ -378,6 +378,10 @@ static bool build_embed(kv_build *b)
  * split (bench/results-h200-matvec.txt). */
 #define MATVEC_BUSY_LANES (1 << 18)
 
+/* The most shared memory int8 activations stage (matvec.comp's XQ8): 16
+ * KiB of codes (XQ_CODE_BYTES) and two f32s per 32 codes. */
+#define KV_XQ_SHARED (16384 + 2 * 16384 / 8)
+
 /* A matmul's rows per token and its most rows in one dispatch. */
 static int64_t mm_rpt(const kv_desc *d)
 {
@@ -477,7 +481,7 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 	if (q_per_word(d) && (!is_pow2(t.qw) || t.qw > 4 || nc_max * t.unroll * (t.qw + q_scale_words(d)) > 64))
 		return "quantized weights: qw must be 1, 2 or 4 with cols * unroll * (qw + scale words) <= 64 at the"
 		       " largest T";
-	if (slots * nval * 4 > KV_SHARED_LIMIT)
+	if (slots * nval * 4 + (d->u.matmul.xq ? KV_XQ_SHARED : 0) > KV_SHARED_LIMIT)
 		return "the reduction needs more shared memory than every target has";
 	uint64_t per_group = (uint64_t)(t.local / t.split) * t.cols;
 	if (((uint64_t)d->u.matmul.N + per_group - 1) / per_group > KV_MAX_GROUPS)
@@ -826,6 +830,33 @@ static bool matmul_groups(kv_build *b)
 	return true;
 }
 
+/* xq = 8: int8 activations (docs/quantization.md), a decode kernel's
+ * (matvec) on q8_0 or q4_k weights, whose integer codes it multiplies with
+ * OpSDot. Named and defined (XQ8) only then. No HIP twin yet: a bundle
+ * with such a kernel runs on Vulkan (select_kernels.c refuses the other
+ * targets). */
+static bool matmul_xq(kv_build *b, bool vec)
+{
+	const kv_desc *d = b->d;
+	if (!d->u.matmul.xq)
+		return true;
+	if (d->u.matmul.xq != 8)
+		return fail(b, "xq %d: 8 (int8 activations) or absent", d->u.matmul.xq);
+	if (!vec)
+		return fail(b, "xq: int8 activations are the decode kernel's (at most %d rows a step), not %" PRId64
+			    " rows", KV_MATVEC_MAX_T, mm_rows_max(d));
+	if (d->wtype != HALO_Q8_0 && d->wtype != HALO_Q4_K)
+		return fail(b, "xq: int8 activations take q8_0 or q4_k weights, not %s",
+			    halo_dtype_name(d->wtype) ? halo_dtype_name(d->wtype) : "?");
+	if (mm_groups(d) > 1)
+		return fail(b, "xq: a grouped matmul reads several inputs per workgroup; int8 activations take one");
+	sb_printf(&b->sig, " xq=8");
+	def_int(b, "XQ8", 1);
+	b->k->needs |= HALO_NEED_INT_DOT;
+	b->p->glsl_only = true;
+	return true;
+}
+
 static bool build_matmul(kv_build *b)
 {
 	int64_t K = b->d->u.matmul.K, N = b->d->u.matmul.N, rows = mm_rows_max(b->d);
@@ -849,7 +880,7 @@ static bool build_matmul(kv_build *b)
 		return fail(b, "w_rows %" PRId64 ": fewer weight rows than N = %" PRId64, w_rows, N);
 	if (w_rows != N)
 		sb_printf(&b->sig, " of=%" PRId64, w_rows);
-	if (!weight_type_q(b, w_rows, K))
+	if (!weight_type_q(b, w_rows, K) || !matmul_xq(b, vec))
 		return false;
 	return vec ? matvec_tiles(b) : matmul_tiles(b);
 }
@@ -2153,7 +2184,7 @@ static bool finish(kv_build *b, kv_plan *plan)
 	out->n_bindings = b->next_binding + 1; /* + the step record, B_STEP */
 	out->source = kv_emit_glsl(b->d, plan, out->signature, &out->template_name, b->err, b->errlen);
 	char no_twin[256];
-	out->hip = kv_emit_hip(b->d, plan, out->signature, no_twin, sizeof no_twin);
+	out->hip = plan->glsl_only ? NULL : kv_emit_hip(b->d, plan, out->signature, no_twin, sizeof no_twin);
 	return out->source != NULL;
 }
 

@@ -126,13 +126,16 @@ typedef struct {
 		 * n / (N/g) (DeepSeek V4's block-diagonal o_a_proj; no split, pair
 		 * or prologue); w_rows (0: N): the weight tensor's rows when the
 		 * matmul reads its first N alone (a draft head's vocabulary
-		 * prefix): a quantized tensor's scales follow all of them */
+		 * prefix): a quantized tensor's scales follow all of them; xq
+		 * (0: none): 8 rounds x to int8 activations per block of 32
+		 * (docs/quantization.md; matvec on q8_0 and q4_k weights) */
 		struct {
 			int64_t K, N, rows_per_t, w_rows;
 			int n_split;
 			int64_t split[KV_MAX_SPLIT];
 			bool pair;
 			int64_t groups;
+			int xq;
 		} matmul;
 		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
 		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;

@@ -317,6 +317,7 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		}
 		k->u.matmul.rows_per_t = x->dim[0].coef_T;
 		k->u.matmul.pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
+		k->u.matmul.xq = (int)DI("xq", 0);
 		/* a split matmul's column counts are its results' widths */
 		if (d->n_out > KV_MAX_SPLIT) {
 			snprintf(err, errlen, "dispatch '%s': matmul with %d results, at most %d", d->node, d->n_out,

@@ -9,6 +9,7 @@ static const struct {
 } need_names[] = {
 	{HALO_NEED_SUBGROUP_SHUFFLE, "subgroup_shuffle"},
 	{HALO_NEED_COOPMAT_NV, "coopmat_nv"},
+	{HALO_NEED_INT_DOT, "int_dot"},
 };
 
 enum { N_NAMES = sizeof need_names / sizeof need_names[0] };

@@ -8,13 +8,14 @@
 enum {
 	HALO_NEED_SUBGROUP_SHUFFLE = 1u << 0, /* subgroupShuffleXor in compute shaders */
 	HALO_NEED_COOPMAT_NV = 1u << 1,       /* VK_NV_cooperative_matrix with f16 A/B, f32 C, subgroup scope */
+	HALO_NEED_INT_DOT = 1u << 2,          /* VK_KHR_shader_integer_dot_product: OpSDot on packed int8 */
 };
 
 #include <stdbool.h>
 #include <stdint.h>
 
 /* The manifest's name of one HALO_NEED_* bit ("subgroup_shuffle",
- * "coopmat_nv"; static storage), or NULL for a bit without a name. */
+ * "coopmat_nv", "int_dot"; static storage), or NULL for a bit without a name. */
 const char *halo_need_name(uint32_t bit);
 /* The bit a manifest name stands for; false for an unknown name. */
 bool halo_need_from_name(const char *name, uint32_t *bit);

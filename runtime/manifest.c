@@ -738,7 +738,7 @@ static bool parse_needs(mctx *c, json_object *o, const char *path, uint32_t *nee
 		if (!json_object_is_type(v, json_type_string))
 			return fail(c, path, "'needs' holds feature names (strings)");
 		if (!halo_need_from_name(json_object_get_string(v), &bit))
-			return fail(c, path, "unknown device feature '%.64s' in 'needs' (subgroup_shuffle or coopmat_nv)",
+			return fail(c, path, "unknown device feature '%.64s' in 'needs' (subgroup_shuffle, coopmat_nv or int_dot)",
 				    json_object_get_string(v));
 		*needs |= bit;
 	}

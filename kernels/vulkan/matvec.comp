@@ -162,6 +162,85 @@ void unpack_chunk(WCHUNK u, out vec4 a, out vec4 b)
 WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
 #endif
 
+#ifdef XQ8
+// Int8 activations (xq = 8, docs/quantization.md): x's rows are rounded per
+// block of 32 to codes q = round(v * 127 / a) with one scale d = a / 127 (a
+// the block's largest |v|; v = x, times the norm weight with PRO_NW),
+// staged in shared memory by the whole workgroup a tile of XT columns of K
+// at a time; each weight word then meets four x codes in one OpSDot, whose
+// products and sum are exact in 32-bit integers, and the chunk's integer
+// sum is scaled once per column and row. q4_k's nibbles take codes staged
+// in their order: a word's low nibbles are its even elements, so each 8
+// elements are staged as their even codes' word, then their odd codes'.
+// With PRO_RMS the sum of squares of x is taken per block as it is staged
+// and added by the lane that reads the block's first chunk. A lane's
+// chunks are j = l, l + SPLIT, ... over all of K whatever the tiles, so
+// the tile size (which depends on the rows, to fit) changes no sum.
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4(int a, int b, spirv_literal int packed_4x8);
+// The sum of the products of a's and b's four signed bytes.
+int dot4(uint a, uint b) { return sdot4(int(a), int(b), 0); }
+
+// A tile's codes take at most XQ_CODE_BYTES: XT columns of K (a multiple
+// of 32) for each row the pipeline runs.
+#define XQ_CODE_BYTES 16384u
+const uint XT_R = XQ_CODE_BYTES / ROWS_C / 32u * 32u;
+const uint XT = K < XT_R ? K : XT_R;
+shared uint xq_code[ROWS_C * (XT / 4u)];
+shared float xq_d[ROWS_C * (XT / 32u)];
+#if PRO_RMS
+shared float xq_ss[ROWS_C * (XT / 32u)];
+#endif
+
+// Four codes, element 0 in the low byte.
+uint pack_codes(ivec4 c)
+{
+	uvec4 u = uvec4(c) & 0xffu;
+	return u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
+}
+
+// Stages x's columns k0 .. k0 + kt - 1 (kt a multiple of 32) of every
+// live row: one block of 32 per lane at a time.
+void stage_x(uint k0, uint kt)
+{
+	uint nb = kt / 32u;
+	for (uint i = gl_LocalInvocationID.x; i < ROWS * nb; i += LS_X) {
+		uint t = i / nb, b = i % nb, xi = k0 / 4u + 8u * b;
+		vec4 v[8];
+		float a = 0.0, ss = 0.0;
+		for (uint q = 0u; q < 8u; q++) {
+			vec4 xv = x4[X4ROW(t) + xi + q];
+#if PRO_RMS
+			ss += dot(xv, xv);
+#endif
+#if PRO_NW
+			xv *= nw4[xi + q] + PRO_OFFSET;
+#endif
+			v[q] = xv;
+			vec4 m = abs(xv);
+			a = max(a, max(max(m.x, m.y), max(m.z, m.w)));
+		}
+		float inv = a > 0.0 ? 127.0 / a : 0.0;
+		uint at = t * (XT / 4u) + 8u * b;
+		for (uint q = 0u; q < 8u; q += 2u) {
+			ivec4 c0 = ivec4(roundEven(v[q] * inv)), c1 = ivec4(roundEven(v[q + 1u] * inv));
+#if WQ4K
+			xq_code[at + q] = pack_codes(ivec4(c0.x, c0.z, c1.x, c1.z));
+			xq_code[at + q + 1u] = pack_codes(ivec4(c0.y, c0.w, c1.y, c1.w));
+#else
+			xq_code[at + q] = pack_codes(c0);
+			xq_code[at + q + 1u] = pack_codes(c1);
+#endif
+		}
+		xq_d[t * (XT / 32u) + b] = a * (1.0 / 127.0);
+#if PRO_RMS
+		xq_ss[t * (XT / 32u) + b] = ss;
+#endif
+	}
+}
+#endif
+
 #if SG_SHUFFLE
 // Lanes are numbered by subgroup so that a column group is whole subgroups
 // (or a run of lanes inside one).

@@ -23,7 +23,73 @@
 		}
 #define NLIVE_@NC@ ((@NC@u + PRO_RMS) * ROWS)
 
-#ifdef WQUANT
+#ifdef XQ8
+// Adds chunk j (QPC weights, from column k0 of the staged tile on) of every
+// live row, against the columns' quantized chunks w[c]: x's codes meet each
+// weight word in dot4 (matvec.comp's XQ8), the integer sums are scaled
+// once per chunk, column and row: (d * dx) * s for q8_0, dx * ((d*sc) * s
+// - (dmin*m) * sx) for q4_k (sx the chunk's sum of x codes).
+void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@], uint k0)
+{
+	uint kk = j * QPC - k0, xw = kk / 4u, xb = kk / 32u;
+	int s[NDOT_@NC@];
+	for (uint i = 0u; i < NDOT_@NC@; i++)
+		s[i] = 0;
+#if WQ4K
+	int sx[T_MAX];
+	for (uint t = 0u; t < T_MAX; t++)
+		sx[t] = 0;
+#endif
+	for (uint q = 0u; q < uint(QW); q++) {
+#if WQ4K
+		uint lo[@NC@], hi[@NC@];
+		for (uint c = 0u; c < @NC@u; c++) {
+			lo[c] = WQ_WORD(w[c].v, q) & 0x0f0f0f0fu;
+			hi[c] = (WQ_WORD(w[c].v, q) >> 4u) & 0x0f0f0f0fu;
+		}
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			uint xe = xq_code[t * (XT / 4u) + xw + 2u * q], xo = xq_code[t * (XT / 4u) + xw + 2u * q + 1u];
+			sx[t] += dot4(xe, 0x01010101u) + dot4(xo, 0x01010101u);
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot4(lo[c], xe) + dot4(hi[c], xo);
+		}
+#else
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			uint xv = xq_code[t * (XT / 4u) + xw + q];
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot4(WQ_WORD(w[c].v, q), xv);
+		}
+#endif
+	}
+	for (uint c = 0u; c < @NC@u; c++) {
+#if WQ4K
+		vec2 so = q4_scales(w[c].meta, (j * QPC / 32u) % 8u);
+#endif
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			float dx = xq_d[t * (XT / 32u) + xb];
+#if WQ4K
+			acc[c * T_MAX + t] += dx * (so.x * float(s[c * T_MAX + t]) - so.y * float(sx[t]));
+#else
+			acc[c * T_MAX + t] += (w[c].d * dx) * float(s[c * T_MAX + t]);
+#endif
+		}
+	}
+#if PRO_RMS
+	if (kk % 32u == 0u)
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				break;
+			acc[NDOT_@NC@ + t] += xq_ss[t * (XT / 32u) + xb];
+		}
+#endif
+}
+#elif defined(WQUANT)
 // Adds chunk j (QPC weights) of every live row, against the columns'
 // quantized chunks w[c]: each of the chunk's QW words is unpacked once for
 // all rows, the row's x * q summed over the chunk (word order, then vec4
@@ -140,6 +206,33 @@ void accumulate_@NC@(inout float acc[NVAL_@NC@], uint j, WCHUNK w[@NC@])
 
 // The lane's K loop for the columns n0 .. n0 + @NC@ - 1 (columns past N read
 // column N - 1 and are never written).
+#ifdef XQ8
+// The same over the tiles of x's codes: the whole workgroup stages a tile
+// (between barriers: every lane runs this path, the tiles are the same for
+// all), then each lane adds its chunks of the tile, j = l mod SPLIT.
+void stream_@NC@(inout float acc[NVAL_@NC@], uint l, uint n0)
+{
+	for (uint i = 0u; i < NVAL_@NC@; i++)
+		acc[i] = 0.0;
+	for (uint k0 = 0u; k0 < K; k0 += XT) {
+		uint jlo = k0 / QPC, jhi = min(k0 + XT, K) / QPC;
+		barrier(); /* the last tile's codes are read */
+		stage_x(k0, min(XT, K - k0));
+		barrier();
+		for (uint j0 = jlo + (l + SPLIT - jlo % SPLIT) % SPLIT; j0 < jhi; j0 += SPLIT * UNROLL) {
+			WCHUNK w[UNROLL][@NC@];
+			for (uint u = 0u; u < UNROLL; u++) {
+				uint j = min(j0 + u * SPLIT, jhi - 1u);
+				for (uint c = 0u; c < @NC@u; c++)
+					w[u][c] = load_chunk(min(n0 + c, N - 1u), j);
+			}
+			for (uint u = 0u; u < UNROLL; u++)
+				if (j0 + u * SPLIT < jhi)
+					accumulate_@NC@(acc, j0 + u * SPLIT, w[u], k0);
+		}
+	}
+}
+#else
 void stream_@NC@(inout float acc[NVAL_@NC@], uint l, uint n0)
 {
 	for (uint i = 0u; i < NVAL_@NC@; i++)
@@ -156,6 +249,7 @@ void stream_@NC@(inout float acc[NVAL_@NC@], uint l, uint n0)
 				accumulate_@NC@(acc, j0 + u * SPLIT, w[u]);
 	}
 }
+#endif
 
 #if SG_SHUFFLE
 // Leaves the group's sums in the group's first lane or, for a group inside

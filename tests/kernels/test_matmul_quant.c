@@ -50,6 +50,7 @@ typedef struct {
 	bool pro;
 	int n_epi;
 	kv_elem_op epi[KV_MAX_EPILOGUE];
+	int xq; /* 8: int8 activations */
 } qcase;
 
 /* Quantized weights of a case: the bytes, and their dequantized f32 values. */
@@ -104,6 +105,8 @@ static void reference(const qcase *c, const float *x, const float *w, const floa
 		ref_rms_norm(x, nw, xin, c->T, c->K, 0, 1e-6f, 1);
 	else
 		memcpy(xin, x, (size_t)(c->T * c->K) * sizeof *x);
+	if (c->xq)
+		halo_round_x_q8(xin, xin, (uint64_t)(c->T * c->K));
 	ref_matmul(xin, w, want, c->T, c->K, c->N);
 	for (int j = 0; j < c->n_epi; j++)
 		ref_apply_elem(&c->epi[j], want, extra[j], c->T * c->N);
@@ -143,6 +146,57 @@ static bool check_bound(const char *what, const float *got, const float *want, c
 
 static const double U16 = 1.0 / 2048.0, U32 = 1.0 / 16777216.0;
 
+/* That an xq kernel rounds x at all: its outputs are on average within a
+ * tenth of the distance between the rounded-x reference (want) and the
+ * f32-x one (a kernel that skipped the rounding would sit at that
+ * distance, which xq_bound's allowance for single flipped codes could
+ * hide on one output but not on the mean). */
+static bool rounds_x(const qcase *c, const float *x, const float *w, const float *nw, float **extra, const float *got,
+		     const float *want)
+{
+	qcase f = *c;
+	f.xq = 0;
+	size_t n = (size_t)(c->T * c->N);
+	float *want_f = alloc_floats(n), *s = alloc_floats(n);
+	reference(&f, x, w, nw, extra, want_f, s);
+	double err = 0.0, gap = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		err += fabs((double)got[i] - want[i]);
+		gap += fabs((double)want_f[i] - want[i]);
+	}
+	free(want_f), free(s);
+	bool ok = err < 0.1 * gap;
+	printf("%s   x rounded: mean error %.3g against the rounding's mean effect %.3g\n", ok ? "ok  " : "FAIL",
+	       err / (double)n, gap / (double)n);
+	return ok;
+}
+
+/* Int8 activations (xq): the kernel rounds x * nw to codes and scales the
+ * row by its rms afterwards, the reference rounds the normalised row; the
+ * two scales differ by an ulp or so, and 127 / a is a GPU division (2.5
+ * ulp in Vulkan), so a value within about 1e-6 of a half-step may round
+ * the other way, one code of one element: d |w| <= (max |x'| / 127) max |w|.
+ * The bound is the float path's (the integer sums are exact; the scaling
+ * per chunk as there) plus two such flips, against max(|want|, 1) like
+ * the rest: a dropped block, a wrong scale or a misplaced code (errors of
+ * order 1) still fail. */
+static double xq_bound(const qcase *c, const float *x, const float *nw, const float *w)
+{
+	double xmax = 0.0, wmax = 0.0;
+	for (int64_t t = 0; t < c->T; t++) {
+		double ss = 0.0, m = 0.0;
+		for (int64_t k = 0; k < c->K; k++) {
+			double v = x[t * c->K + k];
+			ss += v * v;
+			m = fmax(m, fabs(v * (c->pro ? 1.0 + nw[k] : 1.0)));
+		}
+		xmax = fmax(xmax, c->pro ? m / sqrt(ss / (double)c->K + 1e-6) : m);
+	}
+	for (int64_t i = 0; i < c->N * c->K; i++)
+		wmax = fmax(wmax, fabs((double)w[i]));
+	return (c->wtype == HALO_Q4_K ? 2e-4 : 1e-4) + 2.0 * xmax / 127.0 * wmax;
+}
+
 static bool run_variant(harness *h, const qcase *c, const kv_desc *d, uint32_t *seed)
 {
 	hkernel k;
@@ -181,13 +235,17 @@ static bool run_variant(harness *h, const qcase *c, const kv_desc *d, uint32_t *
 		char what[512];
 		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)c->T);
 		double a = 0.0, b;
-		if (c->t_max <= KV_MATVEC_MAX_T)
+		if (c->xq)
+			b = xq_bound(c, x, nwt, w.w);
+		else if (c->t_max <= KV_MATVEC_MAX_T)
 			b = c->wtype == HALO_Q4_K ? 2e-4 : 1e-4;
 		else if (k.k.needs & HALO_NEED_COOPMAT_NV)
 			a = 12.0 * U16, b = 2e-5;
 		else
 			a = 8.0 * U32 * sqrt((double)c->K), b = 2e-5;
 		ok = check_bound(what, y, want, s, ny, a, b);
+		if (c->xq)
+			ok &= rounds_x(c, x, w.w, nwt, extra, y, want);
 	}
 	for (int j = 0; j < KV_MAX_EPILOGUE; j++)
 		free(extra[j]);
@@ -203,6 +261,7 @@ static kv_desc desc_of(const qcase *c)
 		     .n_epi = c->n_epi};
 	d.u.matmul.K = c->K;
 	d.u.matmul.N = c->N;
+	d.u.matmul.xq = c->xq;
 	memcpy(d.epi, c->epi, sizeof d.epi);
 	return d;
 }
@@ -227,10 +286,10 @@ static bool run_case(harness *h, const qcase *c, bool all, uint32_t *seed)
 
 /* Batch invariance of every decode variant: the rows of one T = 8 dispatch
  * equal eight T = 1 dispatches bitwise. */
-static bool batch_invariance(harness *h, halo_dtype wt, int64_t K, int64_t N, bool pro, uint32_t *seed)
+static bool batch_invariance(harness *h, halo_dtype wt, int64_t K, int64_t N, bool pro, int xq, uint32_t *seed)
 {
 	const int64_t m = 8;
-	qcase c = {K, N, m, m, wt, pro, 0, {{0}}};
+	qcase c = {K, N, m, m, wt, pro, 0, {{0}}, xq};
 	kv_desc d = desc_of(&c);
 	kv_tiles t[CANDIDATES];
 	int nt = kv_variant_space(&d, t, CANDIDATES);
@@ -282,20 +341,26 @@ static bool refusals(void)
 		halo_dtype wt;
 		int64_t K;
 		const char *needle;
+		int64_t t_max;
+		int xq;
 	} bad[] = {
-		{IR_OP_MATMUL, HALO_Q4_K, 288, "not a multiple of its 256-element block"},
-		{IR_OP_MATMUL, HALO_Q8_0, 48, "not a multiple of its 32-element block"},
-		{IR_OP_MATMUL, HALO_F8E4M3_B128, 192, "not a multiple of its 128-element block"},
-		{IR_OP_MATMUL, HALO_MXFP4, 48, "not a multiple of its 32-element block"},
-		{IR_OP_EMBED, HALO_Q8_0, 64, "weight dtype q8_0: this op's kernel reads f32 or f16"},
-		{IR_OP_CONV1D_CAUSAL, HALO_Q4_K, 4, "weight dtype q4_k: this op's kernel reads f32 or f16"},
+		{IR_OP_MATMUL, HALO_MXFP4, 256, "xq: int8 activations take q8_0 or q4_k weights, not mxfp4", 4, 8},
+		{IR_OP_MATMUL, HALO_Q8_0, 256, "xq: int8 activations are the decode kernel's", 16, 8},
+		{IR_OP_MATMUL, HALO_Q4_K, 256, "xq 4: 8 (int8 activations) or absent", 4, 4},
+		{IR_OP_MATMUL, HALO_Q4_K, 288, "not a multiple of its 256-element block", 0, 0},
+		{IR_OP_MATMUL, HALO_Q8_0, 48, "not a multiple of its 32-element block", 0, 0},
+		{IR_OP_MATMUL, HALO_F8E4M3_B128, 192, "not a multiple of its 128-element block", 0, 0},
+		{IR_OP_MATMUL, HALO_MXFP4, 48, "not a multiple of its 32-element block", 0, 0},
+		{IR_OP_EMBED, HALO_Q8_0, 64, "weight dtype q8_0: this op's kernel reads f32 or f16", 0, 0},
+		{IR_OP_CONV1D_CAUSAL, HALO_Q4_K, 4, "weight dtype q4_k: this op's kernel reads f32 or f16", 0, 0},
 	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		kv_desc d = {.op = bad[i].op, .t_max = 4, .wtype = bad[i].wt};
+		kv_desc d = {.op = bad[i].op, .t_max = bad[i].t_max ? bad[i].t_max : 4, .wtype = bad[i].wt};
 		if (bad[i].op == IR_OP_MATMUL) {
 			d.u.matmul.K = bad[i].K;
 			d.u.matmul.N = 8;
+			d.u.matmul.xq = bad[i].xq;
 		} else if (bad[i].op == IR_OP_EMBED) {
 			d.u.embed.V = 100;
 			d.u.embed.H = bad[i].K;
@@ -329,15 +394,15 @@ int main(void)
 		halo_dtype wt = types[q];
 		/* decode: every variant at T = 1..8, N off every column group */
 		qcase dec[] = {
-			{256, 37, 1, 8, wt, false, 0, {{0}}},
-			{256, 37, 2, 8, wt, true, 2, {add_res, silu}},
-			{512, 45, 3, 8, wt, false, 1, {scale}},
-			{1024, 19, 4, 8, wt, true, 0, {{0}}},
-			{768, 61, 5, 8, wt, false, 2, {swiglu_up, scale}},
-			{2048, 13, 6, 8, wt, true, 1, {add_res}},
-			{256, 100, 7, 8, wt, true, 2, {add_res, silu}},
-			{4096, 23, 8, 8, wt, true, 1, {add_res}},
-			{4096, 5, 1, 1, wt, false, 0, {{0}}},
+			{256, 37, 1, 8, wt, false, 0, {{0}}, 0},
+			{256, 37, 2, 8, wt, true, 2, {add_res, silu}, 0},
+			{512, 45, 3, 8, wt, false, 1, {scale}, 0},
+			{1024, 19, 4, 8, wt, true, 0, {{0}}, 0},
+			{768, 61, 5, 8, wt, false, 2, {swiglu_up, scale}, 0},
+			{2048, 13, 6, 8, wt, true, 1, {add_res}, 0},
+			{256, 100, 7, 8, wt, true, 2, {add_res, silu}, 0},
+			{4096, 23, 8, 8, wt, true, 1, {add_res}, 0},
+			{4096, 5, 1, 1, wt, false, 0, {{0}}, 0},
 		};
 		/* every candidate on every other case (lavapipe builds each in
 		 * about half a second), the heuristic on the rest */
@@ -345,27 +410,52 @@ int main(void)
 			ok &= run_case(h, &dec[i], i % 2 == 0, &seed);
 		/* prefill: the tiled kernel (and coopmat where the device has it) */
 		qcase pre[] = {
-			{256, 70, 9, 16, wt, false, 0, {{0}}},
-			{512, 33, 37, 64, wt, true, 2, {add_res, silu}},
-			{1024, 130, 100, 128, wt, false, 1, {add_res}},
+			{256, 70, 9, 16, wt, false, 0, {{0}}, 0},
+			{512, 33, 37, 64, wt, true, 2, {add_res, silu}, 0},
+			{1024, 130, 100, 128, wt, false, 1, {add_res}, 0},
 		};
 		for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
 			ok &= run_case(h, &pre[i], true, &seed);
-		ok &= batch_invariance(h, wt, 1024, 29, true, &seed);
-		ok &= batch_invariance(h, wt, 256, 9, false, &seed);
+		ok &= batch_invariance(h, wt, 1024, 29, true, 0, &seed);
+		ok &= batch_invariance(h, wt, 256, 9, false, 0, &seed);
 	}
 	/* q8_0 and mxfp4 rows that are whole blocks of 32 but not of 256 */
 	halo_dtype b32[] = {HALO_Q8_0, HALO_MXFP4};
 	for (size_t q = 0; q < sizeof b32 / sizeof *b32; q++) {
 		qcase odd[] = {
-			{96, 21, 3, 8, b32[q], true, 1, {add_res}},
-			{1056, 17, 8, 8, b32[q], false, 0, {{0}}},
-			{160, 40, 20, 32, b32[q], true, 0, {{0}}},
+			{96, 21, 3, 8, b32[q], true, 1, {add_res}, 0},
+			{1056, 17, 8, 8, b32[q], false, 0, {{0}}, 0},
+			{160, 40, 20, 32, b32[q], true, 0, {{0}}, 0},
 		};
 		for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
 			ok &= run_case(h, &odd[i], true, &seed);
-		ok &= batch_invariance(h, b32[q], 96, 21, true, &seed);
+		ok &= batch_invariance(h, b32[q], 96, 21, true, 0, &seed);
 	}
+	/* int8 activations: every variant at T = 1..8 and batch invariance, on
+	 * the two formats they take, and q8_0 rows of 3 and 33 blocks */
+	halo_dtype xqt[] = {HALO_Q8_0, HALO_Q4_K};
+	for (size_t q = 0; q < sizeof xqt / sizeof *xqt; q++) {
+		halo_dtype wt = xqt[q];
+		qcase dec[] = {
+			{256, 37, 1, 8, wt, false, 0, {{0}}, 8},
+			{512, 45, 3, 8, wt, true, 2, {add_res, silu}, 8},
+			{768, 61, 5, 8, wt, false, 2, {swiglu_up, scale}, 8},
+			{4096, 23, 8, 8, wt, true, 1, {add_res}, 8},
+			{4096, 5, 1, 1, wt, true, 0, {{0}}, 8},
+			{1024, 19, 4, 4, wt, false, 0, {{0}}, 8},
+		};
+		for (size_t i = 0; i < sizeof dec / sizeof *dec; i++)
+			ok &= run_case(h, &dec[i], i % 2 == 0, &seed);
+		ok &= batch_invariance(h, wt, 4096, 13, true, 8, &seed); /* T = 8 stages 2 tiles, T = 1 one */
+		ok &= batch_invariance(h, wt, 256, 9, false, 8, &seed);
+	}
+	qcase odd_xq[] = {
+		{96, 21, 3, 8, HALO_Q8_0, true, 1, {add_res}, 8},
+		{1056, 17, 8, 8, HALO_Q8_0, false, 0, {{0}}, 8},
+	};
+	for (size_t i = 0; i < sizeof odd_xq / sizeof *odd_xq; i++)
+		ok &= run_case(h, &odd_xq[i], true, &seed);
+	ok &= batch_invariance(h, HALO_Q8_0, 96, 21, true, 8, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

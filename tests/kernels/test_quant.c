@@ -38,6 +38,36 @@ static void q8_hand_block(void)
 	CHECK(back[0] == -127.0f * 0.06298828125f, "q8_0 x[0] dequantizes to %.9g", back[0]);
 }
 
+/* Int8 activations by hand: x = 0.5 k (k = 1..32) has a = 16, so 127 / a
+ * is 7.9375 exactly and x * 127 / a = 127 k / 32: k = 16 gives 63.5, a
+ * tie, which goes to the even 64; k = 1 gives 3.97 -> 4, k = 32 127. The
+ * second block is the first negated, the third zeros (its scale 0, its
+ * values 0). d = 16 * (1/127 in f32). */
+static void xq_hand_block(void)
+{
+	float x[96], y[96];
+	for (int k = 1; k <= 32; k++) {
+		x[k - 1] = 0.5f * (float)k;
+		x[31 + k] = -0.5f * (float)k;
+		x[63 + k] = 0.0f;
+	}
+	halo_round_x_q8(x, y, 96);
+	const float d = 16.0f * (1.0f / 127.0f);
+	static const struct {
+		int k, q;
+	} want[] = {{1, 4}, {2, 8}, {4, 16}, {15, 60}, {16, 64}, {17, 67}, {32, 127}};
+	for (size_t n = 0; n < sizeof want / sizeof want[0]; n++) {
+		int i = want[n].k - 1;
+		CHECK(y[i] == d * (float)want[n].q, "xq x[%d] = %.9g rounds to %.9g, expected %d * d", i, x[i], y[i],
+		      want[n].q);
+		CHECK(y[32 + i] == -y[i], "xq: the negated block rounds to %.9g, expected %.9g", y[32 + i], -y[i]);
+	}
+	for (int i = 64; i < 96; i++)
+		CHECK(y[i] == 0.0f, "xq: a zero block gives %.9g at %d", y[i], i);
+	halo_round_x_q8(x, x, 96); /* in place */
+	CHECK(memcmp(x, y, sizeof x) == 0, "xq in place differs");
+}
+
 /* A q4_k super-block assembled by hand: d = 0.5 (f16 0x3800), dmin = 0.25
  * (0x3400), the sub-blocks' codes below, q_e = e % 16. The 12 code bytes
  * follow quant.h's layout: bytes 0-3 sc[j] | (sc[j+4] >> 4) << 6, bytes 4-7
@@ -312,6 +342,7 @@ int main(void)
 	CHECK(halo_dtype_bytes(HALO_MXFP4, 64) == 34 && halo_dtype_block(HALO_MXFP4) == 32, "mxfp4: 17 bytes per 32");
 	q8_hand_block();
 	q4_hand_block();
+	xq_hand_block();
 	f8_decode_table();
 	f8_encode_table();
 	f8_hand_block();

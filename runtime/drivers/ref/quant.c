@@ -495,3 +495,15 @@ void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint6
 		formats[t].dequantize(src + r * l.values_row_bytes, src + l.scales_offset + r * l.scales_row_bytes, k,
 		                      dst + r * k);
 }
+
+void halo_round_x_q8(const float *x, float *out, uint64_t n)
+{
+	for (uint64_t b = 0; b + 32 <= n; b += 32) {
+		float a = 0.0f;
+		for (int i = 0; i < 32; i++)
+			a = fmaxf(a, fabsf(x[b + i]));
+		float d = a * (1.0f / 127.0f), inv = a > 0.0f ? 127.0f / a : 0.0f;
+		for (int i = 0; i < 32; i++)
+			out[b + i] = d * rintf(x[b + i] * inv);
+	}
+}

@@ -84,4 +84,11 @@ float halo_e8m0_to_f32(uint8_t e);
 void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
                           float *dst);
 
+/* Int8 activations (a matmul's xq = 8, docs/quantization.md): rounds the n
+ * values of x (n a multiple of 32) to what the kernels multiply, block by
+ * block of 32: with a = the block's largest |x|, each x becomes d * q, d =
+ * a * (1/127) and q the integer nearest x * (127 / a) (ties to even), in
+ * -127..127; a block of zeros stays zeros. out may be x. */
+void halo_round_x_q8(const float *x, float *out, uint64_t n);
+
 #endif

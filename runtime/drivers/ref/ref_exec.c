@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/op_table.h"
+#include "runtime/drivers/ref/quant.h"
 #include "runtime/drivers/ref/ref_ops.h"
 
 enum {
@@ -295,24 +296,37 @@ static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
 
 /* matmul: one result, a (gate, up) pair's, a grouped one's, or a split's
  * results, each over the next rows of w (docs/ops.md). */
-static void exec_matmul(exec_ctx *c, const float *x)
+/* xq = 8: x's rows rounded to int8 activations first (halo_round_x_q8). */
+static bool exec_matmul(exec_ctx *c, const float *x)
 {
 	const halo_dispatch *d = c->d;
 	int o = d->n_in + d->n_extra;
 	int64_t T = c->dim[0][0], K = c->dim[0][1], groups = A_I("groups", 1);
 	if (groups > 1) { /* x [T, groups*K'], w [N, K'] */
 		ref_matmul_grouped(x, c->p[1], c->p[o], T, c->dim[1][1], c->dim[1][0], groups);
-		return;
+		return true;
+	}
+	float *xq = NULL;
+	if (A_I("xq", 0)) {
+		if (A_I("xq", 0) != 8 || K % 32)
+			return fail(c, "xq must be 8 (int8 activations), over rows of a multiple of 32", NULL);
+		xq = malloc((size_t)(T * K) * sizeof(float) + 1);
+		if (!xq)
+			return fail(c, "out of memory", NULL);
+		halo_round_x_q8(x, xq, (uint64_t)(T * K));
+		x = xq;
 	}
 	if (halo_attr_find(d->attr, d->n_attr, "pair")) {
 		ref_matmul_pair(x, c->p[1], c->p[o], T, K, c->dim[1][0] / 2);
-		return;
+	} else {
+		const float *w = c->p[1];
+		for (int s = 0; s < d->n_out; s++) {
+			ref_matmul(x, w, c->p[o + s], T, K, c->dim[o + s][1]);
+			w += c->dim[o + s][1] * K;
+		}
 	}
-	const float *w = c->p[1];
-	for (int s = 0; s < d->n_out; s++) {
-		ref_matmul(x, w, c->p[o + s], T, K, c->dim[o + s][1]);
-		w += c->dim[o + s][1] * K;
-	}
+	free(xq);
+	return true;
 }
 
 /* moe_route and moe_route_hash attributes (docs/ops.md; absent: softmax, 1). */
@@ -380,8 +394,7 @@ static bool exec_main(exec_ctx *c, const float *x)
 			memset(y, 0, sizeof(float) * (size_t)c->dim[0][1]);
 		return true;
 	case OP_MATMUL:
-		exec_matmul(c, x);
-		return true;
+		return exec_matmul(c, x);
 	case OP_ROPE: {
 		ref_rope_params p = rope_params(c);
 		ref_rope(&p, x, y, c->dim[0][0], c->dim[0][1], c->dim[0][2], c->pos);

@@ -74,10 +74,12 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		.pQueuePriorities = &prio,
 	};
 	/* Cooperative matrices (with the f16 arithmetic and memory model their
-	 * kernels use) are enabled where the device has them, so the kernel
-	 * variants that need them can run (kernels/device_features.h). */
-	const char *exts[1];
+	 * kernels use) and integer dot products are enabled where the device
+	 * has them, so the kernel variants that need them can run
+	 * (kernels/device_features.h). */
+	const char *exts[2];
 	uint32_t n_ext = 0;
+	void *next = NULL;
 	VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
 						 .shaderFloat16 = VK_TRUE,
 						 .vulkanMemoryModel = VK_TRUE};
@@ -85,12 +87,21 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
 		.pNext = &v12,
 		.cooperativeMatrix = VK_TRUE};
-	bool has_coopmat = ctx->info.features & HALO_NEED_COOPMAT_NV;
-	if (has_coopmat)
+	VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR int_dot = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+		.shaderIntegerDotProduct = VK_TRUE};
+	if (ctx->info.features & HALO_NEED_COOPMAT_NV) {
 		exts[n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+		next = &coopmat;
+	}
+	if (ctx->info.features & HALO_NEED_INT_DOT) {
+		exts[n_ext++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+		int_dot.pNext = next;
+		next = &int_dot;
+	}
 	VkDeviceCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-		.pNext = has_coopmat ? &coopmat : NULL,
+		.pNext = next,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &qi,
 		.enabledExtensionCount = n_ext,

@@ -210,6 +210,20 @@ static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
 	return found;
 }
 
+/* VK_KHR_shader_integer_dot_product (core in Vulkan 1.3, where drivers
+ * still list the extension) with its feature bit: OpSDot on four int8s
+ * packed in 32 bits (matvec's int8 activations). */
+static bool has_int_dot(VkPhysicalDevice dev)
+{
+	if (!has_extension(dev, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
+		return false;
+	VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR feat = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+	VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &feat};
+	vkGetPhysicalDeviceFeatures2(dev, &f2);
+	return feat.shaderIntegerDotProduct;
+}
+
 bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info *info, uint32_t *queue_family,
 			  vk_error *err)
 {
@@ -250,6 +264,8 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 	 * needs none, to compare the two on one device. */
 	if (has_coopmat_nv(inst, dev) && !vk_env_flag("HALO_VK_DISABLE_COOPMAT"))
 		info->features |= HALO_NEED_COOPMAT_NV;
+	if (has_int_dot(dev))
+		info->features |= HALO_NEED_INT_DOT;
 	info->max_shared_memory = base.limits.maxComputeSharedMemorySize;
 	info->max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
 	info->max_allocation = m3.maxMemoryAllocationSize;
