@@ -1,6 +1,9 @@
 #include "runtime/drivers/vulkan/vk_cmd.h"
 
+#include "runtime/drivers/vulkan/vk_instance.h"
+
 #include <string.h>
+#include <time.h>
 
 bool vk_cmd_create(vk_ctx *ctx, vk_cmd *out, vk_error *err)
 {
@@ -101,6 +104,38 @@ void vk_cmd_copy(vk_cmd *cmd, const vk_buffer *src, VkDeviceSize src_offset, con
 	vkCmdCopyBuffer(cmd->cb, src->buffer, dst->buffer, 1, &region);
 }
 
+/* How long a wait polls its fence before it blocks. A decode step takes a
+ * fraction of a millisecond on a large GPU, and a blocking wait adds the
+ * thread's wake-up to each, which on a loaded host is long and uneven (on
+ * the lent H100s Vulkan's decode spread 20-35% between repetitions where
+ * cuda's, whose synchronisation spins by default, stayed within 1%:
+ * bench/results-quant.txt). Longer work (a prefill, an upload) blocks
+ * after this much polling. A CPU device (lavapipe) never polls: its work
+ * runs on the host's cores, which polling would take from it.
+ * HALO_VK_NO_SPIN=1 blocks at once, to compare the two on one device. */
+#define SPIN_NS 2000000
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static bool wait_fence(vk_ctx *ctx, VkFence fence, vk_error *err)
+{
+	int64_t spin = ctx->info.type == VK_PHYSICAL_DEVICE_TYPE_CPU || vk_env_flag("HALO_VK_NO_SPIN") ? 0 : SPIN_NS;
+	for (int64_t start = now_ns(); now_ns() - start < spin;) {
+		VkResult r = vkGetFenceStatus(ctx->device, fence);
+		if (r == VK_SUCCESS)
+			return true;
+		if (r != VK_NOT_READY)
+			return vk_fail(err, r, "vkGetFenceStatus");
+	}
+	VkResult r = vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX);
+	return r == VK_SUCCESS || vk_fail(err, r, "vkWaitForFences");
+}
+
 bool vk_cmd_submit_wait(vk_ctx *ctx, vk_cmd *cmd, vk_error *err)
 {
 	VkSubmitInfo si = {
@@ -113,9 +148,8 @@ bool vk_cmd_submit_wait(vk_ctx *ctx, vk_cmd *cmd, vk_error *err)
 	pthread_mutex_unlock(&ctx->queue_lock);
 	if (r != VK_SUCCESS)
 		return vk_fail(err, r, "vkQueueSubmit");
-	r = vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
-	if (r != VK_SUCCESS)
-		return vk_fail(err, r, "vkWaitForFences");
+	if (!wait_fence(ctx, cmd->fence, err))
+		return false;
 	r = vkResetFences(ctx->device, 1, &cmd->fence);
 	return r == VK_SUCCESS || vk_fail(err, r, "vkResetFences");
 }
