@@ -18,8 +18,9 @@
  * step; times are the median of 7 recordings of `iters` dispatches.
  * With --only PREFIX the space's other candidates whose tile starts with
  * PREFIX are timed at every T, beside the heuristic, and nothing else (no
- * best).
- * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [ITERS]
+ * best). With --xq the quantized formats' kernels take int8 activations
+ * (xq = 8, docs/quantization.md; the dtype column says q8_0x8, q4_kx8).
+ * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,9 +158,9 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 static void report(const bench *b, const kv_desc *d, int64_t T, const char *what, const char *tile, double ns)
 {
 	double gbs = (double)weight_bytes(d->wtype, d->u.matmul.K, d->u.matmul.N) / ns;
-	printf("%6lld x %-7lld %-4s %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
-	       (long long)d->u.matmul.N, halo_dtype_name(d->wtype), (long long)T, what, tile, ns / 1e3, gbs,
-	       100.0 * gbs / b->ceiling);
+	printf("%6lld x %-7lld %-4s%-2s %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
+	       (long long)d->u.matmul.N, halo_dtype_name(d->wtype), d->u.matmul.xq ? "x8" : "", (long long)T, what,
+	       tile, ns / 1e3, gbs, 100.0 * gbs / b->ceiling);
 }
 
 /* A wider grid than the space, at T = 1: what the heuristic should pick. */
@@ -190,11 +191,12 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 	return best;
 }
 
-static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only)
+static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only, bool xq)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
+	d.u.matmul.xq = xq && halo_dtype_is_quant(wt) ? 8 : 0;
 	char tile[128];
 	static const int64_t rows[] = {1, 2, 4, 5, 8};
 	for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
@@ -259,7 +261,7 @@ static void fill(bench *b, vk_buffer *buf, size_t bytes)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* a run cut short keeps its finished lines */
-	bool do_sweep = false;
+	bool do_sweep = false, xq = false;
 	const char *only = NULL;
 	halo_dtype types[3] = {HALO_F16};
 	int n_types = 1;
@@ -267,6 +269,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--sweep") == 0) {
 			do_sweep = true;
+		} else if (strcmp(argv[i], "--xq") == 0) {
+			xq = true;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
 		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
@@ -283,7 +287,7 @@ int main(int argc, char **argv)
 		} else {
 			b.iters = atoi(argv[i]);
 			if (b.iters < 1)
-				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [ITERS >= 1]");
+				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [ITERS >= 1]");
 		}
 	}
 	vk_ctx_options o = {.validation = false, .device_index = -1};
@@ -317,7 +321,7 @@ int main(int argc, char **argv)
 		for (size_t s = 0; s < n; s++)
 			if (weight_bytes(types[t], shapes[s][0], shapes[s][1]) <= pool &&
 			    shapes[s][0] % (int64_t)halo_dtype_block(types[t]) == 0)
-				bench_shape(&b, types[t], shapes[s][0], shapes[s][1], do_sweep && !small, only);
+				bench_shape(&b, types[t], shapes[s][0], shapes[s][1], do_sweep && !small, only, xq);
 	vk_buffer_destroy(b.ctx, &b.x);
 	vk_buffer_destroy(b.ctx, &b.w);
 	vk_buffer_destroy(b.ctx, &b.y);

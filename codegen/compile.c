@@ -181,9 +181,10 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 	return true;
 }
 
-/* want: the GPU targets to build kernels for (none: a ref-only bundle). */
-static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], bool gpu_all, char *err,
-			  size_t errlen)
+/* want: the GPU targets to build kernels for (none: a ref-only bundle);
+ * int8: give the decode matvecs int8 activations (counted in *marked). */
+static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], bool gpu_all, bool int8,
+			  int *marked, char *err, size_t errlen)
 {
 	c->man.entries = calloc((size_t)c->plan->n_entries + 1, sizeof(*c->man.entries));
 	if (!c->man.entries) {
@@ -198,6 +199,8 @@ static bool lower_entries(compile_state *c, const bool want[HALO_TARGET_COUNT], 
 			snprintf(err, errlen, "%s", ierr.msg);
 			return false;
 		}
+		if (int8 && !cg_mark_int8_activations(&c->man.entries[i], marked, err, errlen))
+			return false;
 	}
 	for (int t = 0; t < HALO_TARGET_COUNT; t++)
 		c->man.has_kernels |= c->man.has_target[t] = want[t];
@@ -321,20 +324,24 @@ bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err,
 {
 	compile_state c = {0};
 	bool want[HALO_TARGET_COUNT] = {false};
+	int int8_marked = 0;
 	for (int t = 0; t < HALO_TARGET_COUNT && !o->ref_only; t++)
 		want[t] = o->targets ? (o->targets >> t & 1u) : t == HALO_TARGET_VULKAN;
 	bool ok = read_and_plan(&c, o, err, errlen) &&
 		  (o->no_tokenizer || cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
 		  open_weights(&c, o, err, errlen) &&
-		  declare_buffers(&c, err, errlen) && lower_entries(&c, want, o->gpu_all_variants, err, errlen);
+		  declare_buffers(&c, err, errlen) &&
+		  lower_entries(&c, want, o->gpu_all_variants, o->int8_activations, &int8_marked, err, errlen);
 	if (ok)
 		bound_ngram_tables(&c);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ok = ok && write_bundle(&c, o->out_path, err, errlen);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (ok && stats)
+	if (ok && stats) {
 		fill_stats(&c, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), stats);
+		stats->int8_dispatches = int8_marked;
+	}
 	compile_free(&c);
 	return ok;
 }

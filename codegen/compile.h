@@ -19,6 +19,10 @@ typedef struct {
 	 * docs/quantization.md); any other value
 	 * (HALO_F32, the zero value): none. */
 	halo_dtype quant;
+	/* Int8 activations (halo compile --act-quant q8): the decode and
+	 * verify steps' matvecs on q8_0 and q4_k weights round x to int8 per
+	 * block of 32 and multiply integers (docs/quantization.md). */
+	bool int8_activations;
 	/* Keep every norm weight out of the matrices (set by quant anyway;
 	 * passes/fuse_norm_matmul.c): the stored matrices are the checkpoint's
 	 * values, for comparing bundles weight by weight. */
@@ -86,6 +90,8 @@ typedef struct {
 	 * fit). */
 	int quant_fallbacks;
 	char fallback[512];
+	/* Dispatches given int8 activations (int8_activations), over all entries. */
+	int int8_dispatches;
 	/* Checkpoint tensors the graph does not read (a vision tower's, an MTP
 	 * head left out), and a summary by their first two name components,
 	 * e.g. "model.visual.* 21, mtp.layers.* 40" (truncated to fit). */

@@ -470,6 +470,8 @@ static const char *matvec_illegal(const kv_desc *d, kv_tiles t)
 		return "cols and unroll must be powers of two <= 8 with cols * unroll <= 16 at the largest T";
 	if (!q_per_word(d) && t.qw)
 		return "qw applies to quantized weights only";
+	if (t.dot_emul && !d->u.matmul.xq)
+		return "dot_emul applies to int8 activations (xq) only";
 	if (d->u.matmul.pair && t.cols < 2)
 		return "pair: a column group holds each gate column with its up, so cols >= 2";
 	/* its columns share their x reads, so they must read one input group */
@@ -532,8 +534,37 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * integer operations per word). mxfp4 takes q4_k's: the same nibble per
  * weight, so the same bytes of x per weight byte, and a decode of a few
  * integer operations per value (not measured: tools/gpu/bench-quant.sh). */
+/* Int8 activations (xq): each workgroup stages all of x's codes (K a row)
+ * for its columns, so a workgroup should own many columns: 8 column groups
+ * or more (up to 1024 lanes), each split as matvec_widen splits f16's, of
+ * 2 columns, 16-byte loads (the words need no unpacking: the float path's
+ * reasons for 8-byte ones are gone), two in flight. Not yet measured
+ * against the space (bench/matvec_bench --xq). */
+static kv_tiles matvec_heuristic_xq(const kv_desc *d)
+{
+	int64_t N = d->u.matmul.N;
+	kv_tiles t = {.cols = 2, .unroll = 2, .qw = 4, .grow = 1};
+	matvec_widen(N, matvec_chunks(d, 1), &t);
+	t.local = t.split * 8 < 256 ? 256 : t.split * 8 > 1024 ? (t.split > 1024 ? t.split : 1024) : t.split * 8;
+	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
+	while (t.unroll > 1 && t.unroll > per_lane)
+		t.unroll /= 2;
+	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
+	if (nc * rows + nc * t.unroll * (t.qw + q_scale_words(d)) > 96 || matvec_illegal(d, t))
+		t.grow = 0;
+	while (matvec_illegal(d, t) && t.local > t.split && t.local > 128)
+		t.local /= 2;
+	while (matvec_illegal(d, t) && t.split > 16) {
+		t.split /= 2;
+		t.local = t.split > 128 ? t.split : 128;
+	}
+	return t;
+}
+
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
+	if (d->u.matmul.xq)
+		return matvec_heuristic_xq(d);
 	int64_t N = d->u.matmul.N, kc = matvec_chunks(d, 1);
 	bool nib = q_per_word(d) == 8;
 	kv_tiles t = {.cols = nib ? 4 : 2, .unroll = nib ? 1 : 2, .qw = 2, .grow = 1};
@@ -642,6 +673,11 @@ static bool matvec_tiles(kv_build *b)
 	def_int(b, "VEC8", vec8 ? 1 : 0);
 	if (quant)
 		def_int(b, "QW", t.qw);
+	if (b->d->u.matmul.xq) {
+		def_int(b, "XQ_SDOT", t.dot_emul ? 0 : 1);
+		if (!t.dot_emul)
+			b->k->needs |= HALO_NEED_INT_DOT;
+	}
 	def_int(b, "SG_SHUFFLE", t.tree ? 0 : 1);
 	def_int(b, "USE_TREE", 0);
 	if (!t.tree)
@@ -651,7 +687,7 @@ static bool matvec_tiles(kv_build *b)
 	sb_printf(&b->tile, "ls%u,sp%u,nc%u%s,u%u%s%s", t.local, t.split, t.cols, t.grow ? "+" : "", t.unroll,
 		  vec8 && !quant ? ",v8" : "", t.tree ? ",tree" : "");
 	if (quant)
-		sb_printf(&b->tile, ",w%u", t.qw);
+		sb_printf(&b->tile, ",w%u%s", t.qw, t.dot_emul ? ",i32" : "");
 	return true;
 }
 
@@ -832,7 +868,7 @@ static bool matmul_groups(kv_build *b)
 
 /* xq = 8: int8 activations (docs/quantization.md), a decode kernel's
  * (matvec) on q8_0 or q4_k weights, whose integer codes it multiplies with
- * OpSDot. Named and defined (XQ8) only then. No HIP twin yet: a bundle
+ * OpSDot (or, tiles.dot_emul, integer operations). Named and defined (XQ8) only then. No HIP twin yet: a bundle
  * with such a kernel runs on Vulkan (select_kernels.c refuses the other
  * targets). */
 static bool matmul_xq(kv_build *b, bool vec)
@@ -852,7 +888,6 @@ static bool matmul_xq(kv_build *b, bool vec)
 		return fail(b, "xq: a grouped matmul reads several inputs per workgroup; int8 activations take one");
 	sb_printf(&b->sig, " xq=8");
 	def_int(b, "XQ8", 1);
-	b->k->needs |= HALO_NEED_INT_DOT;
 	b->p->glsl_only = true;
 	return true;
 }
@@ -2314,6 +2349,11 @@ static int matvec_space_q(const kv_desc *d, kv_tiles *out, int max)
 	tree.local = 128;
 	tree.split = 32;
 	tree.tree = 1;
+	/* int8 activations' portable variant: a tree over 64 lanes, so that
+	 * its slots fit beside the staged codes */
+	kv_tiles emul = mv_tiles(tree, 64, 16, h.cols, 1);
+	emul.grow = 0;
+	emul.dot_emul = d->u.matmul.xq != 0;
 	w4.qw = 4;
 	w4.unroll = 1;
 	w2.qw = 2;
@@ -2330,8 +2370,10 @@ static int matvec_space_q(const kv_desc *d, kv_tiles *out, int max)
 		mv_tiles(h, h.local, h.split, h.cols / 2 ? h.cols / 2 : 1, h.unroll),
 		mv_tiles(fixed, h.local, h.split, h.cols, h.unroll / 2 ? h.unroll / 2 : 1),
 		mv_tiles(w4, h.local, h.split / 4, h.cols, 1),
+		emul, /* int8 activations alone: the variant every device runs */
 	};
-	return matvec_keep(d, cand, sizeof cand / sizeof *cand, 4, h, out, max);
+	size_t n_cand = sizeof cand / sizeof *cand - (d->u.matmul.xq ? 0 : 1);
+	return matvec_keep(d, cand, n_cand, 4, h, out, max);
 }
 
 static kv_tiles cm_tiles(uint32_t bm, uint32_t bn, uint32_t wm, uint32_t wn)

@@ -102,6 +102,10 @@ typedef struct {
 	uint32_t bm, bn, bk, tm, tn;
 	uint32_t coopmat; /* matmul: 1 = matmul_coopmat.comp on the matrix units, 0 = matmul.comp */
 	uint32_t qw;      /* matvec, quantized weights: 32-bit words per lane load (1, 2, 4) */
+	/* matvec with int8 activations (xq): 1 = the four-byte dot products in
+	 * 32-bit integer operations, for devices without OpSDot (needs no
+	 * int_dot); exact either way, so the same bits */
+	uint32_t dot_emul;
 } kv_tiles;
 
 typedef struct {

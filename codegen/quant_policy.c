@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "codegen/kernel_variant.h"
 #include "passes/graph_query.h"
 
 /* What --quant does to each class (docs/quantization.md says why): KEEP
@@ -185,5 +186,25 @@ bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo
 		return false;
 	}
 	*out = t;
+	return true;
+}
+
+bool cg_mark_int8_activations(halo_entry *e, int *marked, char *err, size_t errlen)
+{
+	for (int i = 0; i < e->n_dispatch; i++) {
+		halo_dispatch *d = &e->dispatch[i];
+		if (d->op != IR_OP_MATMUL || d->n_in < 2 || halo_attr_find(d->attr, d->n_attr, "groups"))
+			continue;
+		halo_dtype w = d->operand[1].dtype;
+		int64_t rows = d->operand[0].dim[0].coef_T * e->t_max + d->operand[0].dim[0].c;
+		if ((w != HALO_Q8_0 && w != HALO_Q4_K) || rows > KV_MATVEC_MAX_T)
+			continue;
+		if (d->n_attr >= HALO_MAX_ATTRS) {
+			snprintf(err, errlen, "entry '%s', dispatch '%s': no room for the xq attribute", e->name, d->node);
+			return false;
+		}
+		d->attr[d->n_attr++] = (halo_attr){.name = "xq", .i = 8, .f = 8.0};
+		++*marked;
+	}
 	return true;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "ir/ir.h"
+#include "runtime/manifest.h"
 
 typedef enum {
 	CG_WCLASS_OTHER,  /* embedding tables, norms, conv taps, anything not a linear layer's weight */
@@ -43,5 +44,13 @@ bool cg_quant_class_allows(cg_weight_class c, halo_dtype t);
  * mxfp4's block). */
 bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo_dtype matrix_dtype,
 		    halo_dtype quant, halo_dtype *out, bool *fallback, char *err, size_t errlen);
+
+/* Int8 activations (halo compile --act-quant q8; docs/quantization.md):
+ * gives xq = 8 to each matmul dispatch of e that the decode kernel runs (at
+ * most KV_MATVEC_MAX_T rows a step), reads one input (no groups) and has
+ * q8_0 or q4_k weights; prompt steps keep f32 x. Adds the count to
+ * *marked. False with a message naming the dispatch when its attributes
+ * are full. */
+bool cg_mark_int8_activations(halo_entry *e, int *marked, char *err, size_t errlen);
 
 #endif

@@ -29,7 +29,8 @@ static bool quant_format(const char *name, halo_dtype *out)
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4] [--random-weights SEED [--random-period N]]\n"
+	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4 [--act-quant q8]]\n"
+	      "                    [--random-weights SEED [--random-period N]]\n"
 	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    [--no-merge] [--no-store-fusion]\n"
@@ -57,6 +58,11 @@ static void compile_usage(FILE *out)
 	      "                         per 32; a checkpoint's MXFP4 experts as they are)\n"
 	      "                         (docs/quantization.md). A weight whose K is not a multiple\n"
 	      "                         of 32 cannot be quantized: an error\n"
+	      "  --act-quant q8         with --quant q8_0 or q4_k: decode and verification steps\n"
+	      "                         round each matmul input to int8 per block of 32 and\n"
+	      "                         multiply integers (as llama.cpp's GPU backends do for\n"
+	      "                         quantized weights); prompt steps keep f32 inputs. Vulkan\n"
+	      "                         and ref only (no hip or cuda kernels yet)\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
 	      "  --random-period N      with --random-weights: each tensor's values repeat every N\n"
@@ -109,7 +115,7 @@ static void compile_usage(FILE *out)
 }
 
 typedef struct {
-	const char *hf, *model, *dtype, *quant, *seed, *period, *out, *targets, *mtp_from, *ctx, *draft_max,
+	const char *hf, *model, *dtype, *quant, *act_quant, *seed, *period, *out, *targets, *mtp_from, *ctx, *draft_max,
 		*draft_vocab;
 	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion;
 } compile_args;
@@ -135,6 +141,7 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--quant", &a->quant, &rc) ||
+			 cli_take_value("compile", argc, argv, &i, "--act-quant", &a->act_quant, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-weights", &a->seed, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--random-period", &a->period, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--targets", &a->targets, &rc) ||
@@ -202,6 +209,15 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
 	if (a->quant && !quant_format(a->quant, &o->quant))
 		return cli_usage_error("compile", "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not '%s'", a->quant);
+	if (a->act_quant && strcmp(a->act_quant, "q8") != 0)
+		return cli_usage_error("compile", "--act-quant must be q8 (int8 activations), not '%s'", a->act_quant);
+	if (a->act_quant && o->quant != HALO_Q8_0 && o->quant != HALO_Q4_K)
+		return cli_usage_error("compile", "%s", "--act-quant q8 needs --quant q8_0 or q4_k (the weights whose "
+				       "kernels multiply int8 activations)");
+	if (a->act_quant && (o->targets & ~(1u << HALO_TARGET_VULKAN)))
+		return cli_usage_error("compile", "%s", "--act-quant q8: the hip and cuda kernels have no int8 "
+				       "activations yet; leave hip and cuda out of --targets");
+	o->int8_activations = a->act_quant != NULL;
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))
@@ -309,6 +325,9 @@ int cmd_compile(int argc, char **argv)
 		fprintf(stderr, "halo compile: note: %d weight%s stored q8_0, not %s: %s not a multiple of %zu: %s\n",
 			st.quant_fallbacks, st.quant_fallbacks == 1 ? "" : "s", halo_dtype_name(o.quant),
 			st.quant_fallbacks == 1 ? "its K is" : "their K is", halo_dtype_block(o.quant), st.fallback);
+	if (o.int8_activations)
+		fprintf(stderr, "halo compile: int8 activations in %d decode and verification matvec%s\n",
+			st.int8_dispatches, st.int8_dispatches == 1 ? "" : "s");
 	if (st.unused_tensors)
 		fprintf(stderr, "halo compile: note: %d checkpoint tensor%s not used by the graph: %s\n", st.unused_tensors,
 			st.unused_tensors == 1 ? "" : "s", st.unused);

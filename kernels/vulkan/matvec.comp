@@ -164,8 +164,9 @@ WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
 
 #ifdef XQ8
 // Int8 activations (xq = 8, docs/quantization.md): x's rows are rounded per
-// block of 32 to codes q = round(v * 127 / a) with one scale d = a / 127 (a
-// the block's largest |v|; v = x, times the norm weight with PRO_NW),
+// block of 32 to codes q = round(v * (127 / a)) with one scale d = a * (1 /
+// 127) (a the block's largest |v|; v = x, times the norm weight with
+// PRO_NW; halo_round_x_q8 in runtime/drivers/ref/quant.c),
 // staged in shared memory by the whole workgroup a tile of XT columns of K
 // at a time; each weight word then meets four x codes in one OpSDot, whose
 // products and sum are exact in 32-bit integers, and the chunk's integer
@@ -176,11 +177,23 @@ WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
 // and added by the lane that reads the block's first chunk. A lane's
 // chunks are j = l, l + SPLIT, ... over all of K whatever the tiles, so
 // the tile size (which depends on the rows, to fit) changes no sum.
+// The sum of the products of a's and b's four signed bytes: OpSDot, or
+// (XQ_SDOT 0, a device without it) the same exact sum in integer
+// operations.
+#if XQ_SDOT
 #extension GL_EXT_spirv_intrinsics : require
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot4(int a, int b, spirv_literal int packed_4x8);
-// The sum of the products of a's and b's four signed bytes.
 int dot4(uint a, uint b) { return sdot4(int(a), int(b), 0); }
+#else
+int dot4(uint a, uint b)
+{
+	int s = 0;
+	for (int i = 0; i < 32; i += 8)
+		s += bitfieldExtract(int(a), i, 8) * bitfieldExtract(int(b), i, 8);
+	return s;
+}
+#endif
 
 // A tile's codes take at most XQ_CODE_BYTES: XT columns of K (a multiple
 // of 32) for each row the pipeline runs.
@@ -221,7 +234,14 @@ void stage_x(uint k0, uint kt)
 			vec4 m = abs(xv);
 			a = max(a, max(max(m.x, m.y), max(m.z, m.w)));
 		}
-		float inv = a > 0.0 ? 127.0 / a : 0.0;
+		// 127 / a correctly rounded, as ref's division (a GPU's own
+		// divides to 2.5 ulp): the reciprocal's quotient and one fma
+		// correction of its remainder
+		float inv = 0.0;
+		if (a > 0.0) {
+			float r = 1.0 / a, q = 127.0 * r;
+			inv = fma(fma(-a, q, 127.0), r, q);
+		}
 		uint at = t * (XT / 4u) + 8u * b;
 		for (uint q = 0u; q < 8u; q += 2u) {
 			ivec4 c0 = ivec4(roundEven(v[q] * inv)), c1 = ivec4(roundEven(v[q + 1u] * inv));

@@ -8,7 +8,8 @@
 # machine has no clang-19 to make PTX) from periodic random f16 weights,
 # which is what lets it travel; the kernels' times do not depend on the
 # values. Writes to $OUT (or /tmp).
-# Each format pack.sh packed (PACK_SPEED_DTYPES) is one bundle and one table.
+# Each format pack.sh packed (PACK_SPEED_DTYPES) is one bundle and one table
+# (FORMAT+xq, int8 activations, on Vulkan alone).
 # HALO names the halo binary to time (default $HALO_BIN/halo: an A/B packs
 # an older build beside it), BACKENDS the backends (default "vulkan cuda").
 # usage: [HALO=path] [BACKENDS=...] tools/gpu/backend-speed.sh [TG] [PP]
@@ -27,8 +28,10 @@ for packed in .devrun/speed/qwen3_8b.*.halo.xz; do
 	dtype=${packed#.devrun/speed/qwen3_8b.}
 	dtype=${dtype%.halo.xz}
 	xz -dc "$packed" > "$bundle"
-	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$dtype")
-	for backend in ${BACKENDS:-vulkan cuda}; do
+	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "${dtype%+xq}")
+	backends=${BACKENDS:-vulkan cuda}
+	[ "$dtype" = "${dtype%+xq}" ] || backends=vulkan # int8 activations: no cuda kernels yet
+	for backend in $backends; do
 		python3 tools/gpu/model_bench.py "${HALO:-$HALO_BIN/halo}" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
 			"$out/speed_${dtype}_$backend.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$dtype" --backend "$backend" |
 			tee "$out/speed_${dtype}_$backend.md"

@@ -26,7 +26,8 @@
 #                     xz's to 1.9 MB; kernel times do not depend on the values),
 #                     compiled here with the vulkan and cuda targets, one
 #                     bundle per format of PACK_SPEED_DTYPES (default f16;
-#                     q8_0, q4_k, f8e4m3: --quant over f16):
+#                     q8_0, q4_k, f8e4m3: --quant over f16; q8_0+xq, q4_k+xq:
+#                     with --act-quant q8, vulkan alone):
 #                     tools/gpu/backend-speed.sh times each on both backends
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
@@ -128,13 +129,15 @@ if [ "${PACK_SPEED:-0}" != 0 ]; then
 	mkdir -p .devrun/speed
 	python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b .devrun/speed/cfg "$PACK_SPEED"
 	# PACK_SPEED_DTYPES: the weight formats, one bundle each (f16, or a
-	# --quant format over f16)
+	# --quant format over f16; FORMAT+xq: with --act-quant q8, which has
+	# no cuda kernels)
 	for d in ${PACK_SPEED_DTYPES:-f16}; do
-		quant=""
-		[ "$d" = f16 ] || quant="--quant $d"
-		# shellcheck disable=SC2086 # $quant is two words or none
+		quant="" targets=ref,vulkan,cuda
+		[ "$d" = f16 ] || quant="--quant ${d%+xq}"
+		[ "$d" = "${d%+xq}" ] || quant="$quant --act-quant q8" targets=ref,vulkan
+		# shellcheck disable=SC2086 # $quant is words or none
 		build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
-			$quant --targets ref,vulkan,cuda -o /tmp/halo-speed.halo
+			$quant --targets $targets -o /tmp/halo-speed.halo
 		# one thread: xz's threads compress blocks of 24 MiB each on its own,
 		# each spelling the first period out again (16 MB for 1 layer, 1.9 with -T1)
 		xz -T1 -2 -c /tmp/halo-speed.halo > ".devrun/speed/qwen3_8b.$d.halo.xz"

@@ -21,6 +21,10 @@ typedef struct {
 	int64_t T, pos;
 	void *p[HALO_MAX_OPERANDS];
 	int64_t dim[HALO_MAX_OPERANDS][HALO_MAX_RANK];
+	/* A matmul with int8 activations and an rms_norm prologue: x is the
+	 * prologue's x * weight, each row's 1/rms is here, applied to its dot
+	 * products (exec_matmul); NULL otherwise. */
+	const float *row_scale;
 	char *err;
 	size_t errlen;
 } exec_ctx;
@@ -296,6 +300,36 @@ static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
 
 /* matmul: one result, a (gate, up) pair's, a grouped one's, or a split's
  * results, each over the next rows of w (docs/ops.md). */
+/* xq = 8 with the norm factored out (row_scale): all dot products of x
+ * against the weight's rows, each scaled by its row's 1/rms, then the
+ * results: split segments, or a pair's silu(gate) * up of the scaled dots. */
+static bool exec_matmul_scaled(exec_ctx *c, const float *x, int64_t T, int64_t K)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	bool pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
+	int64_t cols = 0;
+	for (int s = 0; s < d->n_out; s++)
+		cols += c->dim[o + s][1] * (pair ? 2 : 1);
+	float *dots = malloc((size_t)(T * cols) * sizeof(float) + 1);
+	if (!dots)
+		return fail(c, "out of memory", NULL);
+	ref_matmul(x, c->p[1], dots, T, K, cols);
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t n = 0; n < cols; n++)
+			dots[t * cols + n] *= c->row_scale[t];
+	for (int s = 0, at = 0; s < d->n_out; at += (int)c->dim[o + s][1], s++) {
+		float *y = c->p[o + s];
+		int64_t N = c->dim[o + s][1];
+		for (int64_t t = 0; t < T; t++)
+			for (int64_t n = 0; n < N; n++)
+				y[t * N + n] = pair ? ref_silu_f(dots[t * cols + 2 * n]) * dots[t * cols + 2 * n + 1]
+						    : dots[t * cols + at + n];
+	}
+	free(dots);
+	return true;
+}
+
 /* xq = 8: x's rows rounded to int8 activations first (halo_round_x_q8). */
 static bool exec_matmul(exec_ctx *c, const float *x)
 {
@@ -316,7 +350,10 @@ static bool exec_matmul(exec_ctx *c, const float *x)
 		halo_round_x_q8(x, xq, (uint64_t)(T * K));
 		x = xq;
 	}
-	if (halo_attr_find(d->attr, d->n_attr, "pair")) {
+	bool ok = true;
+	if (c->row_scale) {
+		ok = exec_matmul_scaled(c, x, T, K);
+	} else if (halo_attr_find(d->attr, d->n_attr, "pair")) {
 		ref_matmul_pair(x, c->p[1], c->p[o], T, K, c->dim[1][0] / 2);
 	} else {
 		const float *w = c->p[1];
@@ -326,7 +363,7 @@ static bool exec_matmul(exec_ctx *c, const float *x)
 		}
 	}
 	free(xq);
-	return true;
+	return ok;
 }
 
 /* moe_route and moe_route_hash attributes (docs/ops.md; absent: softmax, 1). */
@@ -526,13 +563,27 @@ bool ref_exec_dispatch(const halo_dispatch *d, int64_t T, int64_t pos, ref_resol
 		if (f->op != OP_RMS_NORM || f->n_operand > 1)
 			return fail(&c, "only rms_norm can be a prologue", NULL);
 		int64_t D = last_dim(&c, 0), n = numel(&c, 0);
-		scratch = malloc((size_t)n * sizeof(float) + 1);
+		scratch = malloc((size_t)(n + n / D) * sizeof(float) + 1);
 		if (!scratch)
 			return fail(&c, "out of memory", NULL);
 		/* no operand: a norm folded into the weights only normalises */
-		ref_rms_norm(x, f->n_operand ? c.p[f->operand[0]] : NULL, scratch, n / D, D,
-			     attr_i(f->attr, f->n_attr, "group", 0),
-			     attr_f(f->attr, f->n_attr, "eps", 1e-6f), (int)attr_i(f->attr, f->n_attr, "offset", 0));
+		const float *nw = f->n_operand ? c.p[f->operand[0]] : NULL;
+		float eps = attr_f(f->attr, f->n_attr, "eps", 1e-6f);
+		int64_t group = attr_i(f->attr, f->n_attr, "group", 0);
+		int offset = (int)attr_i(f->attr, f->n_attr, "offset", 0);
+		if (d->op == OP_MATMUL && attr_i(d->attr, d->n_attr, "xq", 0) && group == 0) {
+			/* int8 activations round x * weight; the norm's 1/rms
+			 * scales the dot products, as the kernel does */
+			float *scale = scratch + n;
+			for (int64_t r = 0; r < n / D; r++) {
+				scale[r] = ref_rms_inv(x + r * D, D, eps);
+				for (int64_t k = 0; k < D; k++)
+					scratch[r * D + k] = nw ? x[r * D + k] * (nw[k] + (float)offset) : x[r * D + k];
+			}
+			c.row_scale = scale;
+		} else {
+			ref_rms_norm(x, nw, scratch, n / D, D, group, eps, offset);
+		}
 		x = scratch;
 	}
 	bool ok = exec_main(&c, x);

@@ -11,6 +11,12 @@ static double sum_squares(const float *x, int64_t n)
 	return s;
 }
 
+float ref_rms_inv(const float *x, int64_t n, float eps)
+{
+	float mean = (float)(sum_squares(x, n) / (double)n);
+	return 1.0f / sqrtf(mean + eps);
+}
+
 void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t D, int64_t group,
 		  float eps, int offset)
 {
@@ -18,8 +24,7 @@ void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t g0 = 0; g0 < D; g0 += G) {
 			const float *xs = x + r * D + g0;
-			float mean = (float)(sum_squares(xs, G) / (double)G);
-			float inv = 1.0f / sqrtf(mean + eps);
+			float inv = ref_rms_inv(xs, G, eps);
 			for (int64_t i = 0; i < G; i++)
 				y[r * D + g0 + i] = w ? xs[i] * inv * (w[g0 + i] + (float)offset) : xs[i] * inv;
 		}

@@ -80,6 +80,8 @@ void ref_matmul_pair(const float *x, const float *w, float *y, int64_t T, int64_
  * y = x * (mean(x^2) + eps)^-1/2 (a norm folded into the next weights). */
 void ref_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t D, int64_t group,
 		  float eps, int offset);
+/* The (mean(x^2) + eps)^-1/2 of x[0..n) that ref_rms_norm multiplies by. */
+float ref_rms_inv(const float *x, int64_t n, float eps);
 
 /* y = x * (sum(x^2) + eps)^-1/2 per row of D. */
 void ref_l2_norm(const float *x, float *y, int64_t rows, int64_t D, float eps);
