@@ -162,6 +162,14 @@ bool halo_session_keep(halo_session *s, int64_t n, char *err, size_t errlen);
  * the last row's logits only). */
 bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, float *logits_all, float *last,
 			  char *err, size_t errlen);
+/* The same through entry `entry` (one returning logits) in chunks of its
+ * largest token count: a prompt through `decode` or `verify` gives the
+ * logits the generation steps compute (halo run --prompt-entry), which
+ * differ from prefill's where their kernels do (int8 activations,
+ * docs/quantization.md). logits_all needs an entry that returns all rows,
+ * or one of one token. */
+bool halo_session_prefill_entry(halo_session *s, const char *entry, const int32_t *tokens, int64_t n,
+				float *logits_all, float *last, char *err, size_t errlen);
 
 /* Profiling: while on, every step times each dispatch (GPU timestamps on
  * Vulkan, driver events between launches on cuda and hip, wall clock on

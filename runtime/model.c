@@ -347,11 +347,17 @@ bool halo_session_prefill(halo_session *s, const int32_t *tokens, int64_t n, flo
 	 * device) that compute only the last row's logits. */
 	const char *name = !logits_all && manifest_entry(s->model->manifest, "prefill_last") ? "prefill_last"
 											      : "prefill";
+	return halo_session_prefill_entry(s, name, tokens, n, logits_all, last, err, errlen);
+}
+
+bool halo_session_prefill_entry(halo_session *s, const char *name, const int32_t *tokens, int64_t n,
+				float *logits_all, float *last, char *err, size_t errlen)
+{
 	const halo_entry *e = find_entry(s->model->manifest, name, false, err, errlen);
 	if (!e)
 		return false;
-	if (logits_all && !e->logits_all) {
-		snprintf(err, errlen, "the bundle's prefill entry returns only the last position's logits");
+	if (logits_all && !e->logits_all && e->t_max > 1) {
+		snprintf(err, errlen, "the bundle's entry '%s' returns only the last position's logits", name);
 		return false;
 	}
 	if (e->tokens_out) {

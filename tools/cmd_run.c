@@ -25,7 +25,8 @@ static void run_usage(FILE *out)
 	fputs("usage: halo run BUNDLE.halo (--tokens ID,ID,... | --prompt TEXT | --prompt-file F)\n"
 	      "                [--chat] [--system S] [--n-predict N] [--backend NAME]\n"
 	      "                [--device N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-	      "                [--logits-out FILE] [--validate] [--profile] [--spec none|mtp]\n"
+	      "                [--logits-out FILE [--prompt-entry NAME]] [--validate] [--profile]\n"
+	      "                [--spec none|mtp]\n"
 	      "                [--draft-n K] [--draft-fixed] [--tuning FILE | --no-tuning]\n"
 	      "\n"
 	      "Runs the prompt through the bundle's prefill entry, then generates up to N tokens\n"
@@ -52,6 +53,10 @@ static void run_usage(FILE *out)
 	      "  --seed S             sampler seed (default 0); same seed, same output\n"
 	      "  --logits-out FILE    with --tokens: write the logits of every prompt position:\n"
 	      "                       little-endian f32 [prompt_len, vocab]\n"
+	      "  --prompt-entry NAME  with --logits-out: run the prompt through entry NAME (decode,\n"
+	      "                       verify) in steps of its token count instead of prefill: the\n"
+	      "                       logits generation computes, where its kernels differ (int8\n"
+	      "                       activations: docs/quantization.md)\n"
 	      "  --validate           Vulkan validation layer on; any message fails the run\n"
 	      "  --profile            with --tokens: time every dispatch; print the ten costliest\n"
 	      "                       kernels of the prompt and of the generated tokens on stderr\n"
@@ -73,7 +78,7 @@ static void run_usage(FILE *out)
 }
 
 typedef struct {
-	const char *bundle, *tokens, *prompt, *prompt_file, *system, *logits_out;
+	const char *bundle, *tokens, *prompt, *prompt_file, *system, *logits_out, *prompt_entry;
 	bool chat, profile, help;
 	cli_gen_args gen;
 } run_args;
@@ -94,6 +99,7 @@ static int parse_args(int argc, char **argv, run_args *a)
 			 cli_take_value("run", argc, argv, &i, "--prompt-file", &a->prompt_file, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--system", &a->system, &rc) ||
 			 cli_take_value("run", argc, argv, &i, "--logits-out", &a->logits_out, &rc) ||
+			 cli_take_value("run", argc, argv, &i, "--prompt-entry", &a->prompt_entry, &rc) ||
 			 cli_gen_take("run", argc, argv, &i, &a->gen, &rc))
 			continue;
 		else if (s[0] == '-')
@@ -145,6 +151,8 @@ static int check_args(const run_args *a, cli_gen_config *c)
 		return cli_usage_error("run", "%s", "--chat renders text: use --prompt or --prompt-file");
 	if (a->system && !a->chat)
 		return cli_usage_error("run", "%s", "--system needs --chat");
+	if (a->prompt_entry && !a->logits_out)
+		return cli_usage_error("run", "%s", "--prompt-entry goes with --logits-out");
 	if (!a->tokens && (a->logits_out || a->profile))
 		return cli_usage_error("run", "%s", a->profile ? "--profile goes with --tokens" : "--logits-out goes with --tokens");
 	c->n_predict = 16;
@@ -263,8 +271,10 @@ static bool generate_ids(run_state *r, const cli_gen_config *c, const run_args *
 		return false;
 	double t0 = cli_now_s();
 	/* All rows only when asked for: a bundle may return just the last one. */
-	if (!halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row, err,
-				  errlen))
+	if (a->prompt_entry ? !halo_session_prefill_entry(r->session, a->prompt_entry, r->tokens, n_prompt, r->logits,
+							   row, err, errlen)
+			    : !halo_session_prefill(r->session, r->tokens, n_prompt, a->logits_out ? r->logits : NULL, row,
+						    err, errlen))
 		return false;
 	double t1 = cli_now_s();
 	if (a->profile) {

@@ -54,6 +54,12 @@ expect 0 "." run "$work/q8.halo" --backend ref --tokens 1,2,3 --n-predict 2
 expect 0 "int8 activations in 18 decode and verification matvecs" \
 	compile --hf "$tiny" --targets ref --quant q8_0 --act-quant q8 -o "$work/q8x.halo"
 expect 0 "." run "$work/q8x.halo" --backend ref --tokens 1,2,3 --n-predict 2
+# the decode path's logits of a prompt (what int8 activations change): one row a token
+expect 0 "." run "$work/q8x.halo" --backend ref --tokens 1,2,3,4,5 --n-predict 1 --prompt-entry decode \
+	--logits-out "$work/q8x.logits"
+[ "$(stat -c %s "$work/q8x.logits")" -eq $((5 * 256 * 4)) ] || fail "--prompt-entry decode wrote $(stat -c %s "$work/q8x.logits") bytes of logits, not 5 x 256 floats"
+expect 2 "--prompt-entry goes with --logits-out" run "$work/q8x.halo" --backend ref --tokens 1,2 --prompt-entry decode
+expect 1 "nosuch" run "$work/q8x.halo" --backend ref --tokens 1,2 --prompt-entry nosuch --logits-out "$work/x.logits"
 
 # a non-finite value in a quantized weight: an error naming it, no bundle
 python3 - "$tiny" "$work/inf" <<'PY'

@@ -6,8 +6,9 @@
 # same call; the fraction of the ceiling counts the bytes each format stores
 # per decoded token (values and scales; under q4_k the head is q8_0, under
 # f8e4m3 fp8 with an f32 scale per 128 of a row: docs/quantization.md). Writes $OUT/quant_<dtype>.md/.json, compile times
-# and bundle sizes to $OUT/quant_compile.txt.
-# usage: tools/gpu/bench-quant.sh [TG] [PP] [LAYERS]
+# and bundle sizes to $OUT/quant_compile.txt. FORMATS picks the formats
+# (default "f16 q8_0 q4_k f8e4m3"; FORMAT+xq: with --act-quant q8).
+# usage: [FORMATS=...] tools/gpu/bench-quant.sh [TG] [PP] [LAYERS]
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -21,15 +22,16 @@ python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
 model="qwen3-8b-shape-${layers}L"
 [ "$layers" -eq 36 ] && model="qwen3-8b-shape"
 ceiling=$("$HALO_BIN/read_bw" | sed -n 's/read ceiling: \([0-9]*\) GB.*/\1/p')
-for fmt in f16 q8_0 q4_k f8e4m3; do
+for fmt in ${FORMATS:-f16 q8_0 q4_k f8e4m3}; do
 	bundle=/tmp/qwen3_8b_$fmt.halo
 	quant=""
-	[ "$fmt" = f16 ] || quant="--quant $fmt"
+	[ "$fmt" = f16 ] || quant="--quant ${fmt%+xq}"
+	[ "$fmt" = "${fmt%+xq}" ] || quant="$quant --act-quant q8"
 	t0=$(date +%s.%N)
 	"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $quant -o "$bundle" 2> /tmp/compile_$fmt.log
 	t1=$(date +%s.%N)
 	# bytes read per decoded token: every layer matrix and the head, in the format's bytes per weight
-	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$fmt")
+	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "${fmt%+xq}")
 	echo "$fmt: compile $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes, $active bytes read per token" |
 		tee -a "$out/quant_compile.txt"
 	tail -2 /tmp/compile_$fmt.log >> "$out/quant_compile.txt"
