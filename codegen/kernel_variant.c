@@ -534,30 +534,32 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * integer operations per word). mxfp4 takes q4_k's: the same nibble per
  * weight, so the same bytes of x per weight byte, and a decode of a few
  * integer operations per value (not measured: tools/gpu/bench-quant.sh). */
-/* Int8 activations (xq): each workgroup stages all of x's codes (K a row)
- * for its columns, so a workgroup should own many columns: 8 column groups
- * or more (up to 1024 lanes), each split as matvec_widen splits f16's, of
- * 2 columns, 16-byte loads (the words need no unpacking: the float path's
- * reasons for 8-byte ones are gone), two in flight. Not yet measured
- * against the space (bench/matvec_bench --xq). */
+/* Int8 activations (xq): each workgroup stages x's codes (K a row) for
+ * its columns, so a workgroup should own many columns: half f16's K split
+ * (matvec_widen) but at least 8, 256 to 512 lanes (16 column groups where
+ * the split allows), 2 columns a group, 16-byte loads (the words need no
+ * unpacking, so the float path's reasons for 8-byte ones are gone), four in
+ * flight when a lane has 8 chunks or more. Measured on an H100 against the
+ * space (bench/matvec_bench --xq, 2026-12-06, bench/results-quant.txt): the
+ * space's fastest at T = 1 on the Qwen3-8B layer and head shapes had these
+ * splits and lanes (4096 x 12288 ls256,sp16; 12288 x 4096 and 4096 x 4096
+ * ls512,sp32; the 151936-column head ls256,sp8), where a first heuristic
+ * with twice the split was up to 1.35x slower. */
 static kv_tiles matvec_heuristic_xq(const kv_desc *d)
 {
-	int64_t N = d->u.matmul.N;
-	kv_tiles t = {.cols = 2, .unroll = 2, .qw = 4, .grow = 1};
-	matvec_widen(N, matvec_chunks(d, 1), &t);
-	t.local = t.split * 8 < 256 ? 256 : t.split * 8 > 1024 ? (t.split > 1024 ? t.split : 1024) : t.split * 8;
+	kv_tiles t = {.cols = 2, .qw = 4, .grow = 1};
+	matvec_widen(d->u.matmul.N, matvec_chunks(d, 1), &t);
+	t.split = t.split / 2 < 8 ? 8 : t.split / 2;
+	t.local = t.split * 16 < 256 ? 256 : t.split * 16 > 512 ? (t.split > 512 ? t.split : 512) : t.split * 16;
 	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
-	while (t.unroll > 1 && t.unroll > per_lane)
-		t.unroll /= 2;
+	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
 	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
 	if (nc * rows + nc * t.unroll * (t.qw + q_scale_words(d)) > 96 || matvec_illegal(d, t))
 		t.grow = 0;
 	while (matvec_illegal(d, t) && t.local > t.split && t.local > 128)
 		t.local /= 2;
-	while (matvec_illegal(d, t) && t.split > 16) {
-		t.split /= 2;
-		t.local = t.split > 128 ? t.split : 128;
-	}
+	while (matvec_illegal(d, t) && t.unroll > 1)
+		t.unroll /= 2;
 	return t;
 }
 

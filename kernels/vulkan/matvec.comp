@@ -164,9 +164,10 @@ WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
 
 #ifdef XQ8
 // Int8 activations (xq = 8, docs/quantization.md): x's rows are rounded per
-// block of 32 to codes q = round(v * (127 / a)) with one scale d = a * (1 /
-// 127) (a the block's largest |v|; v = x, times the norm weight with
-// PRO_NW; halo_round_x_q8 in runtime/drivers/ref/quant.c),
+// block of 32 to codes q = round(v * inv), inv = 127 / a as q8_inverse
+// forms it, with one scale d = a * (1 / 127) (a the block's largest |v|;
+// v = x, times the norm weight with PRO_NW; halo_round_x_q8 in
+// runtime/drivers/ref/quant.c, whose codes these are bit for bit),
 // staged in shared memory by the whole workgroup a tile of XT columns of K
 // at a time; each weight word then meets four x codes in one OpSDot, whose
 // products and sum are exact in 32-bit integers, and the chunk's integer
@@ -213,6 +214,32 @@ uint pack_codes(ivec4 c)
 	return u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u);
 }
 
+// 127 / a as ref's halo_x_q8_inverse forms it, operation for operation
+// (precise: no fma, no reordering), so the codes are ref's bit for bit.
+float q8_inverse(float a)
+{
+	precise float r = uintBitsToFloat(0x7ef311c7u - floatBitsToUint(a));
+	for (int i = 0; i < 4; i++) {
+		precise float e = a * r;
+		precise float f = 2.0 - e;
+		r = r * f;
+	}
+	precise float inv = 127.0 * r;
+	return inv;
+}
+
+// The codes of v: the nearest integers to y = v * inv (|y| <= 127.5),
+// ties to even, by the f32 addition's own rounding (1.5 * 2^23 + y has no
+// fraction bits). roundEven is not used: lavapipe rounded some exact
+// halves away from zero. precise keeps the product and the sums apart (no
+// fma) and in order.
+ivec4 round_code(vec4 v, float inv)
+{
+	precise vec4 y = v * inv;
+	precise vec4 r = (y + 12582912.0) - 12582912.0;
+	return ivec4(r);
+}
+
 // Stages x's columns k0 .. k0 + kt - 1 (kt a multiple of 32) of every
 // live row: one block of 32 per lane at a time.
 void stage_x(uint k0, uint kt)
@@ -234,17 +261,11 @@ void stage_x(uint k0, uint kt)
 			vec4 m = abs(xv);
 			a = max(a, max(max(m.x, m.y), max(m.z, m.w)));
 		}
-		// 127 / a correctly rounded, as ref's division (a GPU's own
-		// divides to 2.5 ulp): the reciprocal's quotient and one fma
-		// correction of its remainder
-		float inv = 0.0;
-		if (a > 0.0) {
-			float r = 1.0 / a, q = 127.0 * r;
-			inv = fma(fma(-a, q, 127.0), r, q);
-		}
+		bool zero = !(a >= 1e-30);
+		float inv = zero ? 0.0 : q8_inverse(a), d = zero ? 0.0 : a * (1.0 / 127.0);
 		uint at = t * (XT / 4u) + 8u * b;
 		for (uint q = 0u; q < 8u; q += 2u) {
-			ivec4 c0 = ivec4(roundEven(v[q] * inv)), c1 = ivec4(roundEven(v[q + 1u] * inv));
+			ivec4 c0 = round_code(v[q], inv), c1 = round_code(v[q + 1u], inv);
 #if WQ4K
 			xq_code[at + q] = pack_codes(ivec4(c0.x, c0.z, c1.x, c1.z));
 			xq_code[at + q + 1u] = pack_codes(ivec4(c0.y, c0.w, c1.y, c1.w));
@@ -253,7 +274,7 @@ void stage_x(uint k0, uint kt)
 			xq_code[at + q + 1u] = pack_codes(c1);
 #endif
 		}
-		xq_d[t * (XT / 32u) + b] = a * (1.0 / 127.0);
+		xq_d[t * (XT / 32u) + b] = d;
 #if PRO_RMS
 		xq_ss[t * (XT / 32u) + b] = ss;
 #endif

@@ -38,34 +38,43 @@ static void q8_hand_block(void)
 	CHECK(back[0] == -127.0f * 0.06298828125f, "q8_0 x[0] dequantizes to %.9g", back[0]);
 }
 
-/* Int8 activations by hand: x = 0.5 k (k = 1..32) has a = 16, so 127 / a
- * is 7.9375 exactly and x * 127 / a = 127 k / 32: k = 16 gives 63.5, a
- * tie, which goes to the even 64; k = 1 gives 3.97 -> 4, k = 32 127. The
- * second block is the first negated, the third zeros (its scale 0, its
- * values 0). d = 16 * (1/127 in f32). */
+/* Int8 activations by hand: x = 0.5 k (k = 1..32) has a = 16, and x * 127
+ * / a = 127 k / 32: k = 1 gives 3.97 -> 4, k = 15 59.53 -> 60, k = 17
+ * 67.47 -> 67, k = 32 127 (k = 16 gives 63.5 exactly in exact arithmetic:
+ * the inverse's last bit decides it, so it is not listed). The second
+ * block is the first negated, the third zeros (its values 0), the fourth
+ * below HALO_X_Q8_MIN (zeros too). d = 16 * (1/127 in f32). And the
+ * inverse every backend forms is within 2 ulp of 127 / a over a sweep of
+ * a from 1e-30 to 1e30. */
 static void xq_hand_block(void)
 {
-	float x[96], y[96];
+	float x[128], y[128];
 	for (int k = 1; k <= 32; k++) {
 		x[k - 1] = 0.5f * (float)k;
 		x[31 + k] = -0.5f * (float)k;
 		x[63 + k] = 0.0f;
+		x[95 + k] = 1e-32f * (float)k;
 	}
-	halo_round_x_q8(x, y, 96);
+	halo_round_x_q8(x, y, 128);
 	const float d = 16.0f * (1.0f / 127.0f);
 	static const struct {
 		int k, q;
-	} want[] = {{1, 4}, {2, 8}, {4, 16}, {15, 60}, {16, 64}, {17, 67}, {32, 127}};
+	} want[] = {{1, 4}, {2, 8}, {4, 16}, {15, 60}, {17, 67}, {32, 127}};
 	for (size_t n = 0; n < sizeof want / sizeof want[0]; n++) {
 		int i = want[n].k - 1;
 		CHECK(y[i] == d * (float)want[n].q, "xq x[%d] = %.9g rounds to %.9g, expected %d * d", i, x[i], y[i],
 		      want[n].q);
 		CHECK(y[32 + i] == -y[i], "xq: the negated block rounds to %.9g, expected %.9g", y[32 + i], -y[i]);
 	}
-	for (int i = 64; i < 96; i++)
-		CHECK(y[i] == 0.0f, "xq: a zero block gives %.9g at %d", y[i], i);
-	halo_round_x_q8(x, x, 96); /* in place */
+	for (int i = 64; i < 128; i++)
+		CHECK(y[i] == 0.0f, "xq: a zero or tiny block gives %.9g at %d", y[i], i);
+	halo_round_x_q8(x, x, 128); /* in place */
 	CHECK(memcmp(x, y, sizeof x) == 0, "xq in place differs");
+	for (double a = 1e-30; a < 1e30; a *= 1.0137) {
+		float af = (float)a, inv = halo_x_q8_inverse(af), want_inv = 127.0f / af;
+		float ulp = nextafterf(want_inv, INFINITY) - want_inv;
+		CHECK(fabsf(inv - want_inv) <= 2.0f * ulp, "xq inverse of %.9g: %.9g, 127 / a = %.9g", af, inv, want_inv);
+	}
 }
 
 /* A q4_k super-block assembled by hand: d = 0.5 (f16 0x3800), dmin = 0.25

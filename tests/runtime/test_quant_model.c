@@ -51,7 +51,7 @@
  * Gaussian rows, test_quant: 0.0054), so the decode rows' eps becomes
  * sqrt(eps^2 + eps_x^2) (prompt rows keep f32 inputs). Against ref on the
  * same bundle a matvec rounds the same f32 values to the same codes (both
- * round x * the norm weight with the correctly rounded 127 / a), but the
+ * round x * the norm weight with the same inverse, halo_x_q8_inverse), but the
  * GPU's x is not ref's bit for bit (earlier ops sum in another order), and
  * a value within an ulp of a half-step rounds the other way: one code,
  * an error of the size eps_x describes, carried on through the cache. So

@@ -1,6 +1,7 @@
 #include "runtime/drivers/ref/quant.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "runtime/drivers/ref/half.h"
@@ -496,14 +497,33 @@ void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint6
 		                      dst + r * k);
 }
 
+float halo_x_q8_inverse(float a)
+{
+	union {
+		float f;
+		uint32_t u;
+	} v = {.f = a};
+	v.u = 0x7ef311c7u - v.u;
+	float r = v.f;
+	for (int i = 0; i < 4; i++) { /* one operation a statement: nothing fuses */
+		float e = a * r;
+		float f = 2.0f - e;
+		r = r * f;
+	}
+	return 127.0f * r;
+}
+
 void halo_round_x_q8(const float *x, float *out, uint64_t n)
 {
 	for (uint64_t b = 0; b + 32 <= n; b += 32) {
 		float a = 0.0f;
 		for (int i = 0; i < 32; i++)
 			a = fmaxf(a, fabsf(x[b + i]));
-		float d = a * (1.0f / 127.0f), inv = a > 0.0f ? 127.0f / a : 0.0f;
-		for (int i = 0; i < 32; i++)
-			out[b + i] = d * rintf(x[b + i] * inv);
+		bool zero = !(a >= HALO_X_Q8_MIN);
+		float d = zero ? 0.0f : a * (1.0f / 127.0f), inv = zero ? 0.0f : halo_x_q8_inverse(a);
+		for (int i = 0; i < 32; i++) {
+			float y = x[b + i] * inv;
+			out[b + i] = d * rintf(y);
+		}
 	}
 }

@@ -87,8 +87,19 @@ void halo_dequantize_rows(halo_dtype t, const uint8_t *src, uint64_t rows, uint6
 /* Int8 activations (a matmul's xq = 8, docs/quantization.md): rounds the n
  * values of x (n a multiple of 32) to what the kernels multiply, block by
  * block of 32: with a = the block's largest |x|, each x becomes d * q, d =
- * a * (1/127) and q the integer nearest x * (127 / a) (ties to even), in
- * -127..127; a block of zeros stays zeros. out may be x. */
+ * a * (1/127) and q the integer nearest x * halo_x_q8_inverse(a) (ties to
+ * even), in -127..127; a block with a below HALO_X_Q8_MIN (zeros, or
+ * values too small for the inverse) becomes zeros. Only f32 additions and
+ * multiplications and one integer operation, each correctly rounded or
+ * exact on every Vulkan device, so a kernel forms the same codes bit for
+ * bit (a division and an fma are not: Vulkan allows 2.5 ulp for the one
+ * and an unfused form of the other, and lavapipe's differed). out may be x. */
+#define HALO_X_Q8_MIN 1e-30f
+/* 127 / a for a >= HALO_X_Q8_MIN, as every backend computes it: the
+ * integer guess 0x7ef311c7 - bits(a) for 1 / a, four Newton steps r (2 -
+ * a r) each as three rounded operations, times 127. Within 2 ulp of
+ * 127 / a. */
+float halo_x_q8_inverse(float a);
 void halo_round_x_q8(const float *x, float *out, uint64_t n);
 
 #endif
