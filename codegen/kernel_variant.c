@@ -378,9 +378,10 @@ static bool build_embed(kv_build *b)
  * split (bench/results-h200-matvec.txt). */
 #define MATVEC_BUSY_LANES (1 << 18)
 
-/* The most shared memory int8 activations stage (matvec.comp's XQ8): 16
- * KiB of codes (XQ_CODE_BYTES) and two f32s per 32 codes. */
-#define KV_XQ_SHARED (16384 + 2 * 16384 / 8)
+/* Int8 activations (matvec.comp's XQ8) stage a tile of at most this many
+ * bytes of codes, and two f32s per 32 codes beside them. */
+#define KV_XQ_CODE_BYTES 16384
+#define KV_XQ_SHARED (KV_XQ_CODE_BYTES + 2 * KV_XQ_CODE_BYTES / 8)
 
 /* A matmul's rows per token and its most rows in one dispatch. */
 static int64_t mm_rpt(const kv_desc *d)
@@ -507,6 +508,36 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
 		t->cols *= 2;
 }
 
+/* Int8 activations (xq): each workgroup stages x's codes (K a row) for
+ * its columns, so a workgroup should own many columns: half f16's K split
+ * (matvec_widen) but at least 8, 256 to 512 lanes (16 column groups where
+ * the split allows), 2 columns a group, 16-byte loads (the words need no
+ * unpacking, so the float path's reasons for 8-byte ones are gone), four in
+ * flight when a lane has 8 chunks or more. Measured on an H100 against the
+ * space (bench/matvec_bench --xq, 2026-12-06, bench/results-quant.txt): the
+ * space's fastest at T = 1 on the Qwen3-8B layer and head shapes had these
+ * splits and lanes (4096 x 12288 ls256,sp16; 12288 x 4096 and 4096 x 4096
+ * ls512,sp32; the 151936-column head ls256,sp8), where a first heuristic
+ * with twice the split was up to 1.35x slower. */
+static kv_tiles matvec_heuristic_xq(const kv_desc *d)
+{
+	kv_tiles t = {.cols = 2, .qw = 4, .grow = 1};
+	matvec_widen(d->u.matmul.N, matvec_chunks(d, 1), &t);
+	t.split = t.split / 2 < 8 ? 8 : t.split / 2;
+	uint32_t lanes = t.split * 16 < 256 ? 256 : t.split * 16 > 512 ? 512 : t.split * 16;
+	t.local = lanes > t.split ? lanes : t.split;
+	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
+	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
+	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
+	if (nc * rows + nc * t.unroll * (t.qw + q_scale_words(d)) > 96 || matvec_illegal(d, t))
+		t.grow = 0;
+	while (matvec_illegal(d, t) && t.local > t.split && t.local > 128)
+		t.local /= 2;
+	while (matvec_illegal(d, t) && t.unroll > 1)
+		t.unroll /= 2;
+	return t;
+}
+
 /* Quantized weights: q8_0 two 32-bit words per lane load, q4_k one (x is
  * then read in consecutive 32 bytes across the lanes; a 16-byte load of q4_k
  * would take 128 bytes of x per lane, 32 lines of x per subgroup load), and
@@ -534,35 +565,6 @@ static void matvec_widen(int64_t N, int64_t kc, kv_tiles *t)
  * integer operations per word). mxfp4 takes q4_k's: the same nibble per
  * weight, so the same bytes of x per weight byte, and a decode of a few
  * integer operations per value (not measured: tools/gpu/bench-quant.sh). */
-/* Int8 activations (xq): each workgroup stages x's codes (K a row) for
- * its columns, so a workgroup should own many columns: half f16's K split
- * (matvec_widen) but at least 8, 256 to 512 lanes (16 column groups where
- * the split allows), 2 columns a group, 16-byte loads (the words need no
- * unpacking, so the float path's reasons for 8-byte ones are gone), four in
- * flight when a lane has 8 chunks or more. Measured on an H100 against the
- * space (bench/matvec_bench --xq, 2026-12-06, bench/results-quant.txt): the
- * space's fastest at T = 1 on the Qwen3-8B layer and head shapes had these
- * splits and lanes (4096 x 12288 ls256,sp16; 12288 x 4096 and 4096 x 4096
- * ls512,sp32; the 151936-column head ls256,sp8), where a first heuristic
- * with twice the split was up to 1.35x slower. */
-static kv_tiles matvec_heuristic_xq(const kv_desc *d)
-{
-	kv_tiles t = {.cols = 2, .qw = 4, .grow = 1};
-	matvec_widen(d->u.matmul.N, matvec_chunks(d, 1), &t);
-	t.split = t.split / 2 < 8 ? 8 : t.split / 2;
-	t.local = t.split * 16 < 256 ? 256 : t.split * 16 > 512 ? (t.split > 512 ? t.split : 512) : t.split * 16;
-	uint64_t per_lane = ((uint64_t)matvec_chunks(d, t.qw) + t.split - 1) / t.split;
-	t.unroll = per_lane >= 8 ? 4 : per_lane >= 2 ? 2 : 1;
-	uint64_t rows = (uint64_t)mm_rows_max(d), nc = matvec_nc_max(d, t);
-	if (nc * rows + nc * t.unroll * (t.qw + q_scale_words(d)) > 96 || matvec_illegal(d, t))
-		t.grow = 0;
-	while (matvec_illegal(d, t) && t.local > t.split && t.local > 128)
-		t.local /= 2;
-	while (matvec_illegal(d, t) && t.unroll > 1)
-		t.unroll /= 2;
-	return t;
-}
-
 static kv_tiles matvec_heuristic_q(const kv_desc *d)
 {
 	if (d->u.matmul.xq)
@@ -890,6 +892,7 @@ static bool matmul_xq(kv_build *b, bool vec)
 		return fail(b, "xq: a grouped matmul reads several inputs per workgroup; int8 activations take one");
 	sb_printf(&b->sig, " xq=8");
 	def_int(b, "XQ8", 1);
+	def_uint(b, "XQ_CODE_BYTES", KV_XQ_CODE_BYTES);
 	b->p->glsl_only = true;
 	return true;
 }

@@ -196,9 +196,9 @@ int dot4(uint a, uint b)
 }
 #endif
 
-// A tile's codes take at most XQ_CODE_BYTES: XT columns of K (a multiple
+// A tile's codes take at most XQ_CODE_BYTES (the builder's, which counts
+// it in the shared memory a variant may use): XT columns of K (a multiple
 // of 32) for each row the pipeline runs.
-#define XQ_CODE_BYTES 16384u
 const uint XT_R = XQ_CODE_BYTES / ROWS_C / 32u * 32u;
 const uint XT = K < XT_R ? K : XT_R;
 shared uint xq_code[ROWS_C * (XT / 4u)];

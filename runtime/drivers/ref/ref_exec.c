@@ -22,8 +22,8 @@ typedef struct {
 	void *p[HALO_MAX_OPERANDS];
 	int64_t dim[HALO_MAX_OPERANDS][HALO_MAX_RANK];
 	/* A matmul with int8 activations and an rms_norm prologue: x is the
-	 * prologue's x * weight, each row's 1/rms is here, applied to its dot
-	 * products (exec_matmul); NULL otherwise. */
+	 * prologue's x * weight, each row's 1/rms is here, applied after the
+	 * rounding (exec_matmul); NULL otherwise. */
 	const float *row_scale;
 	char *err;
 	size_t errlen;
@@ -299,38 +299,10 @@ static bool exec_compressed_op(exec_ctx *c, const float *x, bool *handled)
 }
 
 /* matmul: one result, a (gate, up) pair's, a grouped one's, or a split's
- * results, each over the next rows of w (docs/ops.md). */
-/* xq = 8 with the norm factored out (row_scale): all dot products of x
- * against the weight's rows, each scaled by its row's 1/rms, then the
- * results: split segments, or a pair's silu(gate) * up of the scaled dots. */
-static bool exec_matmul_scaled(exec_ctx *c, const float *x, int64_t T, int64_t K)
-{
-	const halo_dispatch *d = c->d;
-	int o = d->n_in + d->n_extra;
-	bool pair = halo_attr_find(d->attr, d->n_attr, "pair") != NULL;
-	int64_t cols = 0;
-	for (int s = 0; s < d->n_out; s++)
-		cols += c->dim[o + s][1] * (pair ? 2 : 1);
-	float *dots = malloc((size_t)(T * cols) * sizeof(float) + 1);
-	if (!dots)
-		return fail(c, "out of memory", NULL);
-	ref_matmul(x, c->p[1], dots, T, K, cols);
-	for (int64_t t = 0; t < T; t++)
-		for (int64_t n = 0; n < cols; n++)
-			dots[t * cols + n] *= c->row_scale[t];
-	for (int s = 0, at = 0; s < d->n_out; at += (int)c->dim[o + s][1], s++) {
-		float *y = c->p[o + s];
-		int64_t N = c->dim[o + s][1];
-		for (int64_t t = 0; t < T; t++)
-			for (int64_t n = 0; n < N; n++)
-				y[t * N + n] = pair ? ref_silu_f(dots[t * cols + 2 * n]) * dots[t * cols + 2 * n + 1]
-						    : dots[t * cols + at + n];
-	}
-	free(dots);
-	return true;
-}
-
-/* xq = 8: x's rows rounded to int8 activations first (halo_round_x_q8). */
+ * results, each over the next rows of w (docs/ops.md). xq = 8: x's rows
+ * rounded to int8 activations first (halo_round_x_q8), then, with the norm
+ * factored out (row_scale), each rounded row times its 1/rms, which scales
+ * every dot product as the kernel scales them, whatever the results are. */
 static bool exec_matmul(exec_ctx *c, const float *x)
 {
 	const halo_dispatch *d = c->d;
@@ -348,12 +320,12 @@ static bool exec_matmul(exec_ctx *c, const float *x)
 		if (!xq)
 			return fail(c, "out of memory", NULL);
 		halo_round_x_q8(x, xq, (uint64_t)(T * K));
+		for (int64_t t = 0; c->row_scale && t < T; t++)
+			for (int64_t k = 0; k < K; k++)
+				xq[t * K + k] *= c->row_scale[t];
 		x = xq;
 	}
-	bool ok = true;
-	if (c->row_scale) {
-		ok = exec_matmul_scaled(c, x, T, K);
-	} else if (halo_attr_find(d->attr, d->n_attr, "pair")) {
+	if (halo_attr_find(d->attr, d->n_attr, "pair")) {
 		ref_matmul_pair(x, c->p[1], c->p[o], T, K, c->dim[1][0] / 2);
 	} else {
 		const float *w = c->p[1];
@@ -363,7 +335,7 @@ static bool exec_matmul(exec_ctx *c, const float *x)
 		}
 	}
 	free(xq);
-	return ok;
+	return true;
 }
 
 /* moe_route and moe_route_hash attributes (docs/ops.md; absent: softmax, 1). */
