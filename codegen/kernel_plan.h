@@ -51,7 +51,6 @@ typedef struct {
 	uint32_t cols, cols_max;
 	const char *library; /* a helper file the template includes ("moe_weights"), or NULL */
 	const char *quant;   /* the quantized-weight helpers ("quant_weights"), placed before library, or NULL */
-	bool glsl_only;      /* a variant the HIP twins do not implement (matvec's int8 activations) */
 } kv_plan;
 
 void kv_plan_free(kv_plan *p);

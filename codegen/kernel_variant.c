@@ -872,9 +872,8 @@ static bool matmul_groups(kv_build *b)
 
 /* xq = 8: int8 activations (docs/quantization.md), a decode kernel's
  * (matvec) on q8_0 or q4_k weights, whose integer codes it multiplies with
- * OpSDot (or, tiles.dot_emul, integer operations). Named and defined (XQ8) only then. No HIP twin yet: a bundle
- * with such a kernel runs on Vulkan (select_kernels.c refuses the other
- * targets). */
+ * OpSDot (the HIP twins: sdot4; tiles.dot_emul: integer operations, the
+ * same sums). Named and defined (XQ8) only then. */
 static bool matmul_xq(kv_build *b, bool vec)
 {
 	const kv_desc *d = b->d;
@@ -893,7 +892,6 @@ static bool matmul_xq(kv_build *b, bool vec)
 	sb_printf(&b->sig, " xq=8");
 	def_int(b, "XQ8", 1);
 	def_uint(b, "XQ_CODE_BYTES", KV_XQ_CODE_BYTES);
-	b->p->glsl_only = true;
 	return true;
 }
 
@@ -2224,7 +2222,7 @@ static bool finish(kv_build *b, kv_plan *plan)
 	out->n_bindings = b->next_binding + 1; /* + the step record, B_STEP */
 	out->source = kv_emit_glsl(b->d, plan, out->signature, &out->template_name, b->err, b->errlen);
 	char no_twin[256];
-	out->hip = plan->glsl_only ? NULL : kv_emit_hip(b->d, plan, out->signature, no_twin, sizeof no_twin);
+	out->hip = kv_emit_hip(b->d, plan, out->signature, no_twin, sizeof no_twin);
 	return out->source != NULL;
 }
 

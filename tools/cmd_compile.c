@@ -214,9 +214,6 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	if (a->act_quant && o->quant != HALO_Q8_0 && o->quant != HALO_Q4_K)
 		return cli_usage_error("compile", "%s", "--act-quant q8 needs --quant q8_0 or q4_k (the weights whose "
 				       "kernels multiply int8 activations)");
-	if (a->act_quant && (o->targets & ~(1u << HALO_TARGET_VULKAN)))
-		return cli_usage_error("compile", "%s", "--act-quant q8: the hip and cuda kernels have no int8 "
-				       "activations yet; leave hip and cuda out of --targets");
 	o->int8_activations = a->act_quant != NULL;
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);

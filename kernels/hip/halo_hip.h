@@ -185,6 +185,25 @@ static inline vec4 unpack8(uint u) /* the four signed bytes of u, low first */
 	            (float)(signed char)(u >> 16 & 0xffu), (float)(signed char)(u >> 24)};
 }
 
+// The sum of the products of a's and b's four signed bytes, exact in 32 bits
+// (GLSL's OpSDot, which matvec's int8 activations use): one instruction on
+// both targets, V_DOT4_I32_IU8 and dp4a (clang-19 has no builtin for it).
+static inline int sdot4(uint a, uint b)
+{
+#if defined(__AMDGCN__)
+	return __builtin_amdgcn_sudot4(true, (int)a, true, (int)b, 0, false);
+#elif defined(HALO_HOST)
+	int s = 0;
+	for (int i = 0; i < 32; i += 8)
+		s += (int)(signed char)(a >> i) * (int)(signed char)(b >> i);
+	return s;
+#else
+	int s;
+	asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(s) : "r"(a), "r"(b), "r"(0));
+	return s;
+#endif
+}
+
 // ---- math: the GLSL built-ins the templates call ------------------------
 // exp and log go through the hardware's base-2 instructions, as Vulkan
 // drivers compile GLSL's exp/log (within a few ulp; the oracle tests' stated

@@ -41,6 +41,19 @@ HALO_SHARED float part[LS_X * NVAL_C];
 #endif
 // Live value v (matvec_cols.hip) of slot i.
 #define PART(i, v) part[(i) * NVAL_C + (v)]
+#ifdef XQ8
+// Int8 activations: a tile of x's codes for T_MAX rows, XT columns of K (a
+// multiple of 32) within XQ_CODE_BYTES, as matvec.comp's XQ8 (HIP has no
+// specialisation constants: the tile is sized for T_MAX rows, and the
+// tiles never change a sum).
+#define XT_R (XQ_CODE_BYTES / T_MAX / 32u * 32u)
+#define XT (K < XT_R ? K : XT_R)
+HALO_SHARED uint xq_code[T_MAX * (XT / 4u)];
+HALO_SHARED float xq_d[T_MAX * (XT / 32u)];
+#if PRO_RMS
+HALO_SHARED float xq_ss[T_MAX * (XT / 32u)];
+#endif
+#endif
 // @struct
 
 const float *__restrict__ x = (const float *)args.b[B_X];
@@ -124,6 +137,94 @@ void unpack_chunk(WCHUNK u, vec4 &a, vec4 &b)
 #else
 #define WCHUNK float
 WCHUNK load_chunk(uint n, uint j) { return load_w(n * K + j); }
+#endif
+
+#ifdef XQ8
+// Int8 activations, the twin of matvec.comp's XQ8 (which explains them):
+// the codes are ref's halo_round_x_q8's bit for bit, and the products of
+// four codes and four weight bytes are summed exactly by sdot4 (or, without
+// XQ_SDOT, by integer operations: the same sums).
+int dot4(uint a, uint b)
+{
+#if XQ_SDOT
+	return sdot4(a, b);
+#else
+	int s = 0;
+	for (int i = 0; i < 32; i += 8)
+		s += (int)(signed char)(a >> i) * (int)(signed char)(b >> i);
+	return s;
+#endif
+}
+
+// Four codes, element 0 in the low byte.
+uint pack_codes(int c0, int c1, int c2, int c3)
+{
+	return ((uint)c0 & 0xffu) | ((uint)c1 & 0xffu) << 8u | ((uint)c2 & 0xffu) << 16u | ((uint)c3 & 0xffu) << 24u;
+}
+
+// 127 / a as ref's halo_x_q8_inverse forms it, operation for operation:
+// contraction off (clang contracts across statements in CUDA mode), as
+// GLSL's precise.
+float q8_inverse(float a)
+{
+#pragma clang fp contract(off)
+	float r = uintBitsToFloat(0x7ef311c7u - floatBitsToUint(a));
+	for (int i = 0; i < 4; i++)
+		r = r * (2.0f - a * r);
+	return 127.0f * r;
+}
+
+// The codes of v: the nearest integers to v * inv, ties to even, by the
+// f32 addition's own rounding (matvec.comp's round_code).
+ivec4 round_code(vec4 v, float inv)
+{
+#pragma clang fp contract(off)
+	vec4 y = v * inv;
+	vec4 r = (y + 12582912.0f) - 12582912.0f;
+	return ivec4{(int)r.x, (int)r.y, (int)r.z, (int)r.w};
+}
+
+// Stages x's columns k0 .. k0 + kt - 1 (kt a multiple of 32) of every
+// live row: one block of 32 per lane at a time.
+void stage_x(uint k0, uint kt)
+{
+	uint nb = kt / 32u;
+	for (uint i = gl_LocalInvocationID.x; i < ROWS * nb; i += LS_X) {
+		uint t = i / nb, b = i % nb, xi = k0 / 4u + 8u * b;
+		vec4 v[8];
+		float a = 0.0f, ss = 0.0f;
+#pragma unroll
+		for (uint q = 0u; q < 8u; q++) {
+			vec4 xv = x4[X4ROW(t) + xi + q];
+#if PRO_RMS
+			ss += dot(xv, xv);
+#endif
+#if PRO_NW
+			xv *= nw4[xi + q] + PRO_OFFSET;
+#endif
+			v[q] = xv;
+			a = max(a, max(max(abs(xv.x), abs(xv.y)), max(abs(xv.z), abs(xv.w))));
+		}
+		bool zero = !(a >= 1e-30f);
+		float inv = zero ? 0.0f : q8_inverse(a), d = zero ? 0.0f : a * (1.0f / 127.0f);
+		uint at = t * (XT / 4u) + 8u * b;
+#pragma unroll
+		for (uint q = 0u; q < 8u; q += 2u) {
+			ivec4 c0 = round_code(v[q], inv), c1 = round_code(v[q + 1u], inv);
+#if WQ4K
+			xq_code[at + q] = pack_codes(c0.x, c0.z, c1.x, c1.z);
+			xq_code[at + q + 1u] = pack_codes(c0.y, c0.w, c1.y, c1.w);
+#else
+			xq_code[at + q] = pack_codes(c0.x, c0.y, c0.z, c0.w);
+			xq_code[at + q + 1u] = pack_codes(c1.x, c1.y, c1.z, c1.w);
+#endif
+		}
+		xq_d[t * (XT / 32u) + b] = d;
+#if PRO_RMS
+		xq_ss[t * (XT / 32u) + b] = ss;
+#endif
+	}
+}
 #endif
 
 #if SG_SHUFFLE

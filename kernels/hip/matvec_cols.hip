@@ -25,7 +25,84 @@
 		}
 #define NLIVE_@NC@ ((@NC@u + PRO_RMS) * ROWS)
 
-#ifdef WQUANT
+#ifdef XQ8
+// Adds chunk j (QPC weights, from column k0 of the staged tile on) of every
+// live row against the columns' quantized chunks w[c], in x's codes (the
+// twin of matvec_cols.glsl's XQ8 accumulate): integer sums per chunk, scaled
+// once per chunk, column and row.
+void accumulate_@NC@(float (&acc)[NVAL_@NC@], uint j, const WCHUNK (&w)[@NC@], uint k0)
+{
+	uint kk = j * QPC - k0, xw = kk / 4u, xb = kk / 32u;
+	int s[NDOT_@NC@];
+#pragma unroll
+	for (uint i = 0u; i < NDOT_@NC@; i++)
+		s[i] = 0;
+#if WQ4K
+	int sx[T_MAX];
+#pragma unroll
+	for (uint t = 0u; t < T_MAX; t++)
+		sx[t] = 0;
+#endif
+#pragma unroll
+	for (uint q = 0u; q < uint(QW); q++) {
+#if WQ4K
+		uint lo[@NC@], hi[@NC@];
+#pragma unroll
+		for (uint c = 0u; c < @NC@u; c++) {
+			lo[c] = WQ_WORD(w[c].v, q) & 0x0f0f0f0fu;
+			hi[c] = (WQ_WORD(w[c].v, q) >> 4u) & 0x0f0f0f0fu;
+		}
+#pragma unroll
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				continue;
+			uint xe = xq_code[t * (XT / 4u) + xw + 2u * q], xo = xq_code[t * (XT / 4u) + xw + 2u * q + 1u];
+			sx[t] += dot4(xe, 0x01010101u) + dot4(xo, 0x01010101u);
+#pragma unroll
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot4(lo[c], xe) + dot4(hi[c], xo);
+		}
+#else
+#pragma unroll
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				continue;
+			uint xv = xq_code[t * (XT / 4u) + xw + q];
+#pragma unroll
+			for (uint c = 0u; c < @NC@u; c++)
+				s[c * T_MAX + t] += dot4(WQ_WORD(w[c].v, q), xv);
+		}
+#endif
+	}
+#pragma unroll
+	for (uint c = 0u; c < @NC@u; c++) {
+#if WQ4K
+		vec2 so = q4_scales(w[c].meta, (j * QPC / 32u) % 8u);
+#endif
+#pragma unroll
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				continue;
+			float dx = xq_d[t * (XT / 32u) + xb];
+#if WQ4K
+			acc[c * T_MAX + t] += dx * (so.x * float(s[c * T_MAX + t]) - so.y * float(sx[t]));
+#else
+			acc[c * T_MAX + t] += (w[c].d * dx) * float(s[c * T_MAX + t]);
+#endif
+		}
+	}
+#if PRO_RMS
+	if (kk % 32u == 0u) {
+#pragma unroll
+		for (uint t = 0u; t < T_MAX; t++) {
+			if (t >= ROWS)
+				continue;
+			acc[NDOT_@NC@ + t] += xq_ss[t * (XT / 32u) + xb];
+		}
+	}
+#endif
+}
+#elif defined(WQUANT)
 // Adds chunk j (QPC weights) of every live row, against the columns'
 // quantized chunks w[c]: each of the chunk's QW words is unpacked once for
 // all rows, the row's x * q summed over the chunk (word order, then vec4
@@ -156,6 +233,37 @@ void accumulate_@NC@(float (&acc)[NVAL_@NC@], uint j, const WCHUNK (&w)[@NC@])
 
 // The lane's K loop for the columns n0 .. n0 + @NC@ - 1 (columns past N read
 // column N - 1 and are never written).
+#ifdef XQ8
+// The same over the tiles of x's codes (matvec_cols.glsl's XQ8 stream): the
+// whole workgroup stages a tile between barriers, then each lane adds its
+// chunks of the tile, j = l mod SPLIT.
+void stream_@NC@(float (&acc)[NVAL_@NC@], uint l, uint n0)
+{
+#pragma unroll
+	for (uint i = 0u; i < NVAL_@NC@; i++)
+		acc[i] = 0.0f;
+	for (uint k0 = 0u; k0 < K; k0 += XT) {
+		uint jlo = k0 / QPC, jhi = min(k0 + XT, K) / QPC;
+		barrier(); /* the last tile's codes are read */
+		stage_x(k0, min(XT, K - k0));
+		barrier();
+		for (uint j0 = jlo + (l + SPLIT - jlo % SPLIT) % SPLIT; j0 < jhi; j0 += SPLIT * UNROLL) {
+			WCHUNK w[UNROLL][@NC@];
+#pragma unroll
+			for (uint u = 0u; u < UNROLL; u++) {
+				uint j = min(j0 + u * SPLIT, jhi - 1u);
+#pragma unroll
+				for (uint c = 0u; c < @NC@u; c++)
+					w[u][c] = load_chunk(min(n0 + c, N - 1u), j);
+			}
+#pragma unroll
+			for (uint u = 0u; u < UNROLL; u++)
+				if (j0 + u * SPLIT < jhi)
+					accumulate_@NC@(acc, j0 + u * SPLIT, w[u], k0);
+		}
+	}
+}
+#else
 void stream_@NC@(float (&acc)[NVAL_@NC@], uint l, uint n0)
 {
 #pragma unroll
@@ -176,6 +284,7 @@ void stream_@NC@(float (&acc)[NVAL_@NC@], uint l, uint n0)
 				accumulate_@NC@(acc, j0 + u * SPLIT, w[u]);
 	}
 }
+#endif
 
 #if SG_SHUFFLE
 // Leaves the group's sums in the group's first lane or, for a group inside

@@ -20,7 +20,8 @@
  *    flags, not in a kernel);
  *  - no local memory in the PTX: a twin's per-lane arrays stay in registers;
  *  - the gfx1151 matmul_coopmat multiplies with v_wmma_f32_16x16x16_f16,
- *    the sm_90 one with mma.sync.aligned.m16n8k16.
+ *    the sm_90 one with mma.sync.aligned.m16n8k16; the int8 activations'
+ *    matvec sums four products with v_dot4_i32_iu8, dp4a.
  * The code runs nowhere here: the CUDA twin's correctness is the H200's to
  * show (tools/gpu, README). Skipped (77) without clang-19. */
 #include <stdio.h>
@@ -159,6 +160,13 @@ static void check_matmuls(void)
 	check_desc("matvec T=2 q4_k pro", fused(matmul_desc(256, 64, 2, HALO_Q4_K), false), 2);
 	check_desc("matvec T=1 f8e4m3_b128", matmul_desc(256, 64, 1, HALO_F8E4M3_B128), 1);
 	check_desc("matvec T=3 mxfp4 pro", fused(matmul_desc(96, 64, 3, HALO_MXFP4), false), 2);
+	/* int8 activations: two tiles of x's codes at T = 8 (K = 2304) */
+	kv_desc xq = fused(matmul_desc(2304, 64, 8, HALO_Q8_0), false);
+	xq.u.matmul.xq = 8;
+	check_desc("matvec T=8 q8_0 xq pro", xq, 2);
+	xq = fused(matmul_desc(2304, 64, 1, HALO_Q4_K), false);
+	xq.u.matmul.xq = 8;
+	check_desc("matvec T=1 q4_k xq pro", xq, 2);
 
 	kv_desc mm = fused(matmul_desc(200, 96, 64, HALO_F32), false);
 	check_desc("matmul f32 pro", mm, 1);
@@ -367,18 +375,16 @@ static const struct {
 };
 #undef ATT
 
-/* matmul_coopmat (f16 weights, 256 x 256 x 512) compiled for arch: its
- * object (gfx1151) or PTX (sm_90), NULL after a failed check. *n its size;
- * sig receives the kernel's signature. */
-static uint8_t *coopmat_code(cg_gpu_arch arch, size_t *n, char *sig, size_t siglen)
+/* d (its first variant) compiled for arch: its object (gfx1151) or PTX
+ * (sm_90), NULL after a failed check. *n its size; sig receives the
+ * kernel's signature. */
+static uint8_t *kernel_code(kv_desc d, cg_gpu_arch arch, size_t *n, char *sig, size_t siglen)
 {
-	kv_desc d = matmul_desc(256, 256, 512, HALO_F16);
-	d.tiles = (kv_tiles){.coopmat = 1};
 	kv_kernel k;
 	char err[2048];
 	uint8_t *o = NULL;
 	bool ok = kernel_variant_build(&d, &k, err, sizeof err);
-	CHECK(ok && k.hip, "matmul_coopmat: %s", ok ? "no HIP source" : err);
+	CHECK(ok && k.hip, "%s", ok ? "no HIP source" : err);
 	if (!ok)
 		return NULL;
 	snprintf(sig, siglen, "%s", k.signature);
@@ -390,49 +396,68 @@ static uint8_t *coopmat_code(cg_gpu_arch arch, size_t *n, char *sig, size_t sigl
 	return o;
 }
 
-/* The gfx1151 matmul_coopmat object multiplies its tiles with WMMA: its
- * disassembly (llvm-objdump-19, skipped where it is absent) has
- * v_wmma_f32_16x16x16_f16. */
-static void check_wmma(void)
+/* How many times the gfx1151 object's disassembly (llvm-objdump-19) has
+ * insn; -1 where llvm-objdump-19 is absent or fails. */
+static int gfx1151_count(const uint8_t *o, size_t n, const char *insn)
 {
-	if (system("llvm-objdump-19 --version >/dev/null 2>&1") != 0) {
-		printf("skip: llvm-objdump-19 is not installed (no WMMA check)\n");
-		return;
-	}
-	char sig[512], path[] = "/tmp/halo-wmma-XXXXXX";
-	size_t n = 0;
-	int fd = -1;
-	uint8_t *o = coopmat_code(CG_ARCH_GFX1151, &n, sig, sizeof sig);
-	if (o && (fd = mkstemp(path)) >= 0) {
-		bool ok = write(fd, o, n) == (ssize_t)n;
-		close(fd);
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "llvm-objdump-19 -d --mcpu=gfx1151 %s", path);
-		FILE *p = ok ? popen(cmd, "r") : NULL;
-		char line[512];
-		int found = 0;
-		while (p && fgets(line, sizeof line, p))
-			found += strstr(line, "v_wmma_f32_16x16x16_f16") != NULL;
-		ok = p && pclose(p) == 0;
-		CHECK(ok && found > 0, "%s: the gfx1151 disassembly has %d v_wmma_f32_16x16x16_f16", sig, found);
-		unlink(path);
-	}
-	CHECK(fd >= 0 || !o, "cannot write %s", path);
-	free(o);
+	if (system("llvm-objdump-19 --version >/dev/null 2>&1") != 0)
+		return -1;
+	char path[] = "/tmp/halo-gfx1151-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	bool ok = write(fd, o, n) == (ssize_t)n;
+	close(fd);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "llvm-objdump-19 -d --mcpu=gfx1151 %s", path);
+	FILE *p = ok ? popen(cmd, "r") : NULL;
+	char line[512];
+	int found = 0;
+	while (p && fgets(line, sizeof line, p))
+		found += strstr(line, insn) != NULL;
+	ok = p && pclose(p) == 0;
+	unlink(path);
+	return ok ? found : -1;
 }
 
-/* The sm_90 matmul_coopmat multiplies its tiles on the tensor cores: its
- * PTX has mma.sync.aligned.m16n8k16 (two a 16x16x16 product). */
-static void check_mma_sync(void)
+/* d's kernel uses the instruction it exists for: at least min_amd of
+ * amd_insn in the gfx1151 disassembly (not checked without
+ * llvm-objdump-19) and min_ptx of ptx_insn in the sm_90 PTX. */
+static void check_insns(kv_desc d, const char *amd_insn, int min_amd, const char *ptx_insn, int min_ptx)
 {
 	char sig[512];
 	size_t n = 0;
-	uint8_t *o = coopmat_code(CG_ARCH_SM90, &n, sig, sizeof sig);
-	int found = 0;
-	for (const char *p = (const char *)o; p && (p = strstr(p, "mma.sync.aligned.m16n8k16")); p++)
-		found++;
-	CHECK(!o || found >= 2, "%s: the sm_90 PTX has %d mma.sync.aligned.m16n8k16", sig, found);
+	uint8_t *o = kernel_code(d, CG_ARCH_GFX1151, &n, sig, sizeof sig);
+	int found = o ? gfx1151_count(o, n, amd_insn) : 0;
+	if (found < 0)
+		printf("skip: llvm-objdump-19 is not installed (no %s check)\n", amd_insn);
+	else
+		CHECK(!o || found >= min_amd, "%s: the gfx1151 disassembly has %d %s", sig, found, amd_insn);
 	free(o);
+	o = kernel_code(d, CG_ARCH_SM90, &n, sig, sizeof sig);
+	found = 0;
+	for (const char *p = (const char *)o; p && (p = strstr(p, ptx_insn)); p++)
+		found++;
+	CHECK(!o || found >= min_ptx, "%s: the sm_90 PTX has %d %s", sig, found, ptx_insn);
+	free(o);
+}
+
+/* matmul_coopmat (f16 weights, 256 x 256 x 512) multiplies its tiles on the
+ * matrix units: v_wmma_f32_16x16x16_f16 on gfx1151, and on sm_90's tensor
+ * cores mma.sync.aligned.m16n8k16 (two a 16x16x16 product). The int8
+ * activations' matvec (q8_0 and q4_k) sums four products in one
+ * instruction: v_dot4_i32_iu8, dp4a. */
+static void check_matrix_and_dot_insns(void)
+{
+	kv_desc cm = matmul_desc(256, 256, 512, HALO_F16);
+	cm.tiles = (kv_tiles){.coopmat = 1};
+	check_insns(cm, "v_wmma_f32_16x16x16_f16", 1, "mma.sync.aligned.m16n8k16", 2);
+	halo_dtype xq[] = {HALO_Q8_0, HALO_Q4_K};
+	for (int i = 0; i < 2; i++) {
+		kv_desc d = matmul_desc(2304, 64, 8, xq[i]);
+		d.u.matmul.xq = 8;
+		check_insns(d, "v_dot4_i32_iu8", 1, "dp4a.s32.s32", 1);
+	}
 }
 
 int main(void)
@@ -467,8 +492,7 @@ int main(void)
 	check_matmuls();
 	for (size_t i = 0; i < sizeof other_cases / sizeof *other_cases; i++)
 		check_desc_of(other_cases[i].what, other_cases[i].d, other_cases[i].max, other_cases[i].tmpl);
-	check_wmma();
-	check_mma_sync();
+	check_matrix_and_dot_insns();
 	if (check_failures)
 		return 1;
 	printf("hip codegen: ok\n");

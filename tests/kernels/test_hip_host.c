@@ -10,7 +10,7 @@
  *    dequantized weights (runtime/drivers/ref/quant.h, half.h), within the
  *    op suite's tolerances (tests/ops/op_cases.c: f32 sums, and for the
  *    quantized formats each block's sum scaled once; the coopmat form rounds
- *    x and w to f16);
+ *    x and w to f16; int8 activations: x as the reference rounds it);
  *  - batch invariance: the rows of a step of T tokens equal single-token
  *    steps bitwise (matvec), and a prefill row the same whatever T (matmul).
  * The twins run nowhere else here (no GPU); this is where an error in a
@@ -160,20 +160,29 @@ static void check_rows(const char *what, const float *x, const weights *w, const
 
 /* Every variant of a plain K x N matmul with weights w for steps up to
  * t_max tokens; ts: the step sizes run (0-terminated), the first of them
- * the reference for the bitwise check of the rest. */
-static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, const int64_t *ts, double tol)
+ * the reference for the bitwise check of the rest. xq 8: int8 activations,
+ * checked against the sums over x as the reference rounds it
+ * (halo_round_x_q8), whose codes the kernel's are bit for bit; those cases
+ * take alternate variants (half: 0 the even ones, 1 the odd; -1 all), each
+ * a host compile of its own. */
+static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, const int64_t *ts, int xq, int half,
+			 double tol)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = t_max, .wtype = w};
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
+	d.u.matmul.xq = xq;
 	kv_tiles tiles[8];
 	int n_var = kv_variant_space(&d, tiles, 8);
 	weights wt = make_weights(w, K, N, (unsigned)(K * 31 + N + w));
-	float *x = malloc((size_t)(t_max * K) * sizeof(float));
+	float *x = malloc((size_t)(t_max * K) * sizeof(float)), *xr = malloc((size_t)(t_max * K) * sizeof(float));
 	float *y = malloc((size_t)(t_max * N) * sizeof(float)), *y1 = malloc((size_t)(t_max * N) * sizeof(float));
 	for (int64_t i = 0; i < t_max * K; i++)
 		x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-	for (int v = 0; v < n_var; v++) {
+	memcpy(xr, x, (size_t)(t_max * K) * sizeof(float));
+	for (int64_t t = 0; xq && t < t_max; t++)
+		halo_round_x_q8(x + t * K, xr + t * K, (uint64_t)K);
+	for (int v = half < 0 ? 0 : half; v < n_var; v += half < 0 ? 1 : 2) {
 		int before = check_failures;
 		kv_kernel k;
 		void *h;
@@ -188,7 +197,7 @@ static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, cons
 		for (int i = 0; h && ts[i]; i++) {
 			int64_t T = ts[i];
 			run_step(&k, launch, x, wt.bytes, y, N, T);
-			check_rows(k.signature, x, &wt, y, K, N, T, tol, strncmp(k.tile, "cm,", 3) == 0, &worst);
+			check_rows(k.signature, xr, &wt, y, K, N, T, tol, strncmp(k.tile, "cm,", 3) == 0, &worst);
 			if (!matvec && i == 0)
 				memcpy(y1, y, (size_t)(T * N) * sizeof(float));
 			int64_t rows = matvec ? T : ts[0] < T ? ts[0] : T;
@@ -202,6 +211,7 @@ static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, cons
 		kv_kernel_free(&k);
 	}
 	free(x);
+	free(xr);
 	free(y);
 	free(y1);
 	free(wt.bytes);
@@ -315,14 +325,20 @@ int main(void)
 	/* f32 sums of K products (f64 here); the quantized formats scale each
 	 * block's sum once (the reference: each weight), as tests/ops/op_cases.c
 	 * states each; the matrix units' form adds its f16 bound (check_rows) */
-	check_matmul(HALO_F32, 256, 40, 5, decode, 2e-5);
-	check_matmul(HALO_F16, 256, 40, 5, decode, 2e-5);
-	check_matmul(HALO_Q8_0, 256, 40, 5, decode, 1e-4);
-	check_matmul(HALO_Q4_K, 256, 40, 5, decode, 1e-4);
-	check_matmul(HALO_F8E4M3_B128, 256, 40, 5, decode, 1e-4);
-	check_matmul(HALO_F32, 96, 40, 19, prefill, 2e-5);
-	check_matmul(HALO_F16, 256, 40, 19, prefill, 2e-5);
-	check_matmul(HALO_Q4_K, 256, 40, 19, prefill, 1e-4);
+	check_matmul(HALO_F32, 256, 40, 5, decode, 0, -1, 2e-5);
+	check_matmul(HALO_F16, 256, 40, 5, decode, 0, -1, 2e-5);
+	check_matmul(HALO_Q8_0, 256, 40, 5, decode, 0, -1, 1e-4);
+	check_matmul(HALO_Q4_K, 256, 40, 5, decode, 0, -1, 1e-4);
+	check_matmul(HALO_F8E4M3_B128, 256, 40, 5, decode, 0, -1, 1e-4);
+	check_matmul(HALO_F32, 96, 40, 19, prefill, 0, -1, 2e-5);
+	check_matmul(HALO_F16, 256, 40, 19, prefill, 0, -1, 2e-5);
+	check_matmul(HALO_Q4_K, 256, 40, 19, prefill, 0, -1, 1e-4);
+	/* int8 activations: exact integer sums, scaled once per block (and
+	 * column), so the quantized formats' bound; K = 2304 at T_MAX = 8 is
+	 * two tiles of x's codes (2048 columns, then 256) */
+	static const int64_t verify[] = {1, 5, 8, 0};
+	check_matmul(HALO_Q8_0, 2304, 24, 8, verify, 8, 0, 1e-4);
+	check_matmul(HALO_Q4_K, 2304, 24, 8, verify, 8, 1, 1e-4);
 	/* k weighted f32 dots of F over H-term dots through silu (f64 here),
 	 * the op suite's MoE tolerance; the formats' block sums as above */
 	check_moe(HALO_F16, 64, 32, 4, 2, 2e-5);

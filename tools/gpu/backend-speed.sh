@@ -30,7 +30,6 @@ for packed in .devrun/speed/qwen3_8b.*.halo.xz; do
 	xz -dc "$packed" > "$bundle"
 	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "${dtype%+xq}")
 	backends=${BACKENDS:-vulkan cuda}
-	[ "$dtype" = "${dtype%+xq}" ] || backends=vulkan # int8 activations: no cuda kernels yet
 	for backend in $backends; do
 		python3 tools/gpu/model_bench.py "${HALO:-$HALO_BIN/halo}" "$bundle" "qwen3-8b-shape-${layers}L" "$active" "$ceiling" \
 			"$out/speed_${dtype}_$backend.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$dtype" --backend "$backend" |

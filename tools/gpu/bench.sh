@@ -35,8 +35,11 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 echo "compile ($layers layers): $(awk "BEGIN{print $t1 - $t0}") s, bundle $(stat -c %s "$bundle") bytes" |
 	tee "$out/compile.txt"
-# Weight bytes per decoded token: every matrix once, the embedding row aside.
-active=$(python3 tools/gpu/dense_active_bytes.py "$cfg")
+# Weight bytes per decoded token: every matrix once, the embedding row aside,
+# in the bytes of the flags' --quant format.
+quant=$(echo " $flags " | sed -n 's/.* --quant \([a-z0-9_]*\) .*/\1/p')
+# shellcheck disable=SC2086 # the format, or none (f16)
+active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" $quant)
 echo "weight bytes per decoded token: $active" | tee -a "$out/compile.txt"
 bench() { # NAME [halo run flags...]
 	name=$1

@@ -27,8 +27,12 @@
 #                     compiled here with the vulkan and cuda targets, one
 #                     bundle per format of PACK_SPEED_DTYPES (default f16;
 #                     q8_0, q4_k, f8e4m3: --quant over f16; q8_0+xq, q4_k+xq:
-#                     with --act-quant q8, vulkan alone):
+#                     with --act-quant q8):
 #                     tools/gpu/backend-speed.sh times each on both backends
+# .devrun/xq/         (PACK_XQ=1) the Qwen3 k256 test model with int8
+#                     activations over q8_0 and q4_k, with the vulkan and
+#                     cuda targets: tools/gpu/xq-check.sh holds each GPU's
+#                     logits to ref's
 # .gl/                the Vulkan loader packages (the device README's recipe)
 # The GPU machine has no package manager access and no meson, so everything is
 # built here; the binaries need glibc >= 2.36. What a run carries, the tracked
@@ -125,19 +129,27 @@ if [ "${PACK_OPS:-0}" != 0 ]; then
 	tar -C .devrun/ops_cuda -cf - . | xz -9 > .devrun/ops_cuda.tar.xz
 	rm -rf .devrun/ops_cuda
 fi
+if [ "${PACK_XQ:-0}" != 0 ]; then
+	mkdir -p .devrun/xq
+	for q in q8_0 q4_k; do
+		build-dev/tools/halo compile --hf tests/models/quant_k256/qwen3 --random-weights 11 --quant $q --act-quant q8 \
+			--targets ref,vulkan,cuda -o /tmp/halo-xq.halo
+		xz -9 -c /tmp/halo-xq.halo > ".devrun/xq/qwen3_k256.$q+xq.halo.xz"
+		rm -f /tmp/halo-xq.halo
+	done
+fi
 if [ "${PACK_SPEED:-0}" != 0 ]; then
 	mkdir -p .devrun/speed
 	python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b .devrun/speed/cfg "$PACK_SPEED"
 	# PACK_SPEED_DTYPES: the weight formats, one bundle each (f16, or a
-	# --quant format over f16; FORMAT+xq: with --act-quant q8, which has
-	# no cuda kernels)
+	# --quant format over f16; FORMAT+xq: with --act-quant q8)
 	for d in ${PACK_SPEED_DTYPES:-f16}; do
-		quant="" targets=ref,vulkan,cuda
+		quant=""
 		[ "$d" = f16 ] || quant="--quant ${d%+xq}"
-		[ "$d" = "${d%+xq}" ] || quant="$quant --act-quant q8" targets=ref,vulkan
+		[ "$d" = "${d%+xq}" ] || quant="$quant --act-quant q8"
 		# shellcheck disable=SC2086 # $quant is words or none
 		build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
-			$quant --targets $targets -o /tmp/halo-speed.halo
+			$quant --targets ref,vulkan,cuda -o /tmp/halo-speed.halo
 		# one thread: xz's threads compress blocks of 24 MiB each on its own,
 		# each spelling the first period out again (16 MB for 1 layer, 1.9 with -T1)
 		xz -T1 -2 -c /tmp/halo-speed.halo > ".devrun/speed/qwen3_8b.$d.halo.xz"
