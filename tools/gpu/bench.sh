@@ -45,7 +45,7 @@ bench() { # NAME [halo run flags...]
 	name=$1
 	shift
 	python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "$model" "$active" "$ceiling" \
-		"$out/qwen3_8b_$name.json" --tg "$tg" --pp "$pp" --reps 3 "$@" | tee "$out/qwen3_8b_$name.md"
+		"$out/qwen3_8b_$name.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "${quant:-f16}" "$@" | tee "$out/qwen3_8b_$name.md"
 }
 bench heuristic --no-tuning
 [ "$budget" -gt 0 ] || exit 0
