@@ -186,17 +186,22 @@ static inline vec4 unpack8(uint u) /* the four signed bytes of u, low first */
 }
 
 // The sum of the products of a's and b's four signed bytes, exact in 32 bits
-// (GLSL's OpSDot, which matvec's int8 activations use): one instruction on
-// both targets, V_DOT4_I32_IU8 and dp4a (clang-19 has no builtin for it).
+// (GLSL's OpSDot, which matvec's int8 activations use): in integer
+// operations (sdot4_int), or one instruction on both targets, V_DOT4_I32_IU8
+// and dp4a (clang-19 has no builtin for the latter).
+static inline int sdot4_int(uint a, uint b)
+{
+	int s = 0;
+	for (int i = 0; i < 32; i += 8)
+		s += (int)(signed char)(a >> i) * (int)(signed char)(b >> i);
+	return s;
+}
 static inline int sdot4(uint a, uint b)
 {
 #if defined(__AMDGCN__)
 	return __builtin_amdgcn_sudot4(true, (int)a, true, (int)b, 0, false);
 #elif defined(HALO_HOST)
-	int s = 0;
-	for (int i = 0; i < 32; i += 8)
-		s += (int)(signed char)(a >> i) * (int)(signed char)(b >> i);
-	return s;
+	return sdot4_int(a, b);
 #else
 	int s;
 	asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(s) : "r"(a), "r"(b), "r"(0));

@@ -149,10 +149,7 @@ int dot4(uint a, uint b)
 #if XQ_SDOT
 	return sdot4(a, b);
 #else
-	int s = 0;
-	for (int i = 0; i < 32; i += 8)
-		s += (int)(signed char)(a >> i) * (int)(signed char)(b >> i);
-	return s;
+	return sdot4_int(a, b);
 #endif
 }
 
