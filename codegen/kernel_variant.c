@@ -2343,7 +2343,8 @@ static int matvec_space(const kv_desc *d, kv_tiles *out, int max)
  * columns fixed; the 16-byte form (a q8_0 half block or a q4_k sub-block per
  * load, the brief's first design: fewer loads, but 4 times the x lines per
  * subgroup load) and the 8-byte one; neighbours along split, unroll and
- * cols; the shared-memory tree. None is measured yet. */
+ * cols; the shared-memory tree; with int8 activations, their portable form
+ * (integer operations, no device feature). */
 static int matvec_space_q(const kv_desc *d, kv_tiles *out, int max)
 {
 	kv_tiles h = matvec_heuristic_q(d);
