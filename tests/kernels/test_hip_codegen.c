@@ -397,15 +397,18 @@ static uint8_t *kernel_code(kv_desc d, cg_gpu_arch arch, size_t *n, char *sig, s
 }
 
 /* How many times the gfx1151 object's disassembly (llvm-objdump-19) has
- * insn; -1 where llvm-objdump-19 is absent or fails. */
+ * insn; -1 where llvm-objdump-19 is not installed. A disassembly that
+ * cannot be made (the object not written, llvm-objdump failing) is a
+ * failed check, and counts 0. */
 static int gfx1151_count(const uint8_t *o, size_t n, const char *insn)
 {
 	if (system("llvm-objdump-19 --version >/dev/null 2>&1") != 0)
 		return -1;
 	char path[] = "/tmp/halo-gfx1151-XXXXXX";
 	int fd = mkstemp(path);
+	CHECK(fd >= 0, "cannot write %s", path);
 	if (fd < 0)
-		return -1;
+		return 0;
 	bool ok = write(fd, o, n) == (ssize_t)n;
 	close(fd);
 	char cmd[128];
@@ -416,8 +419,9 @@ static int gfx1151_count(const uint8_t *o, size_t n, const char *insn)
 	while (p && fgets(line, sizeof line, p))
 		found += strstr(line, insn) != NULL;
 	ok = p && pclose(p) == 0;
+	CHECK(ok, "%s: writing or disassembling the gfx1151 object failed", path);
 	unlink(path);
-	return ok ? found : -1;
+	return ok ? found : 0;
 }
 
 /* d's kernel uses the instruction it exists for: at least min_amd of
