@@ -301,6 +301,9 @@ static void fill_stats(const compile_state *c, double weights_s, cg_compile_stat
 {
 	*s = (cg_compile_stats){.n_ctx = c->man.n_ctx, .state_bytes = c->man.state_bytes,
 				.weight_bytes = cg_weights_size(c->weights), .weights_s = weights_s};
+	for (int i = 0; i < c->plan->n_entries; i++)
+		if ((uint64_t)c->plan->entries[i].act_bytes > s->act_bytes)
+			s->act_bytes = (uint64_t)c->plan->entries[i].act_bytes;
 	for (int i = 0; i < c->man.n_weights; i++) {
 		const halo_buffer_decl *d = &c->man.weights[i];
 		if (i > 0 && d->offset == c->man.weights[i - 1].offset)
@@ -309,6 +312,7 @@ static void fill_stats(const compile_state *c, double weights_s, cg_compile_stat
 		for (int k = 0; k < d->rank; k++)
 			numel *= (uint64_t)d->shape[k];
 		s->weight_params += numel;
+		s->dtype_params[d->dtype] += numel;
 		s->dtype_bytes[d->dtype] += d->size;
 	}
 	s->quant_fallbacks = cg_weights_quant_fallbacks(c->weights, s->fallback, sizeof s->fallback);
@@ -328,15 +332,17 @@ bool cg_compile(const cg_compile_options *o, cg_compile_stats *stats, char *err,
 	for (int t = 0; t < HALO_TARGET_COUNT && !o->ref_only; t++)
 		want[t] = o->targets ? (o->targets >> t & 1u) : t == HALO_TARGET_VULKAN;
 	bool ok = read_and_plan(&c, o, err, errlen) &&
-		  (o->no_tokenizer || cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
+		  (o->no_tokenizer || o->plan_only ||
+		   cg_tokenizer_read(o->hf_dir, c.man.vocab, &c.tokenizer, err, errlen)) &&
 		  open_weights(&c, o, err, errlen) &&
 		  declare_buffers(&c, err, errlen) &&
-		  lower_entries(&c, want, o->gpu_all_variants, o->int8_activations, &int8_marked, err, errlen);
-	if (ok)
+		  (o->plan_only ||
+		   lower_entries(&c, want, o->gpu_all_variants, o->int8_activations, &int8_marked, err, errlen));
+	if (ok && !o->plan_only)
 		bound_ngram_tables(&c);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ok = ok && write_bundle(&c, o->out_path, err, errlen);
+	ok = ok && (o->plan_only || write_bundle(&c, o->out_path, err, errlen));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ok && stats) {
 		fill_stats(&c, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), stats);

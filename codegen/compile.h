@@ -67,6 +67,13 @@ typedef struct {
 	/* Leave the checkpoint's tokenizer.json out of the bundle (it is
 	 * embedded by default, when present; codegen/tokenizer_section.h). */
 	bool no_tokenizer;
+	/* Plan only (halo compile --plan-only): the pass pipeline, the memory
+	 * plan and the weights' stored dtypes and sizes, then the stats;
+	 * nothing is lowered, converted or written (out_path is not used).
+	 * A checkpoint's headers are read (the formats it stores), not its
+	 * data: a missing tensor is found when the weights are converted, not
+	 * here. With random_weights config.json alone. */
+	bool plan_only;
 	/* Called as the weights are converted and written (may be NULL). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
@@ -78,6 +85,7 @@ typedef struct {
 	uint64_t state_bytes;   /* one session's state: caches and recurrent states */
 	uint64_t cache_bytes;   /* of which positional caches (KV, indexer keys, hidden rows) */
 	uint64_t slot_bytes;    /* of which per-token state slots (a verify entry's, --draft-max) */
+	uint64_t act_bytes;     /* the largest entry's activation arena (a session holds one) */
 	uint64_t weight_bytes;  /* the weights section */
 	uint64_t weight_params; /* elements of the weights stored (an alias counted once) */
 	uint64_t source_bytes;  /* bytes of the checkpoint tensors read (0: random weights) */
@@ -85,6 +93,7 @@ typedef struct {
 	/* Bytes of the weights section per stored dtype (alignment padding
 	 * not counted), indexed by halo_dtype. */
 	uint64_t dtype_bytes[HALO_DTYPE_COUNT];
+	uint64_t dtype_params[HALO_DTYPE_COUNT]; /* and their elements */
 	/* Weights --quant q4_k or f8e4m3 stored q8_0 (K not a multiple of the
 	 * format's block): how many, and their names and shapes (truncated to
 	 * fit). */

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "codegen/weights.h"
 #include "kernels/gpu_target.h"
 #include "ir/read_model.h"
 #include "tools/cli_args.h"
@@ -34,7 +35,7 @@ static void compile_usage(FILE *out)
 	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
 	      "                    [--no-merge] [--no-store-fusion]\n"
-	      "                    -o OUT.halo\n"
+	      "                    -o OUT.halo | --plan-only\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
 	      "dispatch lists, memory plan, weights. The bundle is written to a temporary file\n"
@@ -72,6 +73,13 @@ static void compile_usage(FILE *out)
 	      "                         sm_90 PTX, both from kernels/hip with clang-19; ref alone (no GPU\n"
 	      "                         kernels: ops without one yet still run on --backend ref)\n"
 	      "  -o, --output FILE      the bundle to write\n"
+	      "  --plan-only            write nothing: print what the bundle would hold and a\n"
+	      "                         session would allocate (weights per stored dtype, caches\n"
+	      "                         at --ctx, recurrent state, state slots, activations) on\n"
+	      "                         stdout. Reads the checkpoint's headers (the formats it\n"
+	      "                         stores), not its data, so a missing tensor is found by\n"
+	      "                         the compile, not the plan; with --random-weights\n"
+	      "                         config.json alone is enough\n"
 	      "  --mtp                  compile the MTP draft head when the config declares one\n"
 	      "                         (mtp_num_hidden_layers; the default)\n"
 	      "  --no-mtp               leave the draft head out\n"
@@ -116,7 +124,7 @@ static void compile_usage(FILE *out)
 typedef struct {
 	const char *hf, *model, *dtype, *quant, *act_quant, *seed, *period, *out, *targets, *mtp_from, *ctx, *draft_max,
 		*draft_vocab;
-	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion;
+	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion, plan_only;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -136,6 +144,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			a->no_merge = true;
 		else if (strcmp(s, "--no-store-fusion") == 0)
 			a->no_store_fusion = true;
+		else if (strcmp(s, "--plan-only") == 0)
+			a->plan_only = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--model", &a->model, &rc) ||
 			 cli_take_value("compile", argc, argv, &i, "--dtype", &a->dtype, &rc) ||
@@ -187,8 +197,10 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 {
 	if (!a->hf)
 		return cli_usage_error("compile", "%s", "--hf CKPT_DIR is required");
-	if (!a->out)
+	if (!a->out && !a->plan_only)
 		return cli_usage_error("compile", "%s", "-o OUT.halo is required");
+	if (a->out && a->plan_only)
+		return cli_usage_error("compile", "%s", "--plan-only writes no bundle: drop -o");
 	if (a->mtp + a->no_mtp + (a->mtp_from != NULL) > 1)
 		return cli_usage_error("compile", "%s", "--mtp, --no-mtp and --mtp-from exclude each other");
 	o->hf_dir = a->hf;
@@ -197,6 +209,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->no_tokenizer = a->no_tokenizer;
 	o->no_merge = a->no_merge;
 	o->no_store_fusion = a->no_store_fusion;
+	o->plan_only = a->plan_only;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;
 	if (a->targets && !parse_targets(a->targets, o))
@@ -268,6 +281,46 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 	p->shown = true;
 }
 
+/* One line of --plan-only's report: bytes, GiB and, for weights, elements
+ * and bits per element (elements 0: not weights). */
+static void plan_line(const char *what, const char *detail, uint64_t bytes, uint64_t elements)
+{
+	printf("  %-16s %-12s %16llu %10.3f", what, detail, (unsigned long long)bytes,
+	       (double)bytes / (1024.0 * 1024.0 * 1024.0));
+	if (elements)
+		printf(" %12.3f %6.2f", (double)elements / 1e9, 8.0 * (double)bytes / (double)elements);
+	printf("\n");
+}
+
+/* --plan-only's report: what the bundle holds and one session allocates. */
+static int print_plan(const cg_compile_options *o, const cg_compile_stats *st)
+{
+	printf("# halo compile --plan-only: model %s, checkpoint %s%s, context %lld tokens\n", o->model_path,
+	       o->hf_dir, o->random_weights ? " (config.json only)" : "", (long long)st->n_ctx);
+	printf("# %-16s %-12s %16s %10s %12s %6s\n", "what", "", "bytes", "GiB", "G elements", "bits");
+	for (int t = 0; t < HALO_DTYPE_COUNT; t++)
+		if (st->dtype_bytes[t])
+			plan_line("weights", halo_dtype_name((halo_dtype)t), st->dtype_bytes[t], st->dtype_params[t]);
+	plan_line("weights", "section", st->weight_bytes, st->weight_params);
+	plan_line("state", "caches", st->cache_bytes, 0);
+	plan_line("state", "recurrent", st->state_bytes - st->cache_bytes - st->slot_bytes, 0);
+	plan_line("state", "slots", st->slot_bytes, 0);
+	plan_line("activations", "arena", st->act_bytes, 0);
+	plan_line("total", "", st->weight_bytes + st->state_bytes + st->act_bytes, 0);
+	printf("# the section aligns every tensor to %d bytes; caches grow linearly with --ctx; slots: the verify\n"
+	       "# entry's per-token copies of the recurrent state (--draft-max); arena: the largest entry's activations\n",
+	       CG_WEIGHT_ALIGN);
+	if (st->quant_fallbacks)
+		printf("# %d weight%s stored q8_0, not %s (K not a multiple of %zu): %s\n", st->quant_fallbacks,
+		       st->quant_fallbacks == 1 ? "" : "s", halo_dtype_name(o->quant), halo_dtype_block(o->quant),
+		       st->fallback);
+	if (fflush(stdout) != 0) {
+		perror("halo compile: writing stdout");
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_compile(int argc, char **argv)
 {
 	compile_args a = {0};
@@ -300,6 +353,8 @@ int cmd_compile(int argc, char **argv)
 		fprintf(stderr, "halo compile: %s\n", err);
 		return 1;
 	}
+	if (o.plan_only)
+		return print_plan(&o, &st);
 	const double mib = 1024.0 * 1024.0;
 	fprintf(stderr,
 		"halo compile: wrote %s (model %s) in %.1f s: weights %.1f MiB; context %lld tokens, state %.1f MiB "

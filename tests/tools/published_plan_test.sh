@@ -11,7 +11,8 @@ halo=$1
 root=${HALO_SOURCE_ROOT:-.}
 cfg=$root/tests/models/qwen4_exp_published.config.json
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+ckpt=$(mktemp -d)
+trap 'rm -rf "$out" "$ckpt"' EXIT
 "$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format schedule > "$out"
 for entry in prefill decode verify draft_extend draft_catchup draft; do
 	grep -q "^# entry $entry:" "$out" || { echo "FAIL: no schedule for entry $entry" >&2; exit 1; }
@@ -19,4 +20,10 @@ done
 grep -q "state_write mtp_hidden_export" "$out" || { echo "FAIL: the target does not export its hidden rows" >&2; exit 1; }
 "$halo" inspect "$root/models/qwen4_exp.yaml" --config "$cfg" --format memory --entry decode > "$out"
 grep "^weight_bytes:\|^state_bytes:\|^state_slot_bytes:\|^activation_live_peak_bytes:" "$out"
+# what the published model takes in q4_k at a 32k context (the weights at
+# their dims, nothing converted): docs/quantization.md quotes it
+cp "$cfg" "$ckpt/config.json"
+"$halo" compile --hf "$ckpt" --random-weights 1 --plan-only --dtype f16 --quant q4_k --ctx 32768 > "$out"
+grep -q "^  weights  *q4_k " "$out" || { echo "FAIL: no q4_k weights in the plan" >&2; exit 1; }
+grep -v "^# [0-9]* weights stored q8_0" "$out"
 echo "published plan: ok"
