@@ -6,6 +6,17 @@
 
 #include "runtime/drivers/ref/half.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
+/* The bytes must not depend on the compiler: no multiply and add fused
+ * into one rounding. GCC contracts nothing under ISO C (-std=c17, which
+ * meson.build sets); clang contracts within an expression unless told. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 enum {
 	Q8_BLOCK = 32,
 	Q4_SUPER = 256,
@@ -89,6 +100,9 @@ static void q8_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_
  * fixed order, so the bytes depend on nothing but the input. */
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
 
 static v4f load4(const float *p)
 {
@@ -149,30 +163,99 @@ static float q4_iscale(float lo, float hi, int c)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* Two candidates in one 8-wide vector (AVX2): lanes 0-3 run candidate c's
- * q4_codes over the sub-block, lanes 4-7 candidate c + 1's, each lane with
- * the operations and order of the 4-wide code, so the sums, and the
- * bytes, are the same (test_quant pins them). Half the instructions of the
- * search, which is most of q4_k's conversion time. */
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+/* Several candidates at once: two in an 8-wide vector (AVX2), four in a
+ * 16-wide one (AVX-512). Lane l of each candidate's four runs the 4-wide
+ * code's lane l (elements l, l + 4, ... of the sub-block) with the same
+ * operations: x - lo is computed once per sub-block instead of once per
+ * candidate (the same value), and the clamps are min(16, v) and min(15,
+ * c), which (MINPS returns its second operand unless the first is smaller)
+ * give what the compare and select give, a NaN included. So the sums, and
+ * the bytes, are the 4-wide code's (test_quant pins them). The products
+ * x * q are added as a multiply and an add: ISO C (-std=c17) does not
+ * contract them into one fused operation. About half the instructions per
+ * candidate of the compare-and-select form, and most of q4_k's conversion
+ * time is this search. */
 
-__attribute__((target("avx2"))) static void q4_codes_pair(const float *x, float lo, float is0, float is1,
-							  int *sq, int *sqq, float *sxq)
+/* Each candidate's sums from its four lanes (a_, aa_, p_: the vectors'
+ * lanes stored), added as sum4 adds them. */
+static inline __attribute__((always_inline)) void q4_lane_sums(const float *a_, const float *aa_, const float *p_, int n, int *sq, int *sqq, float *sxq)
 {
-	v8f a = {0}, aa = {0}, p = {0}, is = {is0, is0, is0, is0, is1, is1, is1, is1};
-	for (int i = 0; i < Q4_SUB / 4; i++) {
-		v4f x4 = load4(x + 4 * i);
-		v8f xv = __builtin_shufflevector(x4, x4, 0, 1, 2, 3, 0, 1, 2, 3);
-		Q4_CODE_SUMS(v8f, v8i, xv, lo, is, a, aa, p);
-	}
-	for (int h = 0; h < 2; h++) {
-		sq[h] = (int)((a[4 * h] + a[4 * h + 1]) + (a[4 * h + 2] + a[4 * h + 3]));
-		sqq[h] = (int)((aa[4 * h] + aa[4 * h + 1]) + (aa[4 * h + 2] + aa[4 * h + 3]));
-		sxq[h] = (p[4 * h] + p[4 * h + 1]) + (p[4 * h + 2] + p[4 * h + 3]);
+	for (int h = 0; h < n; h++) {
+		sq[h] = (int)((a_[4 * h] + a_[4 * h + 1]) + (a_[4 * h + 2] + a_[4 * h + 3]));
+		sqq[h] = (int)((aa_[4 * h] + aa_[4 * h + 1]) + (aa_[4 * h + 2] + aa_[4 * h + 3]));
+		sxq[h] = (p_[4 * h] + p_[4 * h + 1]) + (p_[4 * h + 2] + p_[4 * h + 3]);
 	}
 }
 
+__attribute__((target("avx2"))) static int q4_candidates_avx2(const float *x, float lo, float hi, int *sq, int *sqq,
+							     float *sxq)
+{
+	__m256 xv[Q4_SUB / 4], dv[Q4_SUB / 4];
+	for (int i = 0; i < Q4_SUB / 4; i++) {
+		__m128 x4 = _mm_loadu_ps(x + 4 * i);
+		xv[i] = _mm256_set_m128(x4, x4);
+		dv[i] = _mm256_sub_ps(xv[i], _mm256_set1_ps(lo));
+	}
+	const __m256 sixteen = _mm256_set1_ps(16.0f), fifteen = _mm256_set1_ps(15.0f), half = _mm256_set1_ps(0.5f);
+	int c = 0;
+	for (; c + 2 <= Q4_STEPS; c += 2) {
+		float isc[8];
+		for (int l = 0; l < 8; l++)
+			isc[l] = q4_iscale(lo, hi, c + l / 4);
+		__m256 is = _mm256_loadu_ps(isc);
+		__m256 a = _mm256_setzero_ps(), aa = a, p = a;
+		for (int i = 0; i < Q4_SUB / 4; i++) {
+			__m256 v = _mm256_min_ps(sixteen, _mm256_mul_ps(dv[i], is));
+			__m256i t = _mm256_cvttps_epi32(v);
+			__m256 up = _mm256_cmp_ps(_mm256_sub_ps(v, _mm256_cvtepi32_ps(t)), half, _CMP_GE_OQ);
+			__m256 cf = _mm256_min_ps(fifteen, _mm256_cvtepi32_ps(_mm256_sub_epi32(t, _mm256_castps_si256(up))));
+			a = _mm256_add_ps(a, cf);
+			aa = _mm256_add_ps(aa, _mm256_mul_ps(cf, cf));
+			p = _mm256_add_ps(p, _mm256_mul_ps(xv[i], cf));
+		}
+		float la[8], laa[8], lp[8];
+		_mm256_storeu_ps(la, a);
+		_mm256_storeu_ps(laa, aa);
+		_mm256_storeu_ps(lp, p);
+		q4_lane_sums(la, laa, lp, 2, sq + c, sqq + c, sxq + c);
+	}
+	return c;
+}
+
+__attribute__((target("avx512f"))) static int q4_candidates_avx512(const float *x, float lo, float hi, int *sq,
+								  int *sqq, float *sxq)
+{
+	__m512 xv[Q4_SUB / 4], dv[Q4_SUB / 4];
+	for (int i = 0; i < Q4_SUB / 4; i++) {
+		xv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(x + 4 * i));
+		dv[i] = _mm512_sub_ps(xv[i], _mm512_set1_ps(lo));
+	}
+	const __m512 sixteen = _mm512_set1_ps(16.0f), fifteen = _mm512_set1_ps(15.0f), half = _mm512_set1_ps(0.5f);
+	const __m512i one = _mm512_set1_epi32(1);
+	int c = 0;
+	for (; c + 4 <= Q4_STEPS; c += 4) {
+		float isc[16];
+		for (int l = 0; l < 16; l++)
+			isc[l] = q4_iscale(lo, hi, c + l / 4);
+		__m512 is = _mm512_loadu_ps(isc);
+		__m512 a = _mm512_setzero_ps(), aa = a, p = a;
+		for (int i = 0; i < Q4_SUB / 4; i++) {
+			__m512 v = _mm512_min_ps(sixteen, _mm512_mul_ps(dv[i], is));
+			__m512i t = _mm512_cvttps_epi32(v);
+			__mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(v, _mm512_cvtepi32_ps(t)), half, _CMP_GE_OQ);
+			__m512 cf = _mm512_min_ps(fifteen, _mm512_cvtepi32_ps(_mm512_mask_add_epi32(t, up, t, one)));
+			a = _mm512_add_ps(a, cf);
+			aa = _mm512_add_ps(aa, _mm512_mul_ps(cf, cf));
+			p = _mm512_add_ps(p, _mm512_mul_ps(xv[i], cf));
+		}
+		float la[16], laa[16], lp[16];
+		_mm512_storeu_ps(la, a);
+		_mm512_storeu_ps(laa, aa);
+		_mm512_storeu_ps(lp, p);
+		q4_lane_sums(la, laa, lp, 4, sq + c, sqq + c, sxq + c);
+	}
+	return c;
+}
 #endif
 
 /* Every candidate's code sums, in step order. */
@@ -180,9 +263,10 @@ static void q4_candidates(const float *x, float lo, float hi, int *sq, int *sqq,
 {
 	int c = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (__builtin_cpu_supports("avx2"))
-		for (; c + 1 < Q4_STEPS; c += 2)
-			q4_codes_pair(x, lo, q4_iscale(lo, hi, c), q4_iscale(lo, hi, c + 1), sq + c, sqq + c, sxq + c);
+	if (__builtin_cpu_supports("avx512f"))
+		c = q4_candidates_avx512(x, lo, hi, sq, sqq, sxq);
+	else if (__builtin_cpu_supports("avx2"))
+		c = q4_candidates_avx2(x, lo, hi, sq, sqq, sxq);
 #endif
 	for (; c < Q4_STEPS; c++)
 		q4_codes(x, lo, q4_iscale(lo, hi, c), sq + c, sqq + c, sxq + c);
@@ -195,6 +279,68 @@ static double fit_error(float s, float b, int sq, int sqq, float sxq, float sx, 
 	double S = s, B = b;
 	return S * S * sqq + 2.0 * S * B * sq - 2.0 * S * sxq + (double)Q4_SUB * B * B - 2.0 * B * sx + sxx;
 }
+
+/* The candidates' arrays are padded to whole 8-wide vectors; a padding
+ * lane's sums are zero, so its det is 0 and its fit invalid. */
+#define Q4_STEPS_PAD 24
+
+/* Every candidate's least-squares refit to its codes: scale cs and offset
+ * cb (<= 0: where the fit wants a positive offset, the format cannot store
+ * it, and s is refitted alone) and squared error ce, +inf where the fit is
+ * invalid (det <= 0: every code alike; s <= 0), so that it never wins. In
+ * 8-wide vectors (GCC/Clang vector extensions) with no branch on the data:
+ * each lane computes what fit_error and the scalar expressions give, in the
+ * same order; one definition for both builds below. */
+static inline __attribute__((always_inline)) void q4_refits_body(const int *csq, const int *csqq, const float *csxq,
+								 float sx, float sxx, float *cs, float *cb, double *ce)
+{
+	const v8f n = (v8f){0} + (float)Q4_SUB, zero = {0};
+	for (int c = 0; c < Q4_STEPS_PAD; c += 8) {
+		v8i isq, isqq;
+		v8f sxq;
+		memcpy(&isq, csq + c, sizeof isq);
+		memcpy(&isqq, csqq + c, sizeof isqq);
+		memcpy(&sxq, csxq + c, sizeof sxq);
+		v8f sq = __builtin_convertvector(isq, v8f), sqq = __builtin_convertvector(isqq, v8f);
+		v8f det = n * sqq - sq * sq;
+		v8f s = (n * sxq - sq * sx) / det, b = (sqq * sx - sq * sxq) / det, s0 = sxq / sqq;
+		v8i pos = b > zero;
+		s = (v8f)((pos & (v8i)s0) | (~pos & (v8i)s));
+		b = (v8f)(~pos & (v8i)b);
+		v8i valid = (det > zero) & (s > zero);
+		memcpy(cs + c, &s, sizeof s);
+		memcpy(cb + c, &b, sizeof b);
+		for (int h = 0; h < 8; h += 4) {
+			v4f s4, b4, x4;
+			v4i q4, qq4;
+			memcpy(&s4, cs + c + h, sizeof s4);
+			memcpy(&b4, cb + c + h, sizeof b4);
+			memcpy(&x4, csxq + c + h, sizeof x4);
+			memcpy(&q4, csq + c + h, sizeof q4);
+			memcpy(&qq4, csqq + c + h, sizeof qq4);
+			v4d S = __builtin_convertvector(s4, v4d), B = __builtin_convertvector(b4, v4d);
+			v4d e = S * S * __builtin_convertvector(qq4, v4d) + 2.0 * S * B * __builtin_convertvector(q4, v4d) -
+				2.0 * S * __builtin_convertvector(x4, v4d) + (double)Q4_SUB * B * B - 2.0 * B * (double)sx +
+				(double)sxx;
+			for (int l = 0; l < 4; l++)
+				ce[c + h + l] = valid[h + l] ? e[l] : INFINITY;
+		}
+	}
+}
+
+static void q4_refits(const int *csq, const int *csqq, const float *csxq, float sx, float sxx, float *cs, float *cb,
+		      double *ce)
+{
+	q4_refits_body(csq, csqq, csxq, sx, sxx, cs, cb, ce);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) static void q4_refits_avx2(const int *csq, const int *csqq, const float *csxq,
+							   float sx, float sxx, float *cs, float *cb, double *ce)
+{
+	q4_refits_body(csq, csqq, csxq, sx, sxx, cs, cb, ce);
+}
+#endif
 
 /* The scale s >= 0 and offset m >= 0 of x ~ s * q - m (q in 0..15) for one
  * sub-block: q from a range of candidate step sizes around (max - min) / 15,
@@ -213,30 +359,28 @@ static void q4_fit_sub(const float *x, float *scale, float *offset)
 	*offset = -lo;
 	if (hi <= lo)
 		return;
-	int csq[Q4_STEPS], csqq[Q4_STEPS];
-	float csxq[Q4_STEPS];
+	int csq[Q4_STEPS_PAD] = {0}, csqq[Q4_STEPS_PAD] = {0};
+	float csxq[Q4_STEPS_PAD] = {0}, cs[Q4_STEPS_PAD], cb[Q4_STEPS_PAD];
+	double ce[Q4_STEPS_PAD];
 	q4_candidates(x, lo, hi, csq, csqq, csxq);
-	/* the start, (max - min) / 15, is candidate step 0's codes */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (__builtin_cpu_supports("avx2"))
+		q4_refits_avx2(csq, csqq, csxq, sx, sxx, cs, cb, ce);
+	else
+#endif
+		q4_refits(csq, csqq, csxq, sx, sxx, cs, cb, ce);
+	/* the first smallest error below the start's, in step order; the
+	 * start, (max - min) / 15, is candidate step 0's codes */
 	double best = fit_error(*scale, lo, csq[10], csqq[10], csxq[10], sx, sxx);
-	for (int c = 0; c < Q4_STEPS; c++) {
-		int sq = csq[c], sqq = csqq[c];
-		float sxq = csxq[c];
-		float det = (float)Q4_SUB * (float)sqq - (float)sq * (float)sq;
-		if (det <= 0.0f)
-			continue;
-		float s = ((float)Q4_SUB * sxq - (float)sq * sx) / det, b = ((float)sqq * sx - (float)sq * sxq) / det;
-		if (b > 0.0f) {
-			b = 0.0f;
-			s = sxq / (float)sqq;
+	int pick = -1;
+	for (int c = 0; c < Q4_STEPS; c++)
+		if (ce[c] < best) {
+			best = ce[c];
+			pick = c;
 		}
-		if (s <= 0.0f)
-			continue;
-		double e = fit_error(s, b, sq, sqq, sxq, sx, sxx);
-		if (e < best) {
-			best = e;
-			*scale = s;
-			*offset = -b;
-		}
+	if (pick >= 0) {
+		*scale = cs[pick];
+		*offset = -cb[pick];
 	}
 }
 
