@@ -64,16 +64,17 @@ static void q4_unpack(uint u, vec4 &lo, vec4 &hi)
 	}
 }
 
-// Four E2M1 codes (nibbles) by integer operations (quant_weights.glsl: a
-// code's exponent and mantissa bits rebiased by 126; codes 0 and 1 given
-// exponent 1 and 1 subtracted, both exact).
+// Four E2M1 codes (nibbles) by integer operations alone (quant_weights.glsl:
+// a code's exponent and mantissa bits rebiased by 126; codes 0 and 1 are
+// 0 and 0.5's bits, em * 0x3f000000; no float operation, which NVIDIA's
+// Vulkan compiler got wrong in one kernel).
 static vec4 e2m1_of(uint u)
 {
 	vec4 v;
 	for (uint e = 0u; e < 4u; e++) {
-		uint q = (u >> (4u * e)) & 0xfu, em = q & 7u, sub = em < 2u ? 1u : 0u;
-		float mag = uintBitsToFloat((em << 22u) + ((126u + sub) << 23u)) - float(sub);
-		v[e] = uintBitsToFloat(floatBitsToUint(mag) | ((q & 8u) << 28u));
+		uint q = (u >> (4u * e)) & 0xfu, em = q & 7u;
+		uint bits = em >= 2u ? (em << 22u) + (126u << 23u) : em * 0x3f000000u;
+		v[e] = uintBitsToFloat(bits | ((q & 8u) << 28u));
 	}
 	return v;
 }

@@ -67,16 +67,19 @@ void q4_unpack(uint u, out vec4 lo, out vec4 hi)
 	hi = fma(g, vec4(1.0 / 65536.0, 1.0, 1.0 / 16.0, 1.0 / 256.0), -vec4(128.0, 8388608.0, 524288.0, 32768.0));
 }
 
-// Four E2M1 codes (nibbles) by integer operations, as f8_unpack does fp8's:
-// a code's exponent and mantissa bits (e m, magnitude 2^(e-1) (1 + m/2) for
-// e >= 1) moved to an f32's and rebiased by 127 - 1 = 126 are its value;
-// codes 0 and 1 (e = 0: 0 and 0.5) take exponent 1 instead, 1 + m/2, and
-// subtracting 1 leaves m/2, exact.
+// Four E2M1 codes (nibbles) by integer operations alone, as f8_unpack does
+// fp8's: a code's exponent and mantissa bits (e m, magnitude 2^(e-1) (1 +
+// m/2) for e >= 1) moved to an f32's and rebiased by 127 - 1 = 126 are its
+// value's bits; codes 0 and 1 (e = 0: 0 and 0.5) are 0 and 0.5's bits,
+// em * 0x3f000000. No float operation: the earlier form (exponent 1 for
+// e = 0, then 1.0 subtracted) decoded some codes half a unit off in
+// matmul_coopmat.comp on NVIDIA's driver 580 (the same source was right in
+// matmul.comp and matvec.comp), which integer selects cannot be.
 vec4 e2m1_of(uvec4 q)
 {
-	uvec4 em = q & 7u, sub = uvec4(lessThan(em, uvec4(2u)));
-	vec4 mag = uintBitsToFloat((em << 22u) + ((126u + sub) << 23u)) - vec4(sub);
-	return uintBitsToFloat(floatBitsToUint(mag) | ((q & 8u) << 28u));
+	uvec4 em = q & 7u, big = uvec4(greaterThanEqual(em, uvec4(2u)));
+	uvec4 bits = big * ((em << 22u) + (126u << 23u)) + (1u - big) * em * 0x3f000000u;
+	return uintBitsToFloat(bits | ((q & 8u) << 28u));
 }
 
 // The eight E2M1 values of u, in nibble order, before their block's scale.
