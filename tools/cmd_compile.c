@@ -30,7 +30,7 @@ static bool quant_format(const char *name, halo_dtype *out)
 static void compile_usage(FILE *out)
 {
 	fputs("usage: halo compile --hf CKPT_DIR [--model MODEL.yaml] [--dtype f32|f16]\n"
-	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4 [--act-quant q8]]\n"
+	      "                    [--quant q8_0|q4_k|f8e4m3|mxfp4 [--act-quant q8|none]]\n"
 	      "                    [--random-weights SEED [--random-period N]]\n"
 	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
@@ -59,10 +59,12 @@ static void compile_usage(FILE *out)
 	      "                         per 32; a checkpoint's MXFP4 experts as they are)\n"
 	      "                         (docs/quantization.md). A weight whose K is not a multiple\n"
 	      "                         of 32 cannot be quantized: an error\n"
-	      "  --act-quant q8         with --quant q8_0 or q4_k: decode and verification steps\n"
-	      "                         round each matmul input to int8 per block of 32 and\n"
-	      "                         multiply integers (as llama.cpp's GPU backends do for\n"
-	      "                         quantized weights); prompt steps keep f32 inputs\n"
+	      "  --act-quant q8|none    q8, with --quant q8_0 or q4_k: decode and verification\n"
+	      "                         steps round each matmul input to int8 per block of 32\n"
+	      "                         and multiply integers (as llama.cpp's GPU backends do\n"
+	      "                         for quantized weights); prompt steps keep f32 inputs.\n"
+	      "                         Default: q8 under --quant q4_k (its quality, 1.4x its\n"
+	      "                         decode), none otherwise; none keeps f32 inputs\n"
 	      "  --random-weights SEED  ignore the checkpoint's tensors: seeded random weights at\n"
 	      "                         config.json's dims (benchmarks, tests)\n"
 	      "  --random-period N      with --random-weights: each tensor's values repeat every N\n"
@@ -221,12 +223,16 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 		return cli_usage_error("compile", "--dtype must be f32 or f16, not '%s'", a->dtype);
 	if (a->quant && !quant_format(a->quant, &o->quant))
 		return cli_usage_error("compile", "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not '%s'", a->quant);
-	if (a->act_quant && strcmp(a->act_quant, "q8") != 0)
-		return cli_usage_error("compile", "--act-quant must be q8 (int8 activations), not '%s'", a->act_quant);
-	if (a->act_quant && o->quant != HALO_Q8_0 && o->quant != HALO_Q4_K)
+	bool xq_off = a->act_quant && strcmp(a->act_quant, "none") == 0;
+	if (a->act_quant && !xq_off && strcmp(a->act_quant, "q8") != 0)
+		return cli_usage_error("compile", "--act-quant must be q8 (int8 activations) or none, not '%s'",
+				       a->act_quant);
+	if (a->act_quant && !xq_off && o->quant != HALO_Q8_0 && o->quant != HALO_Q4_K)
 		return cli_usage_error("compile", "%s", "--act-quant q8 needs --quant q8_0 or q4_k (the weights whose "
 				       "kernels multiply int8 activations)");
-	o->int8_activations = a->act_quant != NULL;
+	/* q4_k's default: int8 activations, the same quality at 1.4x its
+	 * decode (docs/quantization.md); q8_0's stays f32 */
+	o->int8_activations = a->act_quant ? !xq_off : o->quant == HALO_Q4_K;
 	if (a->ctx && !cli_parse_i64(a->ctx, 1, (int64_t)1 << 24, &o->n_ctx))
 		return cli_usage_error("compile", "--ctx wants a context length of 1..16777216 tokens, not '%s'", a->ctx);
 	if (a->draft_max && !cli_parse_i64(a->draft_max, 1, IR_DRAFT_MAX_LIMIT, &o->draft_max))

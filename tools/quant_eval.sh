@@ -4,7 +4,8 @@
 # dense model its bundle is the f16 one), runs the held-out ids through each in windows of WINDOW tokens
 # (a fresh session per window, as llama.cpp's perplexity tool does with its
 # context), and prints tools/quant_quality.py's numbers (perplexity, KL
-# divergence, top-1 agreement) for each format against f16. FORMAT+xq
+# divergence, top-1 agreement) for each format against f16. FORMAT keeps f32
+# activations (--act-quant none, whatever compile's default); FORMAT+xq
 # (q8_0+xq, q4_k+xq: --act-quant q8) runs each window through the decode
 # entry (halo run --prompt-entry decode), whose matvecs take the int8
 # activations; FORMATS overrides the list (default: all of them).
@@ -26,7 +27,11 @@ formats=${FORMATS:-q8_0 q4_k f8e4m3 mxfp4 q8_0+xq q4_k+xq}
 for fmt in f16 $formats; do
 	quant="" entry=""
 	[ "$fmt" = f16 ] || quant="--quant ${fmt%+xq}"
-	[ "$fmt" = "${fmt%+xq}" ] || quant="$quant --act-quant q8" entry="--prompt-entry decode"
+	if [ "$fmt" = "${fmt%+xq}" ]; then
+		quant="$quant --act-quant none"
+	else
+		quant="$quant --act-quant q8" entry="--prompt-entry decode"
+	fi
 	"$halo" compile --hf "$ckpt" --model "$model" --dtype f16 $quant -o "$work/$fmt.halo" 2> "$work/compile_$fmt.log"
 	: > "$work/$fmt.logits"
 	for win in "$work"/win*.txt; do

@@ -3,8 +3,8 @@
 # a weight whose K is not a whole number of q8_0 blocks and a non-finite
 # weight value are errors naming the weight that leave no bundle behind, the
 # q4_k and f8e4m3 fallbacks to q8_0 are noted, mxfp4 stores the experts
-# alone, --act-quant takes q8 over q8_0 or q4_k, and halo inspect --bundle
-# shows the dtypes.
+# alone, --act-quant takes q8 over q8_0 or q4_k (q4_k's default) and none
+# over any, and halo inspect --bundle shows the dtypes.
 # usage: quant_cli_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 test_name="quant cli"
 . "$(dirname "$0")/test_lib.sh"
@@ -14,7 +14,7 @@ expect 2 "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not 'q5_k'" compile --hf 
 expect 2 "--quant must be q8_0, q4_k, f8e4m3 or mxfp4, not 'f16'" compile --hf "$tiny" --quant f16 -o "$work/x.halo"
 expect 2 "'--quant' needs a value" compile --hf "$tiny" -o "$work/x.halo" --quant
 # int8 activations: q8 only, over q8_0 or q4_k
-expect 2 "--act-quant must be q8 (int8 activations), not 'q4'" compile --hf "$tiny" --quant q8_0 --act-quant q4 -o "$work/x.halo"
+expect 2 "--act-quant must be q8 (int8 activations) or none, not 'q4'" compile --hf "$tiny" --quant q8_0 --act-quant q4 -o "$work/x.halo"
 expect 2 "--act-quant q8 needs --quant q8_0 or q4_k" compile --hf "$tiny" --act-quant q8 -o "$work/x.halo"
 expect 2 "--act-quant q8 needs --quant q8_0 or q4_k" compile --hf "$tiny" --quant f8e4m3 --act-quant q8 -o "$work/x.halo"
 [ ! -e "$work/x.halo" ] || fail "a refused command line left $work/x.halo"
@@ -53,6 +53,13 @@ expect 0 "." run "$work/q8.halo" --backend ref --tokens 1,2,3 --n-predict 2
 expect 0 "int8 activations in 18 decode and verification matvecs" \
 	compile --hf "$tiny" --targets ref --quant q8_0 --act-quant q8 -o "$work/q8x.halo"
 expect 0 "." run "$work/q8x.halo" --backend ref --tokens 1,2,3 --n-predict 2
+# q4_k takes int8 activations unless told otherwise; q8_0 and the others do not
+expect 0 "int8 activations in 18 decode and verification matvecs" \
+	compile --hf "$tiny" --targets ref --quant q4_k -o "$work/q4x.halo"
+for flags in "--quant q4_k --act-quant none" "--quant q8_0" "--quant f8e4m3 --act-quant none" "--act-quant none"; do
+	expect 0 "." compile --hf "$tiny" --targets ref $flags -o "$work/none.halo"
+	grep -q "int8 activations" "$err" && fail "halo compile $flags gave int8 activations: $(cat "$err")"
+done
 # the decode path's logits of a prompt (what int8 activations change): one row a token
 expect 0 "." run "$work/q8x.halo" --backend ref --tokens 1,2,3,4,5 --n-predict 1 --prompt-entry decode \
 	--logits-out "$work/q8x.logits"

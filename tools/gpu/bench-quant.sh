@@ -7,7 +7,8 @@
 # per decoded token (values and scales; under q4_k the head is q8_0, under
 # f8e4m3 fp8 with an f32 scale per 128 of a row: docs/quantization.md). Writes $OUT/quant_<dtype>.md/.json, compile times
 # and bundle sizes to $OUT/quant_compile.txt. FORMATS picks the formats
-# (default "f16 q8_0 q4_k f8e4m3"; FORMAT+xq: with --act-quant q8).
+# (default "f16 q8_0 q4_k f8e4m3", with f32 activations: --act-quant none;
+# FORMAT+xq: with --act-quant q8).
 # usage: [FORMATS=...] tools/gpu/bench-quant.sh [TG] [PP] [LAYERS]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -26,7 +27,8 @@ for fmt in ${FORMATS:-f16 q8_0 q4_k f8e4m3}; do
 	bundle=/tmp/qwen3_8b_$fmt.halo
 	quant=""
 	[ "$fmt" = f16 ] || quant="--quant ${fmt%+xq}"
-	[ "$fmt" = "${fmt%+xq}" ] || quant="$quant --act-quant q8"
+	# FORMAT: f32 activations whatever compile's default; FORMAT+xq: int8
+	if [ "$fmt" = "${fmt%+xq}" ]; then quant="$quant --act-quant none"; else quant="$quant --act-quant q8"; fi
 	t0=$(date +%s.%N)
 	"$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $quant -o "$bundle" 2> /tmp/compile_$fmt.log
 	t1=$(date +%s.%N)

@@ -26,7 +26,8 @@
 #                     xz's to 1.9 MB; kernel times do not depend on the values),
 #                     compiled here with the vulkan and cuda targets, one
 #                     bundle per format of PACK_SPEED_DTYPES (default f16;
-#                     q8_0, q4_k, f8e4m3: --quant over f16; q8_0+xq, q4_k+xq:
+#                     q8_0, q4_k, f8e4m3: --quant over f16 with f32
+#                     activations (--act-quant none); q8_0+xq, q4_k+xq:
 #                     with --act-quant q8):
 #                     tools/gpu/backend-speed.sh times each on both backends
 # .devrun/xq/         (PACK_XQ=1) the Qwen3 k256 test model with int8
@@ -142,11 +143,12 @@ if [ "${PACK_SPEED:-0}" != 0 ]; then
 	mkdir -p .devrun/speed
 	python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b .devrun/speed/cfg "$PACK_SPEED"
 	# PACK_SPEED_DTYPES: the weight formats, one bundle each (f16, or a
-	# --quant format over f16; FORMAT+xq: with --act-quant q8)
+	# --quant format over f16 with --act-quant none; FORMAT+xq: with
+	# --act-quant q8)
 	for d in ${PACK_SPEED_DTYPES:-f16}; do
 		quant=""
 		[ "$d" = f16 ] || quant="--quant ${d%+xq}"
-		[ "$d" = "${d%+xq}" ] || quant="$quant --act-quant q8"
+		if [ "$d" = "${d%+xq}" ]; then quant="$quant --act-quant none"; else quant="$quant --act-quant q8"; fi
 		# shellcheck disable=SC2086 # $quant is words or none
 		build-dev/tools/halo compile --hf .devrun/speed/cfg --random-weights 1 --random-period 65536 --dtype f16 \
 			$quant --targets ref,vulkan,cuda -o /tmp/halo-speed.halo
