@@ -1044,31 +1044,44 @@ static bool build_rope(kv_build *b)
 }
 
 /* attention_partial of a prompt step (t_max past the decode kernels'):
- * attention_rows.comp, RT query rows a workgroup sharing each staged chunk
- * of keys and values, where D and DV suit it and its shared memory fits;
- * false (nothing built) otherwise. */
-#define ATT_ROWS 16
-#define ATT_ROWS_KP 32
+ * attention_rows.comp, 128 lanes, QR query vectors a workgroup (GH heads of
+ * one kv group, the largest power of two dividing the group up to 4, times
+ * QR / GH token rows) sharing each staged pass of KP keys: the first of
+ * (QR, KP) = (32, 32), (32, 16), (16, 16) whose staged queries, keys and
+ * weights fit the shared memory every target has (D = 128 takes (32, 16));
+ * false (nothing built) where none fits or D, DV or the block do not suit
+ * it. */
+#define ATT_ROWS_LANES 128
 
 static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 {
 	const kv_desc *d = b->d;
-	int64_t hq = d->u.attention.hq, D = d->u.attention.D, dv = d->u.attention.dv;
-	int64_t wide = D > dv ? D : dv, lpr = ls / ATT_ROWS;
-	uint64_t shared =
-		((uint64_t)ATT_ROWS * (D + 4) + (uint64_t)ATT_ROWS_KP * (wide + 4) + ATT_ROWS * ATT_ROWS_KP) * 4;
-	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || D % 16 || lpr < 1 ||
-	    lpr > ATT_ROWS_KP || ATT_ROWS_KP % lpr || dv % (4 * lpr) || d->u.attention.block % ATT_ROWS_KP ||
-	    shared > KV_SHARED_LIMIT)
+	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D, dv = d->u.attention.dv;
+	int64_t wide = D > dv ? D : dv, group = hq / hk, gh = 1;
+	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || ls != ATT_ROWS_LANES || D % 4 ||
+	    dv % 4)
 		return false;
-	b->p->template = "attention_rows";
-	def_uint(b, "RT", ATT_ROWS);
-	set_local(b, ls, 1);
-	set_grid(b, 0, 0, hq, 1);
-	set_grid(b, 1, 1, 0, ATT_ROWS);
-	set_grid(b, 2, 0, blocks, 1);
-	sb_printf(&b->tile, "ls%u,rows%d", ls, ATT_ROWS);
-	return true;
+	while (gh < 4 && group % (2 * gh) == 0)
+		gh *= 2;
+	static const int64_t tiles[][2] = {{32, 32}, {32, 16}, {16, 16}};
+	for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+		/* 16 query groups of SQ = qr / 16, 8 key groups of SK = kp / 8 */
+		int64_t qr = tiles[i][0], kp = tiles[i][1];
+		uint64_t shared = ((uint64_t)qr * (D + 4) + (uint64_t)kp * (wide + 4) + (uint64_t)kp * qr + qr) * 4;
+		if (shared > KV_SHARED_LIMIT || d->u.attention.block % kp)
+			continue;
+		b->p->template = "attention_rows";
+		def_uint(b, "QR", qr);
+		def_uint(b, "GH", gh);
+		def_uint(b, "KP", kp);
+		set_local(b, ls, 1);
+		set_grid(b, 0, 0, hq / gh, 1);
+		set_grid(b, 1, 1, 0, qr / gh);
+		set_grid(b, 2, 0, blocks, 1);
+		sb_printf(&b->tile, "ls%u,q%" PRId64 ",g%" PRId64 ",kp%" PRId64, ls, qr, gh, kp);
+		return true;
+	}
+	return false;
 }
 
 /* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over

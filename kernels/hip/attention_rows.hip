@@ -1,31 +1,38 @@
-// attention_partial for prompt steps: workgroup (j, g, b) takes query rows
-// t = g * RT .. g * RT + RT - 1 of head j and key block b, and writes for
-// each row what attention.hip's PARTIAL form writes for it (the row's
+// attention_partial for prompt steps: workgroup (g, r, b) takes QR query
+// vectors, GH heads of one kv group (heads g * GH ..) for each of the RT =
+// QR / GH token rows t = r * RT .., and key block b, and writes for each
+// query what attention.hip's PARTIAL form writes for it (the row's
 // unnormalised sums over its keys in the block, the max score, the
 // denominator). The twin of kernels/vulkan/attention_rows.comp, whose
-// comment gives the scheme: chunks of KP keys staged once in shared memory
-// for RT rows, lane (r, sub) scoring keys sub, sub + LPR, ... of row r
-// (4 partial dots over channels p, p + 4, ..., then those 4 in order), and
-// summing its output vec4s sub, sub + LPR, ... over the pass's keys in key
-// order. The store of acc's components carries `#pragma unroll` where the
+// comment gives the scheme: passes of KP keys staged once in shared memory
+// for the QR queries; 128 lanes, lane l = query group l / 8 (SQ queries) and
+// key or channel group l % 8; scores of SQ x SK register tiles (dot products
+// over the channels' vec4s in order) to sw[key][query]; lane l < QR turns
+// query l's scores into weights (its max, e^(s - max), the denominator in key
+// order) while the values are staged; then the lane's SQ queries' output
+// vec4s kg, kg + 8, ... rescaled and summed over the pass's keys in key
+// order. The stores of acc's components carry `#pragma unroll` where the
 // GLSL has none: a vector indexed in a rolled loop would live in local
 // memory.
-// Grid: x = HQ, y = ceil(T / RT), z = NBLK.
+// Grid: x = HQ / GH, y = ceil(T / RT), z = NBLK.
 
-#define LPR (LS_X / RT)
-#define KP 32u
-#define KPL (KP / LPR) // keys a lane scores per pass
+#define RT (QR / GH)
+#define SQ (QR / 16u)
+#define SK (KP / 8u)
+#define NCV (DV / 4u)
+#define CV ((NCV + 7u) / 8u)
 #define NEG_BIG -3.0e38f
-// staged row strides in vec4s: D + 4 (or DV + 4) floats, so that rows read
-// together fall in different banks (a conditional where the GLSL calls max:
-// a shared array's size must be a constant expression in C++)
+// staged row strides in vec4s: D + 4 (or DV + 4) floats, so that the rows
+// the 8 key groups read together fall in different banks (a conditional
+// where the GLSL calls max: a shared array's size must be a constant
+// expression in C++)
 #define DW ((D > DV ? D : DV) / 4u + 1u)
 #define QW (D / 4u + 1u)
-#define NCH4 (DV / 4u / LPR) // vec4s of output channels per lane
 
-HALO_SHARED vec4 qs[RT * QW];
+HALO_SHARED vec4 qs[QR * QW];
 HALO_SHARED vec4 kv[KP * DW];
-HALO_SHARED float sc[RT * KP];
+HALO_SHARED float sw[KP * QR]; // [key][query]: scores, then weights
+HALO_SHARED float cs[QR];      // each query's rescale of the pass
 // @struct
 
 const vec4 *__restrict__ q4 = (const vec4 *)args.b[B_Q];
@@ -43,91 +50,123 @@ float *__restrict__ y = (float *)args.b[B_Y];
 						      : vec4{0.0f, 0.0f, 0.0f, 0.0f};                 \
 	}
 
+// Where query qi's keys in the block end (lo: none).
+uint query_end(uint qi, uint t0, uint lo)
+{
+	uint t = t0 + qi / GH;
+	return t < STEP_T ? min(step_pos + t + 1u, lo + BLOCK) : lo;
+}
+
 void main()
 {
-	uint l = gl_LocalInvocationID.x, r = l / LPR, sub = l % LPR;
-	uint j = gl_WorkGroupID.x, b = gl_WorkGroupID.z, kvh = j / (HQ / HK);
-	uint t0 = gl_WorkGroupID.y * RT, t = t0 + r;
-	uint lo = b * BLOCK;
-	// this row's keys end before hi (lo: none); the tile's before hi_wg
+	uint l = gl_LocalInvocationID.x, qg = l / 8u, kg = l % 8u;
+	uint j0 = gl_WorkGroupID.x * GH, kvh = j0 / (HQ / HK), b = gl_WorkGroupID.z;
+	uint t0 = gl_WorkGroupID.y * RT, lo = b * BLOCK;
+	// the tile's keys end before hi_wg
 	uint last = min(t0 + RT, STEP_T) - 1u;
-	uint hi = t < STEP_T ? min(step_pos + t + 1u, lo + BLOCK) : lo;
 	uint hi_wg = min(step_pos + last + 1u, lo + BLOCK);
-	for (uint e = l; e < RT * (D / 4u); e += LS_X) {
-		uint rr = e / (D / 4u), tt = t0 + rr;
-		qs[rr * QW + e % (D / 4u)] =
-			tt < STEP_T ? q4[(tt * HQ + j) * (D / 4u) + e % (D / 4u)] : vec4{0.0f, 0.0f, 0.0f, 0.0f};
+	for (uint e = l; e < QR * (D / 4u); e += LS_X) {
+		uint qi = e / (D / 4u), c = e % (D / 4u), tt = t0 + qi / GH;
+		qs[qi * QW + c] =
+			tt < STEP_T ? q4[(tt * HQ + j0 + qi % GH) * (D / 4u) + c] : vec4{0.0f, 0.0f, 0.0f, 0.0f};
 	}
-	float m = NEG_BIG, lsum = 0.0f;
-	vec4 acc[NCH4];
+	float m = NEG_BIG, lsum = 0.0f; // query l's, for l < QR
+	vec4 acc[SQ][CV];
 #pragma unroll
-	for (uint k = 0u; k < NCH4; k++)
-		acc[k] = vec4{0.0f, 0.0f, 0.0f, 0.0f};
+	for (uint a = 0u; a < SQ; a++)
+#pragma unroll
+		for (uint v = 0u; v < CV; v++)
+			acc[a][v] = vec4{0.0f, 0.0f, 0.0f, 0.0f};
 	for (uint c0 = lo; c0 < hi_wg; c0 += KP) {
-		barrier(); // the previous pass's reads of kv and sc are done
+		barrier(); // the previous pass's reads of kv, sw and cs are done
 		STAGE(kc4, D, c0, hi_wg, kvh)
 		barrier();
-		// key ii of the lane is sub + ii * LPR; d[ii][p] sums channels
-		// p, p + 4, ... in order, each q load serving all KPL keys
-		float d[KPL][4];
+		float s[SQ][SK];
 #pragma unroll
-		for (uint ii = 0u; ii < KPL; ii++)
+		for (uint a = 0u; a < SQ; a++)
 #pragma unroll
-			for (uint p = 0u; p < 4u; p++)
-				d[ii][p] = 0.0f;
-		for (uint c4 = 0u; c4 < D / 4u; c4 += 4u)
+			for (uint i = 0u; i < SK; i++)
+				s[a][i] = 0.0f;
+		for (uint c = 0u; c < D / 4u; c++) {
+			vec4 kr[SK];
 #pragma unroll
-			for (uint p = 0u; p < 4u; p++) {
-				vec4 qv = qs[r * QW + c4 + p];
+			for (uint i = 0u; i < SK; i++)
+				kr[i] = kv[(kg + 8u * i) * DW + c];
 #pragma unroll
-				for (uint ii = 0u; ii < KPL; ii++)
-					d[ii][p] += dot(qv, kv[(sub + ii * LPR) * DW + c4 + p]);
+			for (uint a = 0u; a < SQ; a++) {
+				vec4 qv = qs[(qg * SQ + a) * QW + c];
+#pragma unroll
+				for (uint i = 0u; i < SK; i++)
+					s[a][i] += dot(qv, kr[i]);
 			}
-#pragma unroll
-		for (uint ii = 0u; ii < KPL; ii++) {
-			uint i = sub + ii * LPR;
-			float s = 0.0f;
-#pragma unroll
-			for (uint p = 0u; p < 4u; p++)
-				s += d[ii][p];
-			sc[r * KP + i] = c0 + i < hi ? s * SCALE : NEG_BIG;
 		}
-		barrier();
-		float m_new = m;
 #pragma unroll
-		for (uint i = 0u; i < KP; i++)
-			m_new = max(m_new, sc[r * KP + i]);
-		float w[KP];
-		float wsum = 0.0f;
+		for (uint a = 0u; a < SQ; a++) {
+			uint qi = qg * SQ + a, hi = query_end(qi, t0, lo);
 #pragma unroll
-		for (uint i = 0u; i < KP; i++) {
-			w[i] = c0 + i < hi ? exp(sc[r * KP + i] - m_new) : 0.0f;
-			wsum += w[i];
+			for (uint i = 0u; i < SK; i++) {
+				uint key = kg + 8u * i;
+				sw[key * QR + qi] = c0 + key < hi ? s[a][i] * SCALE : NEG_BIG;
+			}
 		}
-		float corr = exp(m - m_new);
-		lsum = lsum * corr + wsum;
-		m = m_new;
-		barrier(); // every row's scores of the keys are read: stage the values
+		barrier(); // the keys are scored: the values may replace them
+		if (l < QR) {
+			uint hi = query_end(l, t0, lo);
+			float m_new = m;
+#pragma unroll
+			for (uint i = 0u; i < KP; i++)
+				m_new = max(m_new, sw[i * QR + l]);
+			float wsum = 0.0f;
+#pragma unroll
+			for (uint i = 0u; i < KP; i++) {
+				float w = c0 + i < hi ? exp(sw[i * QR + l] - m_new) : 0.0f;
+				sw[i * QR + l] = w;
+				wsum += w;
+			}
+			float corr = exp(m - m_new);
+			lsum = lsum * corr + wsum;
+			m = m_new;
+			cs[l] = corr;
+		}
 		STAGE(vc4, DV, c0, hi_wg, kvh)
 		barrier();
 #pragma unroll
-		for (uint k = 0u; k < NCH4; k++) {
-			vec4 a = acc[k] * corr;
+		for (uint a = 0u; a < SQ; a++) {
+			float corr = cs[qg * SQ + a];
 #pragma unroll
-			for (uint i = 0u; i < KP; i++)
-				a += w[i] * kv[i * DW + sub + k * LPR];
-			acc[k] = a;
+			for (uint v = 0u; v < CV; v++)
+				acc[a][v] = acc[a][v] * corr;
+		}
+		for (uint i = 0u; i < KP; i++) {
+			float w[SQ];
+#pragma unroll
+			for (uint a = 0u; a < SQ; a++)
+				w[a] = sw[i * QR + qg * SQ + a];
+#pragma unroll
+			for (uint v = 0u; v < CV; v++)
+				if (kg + 8u * v < NCV) {
+					vec4 x = kv[i * DW + kg + 8u * v];
+#pragma unroll
+					for (uint a = 0u; a < SQ; a++)
+						acc[a][v] += w[a] * x;
+				}
 		}
 	}
-	if (t >= STEP_T)
-		return;
-	uint base = ((t * HQ + j) * NBLK + b) * (DV + 2u);
 #pragma unroll
-	for (uint k = 0u; k < NCH4; k++)
+	for (uint a = 0u; a < SQ; a++) {
+		uint qi = qg * SQ + a, t = t0 + qi / GH;
+		if (t >= STEP_T)
+			continue;
+		uint base = ((t * HQ + j0 + qi % GH) * NBLK + b) * (DV + 2u);
 #pragma unroll
-		for (uint e = 0u; e < 4u; e++)
-			y[base + 4u * (sub + k * LPR) + e] = acc[k][e];
-	if (sub == 0u) {
+		for (uint v = 0u; v < CV; v++)
+			if (kg + 8u * v < NCV)
+#pragma unroll
+				for (uint e = 0u; e < 4u; e++)
+					y[base + 4u * (kg + 8u * v) + e] = acc[a][v][e];
+	}
+	if (l < QR && t0 + l / GH < STEP_T) {
+		uint base = (((t0 + l / GH) * HQ + j0 + l % GH) * NBLK + b) * (DV + 2u);
 		y[base + DV] = m;
 		y[base + DV + 1u] = lsum;
 	}
