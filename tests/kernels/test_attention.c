@@ -5,8 +5,8 @@
  * blocks of keys, then attention_combine), against the same unsplit
  * reference, with empty blocks past the last key: at t_max 8 (decode and
  * verify: attention.comp) and t_max 64 (prompt steps: attention_rows.comp,
- * 16 query rows a workgroup, ragged last tiles), whose rows equal single
- * rows bitwise as well.
+ * 32 queries a workgroup, the heads of a kv group together where GQA allows,
+ * ragged last tiles), whose rows equal single rows bitwise as well.
  *
  * Tolerance: max |got - want| / max(|want|, 1e-2) <= 2e-5. Scores are f32
  * dots of D terms; the online softmax rescales partial sums pass by pass and
