@@ -1,8 +1,9 @@
 /* The HIP-dialect twins run on the CPU: every variant of the matvec (decode
  * and verify, T <= 8), the prefill matmul (tiled, and matmul_coopmat's host
- * form: sm_90 and gfx1151 multiply on their matrix units) and the MoE expert
+ * form: sm_90 and gfx1151 multiply on their matrix units), the MoE expert
  * kernels (moe_gate_up, moe_down) over f32, f16
- * and the block-quantized weights (mxfp4 for the experts), emitted by
+ * and the block-quantized weights (mxfp4 for the experts), and prompt
+ * attention's partials (attention_rows), emitted by
  * codegen/emit_hip.c as for the cuda and hip targets, compiled with
  * clang++-19 for the host (kernels/hip/halo_hip.h's HALO_HOST form: lanes as
  * threads, real barriers) and run:
@@ -12,7 +13,8 @@
  *    quantized formats each block's sum scaled once; the coopmat form rounds
  *    x and w to f16; int8 activations: x as the reference rounds it);
  *  - batch invariance: the rows of a step of T tokens equal single-token
- *    steps bitwise (matvec), and a prefill row the same whatever T (matmul).
+ *    steps bitwise (matvec, attention_rows), and a prefill row the same
+ *    whatever T (matmul).
  * The twins run nowhere else here (no GPU); this is where an error in a
  * twin's source shows before the H200 does: the q4_k matvec's QPW tested a
  * macro quant_weights.hip had not defined yet, so every column was wrong on
@@ -108,12 +110,12 @@ static weights make_weights(halo_dtype w, int64_t K, int64_t N, unsigned seed)
 	return out;
 }
 
-/* One step of T tokens: the bindings b (the step record last), n_out of
- * the output y (poisoned first). */
-static void launch_step(const kv_kernel *k, launch_fn launch, void *const *b, int n_b, float *y, int64_t n_out,
-			int64_t T)
+/* One step of T tokens at position pos: the bindings b (the step record
+ * last), n_out of the output y (poisoned first). */
+static void launch_step_at(const kv_kernel *k, launch_fn launch, void *const *b, int n_b, float *y, int64_t n_out,
+			   int64_t T, uint32_t pos)
 {
-	uint32_t step[4] = {0, (uint32_t)T, 0, 0};
+	uint32_t step[4] = {pos, (uint32_t)T, 0, 0};
 	host_args a = {.T = (uint32_t)T};
 	for (int i = 0; i < n_b; i++)
 		a.b[i] = b[i];
@@ -122,6 +124,12 @@ static void launch_step(const kv_kernel *k, launch_fn launch, void *const *b, in
 		y[i] = NAN;
 	launch(a, kv_groups_eval(k, 0, T), kv_groups_eval(k, 1, T), kv_groups_eval(k, 2, T), k->local_size[0],
 	       k->local_size[1]);
+}
+
+static void launch_step(const kv_kernel *k, launch_fn launch, void *const *b, int n_b, float *y, int64_t n_out,
+			int64_t T)
+{
+	launch_step_at(k, launch, b, n_b, y, n_out, T, 0);
 }
 
 /* One matmul step of T rows of x into y [T, N]. */
@@ -311,6 +319,82 @@ static void check_moe(halo_dtype w, int64_t H, int64_t F, int64_t E, int64_t KSE
 	}
 }
 
+/* attention_partial of a prompt step (attention_rows.hip): every query's
+ * partial over each block of `block` keys (the sums weighted by e^(s - m),
+ * the max score m, the denominator; NEG_BIG and zeros for a block past its
+ * position) against f64, within the op suite's attention tolerance of the
+ * row's denominator and output scale; and a step of T rows at pos bitwise
+ * equal to each row run alone at its position. */
+static void check_attention_rows(int64_t hq, int64_t hk, int64_t D, int64_t C, int64_t block, int64_t T,
+				 uint32_t pos)
+{
+	kv_desc d = {.op = IR_OP_ATTENTION_PARTIAL, .t_max = 64};
+	d.u.attention.hq = hq, d.u.attention.hk = hk, d.u.attention.D = D, d.u.attention.dv = D;
+	d.u.attention.C = C, d.u.attention.scale = 0.25f, d.u.attention.block = block;
+	int64_t nb = (C + block - 1) / block, row = hq * nb * (D + 2);
+	CHECK(block <= 256, "block of %lld keys: the reference holds 256 scores", (long long)block);
+	kv_kernel k;
+	void *h;
+	launch_fn launch;
+	if (!load_variant(d, (kv_tiles){0}, 5, &k, &h, &launch)) /* q, k, v, part, step */
+		return;
+	CHECK(strstr(k.signature, ",kp") != NULL, "%s: not attention_rows' tiling", k.signature);
+	float *q = malloc((size_t)(T * hq * D) * sizeof(float)), *kc = malloc((size_t)(C * hk * D) * sizeof(float));
+	float *vc = malloc((size_t)(C * hk * D) * sizeof(float)), *y = malloc((size_t)(T * row) * sizeof(float));
+	float *y1 = malloc((size_t)row * sizeof(float));
+	for (int64_t i = 0; i < T * hq * D; i++)
+		q[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int64_t i = 0; i < C * hk * D; i++) {
+		kc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+		vc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	}
+	int before = check_failures;
+	double worst = 0;
+	if (h)
+		launch_step_at(&k, launch, (void *[]){q, kc, vc, y}, 4, y, T * row, T, pos);
+	for (int64_t t = 0; h && t < T && check_failures == before; t++)
+		for (int64_t j = 0; j < hq && check_failures == before; j++)
+			for (int64_t b = 0; b < nb && check_failures == before; b++) {
+				const float *got = y + ((t * hq + j) * nb + b) * (D + 2);
+				int64_t lo = b * block, hi = pos + t + 1 < (b + 1) * block ? pos + t + 1 : (b + 1) * block;
+				int64_t kvh = j / (hq / hk);
+				double sc[256], m = -3.0e38, l = 0;
+				for (int64_t c = lo; c < hi; c++) {
+					double dot = 0;
+					for (int64_t i = 0; i < D; i++)
+						dot += (double)q[(t * hq + j) * D + i] * kc[(c * hk + kvh) * D + i];
+					sc[c - lo] = 0.25 * dot;
+					m = fmax(m, sc[c - lo]);
+				}
+				for (int64_t c = lo; c < hi; c++)
+					l += exp(sc[c - lo] - m);
+				/* the max score, then the denominator and the sums on the denominator's scale */
+				double e = hi > lo ? fabs(got[D] - m) / fmax(fabs(m), 1e-2) : got[D] == -3.0e38f ? 0 : 1;
+				e = fmax(e, fabs(got[D + 1] - l) / fmax(l, 1e-2));
+				for (int64_t i = 0; i < D; i++) {
+					double want = 0;
+					for (int64_t c = lo; c < hi; c++)
+						want += exp(sc[c - lo] - m) * vc[(c * hk + kvh) * D + i];
+					e = fmax(e, fabs(got[i] - want) / fmax(l, 1e-2));
+				}
+				CHECK(e <= 2e-5, "%s T=%lld pos %u: row %lld head %lld block %lld off by %.3g", k.signature,
+				      (long long)T, pos, (long long)t, (long long)j, (long long)b, e);
+				worst = fmax(worst, e / 2e-5);
+			}
+	for (int64_t t = 0; h && t < T && check_failures == before; t++) {
+		launch_step_at(&k, launch, (void *[]){q + t * hq * D, kc, vc, y1}, 4, y1, row, 1, pos + (uint32_t)t);
+		CHECK(memcmp(y1, y + t * row, (size_t)row * sizeof(float)) == 0,
+		      "%s: row %lld of a %lld-row step differs from the row alone", k.signature, (long long)t,
+		      (long long)T);
+	}
+	printf("%s %s T=%lld pos %u: worst %.2g of its bound, rows bitwise as alone\n",
+	       check_failures == before ? "ok  " : "FAIL", k.signature, (long long)T, pos, worst);
+	if (h)
+		dlclose(h);
+	kv_kernel_free(&k);
+	free(q), free(kc), free(vc), free(y), free(y1);
+}
+
 int main(void)
 {
 	if (system("command -v clang++-19 >/dev/null 2>&1") != 0) {
@@ -344,6 +428,10 @@ int main(void)
 	check_moe(HALO_F16, 64, 32, 4, 2, 2e-5);
 	check_moe(HALO_Q4_K, 256, 256, 4, 2, 1e-4);
 	check_moe(HALO_MXFP4, 64, 32, 4, 2, 1e-4);
+	/* prompt attention: GQA groups of 4 and 2, a ragged tile mid-cache,
+	 * blocks past the rows' positions; the op suite's attention tolerance */
+	check_attention_rows(8, 2, 128, 256, 64, 19, 0);
+	check_attention_rows(4, 2, 32, 256, 64, 21, 100);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
 	CHECK(system(cmd) == 0, "removing %s", tmp_dir);
