@@ -116,37 +116,28 @@ static float sum4(v4f p)
 	return (p[0] + p[1]) + (p[2] + p[3]);
 }
 
-/* One step of q4_codes' sums over a vector xv of elements (VF lanes, VI
- * their integer type; 4 lanes of one candidate, or 8 of two): the codes
- * round((xv - lo) * is) clamped to 0..15 (the argument is clamped to 16
- * first, truncated, and the exact remainder rounds it as roundf would),
- * added to a, their squares to aa, xv times them to p. One definition for
- * both widths, so that both give the same bits per lane. */
-#define Q4_CODE_SUMS(VF, VI, xv, lo, is, a, aa, p)                                        \
-	do {                                                                               \
-		VF v_ = ((xv) - (lo)) * (is), sixteen_ = (VF){0} + 16.0f, fifteen_ = (VF){0} + 15.0f; \
-		VI big_ = v_ > sixteen_;                                                   \
-		v_ = (VF)((big_ & (VI)sixteen_) | (~big_ & (VI)v_));                       \
-		VI c_ = __builtin_convertvector(v_, VI);                                   \
-		c_ -= v_ - __builtin_convertvector(c_, VF) >= 0.5f; /* a true lane is -1 */ \
-		VF cf_ = __builtin_convertvector(c_, VF);                                  \
-		big_ = cf_ > fifteen_;                                                     \
-		cf_ = (VF)((big_ & (VI)fifteen_) | (~big_ & (VI)cf_));                     \
-		(a) += cf_;                                                                \
-		(aa) += cf_ * cf_;                                                         \
-		(p) += (xv) * cf_;                                                         \
-	} while (0)
-
 /* The sums the least-squares refit needs over the codes
- * q[i] = round((x[i] - lo) * iscale) clamped to 0..15. x[i] >= lo, so the argument is not negative:
- * truncation and the exact remainder round it as roundf would. */
+ * q[i] = round((x[i] - lo) * iscale) clamped to 0..15, in 4-wide vectors:
+ * the argument is clamped to 16 first, truncated, and the exact remainder
+ * rounds it as roundf would (x[i] >= lo, so it is not negative). The
+ * definition the wider searches below match lane for lane. */
 static void q4_codes(const float *x, float lo, float iscale, int *sq, int *sqq, float *sxq)
 {
 	/* the code sums are small whole numbers, exact in float lanes */
 	v4f a = {0}, aa = {0}, p = {0};
+	const v4f sixteen = (v4f){0} + 16.0f, fifteen = (v4f){0} + 15.0f;
 	for (int i = 0; i < Q4_SUB / 4; i++) {
-		v4f xv = load4(x + 4 * i);
-		Q4_CODE_SUMS(v4f, v4i, xv, lo, iscale, a, aa, p);
+		v4f xv = load4(x + 4 * i), v = (xv - lo) * iscale;
+		v4i big = v > sixteen;
+		v = (v4f)((big & (v4i)sixteen) | (~big & (v4i)v));
+		v4i c = __builtin_convertvector(v, v4i);
+		c -= v - __builtin_convertvector(c, v4f) >= 0.5f; /* a true lane is -1 */
+		v4f cf = __builtin_convertvector(c, v4f);
+		big = cf > fifteen;
+		cf = (v4f)((big & (v4i)fifteen) | (~big & (v4i)cf));
+		a += cf;
+		aa += cf * cf;
+		p += xv * cf;
 	}
 	*sq = (int)sum4(a);
 	*sqq = (int)sum4(aa);
