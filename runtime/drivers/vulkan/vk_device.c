@@ -80,9 +80,13 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 	const char *exts[2];
 	uint32_t n_ext = 0;
 	void *next = NULL;
+	/* with the memory model on, a device-scope barrier (qsa_select.comp's
+	 * memoryBarrierBuffer) needs its device scope too: VUID-RuntimeSpirv-
+	 * vulkanMemoryModel-06265, which NVIDIA's validation run reported */
 	VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
 						 .shaderFloat16 = VK_TRUE,
-						 .vulkanMemoryModel = VK_TRUE};
+						 .vulkanMemoryModel = VK_TRUE,
+						 .vulkanMemoryModelDeviceScope = VK_TRUE};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
 		.pNext = &v12,

@@ -178,7 +178,8 @@ static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
 	if (!has_extension(dev, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
 		return false;
 	/* The kernels also take f16 arithmetic and the Vulkan memory model
-	 * (matmul_coopmat.comp), core features of Vulkan 1.2. */
+	 * (matmul_coopmat.comp) with its device scope (vk_device.c), core
+	 * features of Vulkan 1.2. */
 	VkPhysicalDeviceProperties base;
 	vkGetPhysicalDeviceProperties(dev, &base);
 	if (base.apiVersion < VK_API_VERSION_1_2)
@@ -188,7 +189,7 @@ static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &v12};
 	VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &feat};
 	vkGetPhysicalDeviceFeatures2(dev, &f2);
-	if (!v12.shaderFloat16 || !v12.vulkanMemoryModel)
+	if (!v12.shaderFloat16 || !v12.vulkanMemoryModel || !v12.vulkanMemoryModelDeviceScope)
 		return false;
 	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV list =
 		(PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
