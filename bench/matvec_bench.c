@@ -56,7 +56,7 @@ __attribute__((noreturn)) static void die(const char *what, const char *msg)
 /* The bytes a K x N weight of type t stores (values and scales). */
 static size_t weight_bytes(halo_dtype t, int64_t K, int64_t N)
 {
-	return halo_dtype_bytes(t, (size_t)K * (size_t)N);
+	return halo_dtype_bytes(t, (size_t)N, (size_t)K);
 }
 
 static int copies_of(const bench *b, halo_dtype t, int64_t K, int64_t N)

@@ -156,10 +156,10 @@ static bool declare_buffers(compile_state *c, char *err, size_t errlen)
 		d->dtype = cg_weights_dtype(c->weights, i);
 		shape_of(&m->weights[i].shape, d);
 		d->offset = off[i];
-		uint64_t numel = 1;
-		for (int k = 0; k < d->rank; k++)
-			numel *= (uint64_t)d->shape[k];
-		d->size = halo_dtype_bytes(d->dtype, numel);
+		uint64_t rows = 1;
+		for (int k = 0; k + 1 < d->rank; k++)
+			rows *= (uint64_t)d->shape[k];
+		d->size = halo_dtype_bytes(d->dtype, rows, d->rank ? (uint64_t)d->shape[d->rank - 1] : 1);
 	}
 	qsort(c->man.weights, (size_t)c->man.n_weights, sizeof(*c->man.weights), by_offset_then_name);
 	const plan_entry *pe = &c->plan->entries[0];

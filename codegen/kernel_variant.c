@@ -306,8 +306,8 @@ static bool bind_fused(kv_build *b, unsigned fuse)
 
 /* ---- per-op builders ------------------------------------------------------------------- */
 
-/* Ops whose kernels read f32 or f16 weights (embed, conv1d, the ngram
- * tables): halo compile keeps those unquantized. */
+/* Ops whose kernels read f32 or f16 weights (conv1d, the norms' scales):
+ * halo compile keeps those unquantized. */
 static bool weight_type(kv_build *b)
 {
 	const char *name = halo_dtype_name(b->d->wtype) ? halo_dtype_name(b->d->wtype) : "?";
@@ -321,9 +321,9 @@ static bool weight_type(kv_build *b)
 	return true;
 }
 
-/* matmul and the MoE experts: f32, f16, or a quantized format
- * (kernels/vulkan/quant_weights.glsl) over a tensor of `rows` rows of `len`
- * elements, len a multiple of the format's block. */
+/* matmul, the MoE experts and the gathers (embed, ngram_embed): f32, f16,
+ * or a quantized format (kernels/vulkan/quant_weights.glsl) over a tensor of
+ * `rows` rows of `len` elements, len a multiple of the format's block. */
 static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 {
 	halo_dtype t = b->d->wtype;
@@ -334,7 +334,7 @@ static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 		return fail(b, "weight dtype %s: rows of %" PRId64 " elements, not a multiple of its %" PRId64
 			    "-element block", halo_dtype_name(t), len, block);
 	/* its words are indexed in 32 bits */
-	if (!check_index(b, "weight bytes / 4", (int64_t)(halo_dtype_bytes(t, (size_t)(rows * len)) / 4)))
+	if (!check_index(b, "weight bytes / 4", (int64_t)(halo_dtype_bytes(t, (size_t)rows, (size_t)len) / 4)))
 		return false;
 	def_int(b, "WTYPE_F16", 0);
 	def_int(b, "WQUANT", 1);
@@ -346,6 +346,13 @@ static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 	b->p->quant = "quant_weights";
 	sb_printf(&b->sig, " w=%s", halo_dtype_name(t));
 	return true;
+}
+
+/* A gather kernel's lanes read one element of a row each, or 8 (one
+ * wq_load8) from a quantized table. */
+static int64_t gather_per_lane(const kv_desc *d)
+{
+	return halo_dtype_is_quant(d->wtype) ? 8 : 1;
 }
 
 static bool build_embed(kv_build *b)
@@ -361,10 +368,10 @@ static bool build_embed(kv_build *b)
 	def_uint(b, "H", H);
 	if (b->d->u.embed.zero_pos0)
 		def_int(b, "ZERO_POS0", 1);
-	if (!weight_type(b))
+	if (!weight_type_q(b, V, H))
 		return false;
 	set_local(b, ls, 1);
-	set_grid(b, 0, 0, H, ls);
+	set_grid(b, 0, 0, H / gather_per_lane(b->d), ls);
 	set_grid(b, 1, 1, 0, 1);
 	return true;
 }
@@ -1774,9 +1781,9 @@ static bool build_ngram_embed(kv_build *b)
 	def_uint(b, "EOS", eos);
 	def_uint(b, "VOCAB", vocab);
 	def_int(b, "USE_TREE", 0);
-	if (!ngram_tables(b, heads) || !weight_type(b))
+	if (!ngram_tables(b, heads) || !weight_type_q(b, rows, dp))
 		return false;
-	per_token_grid(b, ls, heads * dp, ls);
+	per_token_grid(b, ls, heads * dp / gather_per_lane(d), ls);
 	return true;
 }
 

@@ -26,6 +26,14 @@ static const struct {
 	[CG_WCLASS_HEAD] = {"head", {[HALO_Q8_0] = FORMAT, [HALO_Q4_K] = Q8, [HALO_F8E4M3_B128] = FORMAT}},
 	[CG_WCLASS_ROUTER] = {"router", {0}},
 	[CG_WCLASS_GATE] = {"gate", {0}},
+	/* gathered rows cost memory, not decode time (a token reads one row
+	 * of each): q4_k, the format asked for to fit memory, stores them (the
+	 * published Qwen3.8 Flash's n-gram tables are half its f16 bytes); the
+	 * 8-bit formats keep them, as the quality choice: the embedding row is
+	 * where the residual stream starts, and on the hybrid test model its
+	 * q8_0 rounding alone moved the logits as much as that of all 15
+	 * matrices together (docs/quantization.md) */
+	[CG_WCLASS_TABLE] = {"table", {[HALO_Q4_K] = FORMAT}},
 };
 
 const char *cg_weight_class_name(cg_weight_class c)
@@ -78,6 +86,12 @@ static cg_weight_class matmul_class(const ir_module *m, const ir_func *f, const 
 	return CG_WCLASS_LINEAR;
 }
 
+/* The operand position of a gathered table. */
+static bool table_operand(ir_op op, int i)
+{
+	return (op == IR_OP_EMBED || op == IR_OP_NGRAM_EMBED) && i == 0;
+}
+
 /* The operand positions of the expert stacks. */
 static bool expert_operand(ir_op op, int i)
 {
@@ -86,12 +100,14 @@ static bool expert_operand(ir_op op, int i)
 }
 
 /* Two reads of one weight: the more conservative class wins (OTHER, then the
- * classes kept in --dtype, then the head's q8_0, then the rest). */
+ * classes kept in --dtype, then the head's q8_0, then the rest: a tied
+ * embedding is the head's). */
 static cg_weight_class merge(cg_weight_class a, cg_weight_class b)
 {
-	static const int rank[CG_WCLASS_COUNT] = {[CG_WCLASS_OTHER] = 5, [CG_WCLASS_ROUTER] = 4,
-						  [CG_WCLASS_GATE] = 3, [CG_WCLASS_HEAD] = 2,
-						  [CG_WCLASS_EXPERT] = 1, [CG_WCLASS_LINEAR] = 0};
+	static const int rank[CG_WCLASS_COUNT] = {[CG_WCLASS_OTHER] = 6, [CG_WCLASS_ROUTER] = 5,
+						  [CG_WCLASS_GATE] = 4, [CG_WCLASS_HEAD] = 3,
+						  [CG_WCLASS_TABLE] = 2, [CG_WCLASS_EXPERT] = 1,
+						  [CG_WCLASS_LINEAR] = 0};
 	return rank[a] >= rank[b] ? a : b;
 }
 
@@ -132,6 +148,8 @@ bool cg_weight_classes(const ir_module *m, cg_weight_class *cls)
 					c = matmul_class(m, f, &u, n, w, v);
 				else if (k < n->n_in && expert_operand(n->op, k) && m->weights[w].shape.rank >= 2)
 					c = CG_WCLASS_EXPERT;
+				else if (k < n->n_in && table_operand(n->op, k) && m->weights[w].shape.rank >= 2)
+					c = CG_WCLASS_TABLE;
 				cls[w] = seen[w] ? merge(cls[w], c) : c;
 				seen[w] = true;
 			}
@@ -169,11 +187,15 @@ bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo
 		return true;
 	halo_dtype t = r == Q8 ? HALO_Q8_0 : quant;
 	int64_t k = s->dim[s->rank - 1].c;
-	/* a format of a larger block that does not divide K falls back to
-	 * q8_0's 32 (mxfp4's block is 32 already: nothing to fall back to) */
+	/* a format of a larger block that does not divide K (f8e4m3_b128's
+	 * 128) falls back to q8_0's 32 */
 	if (halo_dtype_block(t) > halo_dtype_block(HALO_Q8_0) && k % (int64_t)halo_dtype_block(t) != 0) {
 		t = HALO_Q8_0;
 		*fallback = true;
+	}
+	if (k % (int64_t)halo_dtype_block(t) != 0 && c == CG_WCLASS_TABLE) {
+		*fallback = false;
+		return true; /* rows of part blocks: the table stays matrix_dtype */
 	}
 	if (k % (int64_t)halo_dtype_block(t) != 0) {
 		char shape[128];

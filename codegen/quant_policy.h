@@ -12,12 +12,13 @@
 #include "runtime/manifest.h"
 
 typedef enum {
-	CG_WCLASS_OTHER,  /* embedding tables, norms, conv taps, anything not a linear layer's weight */
+	CG_WCLASS_OTHER,  /* norms, conv taps, anything not a linear layer's weight or a gathered table */
 	CG_WCLASS_LINEAR, /* the weight operand of a matmul (w[N, K]) */
 	CG_WCLASS_EXPERT, /* an MoE expert stack ([E, N, K]: moe_experts, moe_gate_up, moe_down) */
 	CG_WCLASS_HEAD,   /* the output projection: a matmul whose result is the graph's output or vocab wide */
 	CG_WCLASS_ROUTER, /* a matmul feeding moe_route / topk: the MoE router */
 	CG_WCLASS_GATE,   /* a matmul of fewer than CG_QUANT_MIN_ROWS outputs (a per-token scalar gate) */
+	CG_WCLASS_TABLE,  /* a table whose rows are gathered (embed, ngram_embed) */
 	CG_WCLASS_COUNT
 } cg_weight_class;
 
@@ -39,9 +40,10 @@ bool cg_quant_class_allows(cg_weight_class c, halo_dtype t);
 /* The stored dtype of a weight of class c and shape s (rank >= 2) under
  * --dtype matrix_dtype and --quant quant (HALO_F32 or HALO_F16 for none).
  * *fallback is set when the format was lowered to q8_0 because K is not a
- * multiple of its block (q4_k's 256, f8e4m3_b128's 128). Returns false with a message naming the weight,
- * its shape and the block when K is not a multiple of 32 (q8_0's and
- * mxfp4's block). */
+ * multiple of its block (f8e4m3_b128's 128). Returns false with a message
+ * naming the weight, its shape and the block when K is not a multiple of 32
+ * (q8_0's, q4_k's and mxfp4's block), but for a gathered table, which then
+ * keeps matrix_dtype (a gather reads any row length). */
 bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo_dtype matrix_dtype,
 		    halo_dtype quant, halo_dtype *out, bool *fallback, char *err, size_t errlen);
 

@@ -239,8 +239,8 @@ static bool has_steps(const halo_dispatch *d)
 }
 
 /* Quantized operands (runtime/drivers/ref/quant.h) only where a kernel reads them:
- * matmul's weight [N, K] and the MoE experts [E, N, K], whole weight
- * tensors. Their kernels find the scales region from the dims, so the
+ * matmul's weight [N, K], the MoE experts [E, N, K] and the gathered tables
+ * (embed's, ngram_embed's [rows, K]), whole weight tensors. Their kernels find the scales region from the dims, so the
  * binding must start at the tensor's first byte: lower.c binds a weight (or
  * a reshape of it) at the tensor's own offset, never at a row inside it. */
 static bool quant_operands_ok(const halo_dispatch *d, char *err, size_t errlen)
@@ -252,14 +252,16 @@ static bool quant_operands_ok(const halo_dispatch *d, char *err, size_t errlen)
 			continue;
 		bool weight_in = (d->op == IR_OP_MATMUL && i == 1 && t->rank == 2) ||
 				 (d->op == IR_OP_MOE_GATE_UP && (i == 2 || i == 3) && t->rank == 3) ||
-				 (d->op == IR_OP_MOE_DOWN && i == 3 && t->rank == 3);
+				 (d->op == IR_OP_MOE_DOWN && i == 3 && t->rank == 3) ||
+				 ((d->op == IR_OP_EMBED || d->op == IR_OP_NGRAM_EMBED) && i == 0 && t->rank == 2);
 		for (int j = 0; j < t->rank; j++)
 			weight_in &= t->dim[j].coef_T == 0;
 		if (!weight_in || t->space != HALO_SPACE_WEIGHT) {
 			const char *op = halo_op_name(d->op);
 			/* the caller names the entry and the dispatch */
 			snprintf(err, errlen, "%s operand %d is %s; the Vulkan kernels read quantized tensors only as"
-				 " matmul's weight and the MoE experts (whole weight tensors)", op ? op : "?", i,
+				 " matmul's weight, the MoE experts and the gathered tables (whole weight tensors)",
+				 op ? op : "?", i,
 				 halo_dtype_name(t->dtype));
 			return false;
 		}

@@ -105,7 +105,7 @@ static halo_dtype kept_format(const cg_weights *w, int id, cg_weight_class c, ha
 		/* 256 elements: a whole block of each format; the rows whole
 		 * blocks (a checkpoint's fp8 may end a row in a partial one) */
 		if (t != chosen && cg_quant_class_allows(c, t) && k % (int64_t)halo_dtype_block(t) == 0 &&
-		    halo_dtype_bytes(t, 256) <= halo_dtype_bytes(chosen, 256) && stored_as(w, id, t))
+		    halo_dtype_bytes(t, 1, 256) <= halo_dtype_bytes(chosen, 1, 256) && stored_as(w, id, t))
 			return t;
 	}
 	return chosen;
@@ -221,7 +221,8 @@ cg_weights *cg_weights_new(const ir_module *m, const cg_weight_source *src, char
 	mark_id_tables(m, w->id_range);
 	for (int i = 0; i < m->n_weights; i++) {
 		const ir_weight *d = &m->weights[i];
-		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d));
+		int64_t k = d->shape.rank ? d->shape.dim[d->shape.rank - 1].c : 1;
+		w->size[i] = halo_dtype_bytes(w->dtype[i], weight_numel(d) / (uint64_t)k, (uint64_t)k);
 		w->alias[i] = -1;
 		if (!w->stored[i])
 			continue; /* read only as a part of a merged matrix, or folded into one, or not at all */
@@ -747,7 +748,7 @@ static bool read_stored_merged(cg_weights *w, int id, uint8_t *bytes, char *err,
 		int p = d->parts[k];
 		uint64_t rows = (uint64_t)w->m->weights[p].shape.dim[0].c;
 		halo_quant_layout pl = halo_quant_layout_of(t, rows, K);
-		uint8_t *part = malloc(halo_dtype_bytes(t, rows * K) + 1);
+		uint8_t *part = malloc(halo_dtype_bytes(t, rows, K) + 1);
 		ok = part && read_stored(w, p, t, part, err, errlen);
 		for (uint64_t r = 0; ok && r < rows; r++) {
 			uint64_t to = d->interleave ? 2 * r + (uint64_t)k : at + r;

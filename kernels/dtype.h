@@ -31,11 +31,14 @@ typedef enum {
 /* Bytes per element of a plain type; 0 for block formats, whose elements
  * have no whole size of their own (use halo_dtype_bytes). */
 size_t halo_dtype_size(halo_dtype t);
-/* Elements per block: 1 for plain types, 32 for q8_0, 256 for q4_k, 128
- * for f8e4m3_b128, 32 for mxfp4. */
+/* Elements per block, the granularity of a row's length: 1 for plain
+ * types, 32 for q8_0, q4_k and mxfp4, 128 for f8e4m3_b128. (q4_k's scales
+ * come per super-block of 256; a row's last super-block may hold fewer
+ * sub-blocks of 32, runtime/drivers/ref/quant.h.) */
 size_t halo_dtype_block(halo_dtype t);
-/* Bytes of n elements; n must be a multiple of halo_dtype_block(t). */
-size_t halo_dtype_bytes(halo_dtype t, size_t n);
+/* Bytes of `rows` rows of k elements each (k a multiple of
+ * halo_dtype_block(t)): rows * (the row's values + its scales). */
+size_t halo_dtype_bytes(halo_dtype t, size_t rows, size_t k);
 /* True for the block-quantized formats. */
 bool halo_dtype_is_quant(halo_dtype t);
 /* "f32", "f16", ...; NULL for out-of-range values. */

@@ -580,9 +580,10 @@ static bool check_quant_decl(mctx *c, const char *path, const halo_buffer_decl *
 	if (d->rank < 1 || d->shape[d->rank - 1] % (int64_t)block != 0)
 		return fail(c, path, "%s weight '%s': its last dim (K) %lld is not a multiple of the block of %zu", name,
 			    d->name, d->rank < 1 ? 0LL : (long long)d->shape[d->rank - 1], block);
-	if (d->size != halo_dtype_bytes(d->dtype, numel))
-		return fail(c, path, "%s weight '%s' of %llu elements takes %zu bytes, not %llu", name, d->name,
-			    (unsigned long long)numel, halo_dtype_bytes(d->dtype, numel), (unsigned long long)d->size);
+	uint64_t k = (uint64_t)d->shape[d->rank - 1], bytes = halo_dtype_bytes(d->dtype, numel / k, k);
+	if (d->size != bytes)
+		return fail(c, path, "%s weight '%s' of %llu elements takes %llu bytes, not %llu", name, d->name,
+			    (unsigned long long)numel, (unsigned long long)bytes, (unsigned long long)d->size);
 	return true;
 }
 
@@ -1063,15 +1064,18 @@ uint64_t halo_entry_last_row(const halo_entry *e, int64_t T)
 
 uint64_t halo_tensor_bytes(const halo_tensor_ref *t, int64_t T)
 {
-	uint64_t n = 1;
+	uint64_t rows = 1, k = 1;
 	for (int i = 0; i < t->rank; i++) {
 		int64_t d = halo_affine_eval(t->dim[i], T);
-		if (d < 0 || __builtin_mul_overflow(n, (uint64_t)d, &n))
+		if (d < 0 || __builtin_mul_overflow(rows, k, &rows))
 			return UINT64_MAX;
+		k = (uint64_t)d;
 	}
-	/* a block format stores whole blocks only: any other count is invalid */
-	uint64_t block = halo_dtype_block(t->dtype), per_block = halo_dtype_bytes(t->dtype, block);
-	if (block == 0 || n % block != 0 || __builtin_mul_overflow(n / block, per_block, &n))
+	/* a block format stores rows of whole blocks only (plain types have
+	 * blocks of 1, so any row does): any other count is invalid */
+	uint64_t block = halo_dtype_block(t->dtype), n;
+	if (block == 0 || k % block != 0 || k > ((uint64_t)1 << 48) ||
+	    __builtin_mul_overflow(rows, (uint64_t)halo_dtype_bytes(t->dtype, 1, k), &n))
 		return UINT64_MAX;
 	return n;
 }

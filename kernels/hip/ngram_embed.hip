@@ -3,9 +3,15 @@
 // (hist as id + 1, 0 = EOS), head j of order n = j / HPN + 2 reads table row
 // (mix_n mod P[j]) + OFF[j], mix_n = XOR_{s<n} ctx_s * m_s, the 64-bit
 // products, XORs and modulus on (lo, hi) pairs of 32-bit words as there.
-// Lane e of row t owns output element e; row 0 also writes hist' (must not
-// alias hist); with STEPS, lane e < N-1 writes slot t of steps [T, N-1].
-// Grid: x = ceil(HEADS * DP / LS_X), y = T.
+// Lane e of row t owns output element e, or 8e .. 8e + 7 of a quantized
+// table (WQUANT); row 0 also writes hist' (must not alias hist); with
+// STEPS, lane e < N-1 writes slot t of steps [T, N-1].
+// Grid: x = ceil(HEADS * DP / (LS_X * PER_LANE)), y = T.
+#ifdef WQUANT
+#define PER_LANE 8u
+#else
+#define PER_LANE 1u
+#endif
 // Tables (#defined before): NG_MLO[NGRAM], NG_MHI[NGRAM], NG_P[HEADS],
 // NG_OFF[HEADS].
 // @struct
@@ -70,12 +76,23 @@ void main()
 	if (e < HN)
 		steps[t * HN + e] = float(seq_at(t + 1u + e) + 1u);
 #endif
-	if (e >= HEADS * DP)
+	uint c = e * PER_LANE; /* the first output element this lane writes */
+	if (c >= HEADS * DP)
 		return;
-	uint j = e / DP, n = j / HPN + 2u, i = t + HN;
+	uint j = c / DP, n = j / HPN + 2u, i = t + HN;
 	uvec2 mix = mul64(context(i, 0u), NG_MLO[0], NG_MHI[0]);
 	for (uint s = 1u; s < n; s++)
 		mix ^= mul64(context(i, s), NG_MLO[s], NG_MHI[s]);
 	uint row = mod64(mix, NG_P[j]) + NG_OFF[j];
-	y[t * HEADS * DP + e] = load_w(row * DP + e % DP);
+	uint o = t * HEADS * DP + c;
+#ifdef WQUANT
+	vec4 a, b;
+	wq_load8(row, c % DP, a, b);
+	for (uint q = 0u; q < 4u; q++) {
+		y[o + q] = a[q];
+		y[o + 4u + q] = b[q];
+	}
+#else
+	y[o] = load_w(row * DP + c % DP);
+#endif
 }

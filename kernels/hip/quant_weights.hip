@@ -120,7 +120,8 @@ static vec2 q4_scales(uvec4 s, uint j)
 // words) or mxfp4 block (index i in bytes: in word i >> 2), and that scale
 // from its word.
 static uint wq_word_index(uint n, uint k) { return n * (WQ_LEN / QPW_) + k / QPW_; }
-static uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * (WQ_LEN / 256u) + k / 256u; }
+// (a row's last q4_k super-block may be partial: ceil(WQ_LEN / 256) a row)
+static uint wq_meta_index(uint n, uint k) { return WQ_VALUE_WORDS / 4u + n * ((WQ_LEN + 255u) / 256u) + k / 256u; }
 #if WQF8
 static uint wq_scale_index(uint n, uint k) { return WQ_VALUE_WORDS + n * (WQ_LEN / 128u) + k / 128u; }
 static uint wq_scale_word(uint i) { return i; }

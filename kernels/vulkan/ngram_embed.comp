@@ -6,11 +6,13 @@
 // no shaderInt64 feature is needed: ctx_s < 2^31 and the products stay below
 // 2^63 (the multipliers are bounded by vocab), so the low 64 bits of
 // ctx * m are the product. An id outside [0, VOCAB) reads as EOS (the
-// reference rejects it). Lane e of row t owns output element e (head e / DP,
-// channel e % DP); workgroup row 0 also writes hist', which must not alias
-// hist. With STEPS, lane e < N-1 of row t writes slot t of steps [T, N-1],
-// the history after token t (rows t+1 .. t+N-1 of seq, as id + 1).
-// Grid: x = ceil(HEADS * DP / LS_X), y = T.
+// reference rejects it). Lane e of row t owns output element c = e (head
+// c / DP, channel c % DP), or elements c = 8e .. 8e + 7 of a quantized
+// table (WQUANT: one wq_load8; DP is whole blocks, so one head's);
+// workgroup row 0 also writes hist', which must not alias hist. With STEPS,
+// lane e < N-1 of row t writes slot t of steps [T, N-1], the history after
+// token t (rows t+1 .. t+N-1 of seq, as id + 1).
+// Grid: x = ceil(HEADS * DP / (LS_X * PER_LANE)), y = T.
 // Tables (#defined before): NG_MLO[NGRAM], NG_MHI[NGRAM], NG_P[HEADS],
 // NG_OFF[HEADS].
 
@@ -23,6 +25,11 @@ layout(set = 0, binding = B_ST) writeonly buffer Steps { float steps[]; };
 #endif
 
 #define HN (NGRAM - 1u)
+#ifdef WQUANT
+#define PER_LANE 8u
+#else
+#define PER_LANE 1u
+#endif
 
 uint seq_at(uint i)
 {
@@ -74,12 +81,23 @@ void main()
 	if (e < HN)
 		steps[t * HN + e] = float(seq_at(t + 1u + e) + 1u);
 #endif
-	if (e >= HEADS * DP)
+	uint c = e * PER_LANE; /* the first output element this lane writes */
+	if (c >= HEADS * DP)
 		return;
-	uint j = e / DP, n = j / HPN + 2u, i = t + HN;
+	uint j = c / DP, n = j / HPN + 2u, i = t + HN;
 	uvec2 mix = mul64(context(i, 0u), NG_MLO[0], NG_MHI[0]);
 	for (uint s = 1u; s < n; s++)
 		mix ^= mul64(context(i, s), NG_MLO[s], NG_MHI[s]);
 	uint row = mod64(mix, NG_P[j]) + NG_OFF[j];
-	y[t * HEADS * DP + e] = load_w(row * DP + e % DP);
+	uint o = t * HEADS * DP + c;
+#ifdef WQUANT
+	vec4 a, b;
+	wq_load8(row, c % DP, a, b);
+	for (uint q = 0u; q < 4u; q++) {
+		y[o + q] = a[q];
+		y[o + 4u + q] = b[q];
+	}
+#else
+	y[o] = load_w(row * DP + c % DP);
+#endif
 }

@@ -7,6 +7,7 @@
 
 #include "codegen/glsl_compile.h"
 #include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/quant.h"
 #include "runtime/drivers/ref/ref_ops.h"
 #include "runtime/drivers/vulkan/vk_buffer.h"
 #include "runtime/drivers/vulkan/vk_cmd.h"
@@ -189,6 +190,28 @@ void round_f16(float *x, uint16_t *h16, size_t n)
 			h16[i] = b;
 		x[i] = half_to_f32(b);
 	}
+}
+
+void *stored_table(halo_dtype wt, float *x, size_t rows, size_t len, size_t *bytes)
+{
+	size_t n = rows * len;
+	if (wt == HALO_F32) {
+		*bytes = n * 4;
+		return x;
+	}
+	*bytes = wt == HALO_F16 ? n * 2 : halo_dtype_bytes(wt, rows, len);
+	void *p = malloc(*bytes ? *bytes : 1);
+	if (!p) {
+		fprintf(stderr, "FAIL: out of memory\n");
+		exit(1);
+	}
+	if (wt == HALO_F16) {
+		round_f16(x, p, n);
+	} else {
+		halo_quantize_rows(wt, x, rows, len, 0, rows, p);
+		halo_dequantize_rows(wt, p, rows, len, 0, rows, x);
+	}
+	return p;
 }
 
 bool check_close(const char *what, const float *got, const float *want, size_t n, double tol,

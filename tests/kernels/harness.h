@@ -52,6 +52,12 @@ void fill_random(float *x, size_t n, float amp, uint32_t *seed);
 /* Rounds every element to f16 and back, so the reference sees the weights
  * the kernel sees; also writes the f16 bits to h16 (may be NULL). */
 void round_f16(float *x, uint16_t *h16, size_t n);
+/* A weight table of rows x len f32 values stored as wt (f32, f16 or a block
+ * format, len whole blocks): x becomes the values wt holds (rounded to f16,
+ * or quantized and dequantized by the reference, halo_dequantize_rows) and
+ * the result is the bytes a kernel binds, *bytes long: x itself for f32,
+ * else a new buffer the caller frees. Exits on out of memory. */
+void *stored_table(halo_dtype wt, float *x, size_t rows, size_t len, size_t *bytes);
 /* Max over i of |got - want| / max(|want|, floor); prints the worst element
  * and returns false when it exceeds tol. */
 bool check_close(const char *what, const float *got, const float *want, size_t n, double tol,

@@ -1,6 +1,9 @@
 /* Data movement and selection kernels against the reference, exactly (they
  * copy or compare floats, so the result must be bitwise the reference's):
- * embed (f32 and f16 table, out-of-range ids clamp to row 0, zero_pos0), copy_rows as
+ * embed (f32 and f16 table, out-of-range ids clamp to row 0, zero_pos0; a
+ * block-quantized table against the reference's dequantization of it, bitwise
+ * but q4_k's, whose kernel may contract (d*sc) * q - dmin*m into an fma: within
+ * 1e-6 of max(|x|, 1), a rounding of a product of magnitude <= 2), copy_rows as
  * state_write at pos (and with every), rows_at_pos (offsets 0 and -1, rows outside the
  * state read as zeros), slice and repeat_heads, concat, argmax (ties). */
 #include <stdio.h>
@@ -24,10 +27,10 @@ static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype w
 		return false;
 	float *table = alloc_floats((size_t)(V * H)), *y = alloc_floats((size_t)(T * H));
 	float *want = alloc_floats((size_t)(T * H));
-	uint16_t *t16 = calloc((size_t)(V * H), 2);
 	int32_t *ids = calloc((size_t)T, sizeof *ids), *ids_ref = calloc((size_t)T, sizeof *ids);
 	fill_random(table, (size_t)(V * H), 1.0f, seed);
-	round_f16(table, t16, (size_t)(V * H));
+	size_t tb;
+	void *stored = stored_table(wt, table, (size_t)V, (size_t)H, &tb);
 	for (int64_t t = 0; t < T; t++) {
 		*seed = *seed * 1664525u + 1013904223u;
 		ids[t] = (int32_t)((*seed >> 8) % (uint32_t)V);
@@ -38,8 +41,7 @@ static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype w
 	for (int64_t t = 0; t < T; t++)
 		ids_ref[t] = ids[t] < 0 || ids[t] >= V ? 0 : ids[t];
 	hop ops[3] = {
-		wt == HALO_F16 ? (hop){t16, (size_t)(V * H) * 2, false}
-			       : (hop){table, (size_t)(V * H) * 4, false},
+		{stored, tb, false},
 		{ids, (size_t)T * 4, false},
 		{y, (size_t)(T * H) * 4, true},
 	};
@@ -48,8 +50,11 @@ static bool embed_case(harness *h, int64_t V, int64_t H, int64_t T, halo_dtype w
 	ok = ok && ref_embed(table, ids_ref, want, T, V, H, &err);
 	if (zero_pos0 && pos == 0)
 		memset(want, 0, sizeof(float) * (size_t)H);
-	ok = ok && check_bitwise(k.k.signature, y, want, (size_t)(T * H));
-	free(table), free(y), free(want), free(t16), free(ids), free(ids_ref);
+	ok = ok && (wt == HALO_Q4_K ? check_close(k.k.signature, y, want, (size_t)(T * H), 1e-6, 1.0)
+				    : check_bitwise(k.k.signature, y, want, (size_t)(T * H)));
+	if (stored != table)
+		free(stored);
+	free(table), free(y), free(want), free(ids), free(ids_ref);
 	hk_free(h, &k);
 	return ok;
 }
@@ -232,6 +237,13 @@ int main(void)
 	ok &= embed_case(h, 1, 1, 1, HALO_F32, false, 0, &seed);
 	ok &= embed_case(h, 37, 65, 9, HALO_F32, true, 0, &seed);
 	ok &= embed_case(h, 128, 7, 4, HALO_F16, true, 3, &seed);
+	/* quantized tables: rows of whole blocks, q4_k's of 2 super-blocks and
+	 * of 5 sub-blocks (a partial super-block) */
+	ok &= embed_case(h, 37, 96, 9, HALO_Q8_0, false, 0, &seed);
+	ok &= embed_case(h, 21, 512, 5, HALO_Q4_K, false, 0, &seed);
+	ok &= embed_case(h, 50, 160, 6, HALO_Q4_K, true, 0, &seed);
+	ok &= embed_case(h, 19, 256, 3, HALO_F8E4M3_B128, false, 0, &seed);
+	ok &= embed_case(h, 33, 64, 4, HALO_MXFP4, true, 2, &seed);
 	ok &= state_write_case(h, 3, 20, 11, 0, false, &seed);
 	ok &= state_write_case(h, 13, 5, 2, 4, false, &seed); /* positions 2..14 close windows 0, 1 and 2 */
 	ok &= state_write_case(h, 1, 5, 7, 4, false, &seed);  /* a decode step closing window 1 */

@@ -2,7 +2,8 @@
  * and verify, T <= 8), the prefill matmul (tiled, and matmul_coopmat's host
  * form: sm_90 and gfx1151 multiply on their matrix units), the MoE expert
  * kernels (moe_gate_up, moe_down) over f32, f16
- * and the block-quantized weights (mxfp4 for the experts), and prompt
+ * and the block-quantized weights (mxfp4 for the experts; q4_k rows ending
+ * in a partial super-block), the embedding gather on quantized tables, and prompt
  * attention's partials (attention_rows), emitted by
  * codegen/emit_hip.c as for the cuda and hip targets, compiled with
  * clang++-19 for the host (kernels/hip/halo_hip.h's HALO_HOST form: lanes as
@@ -93,7 +94,7 @@ static weights make_weights(halo_dtype w, int64_t K, int64_t N, unsigned seed)
 		src[i] = ((float)rand() / (float)RAND_MAX * 2.0f - 1.0f) * 0.05f;
 	weights out = {.value = malloc((size_t)(N * K) * sizeof(float))};
 	if (halo_dtype_is_quant(w)) {
-		out.bytes = calloc(1, halo_dtype_bytes(w, (size_t)(N * K)));
+		out.bytes = calloc(1, halo_dtype_bytes(w, (size_t)N, (size_t)K));
 		halo_quantize_rows(w, src, (uint64_t)N, (uint64_t)K, 0, (uint64_t)N, out.bytes);
 		halo_dequantize_rows(w, out.bytes, (uint64_t)N, (uint64_t)K, 0, (uint64_t)N, out.value);
 		free(src);
@@ -222,6 +223,45 @@ static void check_matmul(halo_dtype w, int64_t K, int64_t N, int64_t t_max, cons
 	free(xr);
 	free(y);
 	free(y1);
+	free(wt.bytes);
+	free(wt.value);
+}
+
+/* embed's twin over a table of V rows of H in format w: each output row the
+ * reference's dequantized row (bitwise; q4_k within 1e-6 of max(|x|, 1), the
+ * compiler may contract (d*sc) * q - dmin*m into an fma), an id out of range
+ * reading row 0. */
+static void check_embed(halo_dtype w, int64_t V, int64_t H, int64_t T)
+{
+	kv_desc d = {.op = IR_OP_EMBED, .t_max = T, .wtype = w};
+	d.u.embed.V = V;
+	d.u.embed.H = H;
+	kv_kernel k;
+	void *h;
+	launch_fn launch;
+	int before = check_failures;
+	if (!load_variant(d, d.tiles, 4, &k, &h, &launch)) /* table, ids, y, step */
+		return;
+	weights wt = make_weights(w, H, V, (unsigned)(V * 7 + H + w));
+	int32_t *ids = malloc((size_t)T * sizeof(int32_t));
+	float *y = malloc((size_t)(T * H) * sizeof(float));
+	for (int64_t t = 0; t < T; t++)
+		ids[t] = t == T - 1 ? (int32_t)V : (int32_t)((t * 37 + 5) % V);
+	if (h)
+		launch_step(&k, launch, (void *[]){wt.bytes, ids, y}, 3, y, T * H, T);
+	double worst = 0;
+	for (int64_t i = 0; h && i < T * H; i++) {
+		int64_t row = ids[i / H] < V ? ids[i / H] : 0;
+		float want = wt.value[row * H + i % H];
+		worst = fmax(worst, fabs((double)y[i] - want) / fmax(fabs((double)want), 1.0));
+	}
+	CHECK(!h || (w == HALO_Q4_K ? worst <= 1e-6 : worst == 0), "%s: rows off by %.3g", k.signature, worst);
+	printf("%s %s: worst %.2g\n", check_failures == before ? "ok  " : "FAIL", k.signature, worst);
+	if (h)
+		dlclose(h);
+	kv_kernel_free(&k);
+	free(ids);
+	free(y);
 	free(wt.bytes);
 	free(wt.value);
 }
@@ -417,6 +457,9 @@ int main(void)
 	check_matmul(HALO_F32, 96, 40, 19, prefill, 0, -1, 2e-5);
 	check_matmul(HALO_F16, 256, 40, 19, prefill, 0, -1, 2e-5);
 	check_matmul(HALO_Q4_K, 256, 40, 19, prefill, 0, -1, 1e-4);
+	/* q4_k rows of 2.5 and 0.625 super-blocks (the partial one's scales) */
+	check_matmul(HALO_Q4_K, 640, 40, 5, decode, 0, 0, 1e-4);
+	check_matmul(HALO_Q4_K, 160, 40, 19, prefill, 0, -1, 1e-4);
 	/* int8 activations: exact integer sums, scaled once per block (and
 	 * column), so the quantized formats' bound; K = 2304 at T_MAX = 8 is
 	 * two tiles of x's codes (2048 columns, then 256) */
@@ -428,6 +471,12 @@ int main(void)
 	check_moe(HALO_F16, 64, 32, 4, 2, 2e-5);
 	check_moe(HALO_Q4_K, 256, 256, 4, 2, 1e-4);
 	check_moe(HALO_MXFP4, 64, 32, 4, 2, 1e-4);
+	check_moe(HALO_Q4_K, 256, 640, 4, 2, 1e-4); /* down's rows of 640: Qwen3.8 Flash's experts */
+	/* gathers from quantized tables: every format, q4_k's partial super-block */
+	check_embed(HALO_Q8_0, 50, 96, 6);
+	check_embed(HALO_Q4_K, 50, 160, 6);
+	check_embed(HALO_F8E4M3_B128, 20, 256, 3);
+	check_embed(HALO_MXFP4, 30, 64, 4);
 	/* prompt attention: GQA groups of 4 and 2, a ragged tile mid-cache,
 	 * blocks past the rows' positions; the op suite's attention tolerance */
 	check_attention_rows(8, 2, 128, 256, 64, 19, 0);

@@ -5,7 +5,8 @@
  * weights quantized with halo_quantize_rows. matvec: the candidates a bundle
  * carries (the space's first 8), at T = 1..8 with the fused rms_norm prologue and
  * epilogue chains, N not a multiple of any column group, K = 256..4096 and
- * q8_0 and mxfp4 K that are multiples of 32 but not of 256; batch invariance (the rows
+ * K that are multiples of 32 but not of 256 (q4_k rows ending in a partial
+ * super-block); batch invariance (the rows
  * of one T = 8 dispatch equal eight T = 1 dispatches bitwise) for every
  * candidate; bad descriptors refused with a message naming the op and dtype.
  * The cooperative-matrix kernel is compiled and its SPIR-V validated on any
@@ -62,7 +63,7 @@ typedef struct {
 
 static qweights make_weights(halo_dtype t, int64_t N, int64_t K, uint32_t *seed)
 {
-	qweights r = {.bytes = halo_dtype_bytes(t, (size_t)(N * K))};
+	qweights r = {.bytes = halo_dtype_bytes(t, (size_t)N, (size_t)K)};
 	float *src = alloc_floats((size_t)(N * K));
 	r.q = calloc(r.bytes, 1);
 	r.w = alloc_floats((size_t)(N * K));
@@ -331,11 +332,11 @@ static bool refusals(void)
 		{IR_OP_MATMUL, HALO_MXFP4, 256, "xq: int8 activations take q8_0 or q4_k weights, not mxfp4", 4, 8},
 		{IR_OP_MATMUL, HALO_Q8_0, 256, "xq: int8 activations are the decode kernel's", 16, 8},
 		{IR_OP_MATMUL, HALO_Q4_K, 256, "xq 4: 8 (int8 activations) or absent", 4, 4},
-		{IR_OP_MATMUL, HALO_Q4_K, 288, "not a multiple of its 256-element block", 0, 0},
+		{IR_OP_MATMUL, HALO_Q4_K, 272, "not a multiple of its 32-element block", 0, 0},
 		{IR_OP_MATMUL, HALO_Q8_0, 48, "not a multiple of its 32-element block", 0, 0},
 		{IR_OP_MATMUL, HALO_F8E4M3_B128, 192, "not a multiple of its 128-element block", 0, 0},
 		{IR_OP_MATMUL, HALO_MXFP4, 48, "not a multiple of its 32-element block", 0, 0},
-		{IR_OP_EMBED, HALO_Q8_0, 64, "weight dtype q8_0: this op's kernel reads f32 or f16", 0, 0},
+		{IR_OP_EMBED, HALO_Q4_K, 80, "not a multiple of its 32-element block", 0, 0},
 		{IR_OP_CONV1D_CAUSAL, HALO_Q4_K, 4, "weight dtype q4_k: this op's kernel reads f32 or f16", 0, 0},
 	};
 	bool ok = true;
@@ -403,8 +404,9 @@ int main(void)
 		ok &= batch_invariance(h, wt, 1024, 29, true, 0, &seed);
 		ok &= batch_invariance(h, wt, 256, 9, false, 0, &seed);
 	}
-	/* q8_0 and mxfp4 rows that are whole blocks of 32 but not of 256 */
-	halo_dtype b32[] = {HALO_Q8_0, HALO_MXFP4};
+	/* rows that are whole blocks of 32 but not of 256 (q4_k: 3 sub-blocks,
+	 * 4 super-blocks and 1 sub-block, 5 sub-blocks) */
+	halo_dtype b32[] = {HALO_Q8_0, HALO_MXFP4, HALO_Q4_K};
 	for (size_t q = 0; q < sizeof b32 / sizeof *b32; q++) {
 		qcase odd[] = {
 			{96, 21, 3, 8, b32[q], true, 1, {add_res}, 0},
@@ -433,13 +435,16 @@ int main(void)
 		ok &= batch_invariance(h, wt, 4096, 13, true, 8, &seed); /* T = 8 stages 2 tiles, T = 1 one */
 		ok &= batch_invariance(h, wt, 256, 9, false, 8, &seed);
 	}
-	qcase odd_xq[] = {
-		{96, 21, 3, 8, HALO_Q8_0, true, 1, {add_res}, 8},
-		{1056, 17, 8, 8, HALO_Q8_0, false, 0, {{0}}, 8},
-	};
-	for (size_t i = 0; i < sizeof odd_xq / sizeof *odd_xq; i++)
-		ok &= run_case(h, &odd_xq[i], true, &seed);
-	ok &= batch_invariance(h, HALO_Q8_0, 96, 21, true, 8, &seed);
+	for (size_t q = 0; q < sizeof xqt / sizeof *xqt; q++) {
+		qcase odd_xq[] = {
+			{96, 21, 3, 8, xqt[q], true, 1, {add_res}, 8},
+			{1056, 17, 8, 8, xqt[q], false, 0, {{0}}, 8},
+			{640, 33, 2, 8, xqt[q], true, 0, {{0}}, 8},
+		};
+		for (size_t i = 0; i < sizeof odd_xq / sizeof *odd_xq; i++)
+			ok &= run_case(h, &odd_xq[i], true, &seed);
+		ok &= batch_invariance(h, xqt[q], 96, 21, true, 8, &seed);
+	}
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

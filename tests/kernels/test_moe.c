@@ -97,11 +97,10 @@ static moe_data data_new(const moe_shape *s, int64_t T, bool bad_id, uint32_t *s
 	}
 	if (halo_dtype_is_quant(s->wt)) {
 		/* gate and up: E*F rows of H; down: E*H rows of F */
-		size_t qb = halo_dtype_bytes(s->wt, nw);
-		a.gq = alloc_or_die(qb);
-		a.uq = alloc_or_die(qb);
-		a.dq = alloc_or_die(qb);
 		uint64_t ru = (uint64_t)(s->E * s->F), rd = (uint64_t)(s->E * s->H);
+		a.gq = alloc_or_die(halo_dtype_bytes(s->wt, ru, (size_t)s->H));
+		a.uq = alloc_or_die(halo_dtype_bytes(s->wt, ru, (size_t)s->H));
+		a.dq = alloc_or_die(halo_dtype_bytes(s->wt, rd, (size_t)s->F));
 		halo_quantize_rows(s->wt, a.gate, ru, (uint64_t)s->H, 0, ru, a.gq);
 		halo_quantize_rows(s->wt, a.up, ru, (uint64_t)s->H, 0, ru, a.uq);
 		halo_quantize_rows(s->wt, a.down, rd, (uint64_t)s->F, 0, rd, a.dq);
@@ -158,22 +157,26 @@ static bool run(harness *h, moe_kernels *k, const moe_shape *s, const moe_data *
 {
 	size_t nw = (size_t)(s->E * s->F * s->H), kf = (size_t)(s->k * s->F);
 	bool f16 = s->wt == HALO_F16, q = halo_dtype_is_quant(s->wt);
-	size_t wbytes = q ? halo_dtype_bytes(s->wt, nw) : nw * (f16 ? 2 : 4);
+	/* gate and up: E*F rows of H; down: E*H rows of F (a q4_k row may end
+	 * in a partial super-block, so the two differ) */
+	size_t plain = nw * (f16 ? 2 : 4);
+	size_t gbytes = q ? halo_dtype_bytes(s->wt, (size_t)(s->E * s->F), (size_t)s->H) : plain;
+	size_t dbytes = q ? halo_dtype_bytes(s->wt, (size_t)(s->E * s->H), (size_t)s->F) : plain;
 	void *gw = q ? (void *)a->gq : f16 ? (void *)a->g16 : (void *)a->gate;
 	void *uw = q ? (void *)a->uq : f16 ? (void *)a->u16 : (void *)a->up;
 	void *dw = q ? (void *)a->dq : f16 ? (void *)a->d16 : (void *)a->down;
 	hop gu[5] = {
 		{a->x + t0 * s->H, (size_t)(T * s->H) * 4, false},
 		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
-		{gw, wbytes, false},
-		{uw, wbytes, false},
+		{gw, gbytes, false},
+		{uw, gbytes, false},
 		{act + (size_t)t0 * kf, (size_t)T * kf * 4, true},
 	};
 	hop dn[5] = {
 		{act + (size_t)t0 * kf, (size_t)T * kf * 4, false},
 		{a->ids + t0 * s->k, (size_t)(T * s->k) * 4, false},
 		{a->wr + t0 * s->k, (size_t)(T * s->k) * 4, false},
-		{dw, wbytes, false},
+		{dw, dbytes, false},
 		{y + t0 * s->H, (size_t)(T * s->H) * 4, true},
 	};
 	return hk_run(h, &k->gate_up, gu, 5, (uint32_t)T, 0) && hk_run(h, &k->down, dn, 5, (uint32_t)T, 0);
@@ -284,13 +287,17 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32, 0}, 2, false, &seed); /* 16-byte loads, f32 */
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16, 0}, 5, &seed);
 	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16, 0}, 8, &seed);
-	/* quantized experts: H and F whole blocks (q4_k: 256, f8e4m3_b128: 128,
-	 * q8_0 and mxfp4: 32) */
+	/* quantized experts: H and F whole blocks (f8e4m3_b128: 128, the others
+	 * 32; q4_k rows of 96, 160 and 640 end in a partial super-block: the
+	 * published Qwen3.8 Flash's experts are 2560 x 640) */
 	ok &= moe_case(h, (moe_shape){96, 64, 5, 2, HALO_Q8_0, 0}, 3, true, &seed);
 	ok &= moe_case(h, (moe_shape){512, 256, 4, 2, HALO_Q4_K, 0}, 2, false, &seed);
 	ok &= moe_case(h, (moe_shape){256, 512, 6, 3, HALO_Q4_K, 0}, 1, true, &seed);
 	ok &= moe_case(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0, 0}, 5, false, &seed);
 	ok &= invariance(h, (moe_shape){256, 256, 5, 2, HALO_Q4_K, 0}, 6, &seed);
+	ok &= moe_case(h, (moe_shape){256, 640, 4, 2, HALO_Q4_K, 0}, 3, true, &seed);
+	ok &= moe_case(h, (moe_shape){160, 96, 5, 3, HALO_Q4_K, 0}, 2, false, &seed);
+	ok &= invariance(h, (moe_shape){96, 160, 5, 2, HALO_Q4_K, 0}, 6, &seed);
 	ok &= invariance(h, (moe_shape){64, 32, 6, 3, HALO_Q8_0, 0}, 8, &seed);
 	ok &= moe_case(h, (moe_shape){256, 128, 4, 2, HALO_F8E4M3_B128, 0}, 3, true, &seed);
 	ok &= moe_case(h, (moe_shape){128, 384, 3, 1, HALO_F8E4M3_B128, 0}, 2, false, &seed);

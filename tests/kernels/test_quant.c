@@ -275,7 +275,7 @@ static void q4_bytes_pinned(void)
 		int r = i / K;
 		x[i] = (r % 4 == 3 ? u + 1.5f : u) * (float)(1 + r % 5);
 	}
-	size_t bytes = halo_dtype_bytes(HALO_Q4_K, (size_t)ROWS * K);
+	size_t bytes = halo_dtype_bytes(HALO_Q4_K, ROWS, K);
 	halo_quantize_rows(HALO_Q4_K, x, ROWS, K, 0, ROWS, q);
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < bytes; i++)
@@ -283,12 +283,51 @@ static void q4_bytes_pinned(void)
 	CHECK(h == Q4_PINNED, "q4_k bytes changed: FNV-1a %016llx", (unsigned long long)h);
 }
 
+/* q4_k rows ending in a partial super-block (quant.h): a row of 96 (one
+ * super-block of 3 sub-blocks) dequantizes as the hand block's first 96
+ * elements with its 16 bytes of scales after the 48 of values; a row of 640
+ * quantizes to the bytes of the same row zero-padded to 768 (values and
+ * scales; the absent sub-blocks' codes 0). */
+static void q4_partial_super(void)
+{
+	static const uint8_t meta[16] = {0x00, 0x38, 0x00, 0x34, 65, 130, 195, 63, 64, 71, 255, 1, 1, 241, 224, 149};
+	static const int sc[3] = {1, 2, 3}, m[3] = {0, 7, 63};
+	uint8_t t[48 + 16];
+	for (int e = 0; e < 96; e += 2)
+		t[e / 2] = (uint8_t)((e % 16) | ((e + 1) % 16) << 4);
+	memcpy(t + 48, meta, sizeof meta);
+	float x[96];
+	halo_dequantize_rows(HALO_Q4_K, t, 1, 96, 0, 1, x);
+	int bad = 0;
+	for (int e = 0; e < 96; e++)
+		bad += x[e] != 0.5f * (float)sc[e / 32] * (float)(e % 16) - 0.25f * (float)m[e / 32];
+	CHECK(bad == 0, "q4_k row of 96: %d elements differ from the hand block's", bad);
+
+	enum { R = 3, K = 640, KP = 768 };
+	float *row = calloc(R * KP, sizeof(float)), *part = malloc(R * K * sizeof(float));
+	random_rows(part, R, K);
+	for (int r = 0; r < R; r++)
+		memcpy(row + r * KP, part + r * K, K * sizeof(float));
+	uint8_t *qp = malloc(halo_dtype_bytes(HALO_Q4_K, R, K)), *qf = malloc(halo_dtype_bytes(HALO_Q4_K, R, KP));
+	halo_quantize_rows(HALO_Q4_K, part, R, K, 0, R, qp);
+	halo_quantize_rows(HALO_Q4_K, row, R, KP, 0, R, qf);
+	halo_quant_layout lp = halo_quant_layout_of(HALO_Q4_K, R, K), lf = halo_quant_layout_of(HALO_Q4_K, R, KP);
+	CHECK(lp.scales_row_bytes == 48 && lf.scales_row_bytes == 48, "q4_k: 3 super-blocks of scales a row");
+	for (int r = 0; r < R; r++) {
+		CHECK(memcmp(qp + r * lp.values_row_bytes, qf + r * lf.values_row_bytes, K / 2) == 0,
+		      "q4_k row %d of 640: values differ from the zero-padded row's", r);
+		CHECK(memcmp(qp + lp.scales_offset + r * 48, qf + lf.scales_offset + r * 48, 48) == 0,
+		      "q4_k row %d of 640: scales differ from the zero-padded row's", r);
+	}
+	free(row), free(part), free(qp), free(qf);
+}
+
 /* Relative rms error of the format over random rows, the per-element bound
  * of q8_0 (half its block's step), and that quantizing the rows in two
  * parts writes the same bytes as in one. Returns the relative error. */
 static float roundtrip(halo_dtype t, uint64_t rows, uint64_t k)
 {
-	size_t bytes = halo_dtype_bytes(t, rows * k);
+	size_t bytes = halo_dtype_bytes(t, rows, k);
 	float *x = malloc(rows * k * sizeof(float)), *back = malloc(rows * k * sizeof(float));
 	uint8_t *a = malloc(bytes), *b = malloc(bytes);
 	random_rows(x, rows, k);
@@ -342,15 +381,22 @@ static float roundtrip(halo_dtype t, uint64_t rows, uint64_t k)
 int main(void)
 {
 	q4_bytes_pinned();
-	CHECK(halo_dtype_bytes(HALO_Q8_0, 64) == 68 && halo_dtype_bytes(HALO_Q4_K, 512) == 288,
+	CHECK(halo_dtype_bytes(HALO_Q8_0, 1, 64) == 68 && halo_dtype_bytes(HALO_Q4_K, 1, 512) == 288 &&
+		      halo_dtype_bytes(HALO_Q4_K, 3, 512) == 3 * 288,
 	      "block sizes: q8_0 34 bytes per 32, q4_k 144 per 256");
+	/* a row's last q4_k super-block may be partial, with all 16 bytes of
+	 * scales: K = 640 is 2 whole + 4 sub-blocks, 160 one of 5 */
+	CHECK(halo_dtype_block(HALO_Q4_K) == 32 && halo_dtype_bytes(HALO_Q4_K, 1, 640) == 320 + 48 &&
+		      halo_dtype_bytes(HALO_Q4_K, 2, 160) == 2 * (80 + 16),
+	      "q4_k rows of whole 32-blocks: values + 16 bytes per started super-block");
 	CHECK(halo_dtype_size(HALO_Q8_0) == 0 && halo_dtype_is_quant(HALO_Q4_K) && !halo_dtype_is_quant(HALO_F16),
 	      "block formats have no element size");
-	CHECK(halo_dtype_bytes(HALO_F8E4M3_B128, 256) == 264 && halo_dtype_block(HALO_F8E4M3_B128) == 128,
+	CHECK(halo_dtype_bytes(HALO_F8E4M3_B128, 1, 256) == 264 && halo_dtype_block(HALO_F8E4M3_B128) == 128,
 	      "f8e4m3_b128: 132 bytes per 128");
-	CHECK(halo_dtype_bytes(HALO_MXFP4, 64) == 34 && halo_dtype_block(HALO_MXFP4) == 32, "mxfp4: 17 bytes per 32");
+	CHECK(halo_dtype_bytes(HALO_MXFP4, 1, 64) == 34 && halo_dtype_block(HALO_MXFP4) == 32, "mxfp4: 17 bytes per 32");
 	q8_hand_block();
 	q4_hand_block();
+	q4_partial_super();
 	xq_hand_block();
 	f8_decode_table();
 	f8_encode_table();
@@ -368,6 +414,10 @@ int main(void)
 	 * [4, 8) of the E2M1 grid, saturating above 6: measured 0.1166. */
 	float e8 = roundtrip(HALO_Q8_0, 37, 512), e4 = roundtrip(HALO_Q4_K, 37, 512);
 	float ef = roundtrip(HALO_F8E4M3_B128, 37, 512), em = roundtrip(HALO_MXFP4, 37, 512);
+	/* q4_k rows of 640 and 160 (partial super-blocks): the same fit */
+	float e4p = roundtrip(HALO_Q4_K, 37, 640), e4s = roundtrip(HALO_Q4_K, 41, 160);
+	printf("q4_k relative rms error at K = 640: %.5f, K = 160: %.5f\n", e4p, e4s);
+	CHECK(e4p < 0.0750f && e4s < 0.0750f, "q4_k relative rms error %.5f (K = 640), %.5f (K = 160)", e4p, e4s);
 	printf("relative rms error: q8_0 %.5f, q4_k %.5f, f8e4m3_b128 %.5f, mxfp4 %.5f\n", e8, e4, ef, em);
 	CHECK(e8 < 0.0060f, "q8_0 relative rms error %.5f", e8);
 	CHECK(e4 < 0.0750f, "q4_k relative rms error %.5f", e4);

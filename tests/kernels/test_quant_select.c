@@ -1,8 +1,9 @@
 /* Kernel selection (codegen/select_kernels.c) for dispatches that read
- * quantized tensors, without a device: matmul's [N, K] weight and the MoE
- * experts in q8_0 / q4_k / f8e4m3_b128 get candidates whose keys name the dtype, and a
- * quantized operand anywhere else is refused with a message naming the
- * dispatch, the op and the dtype. */
+ * quantized tensors, without a device: matmul's [N, K] weight, the MoE
+ * experts and an embedding table in q8_0 / q4_k / f8e4m3_b128 get
+ * candidates whose keys name the dtype, and a quantized operand anywhere
+ * else (matmul's x, an embedding's output) is refused with a message naming
+ * the dispatch, the op and the dtype. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,13 +75,19 @@ int main(void)
 		expect(ok ? "quantized x selected" : err,
 		       !ok && strstr(err, "dispatch 'proj': matmul operand 0 is") && strstr(err, halo_dtype_name(wt)));
 
-		/* an embedding table: refused */
+		/* an embedding table: the gather reads it as stored */
 		halo_dispatch emb = {.node = "embed", .op = IR_OP_EMBED, .n_in = 2, .n_out = 1};
 		emb.operand[0] = ref2(HALO_SPACE_WEIGHT, wt, (halo_affine){0, 100}, 256);
 		emb.operand[1] = (halo_tensor_ref){.space = HALO_SPACE_ACT, .dtype = HALO_I32, .rank = 1, .dim = {T}};
 		emb.operand[2] = ref2(HALO_SPACE_ACT, HALO_F32, T, 256);
 		ok = select_one(emb, 8, err, sizeof err, key, sizeof key);
-		expect(ok ? "quantized embedding selected" : err, !ok && strstr(err, "dispatch 'embed': embed operand 0"));
+		snprintf(want, sizeof want, "embed V=100 H=256 w=%s tmax=8", halo_dtype_name(wt));
+		expect(ok ? key : err, ok && !strcmp(key, want));
+		/* a quantized output: refused */
+		emb.operand[2].dtype = wt;
+		ok = select_one(emb, 8, err, sizeof err, key, sizeof key);
+		expect(ok ? "quantized embedding output selected" : err,
+		       !ok && strstr(err, "dispatch 'embed': embed operand 2"));
 	}
 	printf("%d failure(s)\n", failures);
 	return failures ? 1 : 0;

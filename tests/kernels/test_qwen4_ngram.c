@@ -1,10 +1,14 @@
 /* ngram_embed against ref_ngram_embed: orders 2..4, several heads per order,
- * odd row widths, f32 and f16 tables, T = 1 (decode) and prefill lengths,
+ * odd row widths, f32 and f16 tables, q8_0 and q4_k tables (rows of whole
+ * blocks; q4_k's of 160, a partial super-block, as the published model's),
+ * T = 1 (decode) and prefill lengths,
  * histories with "before the sequence" zeros and real ids, EOS tokens inside
  * the window, a tiny vocabulary (multipliers near 2^62, so the high 32-bit
  * word of the hash matters) and primes near 2^20. The kernel's 64-bit hash
  * runs on 32-bit pairs; the outputs are gathered table rows and the history a
- * copy, so both must match bitwise. Batch invariance: T tokens in one
+ * copy, so both must match bitwise (a quantized table's rows as the
+ * reference dequantizes them; q4_k's within 1e-6 of max(|x|, 1): its kernel
+ * may fuse (d*sc) * q - dmin*m into one fma). Batch invariance: T tokens in one
  * dispatch equal T one-token dispatches that carry the history, bitwise.
  * The kernel with steps (the history after each token, a verify step's
  * state slots): y, hist' and steps bitwise the reference's. */
@@ -55,7 +59,8 @@ static bool build(harness *h, const ng_shape *s, bool steps, hkernel *k)
 
 typedef struct {
 	float *table, *hist, *y, *nh, *want_y, *want_nh;
-	uint16_t *t16;
+	void *stored; /* the table's bytes as the kernel reads them */
+	size_t stored_bytes;
 	int32_t *ids;
 } ng_data;
 
@@ -63,9 +68,9 @@ typedef struct {
 static bool run(harness *h, hkernel *k, const ng_shape *s, const ng_data *a, int32_t *ids, float *hist,
 		float *y, float *nh, float *steps, int64_t T)
 {
-	size_t nt = (size_t)(rows_of(s) * s->dp), hn = (size_t)(s->p.ngram - 1);
+	size_t hn = (size_t)(s->p.ngram - 1);
 	hop ops[6] = {
-		s->wt == HALO_F16 ? (hop){a->t16, nt * 2, false} : (hop){a->table, nt * 4, false},
+		{a->stored, a->stored_bytes, false},
 		{ids, (size_t)T * 4, false},
 		{hist, hn * 4, false},
 		{y, (size_t)(T * heads_of(s) * s->dp) * 4, true},
@@ -87,14 +92,13 @@ static ng_data data_new(const ng_shape *s, int64_t T, uint32_t *seed)
 	size_t nt = (size_t)(rows_of(s) * s->dp), hn = (size_t)(s->p.ngram - 1);
 	size_t ny = (size_t)(T * heads_of(s) * s->dp);
 	ng_data a = {alloc_floats(nt), alloc_floats(hn), alloc_floats(ny), alloc_floats(hn), alloc_floats(ny),
-		     alloc_floats(hn), calloc(nt, 2), calloc((size_t)T, 4)};
-	if (!a.t16 || !a.ids) {
+		     alloc_floats(hn), NULL, 0, calloc((size_t)T, 4)};
+	if (!a.ids) {
 		fprintf(stderr, "FAIL: out of memory\n");
 		exit(1);
 	}
 	fill_random(a.table, nt, 1.0f, seed);
-	if (s->wt == HALO_F16)
-		round_f16(a.table, a.t16, nt);
+	a.stored = stored_table(s->wt, a.table, (size_t)rows_of(s), (size_t)s->dp, &a.stored_bytes);
 	for (size_t i = 0; i < hn; i++)
 		a.hist[i] = i == 0 ? 0.0f : (float)(next_u32(seed) % (uint32_t)s->p.vocab + 1);
 	for (int64_t t = 0; t < T; t++)
@@ -104,8 +108,10 @@ static ng_data data_new(const ng_shape *s, int64_t T, uint32_t *seed)
 
 static void data_free(ng_data *a)
 {
+	if (a->stored != a->table)
+		free(a->stored);
 	free(a->table), free(a->hist), free(a->y), free(a->nh), free(a->want_y), free(a->want_nh);
-	free(a->t16), free(a->ids);
+	free(a->ids);
 }
 
 /* With steps, the kernel's steps [T, N-1] are checked too. */
@@ -127,7 +133,9 @@ static bool ng_case(harness *h, ng_shape s, int64_t T, bool with_steps, uint32_t
 	if (ok) {
 		char what[1024];
 		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
-		ok = check_bitwise(what, a.y, a.want_y, (size_t)(T * heads_of(&s) * s.dp));
+		size_t ny = (size_t)(T * heads_of(&s) * s.dp);
+		ok = s.wt == HALO_Q4_K ? check_close(what, a.y, a.want_y, ny, 1e-6, 1.0)
+				       : check_bitwise(what, a.y, a.want_y, ny);
 		snprintf(what, sizeof what, "%s T=%lld hist'", k.k.signature, (long long)T);
 		ok &= check_bitwise(what, a.nh, a.want_nh, hn);
 		snprintf(what, sizeof what, "%s T=%lld steps", k.k.signature, (long long)T);
@@ -181,6 +189,11 @@ int main(void)
 	ok &= ng_case(h, (ng_shape){{4, 3, 0, 5, 77, 2, 31}, 8, HALO_F16}, 8, true, &seed);
 	ok &= ng_case(h, (ng_shape){{5, 1, 6, 7, 9, 1, 101}, 3, HALO_F32}, 2, true, &seed);
 	ok &= ng_case(h, (ng_shape){{2, 1, 1, 50000, 5, 0, 1 << 20}, 2, HALO_F32}, 16, true, &seed);
+	/* quantized tables (halo compile --quant stores them so) */
+	ok &= ng_case(h, (ng_shape){{3, 2, 2, 1000, 1234, 0, 50}, 64, HALO_Q8_0}, 7, true, &seed);
+	ok &= ng_case(h, (ng_shape){{3, 2, 2, 1000, 1234, 0, 50}, 160, HALO_Q4_K}, 5, false, &seed);
+	ok &= ng_case(h, (ng_shape){{4, 1, 0, 500, 7, 1, 40}, 256, HALO_Q4_K}, 1, true, &seed);
+	ok &= invariance(h, (ng_shape){{3, 2, 2, 300, 42, 1, 40}, 32, HALO_Q8_0}, 9, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

@@ -427,7 +427,7 @@ static void check_mxfp4(const char *path, const char *f32_path)
 			at += t->bytes;
 			sat += s->bytes;
 		}
-		MC_CHECK(bad == 0 && d->size == halo_dtype_bytes(HALO_MXFP4, rows * k),
+		MC_CHECK(bad == 0 && d->size == halo_dtype_bytes(HALO_MXFP4, rows, k),
 			 "'%s': %d experts' codes or scales are not the checkpoint's bytes", weights[i].bundle, bad);
 		float *x = malloc(rows * k * sizeof(float));
 		halo_dequantize_rows(HALO_MXFP4, w, rows, k, 0, rows, x);

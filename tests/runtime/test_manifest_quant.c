@@ -68,8 +68,10 @@ static const refusal refusals[] = {
 	 "state 's' has dtype q8_0"},
 	{"a K that is not whole blocks", "\"shape\":[4,256],\"offset\":0,\"size\":1088",
 	 "\"shape\":[64,16],\"offset\":0,\"size\":1088", "its last dim (K) 16 is not a multiple of the block of 32"},
-	{"a q4_k K that is not whole super-blocks", "\"dtype\":\"q4_k\",\"shape\":[4,256]",
-	 "\"dtype\":\"q4_k\",\"shape\":[8,128]", "its last dim (K) 128 is not a multiple of the block of 256"},
+	{"a q4_k K that is not whole sub-blocks", "\"dtype\":\"q4_k\",\"shape\":[4,256]",
+	 "\"dtype\":\"q4_k\",\"shape\":[64,16]", "its last dim (K) 16 is not a multiple of the block of 32"},
+	{"a q4_k row ending in a partial super-block, sized as whole ones", "\"dtype\":\"q4_k\",\"shape\":[4,256]",
+	 "\"dtype\":\"q4_k\",\"shape\":[8,128]", "q4_k weight 'w4' of 1024 elements takes 640 bytes, not 576"},
 	{"a size that is not the format's", "\"offset\":0,\"size\":1088", "\"offset\":0,\"size\":1024",
 	 "q8_0 weight 'w8' of 1024 elements takes 1088 bytes, not 1024"},
 	{"a bad dim", "\"shape\":[4,256],\"offset\":0", "\"shape\":[-4,256],\"offset\":0", "has a bad dim -4"},
@@ -107,10 +109,13 @@ int main(void)
 		CHECK(w4->dtype == HALO_Q4_K && halo_tensor_bytes(w4, 1) == 576, "q4_k operand: %llu bytes",
 		      (unsigned long long)halo_tensor_bytes(w4, 1));
 		halo_tensor_ref part = *w8;
-		part.dim[1].c = 16; /* 64 elements: 2 blocks, but 16 is not a row of blocks; bytes still defined */
-		CHECK(halo_tensor_bytes(&part, 1) == 68, "4 x 16 q8_0: %llu bytes", (unsigned long long)halo_tensor_bytes(&part, 1));
-		part.dim[0].c = 1; /* 16 elements: half a block */
-		CHECK(halo_tensor_bytes(&part, 1) == UINT64_MAX, "half a q8_0 block: %llu bytes",
+		part.dim[1].c = 16; /* 64 elements, 2 blocks, but rows of half a block: no bytes */
+		CHECK(halo_tensor_bytes(&part, 1) == UINT64_MAX, "4 x 16 q8_0: %llu bytes",
+		      (unsigned long long)halo_tensor_bytes(&part, 1));
+		part = *w4;
+		part.dim[0].c = 3;
+		part.dim[1].c = 160; /* rows of one partial super-block: 80 bytes of values, 16 of scales */
+		CHECK(halo_tensor_bytes(&part, 1) == 3 * 96, "3 x 160 q4_k: %llu bytes",
 		      (unsigned long long)halo_tensor_bytes(&part, 1));
 	}
 	manifest_free(m);

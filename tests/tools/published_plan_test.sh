@@ -25,5 +25,10 @@ grep "^weight_bytes:\|^state_bytes:\|^state_slot_bytes:\|^activation_live_peak_b
 cp "$cfg" "$ckpt/config.json"
 "$halo" compile --hf "$ckpt" --random-weights 1 --plan-only --dtype f16 --quant q4_k --ctx 32768 > "$out"
 grep -q "^  weights  *q4_k " "$out" || { echo "FAIL: no q4_k weights in the plan" >&2; exit 1; }
+# issue 14's bar: the 4-bit model and a 32k context in a 128 GB machine
+# (102.2 GiB when this was written: docs/quantization.md)
+total=$(sed -n 's/^  total  *\([0-9]*\) .*/\1/p' "$out")
+[ -n "$total" ] && [ "$total" -lt 128000000000 ] ||
+	{ echo "FAIL: the q4_k plan at 32k takes ${total:-?} bytes, not below 128 GB" >&2; exit 1; }
 grep -v "^# [0-9]* weights stored q8_0" "$out"
 echo "published plan: ok"

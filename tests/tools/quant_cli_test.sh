@@ -1,8 +1,9 @@
 #!/bin/sh
 # halo compile --quant through the CLI: a bad format name is a usage error,
 # a weight whose K is not a whole number of q8_0 blocks and a non-finite
-# weight value are errors naming the weight that leave no bundle behind, the
-# q4_k and f8e4m3 fallbacks to q8_0 are noted, mxfp4 stores the experts
+# weight value are errors naming the weight that leave no bundle behind,
+# q4_k stores rows of whole 32-blocks (the embedding table too), the f8e4m3
+# fallback to q8_0 is noted, mxfp4 stores the experts
 # alone, --act-quant takes q8 over q8_0 or q4_k (q4_k's default) and none
 # over any, and halo inspect --bundle shows the dtypes.
 # usage: quant_cli_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
@@ -29,12 +30,17 @@ expect 1 "weight 'layers.0.moe_ffn.exp_down' \[8, 64, 16\]: its last dim K = 16 
 	compile --hf "$root/tests/fixtures/qwen3_next_tiny" --targets ref --quant mxfp4 -o "$work/next.halo"
 [ ! -e "$work/next.halo" ] || fail "the mxfp4 block-size error left a bundle behind"
 
-# K = 64 and 96: under q4_k every matrix falls back to q8_0, with a note
-expect 0 "note: 8 weights stored q8_0, not q4_k: their K is not a multiple of 256: layers.0.decoder.wo \[64, 64\]" \
+# K = 64 and 96: q4_k rows of one partial super-block (48 and 64 bytes a
+# row), nothing falls back; the untied embedding table is q4_k, the head q8_0
+expect 0 "weights by dtype: f32 .* MiB, q8_0 .* MiB, q4_k .* MiB" \
 	compile --hf "$tiny" --targets ref --quant q4_k -o "$work/q4.halo"
-expect 0 "q8_0  *9 weights" inspect --bundle "$work/q4.halo"
+grep -q "stored q8_0" "$out" && fail "q4_k noted a fallback: $(cat "$out")"
+expect 0 "q4_k  *9 weights" inspect --bundle "$work/q4.halo"
 grep -q "^  lm_head  *q8_0  *\[256, 64\]" "$out" || fail "inspect --bundle does not show lm_head as q8_0: $(cat "$out")"
-grep -q "^  tok_embd  *f32 " "$out" || fail "inspect --bundle does not show tok_embd as f32: $(cat "$out")"
+grep -q "^  tok_embd  *q4_k  *\[256, 64\]  *[0-9]*  *12288$" "$out" ||
+	fail "inspect --bundle does not show tok_embd as q4_k in 256 x 48 bytes: $(cat "$out")"
+grep -q "^  layers.0.decoder.w_down  *q4_k  *\[64, 96\]  *[0-9]*  *4096$" "$out" ||
+	fail "inspect --bundle does not show w_down as q4_k in 64 x 64 bytes: $(cat "$out")"
 # and under f8e4m3 (blocks of 128), the head included
 expect 0 "note: 9 weights stored q8_0, not f8e4m3_b128: their K is not a multiple of 128: lm_head \[256, 64\]" \
 	compile --hf "$tiny" --targets ref --quant f8e4m3 -o "$work/f8.halo"

@@ -439,39 +439,51 @@ static void q4_final_codes(const float *x, float off, float step, int *q)
 	}
 }
 
+/* Super-block s of a row: whole, or the row's last one of n < 256
+ * elements (whole sub-blocks), which quantizes as if zero-padded to 256:
+ * a zero sub-block fits step 0 and offset 0, which change neither unit, so
+ * the present sub-blocks get what they would beside any zero padding, and
+ * the absent ones' scale codes are 0. */
+static void q4_super(const float *x, int n, uint8_t *values, uint8_t *meta)
+{
+	float xs[Q4_SUPER] = {0};
+	memcpy(xs, x, (size_t)n * sizeof(float));
+	float scale[Q4_SUBS], offset[Q4_SUBS];
+	for (int j = 0; j < Q4_SUBS; j++)
+		q4_fit_sub(xs + j * Q4_SUB, &scale[j], &offset[j]);
+	uint8_t sc[Q4_SUBS], m[Q4_SUBS];
+	uint16_t dh = q4_units(scale, sc), mh = q4_units(offset, m);
+	float d = half_to_f32(dh), dmin = half_to_f32(mh);
+	q4_pack_meta(dh, mh, sc, m, meta);
+	int q[Q4_SUPER];
+	for (int j = 0; j < n / Q4_SUB; j++) {
+		/* q against the stored scale and offset, as they dequantize */
+		float step = d * (float)sc[j], off = dmin * (float)m[j];
+		if (step > 0.0f)
+			q4_final_codes(xs + j * Q4_SUB, off, step, q + j * Q4_SUB);
+		else
+			memset(q + j * Q4_SUB, 0, Q4_SUB * sizeof(int));
+	}
+	for (int i = 0; i < n; i += 2)
+		values[i / 2] = (uint8_t)(q[i] | q[i + 1] << 4);
+}
+
 static void q4_row(const float *x, uint64_t k, uint8_t *values, uint8_t *scales)
 {
-	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
-		const float *xs = x + s * Q4_SUPER;
-		float scale[Q4_SUBS], offset[Q4_SUBS];
-		for (int j = 0; j < Q4_SUBS; j++)
-			q4_fit_sub(xs + j * Q4_SUB, &scale[j], &offset[j]);
-		uint8_t sc[Q4_SUBS], m[Q4_SUBS];
-		uint16_t dh = q4_units(scale, sc), mh = q4_units(offset, m);
-		float d = half_to_f32(dh), dmin = half_to_f32(mh);
-		uint8_t *meta = scales + s * Q4_META;
-		q4_pack_meta(dh, mh, sc, m, meta);
-		int q[Q4_SUPER];
-		for (int j = 0; j < Q4_SUBS; j++) {
-			/* q against the stored scale and offset, as they dequantize */
-			float step = d * (float)sc[j], off = dmin * (float)m[j];
-			if (step > 0.0f)
-				q4_final_codes(xs + j * Q4_SUB, off, step, q + j * Q4_SUB);
-			else
-				memset(q + j * Q4_SUB, 0, Q4_SUB * sizeof(int));
-		}
-		for (int i = 0; i < Q4_SUPER; i += 2)
-			values[(s * Q4_SUPER + (uint64_t)i) / 2] = (uint8_t)(q[i] | q[i + 1] << 4);
+	for (uint64_t s = 0; s * Q4_SUPER < k; s++) {
+		uint64_t left = k - s * Q4_SUPER;
+		q4_super(x + s * Q4_SUPER, left < Q4_SUPER ? (int)left : Q4_SUPER, values + s * Q4_SUPER / 2,
+			 scales + s * Q4_META);
 	}
 }
 
 static void q4_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x)
 {
-	for (uint64_t s = 0; s < k / Q4_SUPER; s++) {
+	for (uint64_t s = 0; s * Q4_SUPER < k; s++) {
 		const uint8_t *meta = scales + s * Q4_META;
 		uint32_t w0 = get_u32(meta);
 		float d = half_to_f32((uint16_t)w0), dmin = half_to_f32((uint16_t)(w0 >> 16));
-		for (int j = 0; j < Q4_SUBS; j++) {
+		for (int j = 0; j < Q4_SUBS && s * Q4_SUPER + (uint64_t)(j * Q4_SUB) < k; j++) {
 			int sc, m;
 			q4_unpack_sub(meta, j, &sc, &m);
 			float step = d * (float)sc, off = dmin * (float)m;
@@ -597,21 +609,22 @@ static void mx_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_
 
 static const struct {
 	unsigned bits;        /* per value */
-	unsigned scale_bytes; /* per block */
+	unsigned group;       /* elements per scale group */
+	unsigned scale_bytes; /* per group */
 	void (*quantize)(const float *x, uint64_t k, uint8_t *values, uint8_t *scales);
 	void (*dequantize)(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x);
 } formats[HALO_DTYPE_COUNT] = {
-	[HALO_Q8_0] = {8, 2, q8_row, q8_dequant_row},
-	[HALO_Q4_K] = {4, Q4_META, q4_row, q4_dequant_row},
-	[HALO_F8E4M3_B128] = {8, 4, f8_row, f8_dequant_row},
-	[HALO_MXFP4] = {4, 1, mx_row, mx_dequant_row},
+	[HALO_Q8_0] = {8, Q8_BLOCK, 2, q8_row, q8_dequant_row},
+	[HALO_Q4_K] = {4, Q4_SUPER, Q4_META, q4_row, q4_dequant_row},
+	[HALO_F8E4M3_B128] = {8, F8_BLOCK, 4, f8_row, f8_dequant_row},
+	[HALO_MXFP4] = {4, MX_BLOCK, 1, mx_row, mx_dequant_row},
 };
 
 halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
 {
-	uint64_t row = k * formats[t].bits / 8;
+	uint64_t row = k * formats[t].bits / 8, groups = (k + formats[t].group - 1) / formats[t].group;
 	return (halo_quant_layout){.values_row_bytes = row, .scales_offset = rows * row,
-	                           .scales_row_bytes = k / halo_dtype_block(t) * formats[t].scale_bytes};
+	                           .scales_row_bytes = groups * formats[t].scale_bytes};
 }
 
 void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,

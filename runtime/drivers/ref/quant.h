@@ -8,13 +8,16 @@
  * aligned vector loads:
  *
  *   values  rows * k * bits / 8 bytes at 0, row r at r * k * bits / 8
- *   scales  the per-block scales after the values, row r's at
- *           values_bytes + r * (k / block) * scale_bytes
+ *   scales  the per-group scales after the values, row r's at
+ *           values_bytes + r * ceil(k / group) * scale_bytes
+ * (the group is the block but for q4_k, whose scales come per super-block).
  *
  * q8_0 (8.5 bits per weight): blocks of 32. Value byte i of a row is the
  *   int8 q of element i; each block has an f16 scale d; x = d * q.
  * q4_k (4.5 bits per weight): super-blocks of 256 made of 8 sub-blocks of
- *   32. Value byte i of a row holds element 2i in its low nibble and 2i + 1
+ *   32; a row of k % 256 != 0 (k a multiple of 32) ends in a partial
+ *   super-block of (k % 256) / 32 sub-blocks with all 16 bytes of scales,
+ *   the absent sub-blocks' codes 0 (K = 640: 4.6 bits, 160: 4.8). Value byte i of a row holds element 2i in its low nibble and 2i + 1
  *   in its high nibble (so nibble p of 32-bit word w is element 8w + p),
  *   q in 0..15. Each super-block has 16 bytes of scales, as four
  *   little-endian 32-bit words:
@@ -62,7 +65,7 @@ typedef struct {
 halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k);
 
 /* Quantizes rows [lo, hi) of src (rows x k floats, row-major) into the
- * tensor at dst (halo_dtype_bytes(t, rows * k) bytes). Each row depends
+ * tensor at dst (halo_dtype_bytes(t, rows, k) bytes). Each row depends
  * only on its own values, so any split of the rows across threads gives the
  * same bytes. Values must be finite. */
 void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
