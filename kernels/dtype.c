@@ -1,5 +1,6 @@
 #include "kernels/dtype.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* block: elements per block (a row is whole blocks); bits: per element;
@@ -35,8 +36,10 @@ size_t halo_dtype_bytes(halo_dtype t, size_t rows, size_t k)
 {
 	if ((unsigned)t >= HALO_DTYPE_COUNT)
 		return 0;
-	size_t g = dtype_info[t].group, scales = g ? (k + g - 1) / g * dtype_info[t].group_bytes : 0;
-	return rows * (k * dtype_info[t].bits / 8 + scales);
+	size_t g = dtype_info[t].group, scales = g ? (k + g - 1) / g * dtype_info[t].group_bytes : 0, row, n;
+	if (k > SIZE_MAX / 64 || __builtin_mul_overflow(rows, row = k * dtype_info[t].bits / 8 + scales, &n))
+		return SIZE_MAX;
+	return n;
 }
 
 bool halo_dtype_is_quant(halo_dtype t)

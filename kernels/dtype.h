@@ -37,7 +37,8 @@ size_t halo_dtype_size(halo_dtype t);
  * sub-blocks of 32, runtime/drivers/ref/quant.h.) */
 size_t halo_dtype_block(halo_dtype t);
 /* Bytes of `rows` rows of k elements each (k a multiple of
- * halo_dtype_block(t)): rows * (the row's values + its scales). */
+ * halo_dtype_block(t)): rows * (the row's values + its scales); SIZE_MAX
+ * when that does not fit a size_t (no real tensor's size). */
 size_t halo_dtype_bytes(halo_dtype t, size_t rows, size_t k);
 /* True for the block-quantized formats. */
 bool halo_dtype_is_quant(halo_dtype t);

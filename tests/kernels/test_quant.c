@@ -389,6 +389,9 @@ int main(void)
 	CHECK(halo_dtype_block(HALO_Q4_K) == 32 && halo_dtype_bytes(HALO_Q4_K, 1, 640) == 320 + 48 &&
 		      halo_dtype_bytes(HALO_Q4_K, 2, 160) == 2 * (80 + 16),
 	      "q4_k rows of whole 32-blocks: values + 16 bytes per started super-block");
+	CHECK(halo_dtype_bytes(HALO_Q8_0, SIZE_MAX / 32, 1024) == SIZE_MAX &&
+		      halo_dtype_bytes(HALO_F32, 2, SIZE_MAX / 4) == SIZE_MAX,
+	      "a size past size_t is SIZE_MAX, not a wrapped count");
 	CHECK(halo_dtype_size(HALO_Q8_0) == 0 && halo_dtype_is_quant(HALO_Q4_K) && !halo_dtype_is_quant(HALO_F16),
 	      "block formats have no element size");
 	CHECK(halo_dtype_bytes(HALO_F8E4M3_B128, 1, 256) == 264 && halo_dtype_block(HALO_F8E4M3_B128) == 128,
