@@ -6,7 +6,9 @@
 # partial super-block, nothing falls back to q8_0; the reference backend
 # and Vulkan give the same logits over a prompt to 2e-4 per row (only the
 # order of f32 sums differs; the hybrid amplifies that up to 90x, as
-# test_quant_model says) and generate the same tokens. f32 activations
+# test_quant_model says) and generate the same tokens, which speculative
+# decoding from the MTP head (its embedding gathers from the same q4_k
+# table) reproduces on Vulkan (verify rows equal single steps). f32 activations
 # (--act-quant none): with int8 ones a value within an ulp of a half-step
 # may round to another code on one backend (test_quant_model's xq cases);
 # and the f32 prompt kernels, where a GPU has matrix units (f16 inputs:
@@ -36,4 +38,7 @@ python3 "$root/tools/gpu/logits_diff.py" "q4_k flash vulkan vs ref" "$work/ref.f
 	fail "Vulkan's logits differ from ref's"
 cmp -s "$work/ref.tokens" "$work/vulkan.tokens" ||
 	fail "generated tokens differ: ref $(cat "$work/ref.tokens"), vulkan $(cat "$work/vulkan.tokens")"
+expect 0 "halo run" run "$work/q4.halo" --tokens "$ids" --n-predict 8 --backend vulkan --spec mtp --validate
+[ "$(tail -n 1 "$out")" = "$(cat "$work/vulkan.tokens")" ] ||
+	fail "speculative decoding on Vulkan generated $(tail -n 1 "$out"), plain $(cat "$work/vulkan.tokens")"
 finish
