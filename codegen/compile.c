@@ -76,6 +76,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 	c->m = ir_read_model_opts(o->model_path, config, &ro, &ierr);
 	if (c->m) {
 		c->m->no_fold_norms = o->no_fold_norms || halo_dtype_is_quant(o->quant);
+		c->m->int8_max_rows = o->int8_activations ? KV_MATVEC_MAX_T : 0;
 		c->m->no_merge_matmuls = o->no_merge;
 		c->m->no_fuse_state_store = o->no_store_fusion;
 		/* under --quant such small gates keep --dtype (a merged matrix

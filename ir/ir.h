@@ -284,6 +284,12 @@ typedef struct {
 	 * into a matrix (a block's scale would then carry the norm's
 	 * per-channel spread). */
 	bool no_fold_norms;
+	/* Set by halo compile --act-quant q8 (0: none): entries of at most
+	 * int8_max_rows tokens a step take int8 activations in their matvecs,
+	 * which round x once per workgroup as they stage it and apply a norm's
+	 * weight there, not per weight chunk, so fuse_norm_matmul fuses an
+	 * unfolded norm whatever its readers' size in those entries' graphs. */
+	int64_t int8_max_rows;
 	/* Set by halo compile: merge_matmuls leaves sibling matmuls apart
 	 * (--no-merge), or keeps out those whose weight has fewer than
 	 * merge_min_rows rows (--quant keeps such small gates in --dtype, and a

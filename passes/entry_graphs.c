@@ -7,7 +7,7 @@ int entry_graph_for(ir_module *m, int src, entry_pred marked, const char *suffix
 	for (int i = 0; i < m->n_entries; i++) {
 		if (m->entries[i].func != src)
 			continue;
-		if (!marked(&m->entries[i]))
+		if (!marked(m, &m->entries[i]))
 			shared = true;
 		else if (*first < 0)
 			*first = i;
@@ -16,7 +16,7 @@ int entry_graph_for(ir_module *m, int src, entry_pred marked, const char *suffix
 		return -1;
 	int fi = shared ? ir_func_clone(m, src, ir_arena_printf(&m->arena, "%s.%s", m->funcs[src].name, suffix)) : src;
 	for (int i = *first; i < m->n_entries; i++)
-		if (m->entries[i].func == src && marked(&m->entries[i]))
+		if (m->entries[i].func == src && marked(m, &m->entries[i]))
 			m->entries[i].func = fi;
 	return fi;
 }

@@ -1,5 +1,6 @@
 /* Graphs that a pass changes for some entries only: state_slots for the
- * `recurrent: slots` entries, entry_tokens for the `output: tokens` ones.
+ * `recurrent: slots` entries, entry_tokens for the `output: tokens` ones,
+ * fuse_norm_matmul for the steps that take int8 activations.
  * Entries that share a graph with the others get a copy of it, so the
  * others run their graph unchanged. */
 #ifndef HALO_PASSES_ENTRY_GRAPHS_H
@@ -9,7 +10,7 @@
 
 #include "ir/ir.h"
 
-typedef bool (*entry_pred)(const ir_entry *e);
+typedef bool (*entry_pred)(const ir_module *m, const ir_entry *e);
 
 /* The graph to change for the entries that `marked` picks and that run
  * graph src: src itself when no other entry runs it, else a new copy named

@@ -27,7 +27,19 @@
  * against 42 us), while a norm of its own costs one small dispatch (about
  * 4 us) and is computed once for all its readers. The two meet near
  * FUSE_NORM_MAX_WEIGHTS weight elements over all readers (35% of streaming
- * 25 M f16 elements at 4.4 TB/s is 4 us). */
+ * 25 M f16 elements at 4.4 TB/s is 4 us). With int8 activations
+ * (m->int8_max_rows) the decode and verification matvecs stage x once per
+ * workgroup, rounding it to int8 codes, and multiply the norm weight in
+ * there, once per element of x and not per weight chunk: the prologue is
+ * then nearly free at any size, and every large reader of such a bundle is
+ * one (--act-quant q8 takes q8_0 and q4_k, which hold every linear weight
+ * and the head). So the graphs of the entries of at most int8_max_rows
+ * tokens a step (a copy of a graph they share with the prompt entries,
+ * passes/entry_graphs.h) fuse the norm whatever its readers' size; the
+ * prompt's keep the norm a dispatch (its unfolded prologue in the prompt's
+ * matmuls cost pp512 8.5%, where the matvecs gained 7% of decode: H100,
+ * bench/results-quant.txt). */
+#include "passes/entry_graphs.h"
 #include "passes/fuse_common.h"
 #include "passes/passes.h"
 
@@ -275,7 +287,8 @@ static bool unweighted_norm(const ir_func *f, const ir_node *n)
 
 /* Whether norm n of f becomes its readers' prologue, and whether that
  * prologue takes no norm weight operand (folded, or none to fold). */
-static bool fusable_norm(const ir_func *f, const func_uses *u, const ir_node *n, const fold_plan *fp, bool *bare)
+static bool fusable_norm(bool int8, const ir_func *f, const func_uses *u, const ir_node *n, const fold_plan *fp,
+			 bool *bare)
 {
 	if (n->op != IR_OP_RMS_NORM || n->dead || !only_matmul_readers(f, u, n->out[0]))
 		return false;
@@ -284,17 +297,18 @@ static bool fusable_norm(const ir_func *f, const func_uses *u, const ir_node *n,
 	if (n->n_in != 2)
 		return false;
 	*bare = foldable(f, u, n, fp);
-	return *bare || reader_weights(f, u, n->out[0]) <= FUSE_NORM_MAX_WEIGHTS;
+	return *bare || int8 || reader_weights(f, u, n->out[0]) <= FUSE_NORM_MAX_WEIGHTS;
 }
 
-static void fuse_func(ir_module *m, ir_func *f, const fold_plan *fp)
+/* int8: f is run by int8 steps alone (int8_graph). */
+static void fuse_func(ir_module *m, ir_func *f, const fold_plan *fp, bool int8)
 {
 	func_uses u;
 	func_uses_build(f, &u);
 	bool any = false;
 	for (int i = 0; i < f->n_nodes; i++) {
 		bool bare = false;
-		if (!fusable_norm(f, &u, &f->nodes[i], fp, &bare))
+		if (!fusable_norm(int8, f, &u, &f->nodes[i], fp, &bare))
 			continue;
 		int v = f->nodes[i].out[0];
 		int n_users = func_uses_count(&u, v);
@@ -310,8 +324,34 @@ static void fuse_func(ir_module *m, ir_func *f, const fold_plan *fp)
 		ir_func_compact(m, f);
 }
 
+/* Entries whose matvecs take int8 activations. */
+static bool int8_steps(const ir_module *m, const ir_entry *e)
+{
+	return m->int8_max_rows > 0 && e->t_max <= m->int8_max_rows;
+}
+
+/* Whether every entry that runs graph fi takes int8 activations (and one
+ * does). */
+static bool int8_graph(const ir_module *m, int fi)
+{
+	bool any = false;
+	for (int i = 0; i < m->n_entries; i++) {
+		if (m->entries[i].func != fi)
+			continue;
+		if (!int8_steps(m, &m->entries[i]))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 bool pass_fuse_norm_matmul(ir_module *m, ir_error *err)
 {
+	/* the int8 steps' own graphs, before anything is planned on them */
+	for (int src = 0, n = m->n_funcs; m->int8_max_rows > 0 && src < n; src++) {
+		int first;
+		entry_graph_for(m, src, int8_steps, "xq", &first);
+	}
 	/* Planned once, before any fusion: fusing only moves a read's norm
 	 * into its prologue. */
 	fold_plan fp;
@@ -322,7 +362,7 @@ bool pass_fuse_norm_matmul(ir_module *m, ir_error *err)
 		ir_error_set(err, (ir_loc){m->path, 0, 0}, "fuse_norm_matmul: out of memory");
 	for (int i = 0; ok && i < m->n_funcs; i++)
 		if (func_is_live(m, &m->funcs[i]))
-			fuse_func(m, &m->funcs[i], &fp);
+			fuse_func(m, &m->funcs[i], &fp, int8_graph(m, i));
 	free(fp.norm);
 	free(fp.offset);
 	return ok;

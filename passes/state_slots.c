@@ -117,8 +117,9 @@ static bool slot_graph(ir_module *m, int fi, int64_t rows, const char *entry, ir
 	return true;
 }
 
-static bool keeps_slots(const ir_entry *e)
+static bool keeps_slots(const ir_module *m, const ir_entry *e)
 {
+	(void)m;
 	return e->state_slots;
 }
 

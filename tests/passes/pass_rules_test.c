@@ -11,7 +11,10 @@
  *    matrices, never into a module-level one (a head of 16384 x 2048 keeps
  *    its final norm) or one with a fallback name (a tied lm_head); unfolded
  *    (no_fold_norms, as under --quant) it fuses no norm whose readers'
- *    weights are large;
+ *    weights are large, but with int8 activations (--act-quant q8) it
+ *    fuses those too in the graphs of the steps that take them (decode's,
+ *    a copy "forward.xq", and verify's own), with the norm weight as the
+ *    prologue's operand, and leaves the prompt's graph alone;
  *  - schedule names a node on a cycle instead of looping or dropping nodes,
  *    and the verifier rejects an out-of-range edge;
  *  - order_effects refuses a graph output that aliases a state overwritten
@@ -188,16 +191,22 @@ static ir_module *run_one_pass(const char *model, const char *config, const char
 	return m;
 }
 
-static void set_no_fold(ir_module *m, const void *no_fold)
+typedef struct {
+	bool no_fold;
+	int64_t int8_max_rows;
+} fuse_flags;
+
+static void set_fuse_flags(ir_module *m, const void *flags)
 {
-	m->no_fold_norms = *(const bool *)no_fold;
+	m->no_fold_norms = ((const fuse_flags *)flags)->no_fold;
+	m->int8_max_rows = ((const fuse_flags *)flags)->int8_max_rows;
 }
 
 /* The model through fuse_norm_matmul, with fuse_norm_matmul's folding
  * turned off when no_fold. */
 static ir_module *run_fuse_norm(const char *model, const char *config, bool no_fold)
 {
-	return run_one_pass(model, config, "fuse_norm_matmul", set_no_fold, &no_fold);
+	return run_one_pass(model, config, "fuse_norm_matmul", set_fuse_flags, &(fuse_flags){no_fold, 0});
 }
 
 /* The prologue of node name: NULL when it has none. */
@@ -236,6 +245,25 @@ static void norm_fusion_large_readers(void)
 		CHECK(q && q->n_extra == 1, "unfolded, a small attention matmul lost its norm prologue");
 		for (int i = 0; i < m->n_weights; i++)
 			CHECK(!m->weights[i].folded, "weight %s folded under no_fold_norms", m->weights[i].name);
+		ir_module_free(m);
+	}
+	/* unfolded with int8 activations (steps of at most 8 tokens): decode's
+	 * and verify's large head takes its norm too, prefill's (64) does not */
+	m = run_one_pass(MODEL, wide, "fuse_norm_matmul", set_fuse_flags, &(fuse_flags){true, 8});
+	if (m) {
+		for (int i = 1; i < m->n_entries; i++) { /* decode and verify */
+			const ir_func *step = &m->funcs[m->entries[i].func];
+			int logits = ir_func_node(step, "logits");
+			const ir_node *head = logits >= 0 ? &step->nodes[logits] : NULL;
+			CHECK(head && head->n_fused == 1 && head->fused[0].op == IR_OP_RMS_NORM &&
+				      head->fused[0].n_extra == 1 && ir_func_node(step, "xn") < 0,
+			      "with int8 activations, %s's 16384 x 2048 head did not take its norm (weight as operand)",
+			      m->entries[i].name);
+			CHECK(strcmp(m->entries[i].name, "decode") || !strcmp(step->name, "forward.xq"),
+			      "decode runs %s, not a copy forward.xq", step->name);
+		}
+		CHECK(!strcmp(m->entries[0].name, "prefill") && !prologue_of(m, "logits") && test_node(m, "xn") >= 0,
+		      "prefill's head took the norm");
 		ir_module_free(m);
 	}
 	/* qwen3's lm_head falls back to the embedding table (tied): not folded,
