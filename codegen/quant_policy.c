@@ -193,11 +193,11 @@ bool cg_quant_dtype(cg_weight_class c, const char *name, const ir_shape *s, halo
 		t = HALO_Q8_0;
 		*fallback = true;
 	}
-	if (k % (int64_t)halo_dtype_block(t) != 0 && c == CG_WCLASS_TABLE) {
-		*fallback = false;
-		return true; /* rows of part blocks: the table stays matrix_dtype */
-	}
 	if (k % (int64_t)halo_dtype_block(t) != 0) {
+		if (c == CG_WCLASS_TABLE) {
+			*fallback = false;
+			return true; /* rows of part blocks: the table stays matrix_dtype */
+		}
 		char shape[128];
 		shape_str(s, shape, sizeof shape);
 		snprintf(err, errlen,

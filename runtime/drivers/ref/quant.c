@@ -607,24 +607,24 @@ static void mx_dequant_row(const uint8_t *values, const uint8_t *scales, uint64_
 
 /* ---- the formats ---- */
 
+/* A row's bytes are kernels/dtype.c's (halo_dtype_bytes): its values, then
+ * its scales. */
 static const struct {
-	unsigned bits;        /* per value */
-	unsigned group;       /* elements per scale group */
-	unsigned scale_bytes; /* per group */
+	unsigned bits; /* per value */
 	void (*quantize)(const float *x, uint64_t k, uint8_t *values, uint8_t *scales);
 	void (*dequantize)(const uint8_t *values, const uint8_t *scales, uint64_t k, float *x);
 } formats[HALO_DTYPE_COUNT] = {
-	[HALO_Q8_0] = {8, Q8_BLOCK, 2, q8_row, q8_dequant_row},
-	[HALO_Q4_K] = {4, Q4_SUPER, Q4_META, q4_row, q4_dequant_row},
-	[HALO_F8E4M3_B128] = {8, F8_BLOCK, 4, f8_row, f8_dequant_row},
-	[HALO_MXFP4] = {4, MX_BLOCK, 1, mx_row, mx_dequant_row},
+	[HALO_Q8_0] = {8, q8_row, q8_dequant_row},
+	[HALO_Q4_K] = {4, q4_row, q4_dequant_row},
+	[HALO_F8E4M3_B128] = {8, f8_row, f8_dequant_row},
+	[HALO_MXFP4] = {4, mx_row, mx_dequant_row},
 };
 
 halo_quant_layout halo_quant_layout_of(halo_dtype t, uint64_t rows, uint64_t k)
 {
-	uint64_t row = k * formats[t].bits / 8, groups = (k + formats[t].group - 1) / formats[t].group;
+	uint64_t row = k * formats[t].bits / 8;
 	return (halo_quant_layout){.values_row_bytes = row, .scales_offset = rows * row,
-	                           .scales_row_bytes = groups * formats[t].scale_bytes};
+	                           .scales_row_bytes = halo_dtype_bytes(t, 1, k) - row};
 }
 
 void halo_quantize_rows(halo_dtype t, const float *src, uint64_t rows, uint64_t k, uint64_t lo, uint64_t hi,
