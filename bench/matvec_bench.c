@@ -20,7 +20,13 @@
  * PREFIX are timed at every T, beside the heuristic, and nothing else (no
  * best). With --xq the quantized formats' kernels take int8 activations
  * (xq = 8, docs/quantization.md; the dtype column says q8_0x8, q4_kx8).
- * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [ITERS]
+ * With --shape KxN (repeatable) only the shapes given are timed, K <= 12288
+ * and N <= 248320 (the buffers' sizes): to see where a time steps with the
+ * number of workgroups, or a model's own shapes.
+ * With --tile LOCAL,SPLIT,COLS,UNROLL[,QW] (repeatable) those tiles are timed
+ * at T = 1 beside the heuristic, and nothing else.
+ * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]...
+ *                     [--tile L,S,C,U[,W]]... [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +197,10 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 	return best;
 }
 
+/* Tiles given on the command line (--tile), timed instead of the space. */
+static kv_tiles given_tiles[8];
+static int n_given_tiles;
+
 static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only, bool xq)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
@@ -205,6 +215,19 @@ static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_s
 		double ns = time_variant(b, &d, T, tile, sizeof tile);
 		report(b, &d, T, "heuristic", tile, ns);
 	}
+	for (int i = 0; i < n_given_tiles; i++) {
+		d.tiles = given_tiles[i];
+		if (!halo_dtype_is_quant(wt))
+			d.tiles.qw = 0;
+		double ns = time_variant(b, &d, 1, tile, sizeof tile);
+		if (ns > 0)
+			report(b, &d, 1, "given", tile, ns);
+		else
+			printf("%6lld x %-7lld tile %u,%u,%u,%u,%u: not a legal variant here\n", (long long)K, (long long)N,
+			       d.tiles.local, d.tiles.split, d.tiles.cols, d.tiles.unroll, d.tiles.qw);
+	}
+	if (n_given_tiles)
+		return;
 	kv_tiles space[16];
 	int n = kv_variant_space(&d, space, 16);
 	double best = 1e30;
@@ -266,6 +289,8 @@ int main(int argc, char **argv)
 	halo_dtype types[3] = {HALO_F16};
 	int n_types = 1;
 	bench b = {.iters = 50};
+	int64_t given[16][2];
+	size_t n_given = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--sweep") == 0) {
 			do_sweep = true;
@@ -273,6 +298,21 @@ int main(int argc, char **argv)
 			xq = true;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
+		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+			long long k, n;
+			char end;
+			if (n_given == 16 || sscanf(argv[++i], "%lldx%lld%c", &k, &n, &end) != 2 || k < 1 || k > 12288 ||
+			    n < 1 || n > 248320)
+				die("--shape", "takes KxN with K <= 12288 and N <= 248320, at most 16 times");
+			given[n_given][0] = k;
+			given[n_given++][1] = n;
+		} else if (strcmp(argv[i], "--tile") == 0 && i + 1 < argc) {
+			unsigned v[5] = {0, 0, 0, 0, 4};
+			int got = sscanf(argv[++i], "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]);
+			if (n_given_tiles == 8 || got < 4)
+				die("--tile", "takes LOCAL,SPLIT,COLS,UNROLL[,QW], at most 8 times");
+			given_tiles[n_given_tiles++] =
+			    (kv_tiles){.local = v[0], .split = v[1], .cols = v[2], .unroll = v[3], .qw = v[4]};
 		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
 			char list[64];
 			snprintf(list, sizeof list, "%s", argv[++i]);
@@ -287,7 +327,8 @@ int main(int argc, char **argv)
 		} else {
 			b.iters = atoi(argv[i]);
 			if (b.iters < 1)
-				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [ITERS >= 1]");
+				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]... "
+					     "[--tile L,S,C,U[,W]]... [ITERS >= 1]");
 		}
 	}
 	vk_ctx_options o = {.validation = false, .device_index = -1};
@@ -315,8 +356,8 @@ int main(int argc, char **argv)
 					  {4096, 151936}, {10240, 320}, {320, 10240},  {10240, 4},
 					  {2560, 10240}, {6144, 2560},  {2560, 248320}};
 	static const int64_t tiny[][2] = {{1024, 1024}, {1024, 4}};
-	const int64_t(*shapes)[2] = small ? tiny : full;
-	size_t n = small ? sizeof tiny / sizeof *tiny : sizeof full / sizeof *full;
+	const int64_t(*shapes)[2] = n_given ? (const int64_t(*)[2])given : small ? tiny : full;
+	size_t n = n_given ? n_given : small ? sizeof tiny / sizeof *tiny : sizeof full / sizeof *full;
 	for (int t = 0; t < n_types; t++)
 		for (size_t s = 0; s < n; s++)
 			if (weight_bytes(types[t], shapes[s][0], shapes[s][1]) <= pool &&
