@@ -22,7 +22,7 @@ mb="$HALO_BIN/matvec_bench"
 	echo "== the Qwen3-8B decode shapes"
 	"$mb" --dtype q4_k,q8_0 --xq --shape 4096x6144 --shape 4096x4096 --shape 4096x24576 --shape 12288x4096 \
 		--tile 512,32,2,2,4 --tile 256,32,2,2,4 --tile 128,32,2,2,4 --tile 256,16,2,4,4 \
-		--tile 128,16,2,4,4 --tile 512,64,2,1,4 --tile 256,64,2,1,4 --tile 128,64,2,2,4 "$it"
+		--tile 128,16,2,4,4 --tile 512,64,2,1,4 --tile 256,8,2,4,4 --tile 256,4,2,4,4 "$it"
 	echo "== f16"
 	"$mb" --dtype f16 --shape 4096x6144 --shape 4096x4096 --shape 4096x24576 --shape 12288x4096 \
 		--tile 128,64,1,4 --tile 128,32,1,4 --tile 256,64,1,4 --tile 64,32,1,4 --tile 128,16,1,4 "$it"
