@@ -24,9 +24,13 @@
  * and N <= 248320 (the buffers' sizes): to see where a time steps with the
  * number of workgroups, or a model's own shapes.
  * With --tile LOCAL,SPLIT,COLS,UNROLL[,QW] (repeatable) those tiles are timed
- * at T = 1 beside the heuristic, and nothing else.
+ * at T = 1 beside the heuristic, and nothing else. --pro fuses the unfolded
+ * rms_norm prologue (a norm weight of K, as under --quant) and --pair the
+ * swiglu pair (rows are gate/up pairs, N / 2 results): the decode's fused
+ * forms of the qkv and gate/up matvecs, whose cost beside the plain kernel
+ * they show.
  * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]...
- *                     [--tile L,S,C,U[,W]]... [ITERS]
+ *                     [--tile L,S,C,U[,W]]... [--pro] [--pair] [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +52,7 @@
 typedef struct {
 	vk_ctx *ctx;
 	glsl_compiler *cc;
-	vk_buffer x, w, y, step;
+	vk_buffer x, w, y, step, nw;
 	size_t pool; /* bytes of w */
 	int iters;
 	double ceiling; /* GB/s */
@@ -114,10 +118,19 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 	    !vk_descriptors_create(b->ctx, (uint32_t)copies, (uint32_t)copies * k.n_bindings, &pool, &e))
 		die(k.signature, e.msg);
 	for (int c = 0; c < copies; c++) {
-		vk_binding bind[4] = {{b->x.buffer, 0, (VkDeviceSize)(T * K * 4)},
-				      {b->w.buffer, (VkDeviceSize)(c * stride), (VkDeviceSize)weight_bytes(d->wtype, K, N)},
-				      {b->y.buffer, 0, (VkDeviceSize)(T * N * 4)},
-				      {b->step.buffer, 0, 16}};
+		/* the inputs, the prologue's norm weight, the output, the step
+		 * (kernel_variant.h's binding order) */
+		vk_binding bind[5];
+		uint32_t n_bind = 0;
+		bind[n_bind++] = (vk_binding){b->x.buffer, 0, (VkDeviceSize)(T * K * 4)};
+		bind[n_bind++] = (vk_binding){b->w.buffer, (VkDeviceSize)(c * stride),
+					      (VkDeviceSize)weight_bytes(d->wtype, K, N)};
+		if (d->pro.on)
+			bind[n_bind++] = (vk_binding){b->nw.buffer, 0, (VkDeviceSize)(K * 4)};
+		bind[n_bind++] = (vk_binding){b->y.buffer, 0, (VkDeviceSize)(T * N * 4)};
+		bind[n_bind++] = (vk_binding){b->step.buffer, 0, 16};
+		if (n_bind != k.n_bindings)
+			die(k.signature, "the bench's bindings do not match the kernel's");
 		if (!vk_descriptors_bind(b->ctx, &pool, &p, bind, &set[c], &e))
 			die(k.signature, e.msg);
 	}
@@ -201,9 +214,15 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 static kv_tiles given_tiles[8];
 static int n_given_tiles;
 
+/* The fused forms (--pro, --pair). */
+static bool fuse_pro, fuse_pair;
+
 static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only, bool xq)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
+	if (fuse_pro)
+		d.pro = (kv_prologue){.on = true, .eps = 1e-6f};
+	d.u.matmul.pair = fuse_pair;
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
 	d.u.matmul.xq = xq && halo_dtype_is_quant(wt) ? 8 : 0;
@@ -294,6 +313,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--sweep") == 0) {
 			do_sweep = true;
+		} else if (strcmp(argv[i], "--pro") == 0) {
+			fuse_pro = true;
+		} else if (strcmp(argv[i], "--pair") == 0) {
+			fuse_pair = true;
 		} else if (strcmp(argv[i], "--xq") == 0) {
 			xq = true;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -328,7 +351,7 @@ int main(int argc, char **argv)
 			b.iters = atoi(argv[i]);
 			if (b.iters < 1)
 				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]... "
-					     "[--tile L,S,C,U[,W]]... [ITERS >= 1]");
+					     "[--tile L,S,C,U[,W]]... [--pro] [--pair] [ITERS >= 1]");
 		}
 	}
 	vk_ctx_options o = {.validation = false, .device_index = -1};
@@ -342,13 +365,18 @@ int main(int argc, char **argv)
 	if (!vk_buffer_create(b.ctx, 8 * 12288 * 4, VK_BUFFER_DEVICE, &b.x, &e) ||
 	    !vk_buffer_create(b.ctx, pool, VK_BUFFER_DEVICE, &b.w, &e) ||
 	    !vk_buffer_create(b.ctx, (size_t)8 * 248320 * 4, VK_BUFFER_DEVICE, &b.y, &e) ||
-	    !vk_buffer_create(b.ctx, 256, VK_BUFFER_DEVICE, &b.step, &e))
+	    !vk_buffer_create(b.ctx, 256, VK_BUFFER_DEVICE, &b.step, &e) ||
+	    !vk_buffer_create(b.ctx, 12288 * 4, VK_BUFFER_DEVICE, &b.nw, &e))
 		die("buffers", e.msg);
 	fill(&b, &b.x, 8 * 12288 * 4);
+	fill(&b, &b.nw, 12288 * 4);
 	fill(&b, &b.w, pool);
 	b.ceiling = read_ceiling_gbps(b.ctx, b.cc, small ? (size_t)64 << 20 : (size_t)2 << 30, 9);
 	printf("%s, driver %s\nread ceiling: %.0f GB/s (streaming read of %s, median of 9)\n", b.ctx->info.name,
 	       b.ctx->info.driver_info, b.ceiling, small ? "64 MiB" : "2 GiB");
+	if (fuse_pro || fuse_pair)
+		printf("fused:%s%s\n", fuse_pro ? " rms_norm prologue (norm weight of K)" : "",
+		       fuse_pair ? " swiglu pair (N / 2 results)" : "");
 	printf("%-16s %-4s %2s  %-10s %-26s %9s %7s %6s\n", "K x N", "w", "T", "variant", "tile", "us", "GB/s", "ceil");
 	/* Qwen3-8B: q/o, k/v, gate/up, down, the head; Qwen3.8 Flash cut: the
 	 * HC mixer pair, its 4-wide gate, a GDN projection, the head. */
@@ -367,6 +395,7 @@ int main(int argc, char **argv)
 	vk_buffer_destroy(b.ctx, &b.w);
 	vk_buffer_destroy(b.ctx, &b.y);
 	vk_buffer_destroy(b.ctx, &b.step);
+	vk_buffer_destroy(b.ctx, &b.nw);
 	glsl_compiler_free(b.cc);
 	vk_ctx_destroy(b.ctx);
 	return 0;

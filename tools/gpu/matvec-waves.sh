@@ -5,7 +5,9 @@
 # split 32, 2 columns a group: 32 columns a workgroup) over N = 4096 .. 8480
 # at K = 4096 (128 .. 265 workgroups), then the Qwen3-8B decode shapes (qkv
 # 4096 x 6144, o 4096 x 4096, gate/up 4096 x 24576, down 12288 x 4096)
-# under the heuristic and tiles of 128-512 lanes (bench/matvec_bench --tile).
+# under the heuristic and tiles of 128-512 lanes (bench/matvec_bench --tile),
+# and the fused forms the decode runs (qkv with the rms_norm prologue,
+# gate/up with it and the swiglu pair: --pro, --pair) beside them.
 # Writes $OUT/waves.txt.
 # usage: tools/gpu/matvec-waves.sh [ITERS]
 set -eu
@@ -26,4 +28,7 @@ mb="$HALO_BIN/matvec_bench"
 	echo "== f16"
 	"$mb" --dtype f16 --shape 4096x6144 --shape 4096x4096 --shape 4096x24576 --shape 12288x4096 \
 		--tile 128,64,1,4 --tile 128,32,1,4 --tile 256,64,1,4 --tile 64,32,1,4 --tile 128,16,1,4 "$it"
+	echo "== the fused forms (heuristic tiles)"
+	"$mb" --dtype q4_k,q8_0 --xq --pro --shape 4096x6144 --shape 4096x4096 --only zzz "$it"
+	"$mb" --dtype q4_k,q8_0 --xq --pro --pair --shape 4096x24576 --only zzz "$it"
 } 2>&1 | tee "$out/waves.txt"
