@@ -28,9 +28,12 @@
  * rms_norm prologue (a norm weight of K, as under --quant) and --pair the
  * swiglu pair (rows are gate/up pairs, N / 2 results): the decode's fused
  * forms of the qkv and gate/up matvecs, whose cost beside the plain kernel
- * they show.
+ * they show. --stats prints each timed pipeline's compile statistics after
+ * its line (VK_KHR_pipeline_executable_properties where the driver has it:
+ * NVIDIA's register count, RADV's VGPRs and waves per SIMD), which say
+ * how many workgroups a multiprocessor holds.
  * usage: matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]...
- *                     [--tile L,S,C,U[,W]]... [--pro] [--pair] [ITERS]
+ *                     [--tile L,S,C,U[,W]]... [--pro] [--pair] [--stats] [ITERS]
  * (no validation layer: timings only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,8 @@ typedef struct {
 	size_t pool; /* bytes of w */
 	int iters;
 	double ceiling; /* GB/s */
+	bool stats;      /* --stats */
+	char stat[512];  /* the last timed pipeline's statistics ("" for none) */
 } bench;
 
 __attribute__((noreturn)) static void die(const char *what, const char *msg)
@@ -141,6 +146,8 @@ static double time_variant(bench *b, const kv_desc *d, int64_t T, char *sig, siz
 	VkPipeline pipeline; /* specialised for T as the runtime's is */
 	if (!vk_pipeline_for_t(b->ctx, &p, (uint32_t)T, &pipeline, &e))
 		die(k.signature, e.msg);
+	if (b->stats && !vk_pipeline_statistics(b->ctx, pipeline, b->stat, sizeof b->stat))
+		snprintf(b->stat, sizeof b->stat, "(no statistics from this driver)");
 	vk_cmd_timer_reset(&cmd, &timer);
 	vk_cmd_timestamp(&cmd, &timer, 0);
 	for (int i = 0; i < b->iters; i++) {
@@ -180,6 +187,8 @@ static void report(const bench *b, const kv_desc *d, int64_t T, const char *what
 	printf("%6lld x %-7lld %-4s%-2s %2lld  %-10s %-26s %9.1f %7.0f %5.1f%%\n", (long long)d->u.matmul.K,
 	       (long long)d->u.matmul.N, halo_dtype_name(d->wtype), d->u.matmul.xq ? "x8" : "", (long long)T, what,
 	       tile, ns / 1e3, gbs, 100.0 * gbs / b->ceiling);
+	if (b->stats)
+		printf("      %s\n", b->stat);
 }
 
 /* A wider grid than the space, at T = 1: what the heuristic should pick. */
@@ -313,6 +322,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--sweep") == 0) {
 			do_sweep = true;
+		} else if (strcmp(argv[i], "--stats") == 0) {
+			b.stats = true;
 		} else if (strcmp(argv[i], "--pro") == 0) {
 			fuse_pro = true;
 		} else if (strcmp(argv[i], "--pair") == 0) {
@@ -351,10 +362,11 @@ int main(int argc, char **argv)
 			b.iters = atoi(argv[i]);
 			if (b.iters < 1)
 				die("usage", "matvec_bench [--sweep] [--only PREFIX] [--dtype f16,q8_0,q4_k] [--xq] [--shape KxN]... "
-					     "[--tile L,S,C,U[,W]]... [--pro] [--pair] [ITERS >= 1]");
+					     "[--tile L,S,C,U[,W]]... [--pro] [--pair] [--stats] "
+					     "[ITERS >= 1]");
 		}
 	}
-	vk_ctx_options o = {.validation = false, .device_index = -1};
+	vk_ctx_options o = {.validation = false, .device_index = -1, .pipeline_stats = b.stats};
 	vk_error e;
 	if (!vk_ctx_create(&o, &b.ctx, &e))
 		die("device", e.msg);

@@ -77,7 +77,7 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 	 * kernels use) and integer dot products are enabled where the device
 	 * has them, so the kernel variants that need them can run
 	 * (kernels/device_features.h). */
-	const char *exts[2];
+	const char *exts[3];
 	uint32_t n_ext = 0;
 	void *next = NULL;
 	/* with the memory model on, a device-scope barrier (qsa_select.comp's
@@ -103,6 +103,14 @@ static bool create_logical(vk_ctx *ctx, vk_error *err)
 		int_dot.pNext = next;
 		next = &int_dot;
 	}
+	VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_info = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+		.pipelineExecutableInfo = VK_TRUE};
+	if (ctx->pipeline_stats) {
+		exts[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+		exec_info.pNext = next;
+		next = &exec_info;
+	}
 	VkDeviceCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 		.pNext = next,
@@ -127,8 +135,13 @@ bool vk_ctx_create(const vk_ctx_options *opt, vk_ctx **out, vk_error *err)
 	pthread_mutex_init(&ctx->queue_lock, NULL);
 	pthread_mutex_init(&ctx->pipeline_lock, NULL);
 	ctx->validation = opt->validation || vk_env_flag("HALO_VK_VALIDATION");
-	if (!vk_instance_create(ctx, err) || !select_physical(ctx, opt->device_index, err) ||
-	    !create_logical(ctx, err)) {
+	if (!vk_instance_create(ctx, err) || !select_physical(ctx, opt->device_index, err)) {
+		vk_ctx_destroy(ctx);
+		return false;
+	}
+	ctx->pipeline_stats =
+	    opt->pipeline_stats && vk_has_device_extension(ctx->phys, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+	if (!create_logical(ctx, err)) {
 		vk_ctx_destroy(ctx);
 		return false;
 	}

@@ -59,6 +59,11 @@ typedef struct {
 	/* Index into the physical device list; -1 picks the first discrete GPU,
 	 * else the first device. */
 	int device_index;
+	/* Asks the driver to keep each pipeline's compile statistics
+	 * (VK_KHR_pipeline_executable_properties, where the device has it:
+	 * registers, shared memory, ...) for vk_pipeline_statistics. A
+	 * benchmark's aid: drivers may skip their pipeline caches for it. */
+	bool pipeline_stats;
 } vk_ctx_options;
 
 typedef struct vk_ctx {
@@ -78,6 +83,7 @@ typedef struct vk_ctx {
 	VkPhysicalDeviceMemoryProperties mem;
 	vk_device_info info;
 	bool validation;
+	bool pipeline_stats; /* asked for and the device has the extension: pipelines capture statistics */
 	_Atomic uint64_t validation_messages; /* warnings + errors seen by the messenger, from any thread */
 } vk_ctx;
 

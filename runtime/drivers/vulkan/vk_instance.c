@@ -156,7 +156,7 @@ static bool find_compute_family(VkPhysicalDevice dev, uint32_t *family, float *t
 	return found;
 }
 
-static bool has_extension(VkPhysicalDevice dev, const char *name)
+bool vk_has_device_extension(VkPhysicalDevice dev, const char *name)
 {
 	uint32_t n = 0;
 	if (vkEnumerateDeviceExtensionProperties(dev, NULL, &n, NULL) != VK_SUCCESS)
@@ -175,7 +175,7 @@ static bool has_extension(VkPhysicalDevice dev, const char *name)
  * kernels need beside it. */
 static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
 {
-	if (!has_extension(dev, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
+	if (!vk_has_device_extension(dev, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
 		return false;
 	/* The kernels also take f16 arithmetic and the Vulkan memory model
 	 * (matmul_coopmat.comp) with its device scope (vk_device.c), core
@@ -216,7 +216,7 @@ static bool has_coopmat_nv(VkInstance inst, VkPhysicalDevice dev)
  * packed in 32 bits (matvec's int8 activations). */
 static bool has_int_dot(VkPhysicalDevice dev)
 {
-	if (!has_extension(dev, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
+	if (!vk_has_device_extension(dev, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
 		return false;
 	VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR feat = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};

@@ -15,6 +15,9 @@ bool vk_physical_describe(VkInstance inst, VkPhysicalDevice dev, vk_device_info 
 /* The instance's physical devices; *out malloc'd (caller frees). */
 bool vk_physical_list(VkInstance inst, VkPhysicalDevice **out, uint32_t *n, vk_error *err);
 
+/* Whether dev offers device extension name. */
+bool vk_has_device_extension(VkPhysicalDevice dev, const char *name);
+
 /* Whether environment variable name is set to "1" (HALO_VK_VALIDATION,
  * HALO_VK_DISABLE_COOPMAT). */
 bool vk_env_flag(const char *name);

@@ -1,6 +1,7 @@
 #include "runtime/drivers/vulkan/vk_pipeline.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,7 @@ static bool create_compute(vk_ctx *ctx, const vk_pipeline *p, uint32_t spec_t, V
 	};
 	VkComputePipelineCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.flags = ctx->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
 		.stage =
 		    {
 			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -187,4 +189,61 @@ bool vk_descriptors_bind(vk_ctx *ctx, vk_descriptors *d, const vk_pipeline *p,
 	free(bi);
 	free(w);
 	return true;
+}
+
+/* One statistic as "name value" (integers as such, floats with 3 digits). */
+static void put_statistic(const VkPipelineExecutableStatisticKHR *st, char *out, size_t outlen, size_t *at)
+{
+	int n = 0;
+	switch (st->format) {
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+		n = snprintf(out + *at, outlen - *at, "%s%s %s", *at ? ", " : "", st->name, st->value.b32 ? "yes" : "no");
+		break;
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+		n = snprintf(out + *at, outlen - *at, "%s%s %lld", *at ? ", " : "", st->name, (long long)st->value.i64);
+		break;
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+		n = snprintf(out + *at, outlen - *at, "%s%s %llu", *at ? ", " : "", st->name,
+			     (unsigned long long)st->value.u64);
+		break;
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
+		n = snprintf(out + *at, outlen - *at, "%s%s %.3f", *at ? ", " : "", st->name, st->value.f64);
+		break;
+	default:
+		break;
+	}
+	if (n > 0)
+		*at = *at + (size_t)n < outlen ? *at + (size_t)n : outlen - 1;
+}
+
+bool vk_pipeline_statistics(vk_ctx *ctx, VkPipeline pipeline, char *out, size_t outlen)
+{
+	if (outlen == 0)
+		return false;
+	out[0] = '\0';
+	if (!ctx->pipeline_stats)
+		return false;
+	PFN_vkGetPipelineExecutableStatisticsKHR get =
+	    (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(ctx->device, "vkGetPipelineExecutableStatisticsKHR");
+	if (!get)
+		return false;
+	/* a compute pipeline has one executable, its compute shader */
+	VkPipelineExecutableInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+					    .pipeline = pipeline,
+					    .executableIndex = 0};
+	uint32_t n = 0;
+	if (get(ctx->device, &info, &n, NULL) != VK_SUCCESS || n == 0)
+		return false;
+	VkPipelineExecutableStatisticKHR *st = calloc(n, sizeof *st);
+	if (!st)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		st[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+	VkResult r = get(ctx->device, &info, &n, st);
+	size_t at = 0;
+	if (r == VK_SUCCESS || r == VK_INCOMPLETE)
+		for (uint32_t i = 0; i < n; i++)
+			put_statistic(&st[i], out, outlen, &at);
+	free(st);
+	return at > 0;
 }

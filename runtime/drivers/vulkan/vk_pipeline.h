@@ -39,6 +39,13 @@ bool vk_pipeline_create(vk_ctx *ctx, const uint32_t *spirv, size_t n_words, uint
  * T's paths. Thread-safe: the first use makes it under ctx's pipeline_lock. */
 bool vk_pipeline_for_t(vk_ctx *ctx, vk_pipeline *p, uint32_t T, VkPipeline *out, vk_error *err);
 void vk_pipeline_destroy(vk_ctx *ctx, vk_pipeline *p); /* zeroes *p; a zeroed one is ok */
+/* The driver's compile statistics of pipeline (a ctx made with
+ * vk_ctx_options.pipeline_stats on a device with
+ * VK_KHR_pipeline_executable_properties), as "name value, name value, ..."
+ * in out (NUL-terminated, cut at outlen): NVIDIA's include the register
+ * count, RADV's the VGPRs, SGPRs and waves per SIMD. False, with out empty,
+ * where there are none. */
+bool vk_pipeline_statistics(vk_ctx *ctx, VkPipeline pipeline, char *out, size_t outlen);
 
 typedef struct {
 	VkDescriptorPool pool;
