@@ -191,27 +191,27 @@ bool vk_descriptors_bind(vk_ctx *ctx, vk_descriptors *d, const vk_pipeline *p,
 	return true;
 }
 
-/* One statistic as "name value" (integers as such, floats with 3 digits). */
+/* Appends one statistic as "name value" (after ", " unless first) at *at. */
 static void put_statistic(const VkPipelineExecutableStatisticKHR *st, char *out, size_t outlen, size_t *at)
 {
-	int n = 0;
+	char v[32];
 	switch (st->format) {
 	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
-		n = snprintf(out + *at, outlen - *at, "%s%s %s", *at ? ", " : "", st->name, st->value.b32 ? "yes" : "no");
+		snprintf(v, sizeof v, "%s", st->value.b32 ? "yes" : "no");
 		break;
 	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
-		n = snprintf(out + *at, outlen - *at, "%s%s %lld", *at ? ", " : "", st->name, (long long)st->value.i64);
+		snprintf(v, sizeof v, "%lld", (long long)st->value.i64);
 		break;
 	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
-		n = snprintf(out + *at, outlen - *at, "%s%s %llu", *at ? ", " : "", st->name,
-			     (unsigned long long)st->value.u64);
+		snprintf(v, sizeof v, "%llu", (unsigned long long)st->value.u64);
 		break;
 	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
-		n = snprintf(out + *at, outlen - *at, "%s%s %.3f", *at ? ", " : "", st->name, st->value.f64);
+		snprintf(v, sizeof v, "%.3f", st->value.f64);
 		break;
 	default:
-		break;
+		return;
 	}
+	int n = snprintf(out + *at, outlen - *at, "%s%s %s", *at ? ", " : "", st->name, v);
 	if (n > 0)
 		*at = *at + (size_t)n < outlen ? *at + (size_t)n : outlen - 1;
 }
