@@ -51,6 +51,10 @@
 #define POOL_BYTES ((size_t)1536 << 20)
 #define MAX_COPIES 16
 #define REPS 7
+/* The largest K and N the x, norm weight and y buffers hold (8 rows of x
+ * and y): the largest of the built-in shapes, and --shape's bound. */
+#define MAX_K 12288
+#define MAX_N 248320
 
 typedef struct {
 	vk_ctx *ctx;
@@ -61,6 +65,9 @@ typedef struct {
 	double ceiling; /* GB/s */
 	bool stats;      /* --stats */
 	char stat[512];  /* the last timed pipeline's statistics ("" for none) */
+	bool pro, pair;  /* --pro, --pair: the fused forms */
+	kv_tiles tiles[8]; /* --tile: timed instead of the space */
+	int n_tiles;
 } bench;
 
 __attribute__((noreturn)) static void die(const char *what, const char *msg)
@@ -219,19 +226,12 @@ static kv_tiles sweep(bench *b, kv_desc d, double *best_ns)
 	return best;
 }
 
-/* Tiles given on the command line (--tile), timed instead of the space. */
-static kv_tiles given_tiles[8];
-static int n_given_tiles;
-
-/* The fused forms (--pro, --pair). */
-static bool fuse_pro, fuse_pair;
-
 static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_sweep, const char *only, bool xq)
 {
 	kv_desc d = {.op = IR_OP_MATMUL, .t_max = KV_MATVEC_MAX_T, .wtype = wt};
-	if (fuse_pro)
+	if (b->pro)
 		d.pro = (kv_prologue){.on = true, .eps = 1e-6f};
-	d.u.matmul.pair = fuse_pair;
+	d.u.matmul.pair = b->pair;
 	d.u.matmul.K = K;
 	d.u.matmul.N = N;
 	d.u.matmul.xq = xq && halo_dtype_is_quant(wt) ? 8 : 0;
@@ -243,8 +243,8 @@ static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_s
 		double ns = time_variant(b, &d, T, tile, sizeof tile);
 		report(b, &d, T, "heuristic", tile, ns);
 	}
-	for (int i = 0; i < n_given_tiles; i++) {
-		d.tiles = given_tiles[i];
+	for (int i = 0; i < b->n_tiles; i++) {
+		d.tiles = b->tiles[i];
 		if (!halo_dtype_is_quant(wt))
 			d.tiles.qw = 0;
 		double ns = time_variant(b, &d, 1, tile, sizeof tile);
@@ -254,7 +254,7 @@ static void bench_shape(bench *b, halo_dtype wt, int64_t K, int64_t N, bool do_s
 			printf("%6lld x %-7lld tile %u,%u,%u,%u,%u: not a legal variant here\n", (long long)K, (long long)N,
 			       d.tiles.local, d.tiles.split, d.tiles.cols, d.tiles.unroll, d.tiles.qw);
 	}
-	if (n_given_tiles)
+	if (b->n_tiles)
 		return;
 	kv_tiles space[16];
 	int n = kv_variant_space(&d, space, 16);
@@ -325,9 +325,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--stats") == 0) {
 			b.stats = true;
 		} else if (strcmp(argv[i], "--pro") == 0) {
-			fuse_pro = true;
+			b.pro = true;
 		} else if (strcmp(argv[i], "--pair") == 0) {
-			fuse_pair = true;
+			b.pair = true;
 		} else if (strcmp(argv[i], "--xq") == 0) {
 			xq = true;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -335,17 +335,20 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
 			long long k, n;
 			char end;
-			if (n_given == 16 || sscanf(argv[++i], "%lldx%lld%c", &k, &n, &end) != 2 || k < 1 || k > 12288 ||
-			    n < 1 || n > 248320)
-				die("--shape", "takes KxN with K <= 12288 and N <= 248320, at most 16 times");
+			if (n_given == 16 || sscanf(argv[++i], "%lldx%lld%c", &k, &n, &end) != 2 || k < 1 || k > MAX_K ||
+			    n < 1 || n > MAX_N) {
+				char msg[96];
+				snprintf(msg, sizeof msg, "takes KxN with K <= %d and N <= %d, at most 16 times", MAX_K, MAX_N);
+				die("--shape", msg);
+			}
 			given[n_given][0] = k;
 			given[n_given++][1] = n;
 		} else if (strcmp(argv[i], "--tile") == 0 && i + 1 < argc) {
 			unsigned v[5] = {0, 0, 0, 0, 4};
 			int got = sscanf(argv[++i], "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]);
-			if (n_given_tiles == 8 || got < 4)
+			if (b.n_tiles == 8 || got < 4)
 				die("--tile", "takes LOCAL,SPLIT,COLS,UNROLL[,QW], at most 8 times");
-			given_tiles[n_given_tiles++] =
+			b.tiles[b.n_tiles++] =
 			    (kv_tiles){.local = v[0], .split = v[1], .cols = v[2], .unroll = v[3], .qw = v[4]};
 		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
 			char list[64];
@@ -374,21 +377,21 @@ int main(int argc, char **argv)
 	bool small = b.ctx->info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
 	size_t pool = small ? (size_t)64 << 20 : POOL_BYTES;
 	b.pool = pool;
-	if (!vk_buffer_create(b.ctx, 8 * 12288 * 4, VK_BUFFER_DEVICE, &b.x, &e) ||
+	if (!vk_buffer_create(b.ctx, 8 * MAX_K * 4, VK_BUFFER_DEVICE, &b.x, &e) ||
 	    !vk_buffer_create(b.ctx, pool, VK_BUFFER_DEVICE, &b.w, &e) ||
-	    !vk_buffer_create(b.ctx, (size_t)8 * 248320 * 4, VK_BUFFER_DEVICE, &b.y, &e) ||
+	    !vk_buffer_create(b.ctx, (size_t)8 * MAX_N * 4, VK_BUFFER_DEVICE, &b.y, &e) ||
 	    !vk_buffer_create(b.ctx, 256, VK_BUFFER_DEVICE, &b.step, &e) ||
-	    !vk_buffer_create(b.ctx, 12288 * 4, VK_BUFFER_DEVICE, &b.nw, &e))
+	    !vk_buffer_create(b.ctx, MAX_K * 4, VK_BUFFER_DEVICE, &b.nw, &e))
 		die("buffers", e.msg);
-	fill(&b, &b.x, 8 * 12288 * 4);
-	fill(&b, &b.nw, 12288 * 4);
+	fill(&b, &b.x, 8 * MAX_K * 4);
+	fill(&b, &b.nw, MAX_K * 4);
 	fill(&b, &b.w, pool);
 	b.ceiling = read_ceiling_gbps(b.ctx, b.cc, small ? (size_t)64 << 20 : (size_t)2 << 30, 9);
 	printf("%s, driver %s\nread ceiling: %.0f GB/s (streaming read of %s, median of 9)\n", b.ctx->info.name,
 	       b.ctx->info.driver_info, b.ceiling, small ? "64 MiB" : "2 GiB");
-	if (fuse_pro || fuse_pair)
-		printf("fused:%s%s\n", fuse_pro ? " rms_norm prologue (norm weight of K)" : "",
-		       fuse_pair ? " swiglu pair (N / 2 results)" : "");
+	if (b.pro || b.pair)
+		printf("fused:%s%s\n", b.pro ? " rms_norm prologue (norm weight of K)" : "",
+		       b.pair ? " swiglu pair (N / 2 results)" : "");
 	printf("%-16s %-4s %2s  %-10s %-26s %9s %7s %6s\n", "K x N", "w", "T", "variant", "tile", "us", "GB/s", "ceil");
 	/* Qwen3-8B: q/o, k/v, gate/up, down, the head; Qwen3.8 Flash cut: the
 	 * HC mixer pair, its 4-wide gate, a GDN projection, the head. */

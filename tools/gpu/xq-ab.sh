@@ -9,7 +9,8 @@
 # (tools/gpu/ab-bench.sh), the new build's decode profile, and with a packed
 # speed bundle Nsight Compute on its cuda twin (tools/gpu/ncu-decode.sh).
 # Writes $OUT/matvec.txt, $OUT/ab/, $OUT/profile-*.txt, $OUT/ncu-*.
-# usage: tools/gpu/xq-ab.sh [TG] [NCU_KERNELS]
+# usage: tools/gpu/xq-ab.sh [TG] [NCU_KERNELS]   (NCU_KERNELS: ncu-decode.sh's launches, default 40:
+# fewer profile only the prompt's kernels)
 set -eu
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
@@ -25,5 +26,5 @@ done > "$out/matvec.txt" 2>&1
 HALO_COMPILE_FLAGS="--quant q4_k" OUT="$out/ab" sh tools/gpu/ab-bench.sh "$tg" 0 36
 OUT="$out" sh tools/gpu/profile.sh 8 64 36 --quant q4_k > /dev/null 2>&1
 if ls .devrun/speed/*.halo.xz > /dev/null 2>&1; then
-	OUT="$out" sh tools/gpu/ncu-decode.sh "${2:-12}" > "$out/ncu.log" 2>&1 || tail -3 "$out/ncu.log"
+	OUT="$out" sh tools/gpu/ncu-decode.sh ${2:+"$2"} > "$out/ncu.log" 2>&1 || tail -3 "$out/ncu.log"
 fi
