@@ -350,9 +350,16 @@ static void q4_fit_sub(const float *x, float *scale, float *offset)
 	*offset = -lo;
 	if (hi <= lo)
 		return;
-	int csq[Q4_STEPS_PAD] = {0}, csqq[Q4_STEPS_PAD] = {0};
-	float csxq[Q4_STEPS_PAD] = {0}, cs[Q4_STEPS_PAD], cb[Q4_STEPS_PAD];
+	/* q4_candidates writes steps 0 .. Q4_STEPS - 1; only the padding is
+	 * zeroed here (a whole-array initializer was a string store per
+	 * sub-block, 4% of q4_k's conversion on one core) */
+	int csq[Q4_STEPS_PAD], csqq[Q4_STEPS_PAD];
+	float csxq[Q4_STEPS_PAD], cs[Q4_STEPS_PAD], cb[Q4_STEPS_PAD];
 	double ce[Q4_STEPS_PAD];
+	for (int c = Q4_STEPS; c < Q4_STEPS_PAD; c++) {
+		csq[c] = csqq[c] = 0;
+		csxq[c] = 0.0f;
+	}
 	q4_candidates(x, lo, hi, csq, csqq, csxq);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (__builtin_cpu_supports("avx2"))
@@ -446,8 +453,15 @@ static void q4_final_codes(const float *x, float off, float step, int *q)
  * the absent ones' scale codes are 0. */
 static void q4_super(const float *x, int n, uint8_t *values, uint8_t *meta)
 {
-	float xs[Q4_SUPER] = {0};
-	memcpy(xs, x, (size_t)n * sizeof(float));
+	/* a whole super-block is read in place; a row's partial last one from
+	 * a zero-padded copy */
+	float pad[Q4_SUPER];
+	const float *xs = x;
+	if (n < Q4_SUPER) {
+		memcpy(pad, x, (size_t)n * sizeof(float));
+		memset(pad + n, 0, (size_t)(Q4_SUPER - n) * sizeof(float));
+		xs = pad;
+	}
 	float scale[Q4_SUBS], offset[Q4_SUBS];
 	for (int j = 0; j < Q4_SUBS; j++)
 		q4_fit_sub(xs + j * Q4_SUB, &scale[j], &offset[j]);
