@@ -13,10 +13,9 @@ usage: gguf_random.py CONFIG_DIR OUT.gguf
 """
 import json
 import os
+import random
 import struct
 import sys
-
-import random
 
 ALIGN = 32
 T_F32, T_F16 = 0, 1
@@ -98,7 +97,7 @@ def main():
     with open(tmp, "wb") as fp:
         fp.write(head + b"\0" * (-len(head) % ALIGN))
         at = 0
-        for (name, dims, t), size in zip(ts, sizes):
+        for (_, _, t), size in zip(ts, sizes):
             if t == T_F32:
                 fp.write(struct.pack("<f", 1.0) * (size // 4))
             else:

@@ -11,7 +11,8 @@
 # which build it was. tools/gpu/gguf_random.py writes llama.cpp's input (no
 # llama.cpp code). CPU work (the GGUF, its quantizing) runs on the upper half
 # of the cores while halo compiles and times on the lower half; llama-bench
-# runs last, alone. Writes $OUT/side_*.md/json/txt.
+# runs last, alone. Writes halo's tables as bench-quant.sh does
+# ($OUT/quant_*.md/json, quant_compile.txt) and llama.cpp's to $OUT/side_*.
 # usage: [LLAMA_DIR=dir | LLAMA_TAR=file.tar.xz] [FORMATS="f16 q4_k q8_0"] tools/gpu/llama-side.sh [TG] [PP] [LAYERS]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -32,8 +33,6 @@ for b in llama-bench llama-quantize; do
 done
 cfg=/tmp/side_cfg
 python3 tools/gpu/cut_config.py tools/gpu/bench/qwen3_8b "$cfg" "$layers"
-model="qwen3-8b-shape"
-[ "$layers" -eq 36 ] || model="qwen3-8b-shape-${layers}L"
 n=$(nproc)
 half=$((n / 2))
 lo="0-$((half - 1))"
@@ -57,23 +56,10 @@ mkdir -p "$gg"
 	echo ready > "$gg/ready"
 ) > "$out/side_gguf.log" 2>&1 &
 
-for f in $formats; do
-	hf=$f
-	quant="--act-quant none"
-	[ "$f" = f16 ] || { quant="--quant $f --act-quant q8"; hf="$f+xq"; }
-	bundle=/tmp/side_$f.halo
-	t0=$(date +%s.%N)
-	# shellcheck disable=SC2086 # flags are words
-	HALO_THREADS=$half taskset -c "$lo" "$HALO_BIN/halo" compile --hf "$cfg" --random-weights 1 --dtype f16 $quant \
-		-o "$bundle" 2> "/tmp/side_compile_$f.log"
-	t1=$(date +%s.%N)
-	active=$(python3 tools/gpu/dense_active_bytes.py "$cfg" "$f")
-	echo "halo $hf: compile $(awk "BEGIN{print $t1 - $t0}") s on $half cores, bundle $(stat -c %s "$bundle") bytes," \
-		"$active bytes read per token" | tee -a "$out/side_compile.txt"
-	taskset -c "$lo" python3 tools/gpu/model_bench.py "$HALO_BIN/halo" "$bundle" "$model" "$active" "$ceiling" \
-		"$out/side_halo_$f.json" --tg "$tg" --pp "$pp" --reps 3 --dtype "$hf" --no-tuning | tee "$out/side_halo_$f.md"
-	rm -f "$bundle"
-done
+# halo's side: tools/gpu/bench-quant.sh's tables (the FORMAT+xq names for
+# the int8-activation decode), on the lower cores (halo compile's threads
+# follow the affinity)
+FORMATS=$(echo "$formats" | sed 's/\(q[0-9a-z_]*\)/\1+xq/g') taskset -c "$lo" sh tools/gpu/bench-quant.sh "$tg" "$pp" "$layers"
 
 while [ ! -f "$gg/ready" ]; do sleep 2; done
 cat "$out/side_gguf.log"
