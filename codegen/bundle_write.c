@@ -163,6 +163,7 @@ typedef struct {
 	int fd;
 	const char *path; /* the temporary file, for messages */
 	uint64_t pos;
+	uint64_t synced; /* bytes before this were handed to writeback */
 } sink;
 
 static int write_all(sink *s, const void *buf, size_t len, char *err, size_t errlen)
@@ -216,19 +217,25 @@ typedef struct {
 	pthread_cond_t cv;
 } ring;
 
-/* Hashes and writes chunk i; then asks the kernel to start writing back
- * what is written so far, every WRITEBACK bytes, so that the fsync at the
- * end waits for the last stretch only. */
-#define WRITEBACK (64u << 20)
+/* Hashes and writes chunk i; then, every WRITEBACK bytes, asks the kernel
+ * to start writing back what was written since the last ask, so that the
+ * fsync at the end waits for the last stretch only. At 64 MiB a stretch
+ * the fsync of a 336 MB q4_k bundle took 0.28 s of its 4.8 s on the
+ * 2-core development machine, at 8 MiB 0.01-0.05 s (a bundle the disk
+ * cannot keep up with, 1 GB of f16, waits for the disk either way). */
+#define WRITEBACK (8u << 20)
 static int put_chunk(ring *r, uint64_t i)
 {
 	const uint8_t *p = r->buf[i % RING];
 	size_t len = r->len[i % RING];
-	uint64_t from = r->s->pos;
+	sink *s = r->s;
 	XXH64_update(r->st, p, len);
-	int rc = write_all(r->s, p, len, r->err, sizeof r->err);
-	if (rc == 0 && from / WRITEBACK != r->s->pos / WRITEBACK)
-		sync_file_range(r->s->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: its failure changes nothing */
+	int rc = write_all(s, p, len, r->err, sizeof r->err);
+	if (rc == 0 && s->pos - s->synced >= WRITEBACK) {
+		/* a hint: its failure changes nothing */
+		sync_file_range(s->fd, (off_t)s->synced, (off_t)(s->pos - s->synced), SYNC_FILE_RANGE_WRITE);
+		s->synced = s->pos;
+	}
 	return rc;
 }
 
