@@ -8,9 +8,11 @@
 # thread: its summary line gives the checkpoint bytes read per second, and
 # the one-thread bundle must equal the all-core one byte for byte. The
 # checkpoint was just written, so it is read from the page cache: the rate is
-# the converter's, not the disk's. Writes to $OUT (or /tmp). HALO names
+# the converter's and the bundle's write (its closing fsync included), not
+# the checkpoint disk's. Writes to $OUT (or /tmp). HALO names
 # the halo binary to time (default $HALO_BIN/halo: an A/B packs an older
-# build beside it); a second run reuses the checkpoint.
+# build beside it); a second run reuses the checkpoint. Each output is removed
+# before its compile, so no run pays for replacing an earlier file.
 # usage: [HALO=path] tools/gpu/convert-rate.sh
 set -eu
 cd "$(dirname "$0")/../.."
@@ -31,8 +33,14 @@ echo "cores: $(nproc); checkpoint: $(du -sb "$ckpt" | cut -f1) bytes" | tee "$ou
 conv() { # NAME [halo compile flags...]
 	name=$1
 	shift
-	"$halo" compile --hf "$ckpt" --targets ref --dtype f16 "$@" -o "/tmp/convert_$name.halo" 2>&1 |
-		grep "params in" | sed "s/^/$name: /" | tee -a "$out/convert.txt"
+	rm -f "/tmp/convert_$name.halo"
+	if ! "$halo" compile --hf "$ckpt" --targets ref --dtype f16 "$@" -o "/tmp/convert_$name.halo" \
+		> "/tmp/convert_$name.log" 2>&1; then
+		echo "$name: halo compile failed:" | tee -a "$out/convert.txt"
+		tail -3 "/tmp/convert_$name.log" | tee -a "$out/convert.txt"
+		exit 1
+	fi
+	grep "params in" "/tmp/convert_$name.log" | sed "s/^/$name: /" | tee -a "$out/convert.txt"
 }
 conv f16
 conv q8_0 --quant q8_0
