@@ -221,7 +221,7 @@ typedef struct {
  * to start writing back what was written since the last ask, so that the
  * fsync at the end waits for the last stretch only. At 64 MiB a stretch
  * the fsync of a 336 MB q4_k bundle took 0.28 s of its 4.8 s on the
- * 2-core development machine, at 8 MiB 0.01-0.05 s (a bundle the disk
+ * 2-core development machine, at 8 MiB 0.01-0.09 s (a bundle the disk
  * cannot keep up with, 1 GB of f16, waits for the disk either way). */
 #define WRITEBACK (8u << 20)
 static int put_chunk(ring *r, uint64_t i)

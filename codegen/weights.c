@@ -40,6 +40,15 @@ struct cg_weights {
 	void *progress_ctx;
 };
 
+/* Elements a parallel loop's grain takes (codegen/parallel.h). */
+enum { GRAIN = 1 << 16 };
+
+/* Rows of K elements a grain takes: about GRAIN elements, at least a row. */
+static size_t row_grain(uint64_t K)
+{
+	return K >= GRAIN ? 1 : GRAIN / K;
+}
+
 static uint64_t weight_numel(const ir_weight *w)
 {
 	uint64_t n = 1;
@@ -341,7 +350,7 @@ static void fill_random(const ir_weight *d, const cg_weight_source *src, float *
 	int64_t fan_in = d->shape.rank >= 2 ? d->shape.dim[d->shape.rank - 1].c : 0;
 	random_job j = {.state = name_hash(d->name, src->seed), .period = src->period,
 			.a = fan_in ? 1.0f / sqrtf((float)fan_in) : 0.1f, .center = fan_in ? 0.0f : 1.0f, .dst = dst};
-	cg_parallel_for(n, 1 << 16, random_range, &j);
+	cg_parallel_for(n, GRAIN, random_range, &j);
 }
 
 /* A random table of ids: each row of k holds k distinct ids below range
@@ -440,7 +449,7 @@ static bool quantize(const ir_module *m, const ir_weight *d, halo_dtype t, const
 	quant_job j = {.t = t, .src = f, .rows = n / k, .k = k, .dst = bytes};
 	atomic_init(&j.bad, 0);
 	/* about 64 Ki elements a range: the threads' start-up stays small */
-	cg_parallel_for(j.rows, k >= 65536 ? 1 : 65536 / k, quant_range, &j);
+	cg_parallel_for(j.rows, row_grain(k), quant_range, &j);
 	uint64_t bad = atomic_load(&j.bad);
 	if (bad) {
 		uint64_t row = (bad - 1) / k;
@@ -663,7 +672,7 @@ static bool apply_fold(cg_weights *w, const ir_weight *d, float *f, uint64_t n, 
 	for (uint64_t k = 0; ok && k < K; k++)
 		scale[k] += (float)d->fold_offset;
 	if (ok)
-		cg_parallel_for(n / K, K >= 65536 ? 1 : 65536 / K, fold_range, &(fold_job){f, scale, K});
+		cg_parallel_for(n / K, row_grain(K), fold_range, &(fold_job){f, scale, K});
 	free(scale);
 	return ok;
 }
@@ -812,7 +821,7 @@ static bool merged_values(cg_weights *w, const ir_weight *d, float *f, char *err
 	}
 	if (ok && d->interleave) {
 		interleave_job j = {f, w->parts32, n / K / 2, K};
-		cg_parallel_for(2 * j.rows, K >= 65536 ? 1 : 65536 / K, interleave_range, &j);
+		cg_parallel_for(2 * j.rows, row_grain(K), interleave_range, &j);
 	}
 	return ok;
 }
@@ -829,7 +838,7 @@ static bool convert(cg_weights *w, int id, uint8_t *bytes, char *err, size_t err
 	float *f = w->f32;
 	bool ok = d->n_parts ? merged_values(w, d, f, err, errlen) : values_of(w, id, f, err, errlen);
 	if (ok && w->dtype[id] == HALO_F16)
-		cg_parallel_for(n, 1 << 16, half_range, &(half_job){f, (uint16_t *)bytes});
+		cg_parallel_for(n, GRAIN, half_range, &(half_job){f, (uint16_t *)bytes});
 	else if (ok && w->dtype[id] == HALO_F32)
 		memcpy(bytes, f, n * sizeof(float));
 	else if (ok && halo_dtype_is_quant(w->dtype[id]))
