@@ -1065,8 +1065,10 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	const kv_desc *d = b->d;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D, dv = d->u.attention.dv;
 	int64_t wide = D > dv ? D : dv, group = hq / hk, gh = 1;
-	if (d->op != IR_OP_ATTENTION_PARTIAL || d->t_max <= KV_MATVEC_MAX_T || ls != ATT_ROWS_LANES || D % 4 ||
-	    dv % 4)
+	/* attention_blocks' merge: its block weights */
+	uint64_t merge = d->op == IR_OP_ATTENTION_BLOCKS ? (uint64_t)blocks * 4 : 0;
+	if ((d->op != IR_OP_ATTENTION_PARTIAL && d->op != IR_OP_ATTENTION_BLOCKS) || d->t_max <= KV_MATVEC_MAX_T ||
+	    ls != ATT_ROWS_LANES || D % 4 || dv % 4)
 		return false;
 	while (gh < 4 && group % (2 * gh) == 0)
 		gh *= 2;
@@ -1074,7 +1076,7 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
 		/* 16 query groups of SQ = qr / 16, 8 key groups of SK = kp / 8 */
 		int64_t qr = tiles[i][0], kp = tiles[i][1];
-		uint64_t shared = ((uint64_t)qr * (D + 4) + (uint64_t)kp * (wide + 4) + (uint64_t)kp * qr + qr) * 4;
+		uint64_t shared = ((uint64_t)qr * (D + 4) + (uint64_t)kp * (wide + 4) + (uint64_t)kp * qr + qr) * 4 + merge;
 		if (shared > KV_SHARED_LIMIT || d->u.attention.block % kp)
 			continue;
 		b->p->template = "attention_rows";
@@ -1092,15 +1094,18 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 }
 
 /* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over
- * the cache rows, MASKED; no fused epilogue on the masked form) and
+ * the cache rows, MASKED; no fused epilogue on the masked form),
  * attention_partial (PARTIAL: one workgroup per block of BLOCK keys, grid z,
- * writing the block's sums instead of y). Keys are scored LPK lanes per key
- * (vec4 loads when D is a multiple of 4); the default 128 lanes take 32 keys
- * a pass. Prompt steps of attention_partial take build_attention_rows. */
+ * writing the block's sums instead of y) and attention_blocks (PARTIAL and
+ * BLOCKS: the blocks' sums to part, and each row's last block to finish
+ * merges them into y, attention_merge.glsl). Keys are scored LPK lanes per
+ * key (vec4 loads when D is a multiple of 4); the default 128 lanes take 32
+ * keys a pass. Prompt steps of the last two take build_attention_rows. */
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
-	bool masked = d->op == IR_OP_MASKED_ATTENTION, partial = d->op == IR_OP_ATTENTION_PARTIAL;
+	bool masked = d->op == IR_OP_MASKED_ATTENTION, merged = d->op == IR_OP_ATTENTION_BLOCKS;
+	bool partial = d->op == IR_OP_ATTENTION_PARTIAL || merged;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
 	int64_t dv = d->u.attention.dv, C = d->u.attention.C, block = d->u.attention.block;
 	int64_t blocks = partial && block > 0 ? (C + block - 1) / block : 1;
@@ -1118,13 +1123,17 @@ static bool build_attention(kv_build *b)
 	if (partial && (block <= 0 || block % (ls / lpk)))
 		return fail(b, "block of %" PRId64 " keys is not a positive multiple of the %u keys a pass takes",
 			    block, ls / lpk);
-	if (((uint64_t)D + 3u * ls) * 4 > KV_SHARED_LIMIT)
+	if (merged && d->t_max > d->u.attention.sync_rows)
+		return fail(b, "sync state of %" PRId64 " rows cannot count the rows of a step of %" PRId64 " tokens",
+			    d->u.attention.sync_rows, d->t_max);
+	if (((uint64_t)D + 3u * ls + (merged ? (uint64_t)blocks : 0)) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
 			    KV_SHARED_LIMIT);
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
-		  masked ? "masked_attention" : partial ? "attention_partial" : "attention", hq, hk, D, dv, C,
+		  masked ? "masked_attention" : merged ? "attention_blocks" : partial ? "attention_partial" : "attention",
+		  hq, hk, D, dv, C,
 		  (double)d->u.attention.scale);
 	if (partial)
 		sb_printf(&b->sig, " block=%" PRId64, block);
@@ -1145,6 +1154,10 @@ static bool build_attention(kv_build *b)
 		def_uint(b, "BLOCK", block);
 		def_uint(b, "NBLK", blocks);
 	}
+	if (merged) {
+		def_int(b, "BLOCKS", 1);
+		b->p->library = "attention_merge";
+	}
 	if (build_attention_rows(b, ls, blocks))
 		return true;
 	b->p->template = "attention";
@@ -1164,6 +1177,7 @@ static bool build_attention_combine(kv_build *b)
 	    !check_index(b, "T*hq*blocks*(dv+2)", d->t_max * hq * blocks * (dv + 2)) || !lanes_1d(b, 128, &ls))
 		return false;
 	b->p->template = "attention_combine";
+	b->p->library = "attention_merge";
 	sb_printf(&b->sig, "attention_combine hq=%" PRId64 " dv=%" PRId64 " blocks=%" PRId64, hq, dv, blocks);
 	def_uint(b, "HQ", hq);
 	def_uint(b, "DV", dv);
@@ -2519,6 +2533,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_MASKED_ATTENTION, build_attention, {"B_Q", "B_K", "B_V", "B_M"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_COMBINE, build_attention_combine, {"B_P"}, {"B_Y"}, EPI, false, NULL},
+	{IR_OP_ATTENTION_BLOCKS, build_attention, {"B_Q", "B_K", "B_V", "B_SY"}, {"B_Y", "B_P"}, EPI, false, NULL},
 	{IR_OP_SOFTMAX, build_softmax, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_ARGMAX, build_argmax, {"B_X"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_SLICE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},

@@ -360,6 +360,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 	case IR_OP_ATTENTION_PARTIAL:
+	case IR_OP_ATTENTION_BLOCKS: /* and sync [rows, hq] */
+		k->u.attention.sync_rows = d->op == IR_OP_ATTENTION_BLOCKS ? cdim(&d->operand[3], 0) : 0;
 		k->u.attention.hq = cdim(x, 1);
 		k->u.attention.D = cdim(x, 2);
 		k->u.attention.hk = cdim(&d->operand[1], 1);

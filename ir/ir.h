@@ -176,7 +176,10 @@ typedef struct {
 	 * "ssm", "ngram": the state after the last token) need a checkpoint. */
 	const char *kind;
 	/* Kind "slots" (made by passes/state_slots.c, never declared): the
-	 * per-token slots [t_max, ...] of recurrent state slots_of. */
+	 * per-token slots [t_max, ...] of recurrent state slots_of. Kind
+	 * "sync" (made by passes/split_attention.c, never declared): one
+	 * node's workgroup counters, zero between its dispatches, so neither
+	 * rolled back nor checkpointed. */
 	int slots_of;
 	int layer;
 	ir_loc loc;

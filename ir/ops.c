@@ -921,6 +921,22 @@ static bool infer_attention_partial(infer_ctx *c)
 	return true;
 }
 
+/* attention_blocks (q, k, v, sync [t, hq] i32) -> (y [T, hq, dv], part
+ * [T, hq, S, dv + 2]): attention_partial's blocks and their merge in one node.
+ * Each of a step's (token, head) rows takes one counter of sync, so its
+ * rows bound the step's tokens. */
+static bool infer_attention_blocks(infer_ctx *c)
+{
+	if (!infer_attention_partial(c) || !need_rank(c, 3, 2) || !need_i32(c, 3) || !need_const_dim(c, 3, 0) ||
+	    !need_dim_eq(c, 0, 1, 3, 1, "query heads of q and sync"))
+		return false;
+	const ir_shape *part = &c->os[0];
+	c->os[1] = *part;
+	c->ot[1] = in_dtype(c, 0);
+	c->os[0] = mk_shape(3, (ir_dim[]){part->dim[0], part->dim[1], {.c = part->dim[3].c - 2}});
+	return true;
+}
+
 /* attention_combine (part [T, hq, S, dv + 2]) -> [T, hq, dv]. */
 static bool infer_attention_combine(infer_ctx *c)
 {
@@ -1180,6 +1196,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_ATTENTION_PARTIAL] = {{IR_OP_ATTENTION_PARTIAL, 3, 3, 1, PURE, ATTRS(a_attention_partial)},
 				     infer_attention_partial},
 	[IR_OP_ATTENTION_COMBINE] = {{IR_OP_ATTENTION_COMBINE, 1, 1, 1, EPI, 0, NULL}, infer_attention_combine},
+	[IR_OP_ATTENTION_BLOCKS] = {{IR_OP_ATTENTION_BLOCKS, 4, 4, 2, EPI, ATTRS(a_attention_partial)},
+				    infer_attention_blocks},
 	[IR_OP_HC_WEIGHTS] = {{IR_OP_HC_WEIGHTS, 3, 3, IR_OP_VARIADIC, PURE, ATTRS(a_hc_weights)}, infer_hc_weights},
 	[IR_OP_HC_COLLAPSE] = {{IR_OP_HC_COLLAPSE, 2, 2, 1, PURE, 0, NULL}, infer_hc_collapse},
 	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},

@@ -49,7 +49,7 @@ static const pipeline_pass passes[] = {
 	{"fuse_state_store", "KV-cache writes of a rope's or matmul's rows stored by that producer",
 	 run_fuse_state_store, false},
 	{"split_moe", "moe_experts into moe_gate_up and moe_down dispatches", run_split_moe, false},
-	{"split_attention", "attention, sink_attention, index_topk into per-block halves and their merge",
+	{"split_attention", "attention into attention_blocks; sink_attention, index_topk into per-block halves and merge",
 	 run_split_attention, false},
 	{"order_effects", "after edges from the program order of state effects", run_order_effects, false},
 	{"check_effects", "every conflicting state effect pair is ordered by edges", run_check_effects, false},

@@ -1,11 +1,15 @@
 /* pass_split_attention: every attention-side node whose rows each stream
- * more than one block of keys becomes a first half over (key block, row)
- * workgroups writing partial results, then a second half merging them in
+ * more than one block of keys is taken over (key block, row) workgroups,
+ * each writing its block's partial result, and the blocks are merged in
  * block order (docs/ops.md):
- *  - attention -> attention_partial + attention_combine; unsplit, a decode
- *    step has one workgroup per query head, each scanning the whole context
- *    serially: hq workgroups on the whole GPU, and a 32k context is 32k keys
- *    in one loop;
+ *  - attention -> attention_blocks, one node: the last workgroup of a row
+ *    to finish merges the row's blocks, counted in a state of kind "sync"
+ *    made here for the node ([t_max, hq] i32, zero at session start and left
+ *    zero by every dispatch). One dispatch, not two: a decode step's
+ *    boundary between the halves cost about 5 us a layer on an H100
+ *    (bench/results-h100-qwen3_8b.txt). Unsplit, a decode step has one
+ *    workgroup per query head, each scanning the whole context serially: hq
+ *    workgroups on the whole GPU, and a 32k context is 32k keys in one loop;
  *  - sink_attention -> sink_attention_partial + attention_combine (the sink
  *    enters block 0 alone, so the combine's math is the same); unsplit, a
  *    group of heads streams a row's whole key list in one workgroup;
@@ -13,11 +17,12 @@
  *    key, then the unsplit kernel's selection over them; unsplit, one
  *    workgroup scores a row's n·h·d multiply-adds (67M at a 32k context).
  * Split, S times the workgroups share a row (blocks past a row's last key
- * return at once). A block's keys depend only on positions, never on T, so
+ * return at once). A block's keys depend only on positions, never on T, and
+ * the merge's order is block order whichever workgroup is last, so
  * verification rows stay bitwise equal to single steps; and since entries
  * of every size share graph functions, every size is split alike. Runs
- * after fusion: the node becomes the second half and keeps its fused
- * epilogue; the first half takes none. */
+ * after fusion: the merging node keeps the fused epilogue; the first half
+ * takes none. */
 #include "passes/passes.h"
 
 #include <string.h>
@@ -77,8 +82,6 @@ typedef struct {
 } split_rule;
 
 static const split_rule rules[] = {
-	{IR_OP_ATTENTION, IR_OP_ATTENTION_PARTIAL, IR_OP_ATTENTION_COMBINE, attention_keys, "partial", "part",
-	 {"scale"}, {NULL}},
 	{IR_OP_SINK_ATTENTION, IR_OP_SINK_ATTENTION_PARTIAL, IR_OP_ATTENTION_COMBINE, sink_keys, "partial", "part",
 	 {"scale", "window", "ratio"}, {NULL}},
 	{IR_OP_INDEX_TOPK, IR_OP_INDEX_SCORE, IR_OP_INDEX_SELECT, index_keys, "score", "scores", {"ratio", "scale"},
@@ -132,9 +135,78 @@ static int split_by_rule(ir_module *m, ir_func *f, int nid, const split_rule *r,
 	return pid;
 }
 
+/* The sync counters of attention_blocks node `name`: a module state of kind
+ * "sync", one i32 per (token, query head) row of the longest step of any
+ * entry. */
+static int sync_state(ir_module *m, const char *name, int64_t hq, int layer, ir_loc loc)
+{
+	int64_t t_max = 1;
+	for (int e = 0; e < m->n_entries; e++)
+		t_max = m->entries[e].t_max > t_max ? m->entries[e].t_max : t_max;
+	ir_state s = {.name = ir_arena_printf(&m->arena, "%s.sync", name),
+		      .shape = {.rank = 2, .dim = {ir_dim_const(t_max), ir_dim_const(hq)}},
+		      .dtype = HALO_I32,
+		      .kind = "sync",
+		      .slots_of = -1,
+		      .layer = layer,
+		      .loc = loc};
+	int id = ir_module_state(m, s.name);
+	return id >= 0 ? id : ir_module_add_state(m, &s);
+}
+
+/* attention (q, k, v) -> attention_blocks (q, k, v, sync) -> (y, part):
+ * the node keeps its name, result and epilogue and gains the block size,
+ * its sync state (read through a new state_read node, returned to be
+ * placed before it) and the blocks' sums as a second result. */
+static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
+{
+	ir_node *n = &f->nodes[nid];
+	int64_t C = attention_keys(f, n), block = block_keys(C);
+	if (C <= block)
+		return SPLIT_KEEP;
+	const char *name = n->name;
+	int layer = n->layer;
+	ir_loc loc = n->loc;
+	int state = sync_state(m, name, f->values[n->in[0]].shape.dim[1].c, layer, loc);
+	int rid = ir_func_add_node(m, f, IR_OP_STATE_READ, m->states[state].name, loc);
+	int sv = ir_func_add_value(m, f, m->states[state].name, rid, 0);
+	f->values[sv].shape = m->states[state].shape;
+	f->values[sv].dtype = HALO_I32;
+	f->values[sv].shape_known = true;
+	ir_node *r = &f->nodes[rid];
+	r->ref = state;
+	r->layer = layer;
+	r->n_out = 1;
+	r->out = ir_arena_alloc(&m->arena, sizeof(int));
+	r->out[0] = sv;
+	n = &f->nodes[nid]; /* the appends may have moved the node array */
+	int *in = ir_arena_alloc(&m->arena, 4 * sizeof(int)), *out = ir_arena_alloc(&m->arena, 2 * sizeof(int));
+	memcpy(in, n->in, 3 * sizeof(int));
+	in[3] = sv;
+	out[0] = n->out[0];
+	n->op = IR_OP_ATTENTION_BLOCKS;
+	n->in = in;
+	n->n_in = 4;
+	ir_node_add_attr(m, f, nid, &(ir_attr){.name = "block", .kind = IR_ATTR_INT, .i = block});
+	ir_shape shapes[2];
+	halo_dtype dtypes[2];
+	n = &f->nodes[nid];
+	n->n_out = 2;
+	if (!ir_op_infer(m, f, n, shapes, dtypes, err))
+		return -1;
+	out[1] = ir_func_add_value(m, f, ir_arena_printf(&m->arena, "%s.part", name), nid, 1);
+	f->values[out[1]].shape = shapes[1];
+	f->values[out[1]].dtype = dtypes[1];
+	f->values[out[1]].shape_known = true;
+	f->nodes[nid].out = out;
+	return rid;
+}
+
 static int split_attention(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err)
 {
 	(void)ctx;
+	if (f->nodes[nid].op == IR_OP_ATTENTION)
+		return fold_attention(m, f, nid, err);
 	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
 		if (f->nodes[nid].op == rules[i].op)
 			return split_by_rule(m, f, nid, &rules[i], err);

@@ -623,8 +623,10 @@ static bool parse_decl(mctx *c, json_object *o, const char *path, bool is_state,
 
 /* Positional kinds: row p belongs to position p, and rows past the session's
  * position are rewritten before anything reads them, so they roll back with
- * the position alone. Every other kind, an unknown one included, is taken as
- * recurrent (the state after the last token), which a checkpoint copies:
+ * the position alone. A "slots" state is filled by every step, and a "sync"
+ * state (workgroup counters) is zero between dispatches. Every other kind, an
+ * unknown one included, is taken as recurrent (the state after the last
+ * token), which a checkpoint copies:
  * copying a cache needlessly costs time, missing a recurrent state gives
  * wrong tokens. */
 const halo_attr *halo_attr_find(const halo_attr *a, int n, const char *name)
@@ -642,7 +644,7 @@ bool halo_state_kind_positional(const char *kind)
 
 bool halo_state_kind_recurrent(const char *kind)
 {
-	return !halo_state_kind_positional(kind) && strcmp(kind, "slots") != 0;
+	return !halo_state_kind_positional(kind) && strcmp(kind, "slots") != 0 && strcmp(kind, "sync") != 0;
 }
 
 static int by_offset(const void *a, const void *b)

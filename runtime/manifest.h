@@ -237,7 +237,8 @@ uint32_t halo_grid_eval(halo_grid_dim g, int64_t T);
  * position p and rolls back with the position) rather than recurrent. */
 bool halo_state_kind_positional(const char *kind);
 /* Whether a state kind is recurrent (the state after the last token, which a
- * checkpoint copies): neither positional nor the per-token "slots". */
+ * checkpoint copies): neither positional nor the per-token "slots" nor the
+ * workgroup counters "sync" (zero between dispatches). */
 bool halo_state_kind_recurrent(const char *kind);
 
 #endif

@@ -8,12 +8,21 @@
 // Loops over acc, kr and vv carry `#pragma unroll` where the GLSL
 // has none: an array indexed in a rolled loop would live in local memory
 // (the compile test refuses it); the order of the sums is the same.
+// With BLOCKS (attention_blocks) the blocks go to part and the row's last
+// live block merges them (attention_merge.hip), as the GLSL's BLOCKS.
 // Grid: x = HQ, y = T, z = NBLK (1 without PARTIAL).
 
 #define NCH ((DV + LS_X - 1u) / LS_X)
 #define KP (LS_X / LPK)
 // Stands in for -infinity: exp(NEG_BIG - m) is exactly 0 for any finite score.
+#ifndef NEG_BIG
 #define NEG_BIG -3.0e38f
+#endif
+#ifdef BLOCKS
+#define PART_OUT part
+#else
+#define PART_OUT y
+#endif
 
 #if VEC4
 HALO_SHARED vec4 qs4[D / 4u];
@@ -32,7 +41,9 @@ const vec4 *__restrict__ q4 = (const vec4 *)args.b[B_Q];
 const vec4 *__restrict__ kc4 = (const vec4 *)args.b[B_K];
 #endif
 const float *__restrict__ vc = (const float *)args.b[B_V];
+#ifndef BLOCKS
 float *__restrict__ y = (float *)args.b[B_Y];
+#endif
 #ifdef MASKED
 const float *__restrict__ mask = (const float *)args.b[B_M];
 #endif
@@ -109,6 +120,10 @@ void main()
 	uint n = step_pos + t + 1u;
 #ifdef PARTIAL
 	uint lo = gl_WorkGroupID.z * BLOCK, hi = min(n, lo + BLOCK);
+#ifdef BLOCKS
+	if (lo >= n)
+		return;
+#endif
 #else
 	uint lo = 0u, hi = n;
 #endif
@@ -183,12 +198,17 @@ void main()
 	for (uint ci = 0u; ci < NCH; ci++) {
 		uint c = l + ci * LS_X;
 		if (c < DV)
-			y[base + c] = acc[ci];
+			PART_OUT[base + c] = acc[ci];
 	}
 	if (l == 0u) {
-		y[base + DV] = m;
-		y[base + DV + 1u] = lsum;
+		PART_OUT[base + DV] = m;
+		PART_OUT[base + DV + 1u] = lsum;
 	}
+#ifdef BLOCKS
+	uint live = min(NBLK, (n + BLOCK - 1u) / BLOCK);
+	if (merge_turn(t * HQ + j, live))
+		merge_row(t * HQ + j, live);
+#endif
 #else
 #pragma unroll
 	for (uint ci = 0u; ci < NCH; ci++) {

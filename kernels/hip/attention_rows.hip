@@ -13,7 +13,8 @@
 // vec4s kg, kg + 8, ... rescaled and summed over the pass's keys in key
 // order. The stores of acc's components carry `#pragma unroll` where the
 // GLSL has none: a vector indexed in a rolled loop would live in local
-// memory.
+// memory. With BLOCKS (attention_blocks) the blocks go to part and the
+// tile's last live block merges its rows (attention_merge.hip).
 // Grid: x = HQ / GH, y = ceil(T / RT), z = NBLK.
 
 #define RT (QR / GH)
@@ -21,7 +22,14 @@
 #define SK (KP / 8u)
 #define NCV (DV / 4u)
 #define CV ((NCV + 7u) / 8u)
+#ifndef NEG_BIG
 #define NEG_BIG -3.0e38f
+#endif
+#ifdef BLOCKS
+#define PART_OUT part
+#else
+#define PART_OUT y
+#endif
 // staged row strides in vec4s: D + 4 (or DV + 4) floats, so that the rows
 // the 8 key groups read together fall in different banks (a conditional
 // where the GLSL calls max: a shared array's size must be a constant
@@ -38,7 +46,9 @@ HALO_SHARED float cs[QR];      // each query's rescale of the pass
 const vec4 *__restrict__ q4 = (const vec4 *)args.b[B_Q];
 const vec4 *__restrict__ kc4 = (const vec4 *)args.b[B_K];
 const vec4 *__restrict__ vc4 = (const vec4 *)args.b[B_V];
+#ifndef BLOCKS
 float *__restrict__ y = (float *)args.b[B_Y];
+#endif
 
 // Keys c0 .. c0 + KP - 1 of kv head kvh, W floats per key (D or DV) from
 // buf, into kv; keys from end on read 0 (rows no step has written may hold
@@ -65,6 +75,10 @@ void main()
 	// the tile's keys end before hi_wg
 	uint last = min(t0 + RT, STEP_T) - 1u;
 	uint hi_wg = min(step_pos + last + 1u, lo + BLOCK);
+#ifdef BLOCKS
+	if (lo >= step_pos + last + 1u)
+		return;
+#endif
 	for (uint e = l; e < QR * (D / 4u); e += LS_X) {
 		uint qi = e / (D / 4u), c = e % (D / 4u), tt = t0 + qi / GH;
 		qs[qi * QW + c] =
@@ -163,11 +177,17 @@ void main()
 			if (kg + 8u * v < NCV)
 #pragma unroll
 				for (uint e = 0u; e < 4u; e++)
-					y[base + 4u * (kg + 8u * v) + e] = acc[a][v][e];
+					PART_OUT[base + 4u * (kg + 8u * v) + e] = acc[a][v][e];
 	}
 	if (l < QR && t0 + l / GH < STEP_T) {
 		uint base = (((t0 + l / GH) * HQ + j0 + l % GH) * NBLK + b) * (DV + 2u);
-		y[base + DV] = m;
-		y[base + DV + 1u] = lsum;
+		PART_OUT[base + DV] = m;
+		PART_OUT[base + DV + 1u] = lsum;
 	}
+#ifdef BLOCKS
+	uint live = min(NBLK, (step_pos + last + BLOCK) / BLOCK);
+	if (merge_turn(gl_WorkGroupID.y * (HQ / GH) + gl_WorkGroupID.x, live))
+		for (uint qi = 0u; qi < QR && t0 + qi / GH < STEP_T; qi++)
+			merge_row((t0 + qi / GH) * HQ + j0 + qi % GH, live);
+#endif
 }

@@ -153,6 +153,18 @@ static inline void barrier() { __syncthreads(); }
 static inline void subgroupBarrier() { __nvvm_bar_warp_sync(0xffffffffu); }
 static inline float subgroupShuffleXor(float v, uint mask) { return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, (int)mask, 31); }
 #endif
+// GLSL's memoryBarrierBuffer(): the lane's global-memory writes before it
+// are visible on the whole device before its accesses after it; and
+// atomicAdd on a global uint (the last-block merge, attention_merge.hip).
+#if defined(__AMDGCN__)
+static inline void memoryBarrierBuffer() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#elif defined(HALO_HOST)
+static inline void memoryBarrierBuffer() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#else
+static inline void memoryBarrierBuffer() { __nvvm_membar_gl(); }
+#endif
+static inline uint atomicAdd(uint &p, uint v) { return __atomic_fetch_add(&p, v, __ATOMIC_RELAXED); }
+
 static inline uint subgroupShuffleXor(uint v, uint mask)
 {
 	return __builtin_bit_cast(uint, subgroupShuffleXor(__builtin_bit_cast(float, v), mask));

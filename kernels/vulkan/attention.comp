@@ -29,6 +29,12 @@
 // writes, at part[((t * HQ + j) * NBLK + b) * (DV + 2)], the unnormalised
 // sums, then the max score and the denominator (NEG_BIG and 0 for a block
 // with no key); attention_combine.comp merges the blocks.
+//
+// attention_blocks is the PARTIAL kernel with BLOCKS: the blocks go to part
+// (attention_merge.glsl declares it, y and the counters), a block past the
+// row's last key returns at once, and the last of the row's live blocks to
+// finish merges them into y (merge_turn, merge_row): one dispatch instead of
+// partial and combine, with the combine's operations in its order.
 
 #extension GL_EXT_control_flow_attributes : require
 
@@ -39,7 +45,9 @@ layout(set = 0, binding = B_Q) readonly buffer Q4b { vec4 q4[]; };
 layout(set = 0, binding = B_K) readonly buffer K4b { vec4 kc4[]; };
 #endif
 layout(set = 0, binding = B_V) readonly buffer Vb { float vc[]; };
+#ifndef BLOCKS
 layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
+#endif
 #ifdef MASKED
 layout(set = 0, binding = B_M) readonly buffer Mb { float mask[]; };
 #endif
@@ -47,7 +55,14 @@ layout(set = 0, binding = B_M) readonly buffer Mb { float mask[]; };
 #define NCH ((DV + LS_X - 1u) / LS_X)
 #define KP (LS_X / LPK)
 // Stands in for -infinity: exp(NEG_BIG - m) is exactly 0 for any finite score.
+#ifndef NEG_BIG
 #define NEG_BIG -3.0e38
+#endif
+#ifdef BLOCKS
+#define PART_OUT part
+#else
+#define PART_OUT y
+#endif
 
 #if VEC4
 shared vec4 qs4[D / 4u];
@@ -128,6 +143,10 @@ void main()
 	uint n = step_pos + t + 1u;
 #if PARTIAL
 	uint lo = gl_WorkGroupID.z * BLOCK, hi = min(n, lo + BLOCK);
+#ifdef BLOCKS
+	if (lo >= n)
+		return;
+#endif
 #else
 	uint lo = 0u, hi = n;
 #endif
@@ -200,12 +219,17 @@ void main()
 	for (uint ci = 0u; ci < NCH; ci++) {
 		uint c = l + ci * LS_X;
 		if (c < DV)
-			y[base + c] = acc[ci];
+			PART_OUT[base + c] = acc[ci];
 	}
 	if (l == 0u) {
-		y[base + DV] = m;
-		y[base + DV + 1u] = lsum;
+		PART_OUT[base + DV] = m;
+		PART_OUT[base + DV + 1u] = lsum;
 	}
+#ifdef BLOCKS
+	uint live = min(NBLK, (n + BLOCK - 1u) / BLOCK);
+	if (merge_turn(t * HQ + j, live))
+		merge_row(t * HQ + j, live);
+#endif
 #else
 	for (uint ci = 0u; ci < NCH; ci++) {
 		uint c = l + ci * LS_X;

@@ -38,20 +38,32 @@
 // the other rows of its tile or on which lane holds it (batch invariance;
 // prompt steps need not match decode's bits, since their projections come
 // from other matmul kernels anyway).
+//
+// attention_blocks is this kernel with BLOCKS: the blocks go to part
+// (attention_merge.glsl declares it, y and the counters), a block past the
+// tile's last key returns at once, and the last of the tile's live blocks to
+// finish merges each of its rows (one counter a tile: GH heads, RT tokens).
 
 #extension GL_EXT_control_flow_attributes : require
 
 layout(set = 0, binding = B_Q) readonly buffer Q4b { vec4 q4[]; };
 layout(set = 0, binding = B_K) readonly buffer K4b { vec4 kc4[]; };
 layout(set = 0, binding = B_V) readonly buffer V4b { vec4 vc4[]; };
+#ifdef BLOCKS
+#define PART_OUT part
+#else
 layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
+#define PART_OUT y
+#endif
 
 #define RT (QR / GH)         // token rows a workgroup
 #define SQ (QR / 16u)        // queries a lane scores and sums
 #define SK (KP / 8u)         // keys a lane scores
 #define NCV (DV / 4u)        // output vec4s of a query
 #define CV ((NCV + 7u) / 8u) // of which a lane sums (kg, kg + 8, ...)
+#ifndef NEG_BIG
 #define NEG_BIG -3.0e38
+#endif
 // staged row strides in vec4s: D + 4 (or DV + 4) floats, so that the rows
 // the 8 key groups read together fall in different banks
 #define DW (max(D, DV) / 4u + 1u)
@@ -90,6 +102,10 @@ void main()
 	// the tile's keys end before hi_wg
 	uint last = min(t0 + RT, STEP_T) - 1u;
 	uint hi_wg = min(step_pos + last + 1u, lo + BLOCK);
+#ifdef BLOCKS
+	if (lo >= step_pos + last + 1u)
+		return;
+#endif
 	for (uint e = l; e < QR * (D / 4u); e += LS_X) {
 		uint qi = e / (D / 4u), c = e % (D / 4u), tt = t0 + qi / GH;
 		qs[qi * QW + c] = tt < STEP_T ? q4[(tt * HQ + j0 + qi % GH) * (D / 4u) + c] : vec4(0.0);
@@ -168,11 +184,17 @@ void main()
 		[[unroll]] for (uint v = 0u; v < CV; v++)
 			if (kg + 8u * v < NCV)
 				[[unroll]] for (uint e = 0u; e < 4u; e++)
-					y[base + 4u * (kg + 8u * v) + e] = acc[a][v][e];
+					PART_OUT[base + 4u * (kg + 8u * v) + e] = acc[a][v][e];
 	}
 	if (l < QR && t0 + l / GH < STEP_T) {
 		uint base = (((t0 + l / GH) * HQ + j0 + l % GH) * NBLK + b) * (DV + 2u);
-		y[base + DV] = m;
-		y[base + DV + 1u] = lsum;
+		PART_OUT[base + DV] = m;
+		PART_OUT[base + DV + 1u] = lsum;
 	}
+#ifdef BLOCKS
+	uint live = min(NBLK, (step_pos + last + BLOCK) / BLOCK);
+	if (merge_turn(gl_WorkGroupID.y * (HQ / GH) + gl_WorkGroupID.x, live))
+		for (uint qi = 0u; qi < QR && t0 + qi / GH < STEP_T; qi++)
+			merge_row((t0 + qi / GH) * HQ + j0 + qi % GH, live);
+#endif
 }

@@ -6,7 +6,11 @@
  * reference, with empty blocks past the last key: at t_max 8 (decode and
  * verify: attention.comp) and t_max 64 (prompt steps: attention_rows.comp,
  * 32 queries a workgroup, the heads of a kv group together where GQA allows,
- * ragged last tiles), whose rows equal single rows bitwise as well.
+ * ragged last tiles), whose rows equal single rows bitwise as well. And the
+ * one-dispatch form passes/split_attention.c makes, attention_blocks (each
+ * row's last block to finish merges the blocks): bitwise equal to the two
+ * dispatches, whatever order the workgroups finish in, with its counters
+ * zero again after every dispatch.
  *
  * Tolerance: max |got - want| / max(|want|, 1e-2) <= 2e-5. Scores are f32
  * dots of D terms; the online softmax rescales partial sums pass by pass and
@@ -108,10 +112,10 @@ static bool invariance(harness *h, att_shape s, int64_t m, uint32_t pos, uint32_
 }
 
 /* Split attention: the partial kernel over blocks of `block` keys, then the
- * combine kernel, on the host's buffers. */
+ * combine kernel, on the host's buffers; and attention_blocks, both in one. */
 typedef struct {
-	hkernel part, comb;
-	int64_t blocks;
+	hkernel part, comb, merged;
+	int64_t blocks, t_max;
 } split_kernels;
 
 static bool build_split(harness *h, const att_shape *s, int64_t block, int64_t t_max, split_kernels *k)
@@ -124,13 +128,52 @@ static bool build_split(harness *h, const att_shape *s, int64_t block, int64_t t
 	c.u.attention.hq = s->hq;
 	c.u.attention.dv = s->dv;
 	c.u.attention.blocks = k->blocks;
+	kv_desc m = d;
+	m.op = IR_OP_ATTENTION_BLOCKS;
+	m.u.attention.sync_rows = t_max;
+	k->t_max = t_max;
 	if (!hk_build(h, &d, &k->part))
 		return false;
 	if (!hk_build(h, &c, &k->comb)) {
 		hk_free(h, &k->part);
 		return false;
 	}
+	if (!hk_build(h, &m, &k->merged)) {
+		hk_free(h, &k->part);
+		hk_free(h, &k->comb);
+		return false;
+	}
 	return true;
+}
+
+/* attention_blocks on the host's buffers; false also when a counter is not
+ * zero after the dispatch. */
+static bool run_merged(harness *h, split_kernels *k, const att_shape *s, float *q, float *kc, float *vc, float *y,
+		       int64_t T, uint32_t pos)
+{
+	size_t np = (size_t)(T * s->hq * k->blocks * (s->dv + 2)), ns = (size_t)(k->t_max * s->hq);
+	float *part = alloc_floats(np);
+	uint32_t *sync = calloc(ns, sizeof *sync);
+	if (!sync)
+		abort();
+	hop ops[6] = {
+		{q, (size_t)(T * s->hq * s->D) * 4, false},
+		{kc, (size_t)(s->C * s->hk * s->D) * 4, false},
+		{vc, (size_t)(s->C * s->hk * s->dv) * 4, false},
+		{sync, ns * 4, true},
+		{y, (size_t)(T * s->hq * s->dv) * 4, true},
+		{part, np * 4, true},
+	};
+	bool ok = hk_run(h, &k->merged, ops, 6, (uint32_t)T, pos);
+	for (size_t i = 0; ok && i < ns; i++)
+		if (sync[i]) {
+			fprintf(stderr, "FAIL: %s T=%lld pos=%u left counter %zu at %u\n", k->merged.k.signature,
+				(long long)T, pos, i, sync[i]);
+			ok = false;
+		}
+	free(part);
+	free(sync);
+	return ok;
 }
 
 static bool run_split(harness *h, split_kernels *k, const att_shape *s, float *q, float *kc, float *vc, float *y,
@@ -181,9 +224,20 @@ static bool split_case(harness *h, att_shape s, int64_t block, int64_t t_max, in
 	snprintf(what, sizeof what, "batch invariance of split attention (block %lld), T=%lld at pos %u",
 		 (long long)block, (long long)T, pos);
 	ok = ok && check_bitwise(what, y, y1, (size_t)(T * ry));
+	/* one dispatch: the two's bits, for m rows and for each alone */
+	ok = ok && run_merged(h, &k, &s, q, kc, vc, y1, T, pos);
+	snprintf(what, sizeof what, "%s T=%lld pos=%u against partial + combine", k.merged.k.signature, (long long)T,
+		 pos);
+	ok = ok && check_bitwise(what, y, y1, (size_t)(T * ry));
+	for (int64_t t = 0; ok && t < T; t++)
+		ok = run_merged(h, &k, &s, q + t * rq, kc, vc, y1 + t * ry, 1, pos + (uint32_t)t);
+	snprintf(what, sizeof what, "batch invariance of attention_blocks (block %lld), T=%lld at pos %u",
+		 (long long)block, (long long)T, pos);
+	ok = ok && check_bitwise(what, y, y1, (size_t)(T * ry));
 	free(q), free(kc), free(vc), free(y), free(want), free(y1);
 	hk_free(h, &k.part);
 	hk_free(h, &k.comb);
+	hk_free(h, &k.merged);
 	return ok;
 }
 

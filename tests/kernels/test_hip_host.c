@@ -435,6 +435,80 @@ static void check_attention_rows(int64_t hq, int64_t hk, int64_t D, int64_t C, i
 	free(q), free(kc), free(vc), free(y), free(y1);
 }
 
+/* attention_blocks (attention.hip at t_max 8, attention_rows.hip at 64, with
+ * BLOCKS: each row's last block to finish merges the blocks) against f64
+ * attention over the row's keys, within the op suite's attention tolerance;
+ * its counters zero after each step; and a step of T rows at pos bitwise
+ * equal to each row run alone at its position. */
+static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_t D, int64_t C, int64_t block,
+				   int64_t T, uint32_t pos)
+{
+	kv_desc d = {.op = IR_OP_ATTENTION_BLOCKS, .t_max = t_max};
+	d.u.attention.hq = hq, d.u.attention.hk = hk, d.u.attention.D = D, d.u.attention.dv = D;
+	d.u.attention.C = C, d.u.attention.scale = 0.25f, d.u.attention.block = block;
+	d.u.attention.sync_rows = t_max;
+	int64_t nb = (C + block - 1) / block, row = hq * D;
+	kv_kernel k;
+	void *h;
+	launch_fn launch;
+	if (!load_variant(d, (kv_tiles){0}, 7, &k, &h, &launch)) /* q, k, v, sync, y, part, step */
+		return;
+	float *q = malloc((size_t)(T * hq * D) * sizeof(float)), *kc = malloc((size_t)(C * hk * D) * sizeof(float));
+	float *vc = malloc((size_t)(C * hk * D) * sizeof(float)), *y = malloc((size_t)(T * row) * sizeof(float));
+	float *y1 = malloc((size_t)row * sizeof(float)), *part = malloc((size_t)(T * hq * nb * (D + 2)) * sizeof(float));
+	uint32_t *sync = calloc((size_t)(t_max * hq), sizeof(uint32_t));
+	double *sc = malloc((size_t)C * sizeof(double));
+	for (int64_t i = 0; i < T * hq * D; i++)
+		q[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int64_t i = 0; i < C * hk * D; i++) {
+		kc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+		vc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	}
+	int before = check_failures;
+	double worst = 0;
+	if (h)
+		launch_step_at(&k, launch, (void *[]){q, kc, vc, sync, y, part}, 6, y, T * row, T, pos);
+	for (int64_t t = 0; h && t < T && check_failures == before; t++)
+		for (int64_t j = 0; j < hq && check_failures == before; j++) {
+			int64_t n = pos + t + 1, kvh = j / (hq / hk);
+			double m = -3.0e38, l = 0, e = 0;
+			for (int64_t c = 0; c < n; c++) {
+				double dot = 0;
+				for (int64_t i = 0; i < D; i++)
+					dot += (double)q[(t * hq + j) * D + i] * kc[(c * hk + kvh) * D + i];
+				sc[c] = 0.25 * dot;
+				m = fmax(m, sc[c]);
+			}
+			for (int64_t c = 0; c < n; c++)
+				l += exp(sc[c] - m);
+			for (int64_t i = 0; i < D; i++) {
+				double want = 0;
+				for (int64_t c = 0; c < n; c++)
+					want += exp(sc[c] - m) * vc[(c * hk + kvh) * D + i];
+				want /= l;
+				e = fmax(e, fabs(y[(t * hq + j) * D + i] - want) / fmax(fabs(want), 1e-2));
+			}
+			CHECK(e <= 2e-5, "%s T=%lld pos %u: row %lld head %lld off by %.3g", k.signature, (long long)T, pos,
+			      (long long)t, (long long)j, e);
+			worst = fmax(worst, e / 2e-5);
+		}
+	for (int64_t i = 0; h && i < t_max * hq; i++)
+		CHECK(sync[i] == 0, "%s: counter %lld left at %u", k.signature, (long long)i, sync[i]);
+	for (int64_t t = 0; h && t < T && check_failures == before; t++) {
+		launch_step_at(&k, launch, (void *[]){q + t * hq * D, kc, vc, sync, y1, part}, 6, y1, row, 1,
+			       pos + (uint32_t)t);
+		CHECK(memcmp(y1, y + t * row, (size_t)row * sizeof(float)) == 0,
+		      "%s: row %lld of a %lld-row step differs from the row alone", k.signature, (long long)t,
+		      (long long)T);
+	}
+	printf("%s %s T=%lld pos %u: worst %.2g of its bound, rows bitwise as alone\n",
+	       check_failures == before ? "ok  " : "FAIL", k.signature, (long long)T, pos, worst);
+	if (h)
+		dlclose(h);
+	kv_kernel_free(&k);
+	free(q), free(kc), free(vc), free(y), free(y1), free(part), free(sync), free(sc);
+}
+
 int main(void)
 {
 	if (system("command -v clang++-19 >/dev/null 2>&1") != 0) {
@@ -481,6 +555,10 @@ int main(void)
 	 * blocks past the rows' positions; the op suite's attention tolerance */
 	check_attention_rows(8, 2, 128, 256, 64, 19, 0);
 	check_attention_rows(4, 2, 32, 256, 64, 21, 100);
+	/* one dispatch: a decode step across blocks, a verify step, a prompt chunk */
+	check_attention_blocks(8, 8, 2, 128, 512, 128, 1, 450);
+	check_attention_blocks(8, 4, 2, 32, 512, 128, 5, 300);
+	check_attention_blocks(64, 4, 2, 32, 256, 64, 21, 100);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
 	CHECK(system(cmd) == 0, "removing %s", tmp_dir);

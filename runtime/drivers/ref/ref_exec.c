@@ -420,6 +420,16 @@ static bool exec_main(exec_ctx *c, const float *x)
 					   A_F("scale", 1.0f), &e))
 			return ref_failed(c, &e);
 		return true;
+	case OP_ATTENTION_BLOCKS: { /* (q, k, v, sync) -> (y, part): the partial, then its merge */
+		float *part = c->p[d->n_in + d->n_extra + 1];
+		if (!ref_attention_partial(x, c->p[1], c->p[2], part, c->dim[0][0], c->dim[0][1], c->dim[1][1],
+					   c->dim[0][2], c->dim[2][2], c->dim[1][0], A_I("block", 1), c->pos,
+					   A_F("scale", 1.0f), &e))
+			return ref_failed(c, &e);
+		ref_attention_combine(part, y, c->dim[0][0] * c->dim[0][1], c->dim[d->n_in + d->n_extra + 1][2],
+				      c->dim[2][2]);
+		return true;
+	}
 	case OP_ATTENTION_COMBINE: /* (part [T,hq,S,dv+2]) */
 		ref_attention_combine(x, y, c->dim[0][0] * c->dim[0][1], c->dim[0][2], c->dim[0][3] - 2);
 		return true;
