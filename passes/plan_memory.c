@@ -1,9 +1,16 @@
 /* pass_plan_memory: turns each entry's scheduled graph function into a
  * dispatch list and a memory plan (plan.h). Activation buffers are placed
  * first-fit in dispatch order: before the buffers written by dispatch d are
- * placed, every buffer whose last reader ran before d is released, so a
- * buffer is reused only after its last reader (place_barriers then orders
- * the reuse). Graph outputs stay live to the end of the step. */
+ * placed, every buffer whose last reader ran in an earlier barrier group
+ * than d is released. The groups are those the data alone asks for
+ * (barrier_groups: place_barriers' rule over buffers that share no bytes),
+ * so a reuse never needs a barrier of its own: place_barriers then finds
+ * exactly those barriers. Reusing a buffer freed in d's own group would
+ * order two otherwise independent dispatches (a write after a read): the
+ * decode step of Qwen3.8 Flash's published config had 86 such of its 1449
+ * barriers, each about 5 us on an H100 (bench/results-h100-qwen3_8b.txt),
+ * for the same activation bytes. Graph outputs stay live to the end of the
+ * step. */
 #include "passes/graph_query.h"
 #include "passes/passes.h"
 #include "passes/state_effects.h"
@@ -140,6 +147,65 @@ static void compute_liveness(plan_ctx *c)
 			bufs[b].last = bufs[b].first;
 }
 
+/* The buffers node i reads (k < node_n_reads) and writes (after them), into
+ * ids; returns how many it reads and sets *n_writes. */
+static int node_buffers(const plan_ctx *c, int i, int *ids, int *n_writes)
+{
+	const ir_node *n = &c->f->nodes[i];
+	int nr = node_n_reads(n), nw = 0;
+	for (int k = 0; k < nr; k++)
+		ids[k] = c->e->value_buffer[node_read(n, k)];
+	if (n->op == IR_OP_STATE_WRITE)
+		ids[nr + nw++] = c->m->n_weights + n->ref;
+	for (int k = 0; k < n->n_out; k++)
+		ids[nr + nw++] = c->e->value_buffer[n->out[k]];
+	*n_writes = nw;
+	return nr;
+}
+
+/* group[d]: the first dispatch of d's barrier group, were no two buffers to
+ * share bytes: place_barriers' rule (a read of a buffer written since the
+ * last barrier, or a write of one read or written since, takes a barrier;
+ * dispatch 0 always does) over buffer identities. Weights, states and
+ * activations never overlap one another, nor states each other, so only
+ * the reuse of activation bytes could add barriers to these. */
+static void barrier_groups(const plan_ctx *c, int *group)
+{
+	const ir_func *f = c->f;
+	int nb = c->e->n_buffers, epoch = 0, start = 0, most = 1;
+	for (int i = 0; i < f->n_nodes; i++)
+		if (node_n_reads(&f->nodes[i]) + f->nodes[i].n_out + 1 > most)
+			most = node_n_reads(&f->nodes[i]) + f->nodes[i].n_out + 1;
+	int *read_at = malloc((size_t)(nb + 1) * sizeof(int)), *written_at = malloc((size_t)(nb + 1) * sizeof(int));
+	int *ids = malloc((size_t)most * sizeof(int));
+	if (!read_at || !written_at || !ids)
+		abort();
+	for (int b = 0; b < nb; b++)
+		read_at[b] = written_at[b] = -1;
+	for (int i = 0; i < f->n_nodes; i++) {
+		int d = c->dispatch_of[i];
+		if (d < 0)
+			continue;
+		int nw, nr = node_buffers(c, i, ids, &nw);
+		bool barrier = d == 0;
+		for (int k = 0; k < nr + nw && !barrier; k++)
+			barrier = written_at[ids[k]] == epoch || (k >= nr && read_at[ids[k]] == epoch);
+		if (barrier) {
+			epoch++;
+			start = d;
+		}
+		group[d] = start;
+		for (int k = 0; k < nr; k++)
+			if (c->e->buffers[ids[k]].region != PLAN_WEIGHT)
+				read_at[ids[k]] = epoch;
+		for (int k = nr; k < nr + nw; k++)
+			written_at[ids[k]] = epoch;
+	}
+	free(read_at);
+	free(written_at);
+	free(ids);
+}
+
 /* First fit among the slots (sorted by offset) still live. */
 static int64_t place(live_slot *live, int *n_live, int64_t size, int last)
 {
@@ -161,17 +227,20 @@ static void assign_offsets(plan_ctx *c)
 {
 	plan_entry *e = c->e;
 	live_slot *live = calloc((size_t)e->n_buffers + 1, sizeof(live_slot));
-	if (!live)
+	int *group = malloc((size_t)(e->n_dispatch + 1) * sizeof(int));
+	if (!live || !group)
 		abort();
+	barrier_groups(c, group);
 	int n_live = 0;
 	int64_t live_bytes = 0;
 	for (int b = 0; b < e->n_buffers; b++) {
 		plan_buffer *buf = &e->buffers[b];
 		if (buf->region != PLAN_ACT)
 			continue;
-		int kept = 0;
+		/* a graph input (first -1) is placed before anything is freed */
+		int from = buf->first >= 0 ? group[buf->first] : buf->first, kept = 0;
 		for (int k = 0; k < n_live; k++) {
-			if (live[k].last < buf->first)
+			if (live[k].last < from)
 				live_bytes -= live[k].size;
 			else
 				live[kept++] = live[k];
@@ -185,6 +254,7 @@ static void assign_offsets(plan_ctx *c)
 			e->live_peak_bytes = live_bytes;
 	}
 	free(live);
+	free(group);
 }
 
 static plan_range *ranges_of(plan_ctx *c, const int *buffers, int n)
@@ -200,16 +270,8 @@ static plan_range *ranges_of(plan_ctx *c, const int *buffers, int n)
 static void fill_dispatch(plan_ctx *c, int node, plan_dispatch *d)
 {
 	const ir_node *n = &c->f->nodes[node];
-	int nr = node_n_reads(n);
-	int reads[nr ? nr : 1], writes[n->n_out ? n->n_out : 1];
-	for (int k = 0; k < nr; k++)
-		reads[k] = c->e->value_buffer[node_read(n, k)];
-	int nw = 0;
-	if (n->op == IR_OP_STATE_WRITE)
-		writes[nw++] = c->m->n_weights + n->ref;
-	for (int k = 0; k < n->n_out; k++)
-		writes[nw++] = c->e->value_buffer[n->out[k]];
-	*d = (plan_dispatch){node, nr, nw, ranges_of(c, reads, nr), ranges_of(c, writes, nw), false};
+	int ids[node_n_reads(n) + n->n_out + 1], nw, nr = node_buffers(c, node, ids, &nw);
+	*d = (plan_dispatch){node, nr, nw, ranges_of(c, ids, nr), ranges_of(c, ids + nr, nw), false};
 }
 
 static void plan_entry_build(halo_plan *p, const ir_module *m, int ei, plan_entry *e)

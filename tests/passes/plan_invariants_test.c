@@ -3,7 +3,11 @@
  *    nothing but state reads (and reshapes of them) maps onto them;
  *  - a state_write writes exactly its state's buffer;
  *  - two activation buffers whose live ranges meet never share a byte;
- *  - graph outputs stay live to the end; the arena covers every buffer. */
+ *  - graph outputs stay live to the end; the arena covers every buffer;
+ *  - every barrier but dispatch 0's is asked for by the data: a read of a
+ *    buffer written since the last barrier, or a write of one read or
+ *    written since. Reused activation bytes never add one (plan_memory.c
+ *    reuses a buffer only across a barrier the data already needs). */
 #include <string.h>
 
 #include "tests/passes/test_util.h"
@@ -11,6 +15,8 @@
 static const char *const models[][2] = {
 	{"tests/models/hybrid_tiny.yaml", "tests/models/hybrid_tiny.config.json"},
 	{"tests/passes/models/gdn_state_race.yaml", "tests/passes/models/gdn_state_race.config.json"},
+	{"models/qwen4_exp.yaml", "tests/fixtures/qwen4_exp_tiny/config.json"},
+	{"models/deepseek_v4.yaml", "tests/fixtures/deepseek_v4_tiny/config.json"},
 };
 
 static bool bytes_overlap(const plan_buffer *a, const plan_buffer *b)
@@ -97,6 +103,38 @@ static void check_activations(const ir_module *m, const plan_entry *e)
 	      (long long)e->live_peak_bytes, (long long)e->act_bytes);
 }
 
+/* Whether buffer b is in the n ranges r. */
+static bool has_buffer(const plan_range *r, int n, int b)
+{
+	for (int k = 0; k < n; k++)
+		if (r[k].buffer == b)
+			return true;
+	return false;
+}
+
+static void check_barriers_asked(const ir_module *m, const plan_entry *e)
+{
+	(void)m;
+	int group = 0;
+	for (int d = 0; d < e->n_dispatch; d++) {
+		const plan_dispatch *x = &e->dispatch[d];
+		if (!x->barrier)
+			continue;
+		bool asked = d == 0;
+		for (int p = group; p < d && !asked; p++) {
+			const plan_dispatch *y = &e->dispatch[p];
+			for (int k = 0; k < x->n_reads && !asked; k++)
+				asked = x->reads[k].region != PLAN_WEIGHT && has_buffer(y->writes, y->n_writes, x->reads[k].buffer);
+			for (int k = 0; k < x->n_writes && !asked; k++)
+				asked = has_buffer(y->writes, y->n_writes, x->writes[k].buffer) ||
+					has_buffer(y->reads, y->n_reads, x->writes[k].buffer);
+		}
+		CHECK(asked, "entry %s: the barrier before dispatch %d (%s) orders only reused bytes", e->name, d,
+		      m->funcs[e->func].nodes[x->node].name);
+		group = d;
+	}
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
@@ -107,6 +145,7 @@ int main(void)
 		for (int e = 0; e < plan->n_entries; e++) {
 			check_states(m, &plan->entries[e]);
 			check_activations(m, &plan->entries[e]);
+			check_barriers_asked(m, &plan->entries[e]);
 		}
 		plan_free(plan);
 		ir_module_free(m);
