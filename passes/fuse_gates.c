@@ -2,9 +2,13 @@
  *   swiglu(gate, up)      -> epilogue of the producer of up (or of gate),
  *                            the other operand read as an extra;
  *   mul(x, sigmoid(..))   -> epilogue of the producer of x, the gate read as
- *                            an extra.
+ *                            an extra; where x has other readers (Qwen3.8
+ *                            Flash's hyper-connection read gates the normed
+ *                            streams that its matmuls also read), epilogue
+ *                            of the gate's own chain, x read as the extra.
  * Either way the product is formed while the producer's tile is still in
- * registers instead of after a round trip through memory. */
+ * registers instead of after a round trip through memory (and one dispatch
+ * and its barrier fewer). */
 #include "ir/ops.h"
 #include "passes/fuse_common.h"
 #include "passes/passes.h"
@@ -48,9 +52,10 @@ static bool fuse_node(ir_module *m, ir_func *f, const func_uses *u, int e)
 		return try_fuse(m, f, u, e, 1) || try_fuse(m, f, u, e, 0);
 	if (n->op != IR_OP_MUL)
 		return false;
-	if (is_gate(f, n->in[1]) && try_fuse(m, f, u, e, 0))
-		return true;
-	return is_gate(f, n->in[0]) && try_fuse(m, f, u, e, 1);
+	for (int g = 1; g >= 0; g--)
+		if (is_gate(f, n->in[g]) && (try_fuse(m, f, u, e, 1 - g) || try_fuse(m, f, u, e, g)))
+			return true;
+	return false;
 }
 
 bool pass_fuse_gates(ir_module *m, ir_error *err)

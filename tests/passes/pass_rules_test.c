@@ -613,6 +613,26 @@ static const char *shape_of(const ir_module *m, const char *name)
 	return buf;
 }
 
+/* The hyper-connection read of Qwen3.8 Flash gates the normed streams, which
+ * its down and inject matmuls read too: fuse_gates folds the multiply into
+ * the gate's own chain instead, so after fuse_elementwise the mix_up matmul
+ * ends in sigmoid, then mul by the streams (one dispatch, not two). */
+static void gate_chain_rules(void)
+{
+	ir_module *m = test_run_to("models/qwen4_exp.yaml", "tests/fixtures/qwen4_exp_tiny/config.json",
+				   "fuse_elementwise", NULL);
+	if (!m)
+		return;
+	const ir_node *up = node_named(m, "layers.0.gdn.a_up");
+	CHECK(up && up->op == IR_OP_MATMUL && up->n_fused == 2 && up->fused[0].op == IR_OP_SIGMOID &&
+		      up->fused[1].op == IR_OP_MUL && up->fused[1].n_extra == 1 &&
+		      strcmp(test_graph(m)->values[up->fused[1].extra[0]].name, "layers.0.gdn.a_n") == 0,
+	      "layers.0.gdn.a_up is not the matmul with sigmoid, then mul by the normed streams");
+	CHECK(test_node(m, "layers.0.gdn.a_mn") < 0 || node_named(m, "layers.0.gdn.a_mn") == up,
+	      "the gate multiply is still a node of its own");
+	ir_module_free(m);
+}
+
 static void dsv4_split_rules(void)
 {
 	ir_module *m = test_run_to("tests/passes/models/dsv4_split.yaml", "tests/passes/models/dsv4_split.config.json",
@@ -704,6 +724,7 @@ int main(void)
 	state_slots_graph();
 	state_slots_refusal();
 	entry_tokens_graph();
+	gate_chain_rules();
 	norm_rope_fusion();
 	merge_rules();
 	state_store_rules();
