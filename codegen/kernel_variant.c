@@ -2149,12 +2149,12 @@ static bool build_hc_weights(kv_build *b)
 	return true;
 }
 
-/* hc_collapse and (EXPAND) hc_expand: lanes over H in vec4s (VEC4, H % 4
- * == 0) or floats, one token per grid row; a lane reads its n stream
- * elements once. */
+/* hc_collapse, (EXPAND) hc_expand and (INJECT) hc_inject: lanes over H in
+ * vec4s (VEC4, H % 4 == 0) or floats, one token per grid row; a lane reads
+ * its n stream elements once. */
 static bool build_hc_streams(kv_build *b)
 {
-	bool expand = b->d->op == IR_OP_HC_EXPAND;
+	bool expand = b->d->op == IR_OP_HC_EXPAND, inject = b->d->op == IR_OP_HC_INJECT;
 	int64_t n = b->d->u.hc.n, H = b->d->u.hc.H;
 	bool vec4 = H % 4 == 0;
 	uint32_t ls;
@@ -2167,6 +2167,7 @@ static bool build_hc_streams(kv_build *b)
 	def_uint(b, "H", H);
 	def_int(b, "VEC4", vec4 ? 1 : 0);
 	def_int(b, "EXPAND", expand ? 1 : 0);
+	def_int(b, "INJECT", inject ? 1 : 0);
 	def_int(b, "USE_TREE", 0);
 	per_token_grid(b, ls, vec4 ? H / 4 : H, ls);
 	if (vec4)
@@ -2566,6 +2567,7 @@ static const kv_op_row kv_ops[] = {
 	 NULL},
 	{IR_OP_HC_COLLAPSE, build_hc_streams, {"B_X", "B_PRE"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_HC_EXPAND, build_hc_streams, {"B_X", "B_Y", "B_POST", "B_COMB"}, {"B_OUT"}, 0, false, NULL},
+	{IR_OP_HC_INJECT, build_hc_streams, {"B_X", "B_Y", "B_POST"}, {"B_OUT"}, 0, false, NULL},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

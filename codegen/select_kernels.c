@@ -533,7 +533,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.hc.eps = (float)DA("eps", 1e-6);
 		return one_row_per_token(d, err, errlen);
 	case IR_OP_HC_COLLAPSE:
-	case IR_OP_HC_EXPAND: /* (x [T,n,H], ...) */
+	case IR_OP_HC_EXPAND:
+	case IR_OP_HC_INJECT: /* (x [T,n,H], ...) */
 		k->u.hc.n = cdim(x, 1);
 		k->u.hc.H = cdim(x, 2);
 		return one_row_per_token(d, err, errlen);

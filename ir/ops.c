@@ -1043,6 +1043,17 @@ static bool infer_hc_expand(infer_ctx *c)
 	return true;
 }
 
+/* hc_inject (x [T,n,H], y [T,H], g [T,n]) -> [T,n,H]. */
+static bool infer_hc_inject(infer_ctx *c)
+{
+	if (!streams_ok(c, 2) || !need_rank(c, 1, 2) || !need_float(c, 1) ||
+	    !need_dim_eq(c, 0, 0, 1, 0, "token counts of x and y") || !need_dim_eq(c, 0, 2, 1, 1, "widths of x and y"))
+		return false;
+	c->os[0] = *in_shape(c, 0);
+	c->ot[0] = in_dtype(c, 0);
+	return true;
+}
+
 /* The operands of index_topk and index_score: q [T,h,d], w [T,h], keys [E,d]. */
 static bool need_index_operands(infer_ctx *c)
 {
@@ -1201,6 +1212,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_HC_WEIGHTS] = {{IR_OP_HC_WEIGHTS, 3, 3, IR_OP_VARIADIC, PURE, ATTRS(a_hc_weights)}, infer_hc_weights},
 	[IR_OP_HC_COLLAPSE] = {{IR_OP_HC_COLLAPSE, 2, 2, 1, PURE, 0, NULL}, infer_hc_collapse},
 	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},
+	[IR_OP_HC_INJECT] = {{IR_OP_HC_INJECT, 3, 3, 1, PURE, 0, NULL}, infer_hc_inject},
 	[IR_OP_MOE_ROUTE_HASH] = {{IR_OP_MOE_ROUTE_HASH, 3, 3, 2, PURE, ATTRS(a_moe_route_hash)},
 				  infer_moe_route_hash},
 	[IR_OP_COMPRESS_KV] = {{IR_OP_COMPRESS_KV, 3, 3, 1, PURE, ATTRS(a_compress_kv)}, infer_compress_kv},

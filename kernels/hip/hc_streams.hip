@@ -1,6 +1,8 @@
 // DeepSeek V4's mHC stream mixes over the residual x [T,NS,H]: hc_collapse
 // (EXPAND 0: y[t] = sum_j pre[t,j] x[t,j]) and hc_expand (EXPAND 1: out[t,k]
-// = post[t,k] y[t] + sum_j comb[t,j,k] x[t,j]). The twin of
+// = post[t,k] y[t] + sum_j comb[t,j,k] x[t,j]), and Qwen3.8 Flash's
+// hc_inject (INJECT 1: out[t,k] = x[t,k] + post[t,k] y[t], the product
+// rounded before the sum: contraction off). The twin of
 // kernels/vulkan/hc_streams.comp, which gives the scheme: lane h owns one
 // element (a vec4 with VEC4) of every stream of token t and reads each
 // input once, sums in the reference's order in f32. The loops over xs[] are
@@ -17,7 +19,11 @@
 #endif
 
 const VT *__restrict__ x = (const VT *)args.b[B_X];
-#if EXPAND
+#if INJECT
+const VT *__restrict__ y = (const VT *)args.b[B_Y];
+const float *__restrict__ post = (const float *)args.b[B_POST];
+VT *__restrict__ o = (VT *)args.b[B_OUT];
+#elif EXPAND
 const VT *__restrict__ y = (const VT *)args.b[B_Y];
 const float *__restrict__ post = (const float *)args.b[B_POST];
 const float *__restrict__ comb = (const float *)args.b[B_COMB];
@@ -33,7 +39,14 @@ void main()
 	if (h >= HV)
 		return;
 	uint x0 = t * NS * HV + h; // stream j at x0 + j * HV
-#if EXPAND
+#if INJECT
+	VT yv = y[t * HV + h];
+	for (uint k = 0u; k < NS; k++) {
+#pragma clang fp contract(off)
+		VT gy = post[t * NS + k] * yv;
+		o[x0 + k * HV] = x[x0 + k * HV] + gy;
+	}
+#elif EXPAND
 	VT xs[NS];
 #pragma unroll
 	for (uint j = 0u; j < NS; j++)

@@ -1,7 +1,12 @@
 // DeepSeek V4's mHC stream mixes over the residual x [T,NS,H] (NS streams):
 //   hc_collapse (EXPAND 0): y[t] = sum_j pre[t,j] x[t,j] -> [T,H];
 //   hc_expand   (EXPAND 1): out[t,k] = post[t,k] y[t] + sum_j comb[t,j,k] x[t,j]
-//                           -> [T,NS,H], from y [T,H], post [T,NS], comb [T,NS,NS].
+//                           -> [T,NS,H], from y [T,H], post [T,NS], comb [T,NS,NS];
+// and Qwen3.8 Flash's sublayer exit
+//   hc_inject   (INJECT 1): out[t,k] = x[t,k] + post[t,k] y[t] -> [T,NS,H]
+//                           (post is the op's g), the product rounded before
+//                           the sum (precise: no fma), as the reference and
+//                           the repeat, mul and add it replaces.
 // Both are bound by x's bytes, so lane h owns one element (a vec4 of four
 // with VEC4, H % 4 == 0) of every stream of token t and reads each input
 // once: collapse sums its NS streams as it loads them, expand keeps them in
@@ -20,7 +25,11 @@
 #endif
 
 layout(set = 0, binding = B_X) readonly buffer X { VT x[]; };
-#if EXPAND
+#if INJECT
+layout(set = 0, binding = B_Y) readonly buffer Y { VT y[]; };
+layout(set = 0, binding = B_POST) readonly buffer Post { float post[]; };
+layout(set = 0, binding = B_OUT) writeonly buffer Out { VT o[]; };
+#elif EXPAND
 layout(set = 0, binding = B_Y) readonly buffer Y { VT y[]; };
 layout(set = 0, binding = B_POST) readonly buffer Post { float post[]; };
 layout(set = 0, binding = B_COMB) readonly buffer Comb { float comb[]; };
@@ -36,7 +45,14 @@ void main()
 	if (h >= HV)
 		return;
 	uint x0 = t * NS * HV + h; // stream j at x0 + j * HV
-#if EXPAND
+#if INJECT
+	VT yv = y[t * HV + h];
+	for (uint k = 0u; k < NS; k++) {
+		precise VT gy = post[t * NS + k] * yv;
+		precise VT r = x[x0 + k * HV] + gy;
+		o[x0 + k * HV] = r;
+	}
+#elif EXPAND
 	VT xs[NS];
 	for (uint j = 0u; j < NS; j++)
 		xs[j] = x[x0 + j * HV];

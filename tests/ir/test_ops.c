@@ -477,6 +477,11 @@ static void test_dsv4_ops(void)
 	CHECK(infer(xp, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "hc_expand: %s", err.msg);
 	xp = node(IR_OP_HC_EXPAND, "xp2", 4, (int[]){x, pre, pre, comb}, 1);
 	CHECK(!infer(xp, s, t, &err) && strstr(err.msg, "widths of x and y differ"), "hc_expand y: %s", err.msg);
+	/* Qwen3.8 Flash's sublayer exit: the same operands without comb */
+	int inj = node(IR_OP_HC_INJECT, "inj", 3, (int[]){x, y, pre}, 1);
+	CHECK(infer(inj, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "hc_inject: %s", err.msg);
+	inj = node(IR_OP_HC_INJECT, "inj3", 3, (int[]){x, y, p3}, 1);
+	CHECK(!infer(inj, s, t, &err) && strstr(err.msg, "stream counts differ"), "hc_inject gates: %s", err.msg);
 
 	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)}), table = input("table", HALO_F32, 2, (ir_dim[]){C(50), C(3)});
 	int tok = input("tok", HALO_I32, 1, (ir_dim[]){T1}), ftok = input("ftok", HALO_F32, 1, (ir_dim[]){T1});

@@ -2,7 +2,9 @@
  * both forms), hc_collapse and hc_expand (hc_streams.comp) at V4-Flash's
  * n = 4 streams and H = 7168, at odd n and H (the scalar path), at decode T
  * and past one workgroup of tokens; and batch invariance (rows of a T = m
- * dispatch equal m one-row dispatches, bitwise).
+ * dispatch equal m one-row dispatches, bitwise). The same for Qwen3.8
+ * Flash's hc_inject (hc_streams.comp's INJECT) at its n = 4, H = 2560, bit
+ * for bit: one f32 product and one f32 sum, both correctly rounded.
  *
  * Tolerances, as max |got - want| / max(|want|, floor):
  *  - hc_collapse, floor 1: n <= 5 products p_j x_j (|x| <= 1, p <= 1.1)
@@ -134,8 +136,14 @@ static bool hw_invariance(harness *h, hw_case c, int64_t m, uint32_t *seed)
 
 typedef struct {
 	int64_t n, H;
-	bool expand;
+	ir_op op; /* hc_collapse, hc_expand or hc_inject */
 } hs_case;
+
+/* Streams of the result: n, or 1 for hc_collapse. */
+static int64_t hs_out_streams(const hs_case *c)
+{
+	return c->op == IR_OP_HC_COLLAPSE ? 1 : c->n;
+}
 
 /* The operands of T tokens from token t0 (x [T,n,H], y [T,H], the weights)
  * and the result, in binding order. */
@@ -147,9 +155,9 @@ static hs_data hs_fill(const hs_case *c, int64_t T, uint32_t *seed)
 {
 	int64_t n = c->n, H = c->H;
 	return (hs_data){randoms((size_t)(T * n * H), -1.0f, 1.0f, seed), randoms((size_t)(T * H), -1.0f, 1.0f, seed),
-			 randoms((size_t)(T * n), 1e-6f, c->expand ? 2.0f : 1.1f, seed),
+			 randoms((size_t)(T * n), 1e-6f, c->op == IR_OP_HC_COLLAPSE ? 1.1f : 2.0f, seed),
 			 randoms((size_t)(T * n * n), 1e-6f, 1.0f, seed),
-			 alloc_floats((size_t)(T * (c->expand ? n : 1) * H))};
+			 alloc_floats((size_t)(T * hs_out_streams(c) * H))};
 }
 
 static void hs_free(hs_data *a)
@@ -162,9 +170,14 @@ static bool hs_run(harness *h, hkernel *k, const hs_case *c, const hs_data *a, i
 	int64_t n = c->n, H = c->H;
 	hop x = {a->x + t0 * n * H, (size_t)(T * n * H) * 4, false};
 	hop w = {a->pre + t0 * n, (size_t)(T * n) * 4, false};
-	if (!c->expand) {
+	hop y = {a->y + t0 * H, (size_t)(T * H) * 4, false}, o = {out + t0 * n * H, (size_t)(T * n * H) * 4, true};
+	if (c->op == IR_OP_HC_COLLAPSE) {
 		hop ops[3] = {x, w, {out + t0 * H, (size_t)(T * H) * 4, true}};
 		return hk_run(h, k, ops, 3, (uint32_t)T, 0);
+	}
+	if (c->op == IR_OP_HC_INJECT) {
+		hop ops[4] = {x, y, w, o};
+		return hk_run(h, k, ops, 4, (uint32_t)T, 0);
 	}
 	hop ops[5] = {x, {a->y + t0 * H, (size_t)(T * H) * 4, false}, w,
 		      {a->comb + t0 * n * n, (size_t)(T * n * n) * 4, false},
@@ -174,7 +187,7 @@ static bool hs_run(harness *h, hkernel *k, const hs_case *c, const hs_data *a, i
 
 static bool hs_build(harness *h, const hs_case *c, int64_t t_max, hkernel *k)
 {
-	kv_desc d = {.op = c->expand ? IR_OP_HC_EXPAND : IR_OP_HC_COLLAPSE, .t_max = t_max};
+	kv_desc d = {.op = c->op, .t_max = t_max};
 	d.u.hc.n = c->n;
 	d.u.hc.H = c->H;
 	return hk_build(h, &d, k);
@@ -186,17 +199,22 @@ static bool hs_case_run(harness *h, hs_case c, int64_t T, uint32_t *seed)
 	if (!hs_build(h, &c, T, &k))
 		return false;
 	hs_data a = hs_fill(&c, T, seed);
-	size_t no = (size_t)(T * (c.expand ? c.n : 1) * c.H);
+	size_t no = (size_t)(T * hs_out_streams(&c) * c.H);
 	float *want = alloc_floats(no);
 	bool ok = hs_run(h, &k, &c, &a, 0, T, a.out);
 	if (ok) {
-		if (c.expand)
-			ref_hc_expand(a.x, a.y, a.pre, a.comb, want, T, c.n, c.H);
-		else
-			ref_hc_collapse(a.x, a.pre, want, T, c.n, c.H);
 		char what[512];
 		snprintf(what, sizeof what, "%s T=%lld", k.k.signature, (long long)T);
-		ok = check_close(what, a.out, want, no, c.expand ? 3e-6 : 2e-6, 1.0);
+		if (c.op == IR_OP_HC_INJECT) {
+			ref_hc_inject(a.x, a.y, a.pre, want, T, c.n, c.H);
+			ok = check_bitwise(what, a.out, want, no);
+		} else if (c.op == IR_OP_HC_EXPAND) {
+			ref_hc_expand(a.x, a.y, a.pre, a.comb, want, T, c.n, c.H);
+			ok = check_close(what, a.out, want, no, 3e-6, 1.0);
+		} else {
+			ref_hc_collapse(a.x, a.pre, want, T, c.n, c.H);
+			ok = check_close(what, a.out, want, no, 2e-6, 1.0);
+		}
 	}
 	hs_free(&a);
 	free(want);
@@ -210,7 +228,7 @@ static bool hs_invariance(harness *h, hs_case c, int64_t m, uint32_t *seed)
 	if (!hs_build(h, &c, m, &k))
 		return false;
 	hs_data a = hs_fill(&c, m, seed);
-	size_t no = (size_t)(m * (c.expand ? c.n : 1) * c.H);
+	size_t no = (size_t)(m * hs_out_streams(&c) * c.H);
 	float *one = alloc_floats(no);
 	bool ok = hs_run(h, &k, &c, &a, 0, m, a.out);
 	for (int64_t t = 0; ok && t < m; t++)
@@ -237,14 +255,17 @@ int main(void)
 	ok &= hw_case_run(h, (hw_case){4, 20, false}, 3, &seed);
 	ok &= hw_case_run(h, (hw_case){4, 20, false}, 65, &seed);
 	ok &= hw_invariance(h, (hw_case){4, 20, true}, 5, &seed);
-	/* V4-Flash: n = 4, H = 7168 (vec4s); odd n and H (floats) */
-	for (int e = 0; e < 2; e++) {
-		ok &= hs_case_run(h, (hs_case){4, 7168, e}, 1, &seed);
-		ok &= hs_case_run(h, (hs_case){4, 7168, e}, 3, &seed);
-		ok &= hs_case_run(h, (hs_case){5, 130, e}, 9, &seed);
-		ok &= hs_case_run(h, (hs_case){3, 37, e}, 20, &seed);
-		ok &= hs_invariance(h, (hs_case){4, 264, e}, 5, &seed);
+	/* V4-Flash: n = 4, H = 7168 (vec4s); odd n and H (floats); hc_inject
+	 * at Qwen3.8 Flash's n = 4, H = 2560 too */
+	static const ir_op ops[] = {IR_OP_HC_COLLAPSE, IR_OP_HC_EXPAND, IR_OP_HC_INJECT};
+	for (size_t e = 0; e < sizeof ops / sizeof *ops; e++) {
+		ok &= hs_case_run(h, (hs_case){4, 7168, ops[e]}, 1, &seed);
+		ok &= hs_case_run(h, (hs_case){4, 7168, ops[e]}, 3, &seed);
+		ok &= hs_case_run(h, (hs_case){5, 130, ops[e]}, 9, &seed);
+		ok &= hs_case_run(h, (hs_case){3, 37, ops[e]}, 20, &seed);
+		ok &= hs_invariance(h, (hs_case){4, 264, ops[e]}, 5, &seed);
 	}
+	ok &= hs_case_run(h, (hs_case){4, 2560, IR_OP_HC_INJECT}, 5, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

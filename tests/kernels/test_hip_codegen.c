@@ -339,6 +339,8 @@ static const struct {
 	{"hc_collapse scalar", "hc_streams", {.op = IR_OP_HC_COLLAPSE, .t_max = 8, .u.hc = {.n = 3, .H = 37}}, 1},
 	{"hc_expand vec4", "hc_streams", {.op = IR_OP_HC_EXPAND, .t_max = 8, .u.hc = {.n = 4, .H = 7168}}, 1},
 	{"hc_expand scalar", "hc_streams", {.op = IR_OP_HC_EXPAND, .t_max = 64, .u.hc = {.n = 5, .H = 130}}, 1},
+	{"hc_inject vec4", "hc_streams", {.op = IR_OP_HC_INJECT, .t_max = 8, .u.hc = {.n = 4, .H = 2560}}, 1},
+	{"hc_inject scalar", "hc_streams", {.op = IR_OP_HC_INJECT, .t_max = 64, .u.hc = {.n = 3, .H = 37}}, 1},
 	{"qsa_select", "qsa_select",
 	 {.op = IR_OP_QSA_SELECT, .t_max = 8, .wtype = HALO_F32,
 	  .u.qsa = {.h = 4, .D = 64, .C = 512, .block = 16, .top = 4, .rot_dim = 32, .base = 1e4f, .eps = 1e-6f}},

@@ -366,6 +366,9 @@ static bool exec_dsv4_op(exec_ctx *c, const float *x, bool *handled)
 	case OP_HC_COLLAPSE: /* (x [T,n,H], pre) */
 		ref_hc_collapse(x, c->p[1], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
 		return true;
+	case OP_HC_INJECT: /* (x [T,n,H], y, g) */
+		ref_hc_inject(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
+		return true;
 	case OP_HC_EXPAND: /* (x [T,n,H], y, post, comb) */
 		ref_hc_expand(x, c->p[1], c->p[2], c->p[3], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
 		return true;

@@ -1,5 +1,6 @@
 /* hc_weights, hc_collapse, hc_expand: DeepSeek V4's hyper-connections with
- * Sinkhorn-normalised mixing (models.md 3.4). */
+ * Sinkhorn-normalised mixing (models.md 3.4); hc_inject: Qwen3.8 Flash's
+ * sublayer exit into its streams. */
 #include "runtime/drivers/ref/ref_ops.h"
 
 /* One Sinkhorn half-step on C [n,n]: every row (columns false) or every
@@ -58,6 +59,16 @@ void ref_hc_collapse(const float *x, const float *pre, float *y, int64_t T, int6
 				acc += (double)pre[t * n + j] * (double)x[(t * n + j) * H + h];
 			y[t * H + h] = (float)acc;
 		}
+}
+
+void ref_hc_inject(const float *x, const float *y, const float *g, float *out, int64_t T, int64_t n, int64_t H)
+{
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t k = 0; k < n; k++)
+			for (int64_t h = 0; h < H; h++) {
+				float gy = g[t * n + k] * y[t * H + h];
+				out[(t * n + k) * H + h] = x[(t * n + k) * H + h] + gy;
+			}
 }
 
 void ref_hc_expand(const float *x, const float *y, const float *post, const float *comb, float *out, int64_t T,

@@ -327,6 +327,10 @@ void ref_hc_collapse(const float *x, const float *pre, float *y, int64_t T, int6
  * x, out [T,n,H], y [T,H], post [T,n], comb [T,n,n]. */
 void ref_hc_expand(const float *x, const float *y, const float *post, const float *comb, float *out, int64_t T,
 		   int64_t n, int64_t H);
+/* Qwen3.8 Flash's hc_inject: out[t,k] = x[t,k] + g[t,k] y[t], the product
+ * rounded to f32 before the sum (the model's repeat, mul and add, bit for
+ * bit). x, out [T,n,H], y [T,H], g [T,n]. */
+void ref_hc_inject(const float *x, const float *y, const float *g, float *out, int64_t T, int64_t n, int64_t H);
 
 /* ---- DeepSeek V4: compressed sparse attention (runtime/drivers/ref/ref_compress.c) ---- */
 

@@ -1,0 +1,35 @@
+#!/bin/sh
+# On the GPU machine: decode speed (halo bench's tg) of two builds of halo on
+# the same card in one call, alternated new, old, new, each compiling its own
+# bundle (their plans may differ) from the same seeded random weights of
+# HF_DIR (a config.json: tools/gpu/bench/*). Pack the older build as halo_old
+# beside the new one (tools/gpu/ab-bench.sh says how). tg TG from an empty
+# context and from DEPTH tokens (bench -d: attention over a long cache).
+# HALO_COMPILE_FLAGS: more `halo compile` flags (--quant q4_k --act-quant q8).
+# Prints each build's table; writes $OUT/<run>.md.
+# usage: tools/gpu/ab-decode.sh HF_DIR [TG] [DEPTH] [CTX]
+set -eu
+cd "$(dirname "$0")/../.."
+. tools/gpu/env.sh
+out=${OUT:-/tmp}
+mkdir -p "$out"
+hf=$1
+tg=${2:-128}
+depth=${3:-4096}
+ctx=${4:-8192}
+[ -x "$HALO_BIN/halo_old" ] || { echo "ab-decode: no $HALO_BIN/halo_old packed" >&2; exit 1; }
+run() { # NAME BINARY
+	bundle=/tmp/ab-decode.halo
+	rm -f "$bundle"
+	# shellcheck disable=SC2086 # flags split on purpose
+	"$HALO_BIN/$2" compile --hf "$hf" --random-weights 1 --dtype f16 --ctx "$ctx" ${HALO_COMPILE_FLAGS:-} \
+		-o "$bundle" > "$out/$1.compile.txt" 2>&1 || { tail -3 "$out/$1.compile.txt"; return 1; }
+	echo "== $1 ($2, $hf ${HALO_COMPILE_FLAGS:-})"
+	"$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -r 3 | tee "$out/$1.md"
+	"$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -d "$depth" -r 3 | grep "^|.*tg" | tee -a "$out/$1.md"
+}
+rc=0
+run new1 halo || rc=1
+run old halo_old || rc=1
+run new2 halo || rc=1
+exit $rc
