@@ -359,6 +359,20 @@ static void check_moe(halo_dtype w, int64_t H, int64_t F, int64_t E, int64_t KSE
 	}
 }
 
+/* Random queries (nq floats) and key and value caches (nc each) in [-1, 1]. */
+static void attention_inputs(int64_t nq, int64_t nc, float **q, float **kc, float **vc)
+{
+	*q = malloc((size_t)nq * sizeof(float));
+	*kc = malloc((size_t)nc * sizeof(float));
+	*vc = malloc((size_t)nc * sizeof(float));
+	for (int64_t i = 0; i < nq; i++)
+		(*q)[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	for (int64_t i = 0; i < nc; i++) {
+		(*kc)[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+		(*vc)[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+	}
+}
+
 /* attention_partial of a prompt step (attention_rows.hip): every query's
  * partial over each block of `block` keys (the sums weighted by e^(s - m),
  * the max score m, the denominator; NEG_BIG and zeros for a block past its
@@ -379,15 +393,8 @@ static void check_attention_rows(int64_t hq, int64_t hk, int64_t D, int64_t C, i
 	if (!load_variant(d, (kv_tiles){0}, 5, &k, &h, &launch)) /* q, k, v, part, step */
 		return;
 	CHECK(strstr(k.signature, ",kp") != NULL, "%s: not attention_rows' tiling", k.signature);
-	float *q = malloc((size_t)(T * hq * D) * sizeof(float)), *kc = malloc((size_t)(C * hk * D) * sizeof(float));
-	float *vc = malloc((size_t)(C * hk * D) * sizeof(float)), *y = malloc((size_t)(T * row) * sizeof(float));
-	float *y1 = malloc((size_t)row * sizeof(float));
-	for (int64_t i = 0; i < T * hq * D; i++)
-		q[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-	for (int64_t i = 0; i < C * hk * D; i++) {
-		kc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-		vc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-	}
+	float *q, *kc, *vc, *y = malloc((size_t)(T * row) * sizeof(float)), *y1 = malloc((size_t)row * sizeof(float));
+	attention_inputs(T * hq * D, C * hk * D, &q, &kc, &vc);
 	int before = check_failures;
 	double worst = 0;
 	if (h)
@@ -453,17 +460,11 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 	launch_fn launch;
 	if (!load_variant(d, (kv_tiles){0}, 7, &k, &h, &launch)) /* q, k, v, sync, y, part, step */
 		return;
-	float *q = malloc((size_t)(T * hq * D) * sizeof(float)), *kc = malloc((size_t)(C * hk * D) * sizeof(float));
-	float *vc = malloc((size_t)(C * hk * D) * sizeof(float)), *y = malloc((size_t)(T * row) * sizeof(float));
-	float *y1 = malloc((size_t)row * sizeof(float)), *part = malloc((size_t)(T * hq * nb * (D + 2)) * sizeof(float));
+	float *q, *kc, *vc, *y = malloc((size_t)(T * row) * sizeof(float)), *y1 = malloc((size_t)row * sizeof(float));
+	float *part = malloc((size_t)(T * hq * nb * (D + 2)) * sizeof(float));
 	uint32_t *sync = calloc((size_t)(t_max * hq), sizeof(uint32_t));
 	double *sc = malloc((size_t)C * sizeof(double));
-	for (int64_t i = 0; i < T * hq * D; i++)
-		q[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-	for (int64_t i = 0; i < C * hk * D; i++) {
-		kc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-		vc[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
-	}
+	attention_inputs(T * hq * D, C * hk * D, &q, &kc, &vc);
 	int before = check_failures;
 	double worst = 0;
 	if (h)
