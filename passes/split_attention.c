@@ -184,21 +184,21 @@ static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 	memcpy(in, n->in, 3 * sizeof(int));
 	in[3] = sv;
 	out[0] = n->out[0];
+	out[1] = -1; /* the part value, once its shape is known */
 	n->op = IR_OP_ATTENTION_BLOCKS;
 	n->in = in;
 	n->n_in = 4;
+	n->out = out;
+	n->n_out = 2;
 	ir_node_add_attr(m, f, nid, &(ir_attr){.name = "block", .kind = IR_ATTR_INT, .i = block});
 	ir_shape shapes[2];
 	halo_dtype dtypes[2];
-	n = &f->nodes[nid];
-	n->n_out = 2;
-	if (!ir_op_infer(m, f, n, shapes, dtypes, err))
+	if (!ir_op_infer(m, f, &f->nodes[nid], shapes, dtypes, err))
 		return -1;
 	out[1] = ir_func_add_value(m, f, ir_arena_printf(&m->arena, "%s.part", name), nid, 1);
 	f->values[out[1]].shape = shapes[1];
 	f->values[out[1]].dtype = dtypes[1];
 	f->values[out[1]].shape_known = true;
-	f->nodes[nid].out = out;
 	return rid;
 }
 
