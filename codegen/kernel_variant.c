@@ -1050,6 +1050,17 @@ static bool build_rope(kv_build *b)
 	return true;
 }
 
+/* attention_merge.glsl's shared memory is three floats a block and
+ * MERGE_CHUNK blocks' sums of dv: the most blocks a round, up to 16, that fit
+ * in `room` bytes (0: not one). */
+static int64_t merge_chunk(int64_t dv, int64_t blocks, int64_t room)
+{
+	int64_t chunk = 16;
+	while (chunk > 0 && 4 * (3 * blocks + chunk * dv) > room)
+		chunk /= 2;
+	return chunk;
+}
+
 /* attention_partial of a prompt step (t_max past the decode kernels'):
  * attention_rows.comp, 128 lanes, QR query vectors a workgroup (GH heads of
  * one kv group, the largest power of two dividing the group up to 4, times
@@ -1065,8 +1076,7 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	const kv_desc *d = b->d;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D, dv = d->u.attention.dv;
 	int64_t wide = D > dv ? D : dv, group = hq / hk, gh = 1;
-	/* attention_blocks' merge: its block weights */
-	uint64_t merge = d->op == IR_OP_ATTENTION_BLOCKS ? (uint64_t)blocks * 4 : 0;
+	bool merged = d->op == IR_OP_ATTENTION_BLOCKS;
 	if ((d->op != IR_OP_ATTENTION_PARTIAL && d->op != IR_OP_ATTENTION_BLOCKS) || d->t_max <= KV_MATVEC_MAX_T ||
 	    ls != ATT_ROWS_LANES || D % 4 || dv % 4)
 		return false;
@@ -1076,9 +1086,12 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
 		/* 16 query groups of SQ = qr / 16, 8 key groups of SK = kp / 8 */
 		int64_t qr = tiles[i][0], kp = tiles[i][1];
-		uint64_t shared = ((uint64_t)qr * (D + 4) + (uint64_t)kp * (wide + 4) + (uint64_t)kp * qr + qr) * 4 + merge;
-		if (shared > KV_SHARED_LIMIT || d->u.attention.block % kp)
+		int64_t shared = (qr * (D + 4) + kp * (wide + 4) + kp * qr + qr) * 4;
+		int64_t chunk = merged ? merge_chunk(dv, blocks, KV_SHARED_LIMIT - shared) : 1;
+		if (shared > KV_SHARED_LIMIT || chunk < 1 || d->u.attention.block % kp)
 			continue;
+		if (merged)
+			def_uint(b, "MERGE_CHUNK", chunk);
 		b->p->template = "attention_rows";
 		def_uint(b, "QR", qr);
 		def_uint(b, "GH", gh);
@@ -1126,9 +1139,10 @@ static bool build_attention(kv_build *b)
 	if (merged && d->t_max > d->u.attention.sync_rows)
 		return fail(b, "sync state of %" PRId64 " rows cannot count the rows of a step of %" PRId64 " tokens",
 			    d->u.attention.sync_rows, d->t_max);
-	if (((uint64_t)D + 3u * ls + (merged ? (uint64_t)blocks : 0)) * 4 > KV_SHARED_LIMIT)
-		return fail(b, "head dim %" PRId64 " needs more than %d bytes of shared memory", D,
-			    KV_SHARED_LIMIT);
+	int64_t room = KV_SHARED_LIMIT - ((int64_t)D + 3 * (int64_t)ls) * 4;
+	if (room < 0 || (merged && merge_chunk(dv, blocks, room) < 1))
+		return fail(b, "head dim %" PRId64 " (and %" PRId64 " blocks of %" PRId64 " to merge) need more than %d"
+			    " bytes of shared memory", D, blocks, dv, KV_SHARED_LIMIT);
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
@@ -1160,6 +1174,8 @@ static bool build_attention(kv_build *b)
 	}
 	if (build_attention_rows(b, ls, blocks))
 		return true;
+	if (merged)
+		def_uint(b, "MERGE_CHUNK", merge_chunk(dv, blocks, room));
 	b->p->template = "attention";
 	per_token_grid(b, ls, hq, 1);
 	set_grid(b, 2, 0, blocks, 1);
@@ -1176,8 +1192,13 @@ static bool build_attention_combine(kv_build *b)
 	if (!check_index(b, "hq", hq) || !check_index(b, "dv", dv) || !check_index(b, "blocks", blocks) ||
 	    !check_index(b, "T*hq*blocks*(dv+2)", d->t_max * hq * blocks * (dv + 2)) || !lanes_1d(b, 128, &ls))
 		return false;
+	int64_t chunk = merge_chunk(dv, blocks, KV_SHARED_LIMIT);
+	if (chunk < 1)
+		return fail(b, "%" PRId64 " blocks of %" PRId64 " need more than %d bytes of shared memory", blocks, dv,
+			    KV_SHARED_LIMIT);
 	b->p->template = "attention_combine";
 	b->p->library = "attention_merge";
+	def_uint(b, "MERGE_CHUNK", chunk);
 	sb_printf(&b->sig, "attention_combine hq=%" PRId64 " dv=%" PRId64 " blocks=%" PRId64, hq, dv, blocks);
 	def_uint(b, "HQ", hq);
 	def_uint(b, "DV", dv);

@@ -19,35 +19,64 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 
 #define NEG_BIG -3.0e38
 #define MERGE_ROW (DV + 2u)
+#define MERGE_NCH ((DV + LS_X - 1u) / LS_X)
 
-shared float blk_w[NBLK];
+shared float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
+// MERGE_CHUNK blocks' sums at a time (the plan's constant: what the
+// template's shared memory leaves room for)
+shared float merge_stage[MERGE_CHUNK * DV];
 
 // y's row `row` from its first nblk blocks (those past them hold no key of
 // it): the blocks' maxima give the row's max m, each block is weighted by
 // e^(m_b - m), and the sums and denominators are added in block order;
 // blocks with no key (denominator 0) are skipped. The same operations in the
 // same order for any nblk that covers the row's keys, so the result does not
-// depend on how many blocks a dispatch has. Every lane calls it.
+// depend on how many blocks a dispatch has. The blocks are read into shared
+// memory first, every lane loading its share at once (MERGE_CHUNK blocks a
+// round): a lane walking a channel's blocks one load after another waited
+// out each load, and with BLOCKS's coherent loads that made a 4096-key
+// decode step 12% slower than two dispatches (bench/results-h100-qwen3_8b.txt).
+// Every lane calls it.
 void merge_row(uint row, uint nblk)
 {
 	uint l = gl_LocalInvocationID.x, base = row * NBLK * MERGE_ROW;
+	barrier(); // the previous row's reads of the shared arrays are done
+	for (uint b = l; b < nblk; b += LS_X) {
+		blk_m[b] = part[base + b * MERGE_ROW + DV];
+		blk_d[b] = part[base + b * MERGE_ROW + DV + 1u];
+	}
+	barrier();
 	float m = NEG_BIG;
 	for (uint b = 0u; b < nblk; b++)
-		m = max(m, part[base + b * MERGE_ROW + DV]);
-	barrier(); // the previous row's reads of blk_w are done
+		m = max(m, blk_m[b]);
 	for (uint b = l; b < nblk; b += LS_X)
-		blk_w[b] = part[base + b * MERGE_ROW + DV + 1u] > 0.0 ? exp(part[base + b * MERGE_ROW + DV] - m) : 0.0;
+		blk_w[b] = blk_d[b] > 0.0 ? exp(blk_m[b] - m) : 0.0;
 	barrier();
 	float lsum = 0.0;
 	for (uint b = 0u; b < nblk; b++)
 		if (blk_w[b] > 0.0)
-			lsum += blk_w[b] * part[base + b * MERGE_ROW + DV + 1u];
-	for (uint c = l; c < DV; c += LS_X) {
-		float a = 0.0;
-		for (uint b = 0u; b < nblk; b++)
-			if (blk_w[b] > 0.0)
-				a += blk_w[b] * part[base + b * MERGE_ROW + c];
-		y[row * DV + c] = epilogue(a / lsum, row * DV + c);
+			lsum += blk_w[b] * blk_d[b];
+	float acc[MERGE_NCH];
+	for (uint ci = 0u; ci < MERGE_NCH; ci++)
+		acc[ci] = 0.0;
+	for (uint b0 = 0u; b0 < nblk; b0 += MERGE_CHUNK) {
+		uint nb = min(MERGE_CHUNK, nblk - b0);
+		barrier(); // the previous round's reads of merge_stage are done
+		for (uint e = l; e < nb * DV; e += LS_X)
+			merge_stage[e] = part[base + (b0 + e / DV) * MERGE_ROW + e % DV];
+		barrier();
+		for (uint ci = 0u; ci < MERGE_NCH; ci++) {
+			uint c = l + ci * LS_X;
+			if (c < DV)
+				for (uint b = 0u; b < nb; b++)
+					if (blk_w[b0 + b] > 0.0)
+						acc[ci] += blk_w[b0 + b] * merge_stage[b * DV + c];
+		}
+	}
+	for (uint ci = 0u; ci < MERGE_NCH; ci++) {
+		uint c = l + ci * LS_X;
+		if (c < DV)
+			y[row * DV + c] = epilogue(acc[ci] / lsum, row * DV + c);
 	}
 }
 
