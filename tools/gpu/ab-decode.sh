@@ -4,7 +4,8 @@
 # bundle (their plans may differ) from the same seeded random weights of
 # HF_DIR (a config.json: tools/gpu/bench/*). Pack the older build as halo_old
 # beside the new one (tools/gpu/ab-bench.sh says how). tg TG from an empty
-# context and from DEPTH tokens (bench -d: attention over a long cache).
+# context and from DEPTH tokens (bench -d: attention over a long cache; 0:
+# none).
 # HALO_COMPILE_FLAGS: more `halo compile` flags (--quant q4_k --act-quant q8).
 # Prints each build's table; writes $OUT/<run>.md.
 # usage: tools/gpu/ab-decode.sh HF_DIR [TG] [DEPTH] [CTX]
@@ -26,7 +27,8 @@ run() { # NAME BINARY
 		-o "$bundle" > "$out/$1.compile.txt" 2>&1 || { tail -3 "$out/$1.compile.txt"; return 1; }
 	echo "== $1 ($2, $hf ${HALO_COMPILE_FLAGS:-})"
 	"$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -r 3 | tee "$out/$1.md"
-	"$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -d "$depth" -r 3 | grep "^|.*tg" | tee -a "$out/$1.md"
+	[ "$depth" -eq 0 ] || "$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -d "$depth" -r 3 | grep "^|.*tg" |
+		tee -a "$out/$1.md"
 }
 rc=0
 run new1 halo || rc=1
