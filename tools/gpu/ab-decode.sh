@@ -7,6 +7,8 @@
 # context and from DEPTH tokens (bench -d: attention over a long cache; 0:
 # none).
 # HALO_COMPILE_FLAGS: more `halo compile` flags (--quant q4_k --act-quant q8).
+# OLD_MODEL: the model file the old build compiles (--model), where the
+# working tree's uses ops it does not know (git show REV:models/NAME.yaml).
 # Prints each build's table; writes $OUT/<run>.md.
 # usage: tools/gpu/ab-decode.sh HF_DIR [TG] [DEPTH] [CTX]
 set -eu
@@ -19,19 +21,22 @@ tg=${2:-128}
 depth=${3:-4096}
 ctx=${4:-8192}
 [ -x "$HALO_BIN/halo_old" ] || { echo "ab-decode: no $HALO_BIN/halo_old packed" >&2; exit 1; }
-run() { # NAME BINARY
+run() { # NAME BINARY [halo compile flags...]
+	name=$1 bin=$2
+	shift 2
 	bundle=/tmp/ab-decode.halo
 	rm -f "$bundle"
 	# shellcheck disable=SC2086 # flags split on purpose
-	"$HALO_BIN/$2" compile --hf "$hf" --random-weights 1 --dtype f16 --ctx "$ctx" ${HALO_COMPILE_FLAGS:-} \
-		-o "$bundle" > "$out/$1.compile.txt" 2>&1 || { tail -3 "$out/$1.compile.txt"; return 1; }
-	echo "== $1 ($2, $hf ${HALO_COMPILE_FLAGS:-})"
-	"$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -r 3 | tee "$out/$1.md"
-	[ "$depth" -eq 0 ] || "$HALO_BIN/$2" bench "$bundle" -p 0 -n "$tg" -d "$depth" -r 3 | grep "^|.*tg" |
-		tee -a "$out/$1.md"
+	"$HALO_BIN/$bin" compile --hf "$hf" --random-weights 1 --dtype f16 --ctx "$ctx" ${HALO_COMPILE_FLAGS:-} "$@" \
+		-o "$bundle" > "$out/$name.compile.txt" 2>&1 || { tail -n 3 "$out/$name.compile.txt"; return 1; }
+	echo "== $name ($bin, $hf ${HALO_COMPILE_FLAGS:-} $*)"
+	"$HALO_BIN/$bin" bench "$bundle" -p 0 -n "$tg" -r 3 | tee "$out/$name.md"
+	[ "$depth" -eq 0 ] || "$HALO_BIN/$bin" bench "$bundle" -p 0 -n "$tg" -d "$depth" -r 3 | grep "^|.*tg" |
+		tee -a "$out/$name.md"
 }
 rc=0
 run new1 halo || rc=1
-run old halo_old || rc=1
+# shellcheck disable=SC2086 # empty without OLD_MODEL
+run old halo_old ${OLD_MODEL:+--model "$OLD_MODEL"} || rc=1
 run new2 halo || rc=1
 exit $rc
