@@ -1077,8 +1077,8 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D, dv = d->u.attention.dv;
 	int64_t wide = D > dv ? D : dv, group = hq / hk, gh = 1;
 	bool merged = d->op == IR_OP_ATTENTION_BLOCKS;
-	if ((d->op != IR_OP_ATTENTION_PARTIAL && d->op != IR_OP_ATTENTION_BLOCKS) || d->t_max <= KV_MATVEC_MAX_T ||
-	    ls != ATT_ROWS_LANES || D % 4 || dv % 4)
+	if ((d->op != IR_OP_ATTENTION_PARTIAL && !merged) || d->t_max <= KV_MATVEC_MAX_T || ls != ATT_ROWS_LANES ||
+	    D % 4 || dv % 4)
 		return false;
 	while (gh < 4 && group % (2 * gh) == 0)
 		gh *= 2;

@@ -373,6 +373,26 @@ static void attention_inputs(int64_t nq, int64_t nc, float **q, float **kc, floa
 	}
 }
 
+/* Batch invariance of an attention kernel: each row t of a T-row step at
+ * pos, run alone at pos + t (operand 0 its query row of q_row floats, operand
+ * yi its result of `row` floats, the other operands as b gives them), equals
+ * row t of y bitwise; checked while no earlier check (since `before`)
+ * failed. */
+static void rows_alone(const kv_kernel *k, launch_fn launch, void **b, int n_b, int yi, int64_t q_row,
+		       const float *y, int64_t row, int64_t T, uint32_t pos, int before)
+{
+	const float *q = b[0];
+	float *y1 = b[yi];
+	for (int64_t t = 0; t < T && check_failures == before; t++) {
+		b[0] = (void *)(q + t * q_row);
+		launch_step_at(k, launch, b, n_b, y1, row, 1, pos + (uint32_t)t);
+		CHECK(memcmp(y1, y + t * row, (size_t)row * sizeof(float)) == 0,
+		      "%s: row %lld of a %lld-row step differs from the row alone", k->signature, (long long)t,
+		      (long long)T);
+	}
+	b[0] = (void *)q;
+}
+
 /* attention_partial of a prompt step (attention_rows.hip): every query's
  * partial over each block of `block` keys (the sums weighted by e^(s - m),
  * the max score m, the denominator; NEG_BIG and zeros for a block past its
@@ -428,12 +448,8 @@ static void check_attention_rows(int64_t hq, int64_t hk, int64_t D, int64_t C, i
 				      (long long)T, pos, (long long)t, (long long)j, (long long)b, e);
 				worst = fmax(worst, e / 2e-5);
 			}
-	for (int64_t t = 0; h && t < T && check_failures == before; t++) {
-		launch_step_at(&k, launch, (void *[]){q + t * hq * D, kc, vc, y1}, 4, y1, row, 1, pos + (uint32_t)t);
-		CHECK(memcmp(y1, y + t * row, (size_t)row * sizeof(float)) == 0,
-		      "%s: row %lld of a %lld-row step differs from the row alone", k.signature, (long long)t,
-		      (long long)T);
-	}
+	if (h)
+		rows_alone(&k, launch, (void *[]){q, kc, vc, y1}, 4, 3, hq * D, y, row, T, pos, before);
 	printf("%s %s T=%lld pos %u: worst %.2g of its bound, rows bitwise as alone\n",
 	       check_failures == before ? "ok  " : "FAIL", k.signature, (long long)T, pos, worst);
 	if (h)
@@ -495,13 +511,8 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 		}
 	for (int64_t i = 0; h && i < t_max * hq; i++)
 		CHECK(sync[i] == 0, "%s: counter %lld left at %u", k.signature, (long long)i, sync[i]);
-	for (int64_t t = 0; h && t < T && check_failures == before; t++) {
-		launch_step_at(&k, launch, (void *[]){q + t * hq * D, kc, vc, sync, y1, part}, 6, y1, row, 1,
-			       pos + (uint32_t)t);
-		CHECK(memcmp(y1, y + t * row, (size_t)row * sizeof(float)) == 0,
-		      "%s: row %lld of a %lld-row step differs from the row alone", k.signature, (long long)t,
-		      (long long)T);
-	}
+	if (h)
+		rows_alone(&k, launch, (void *[]){q, kc, vc, sync, y1, part}, 6, 4, hq * D, y, row, T, pos, before);
 	printf("%s %s T=%lld pos %u: worst %.2g of its bound, rows bitwise as alone\n",
 	       check_failures == before ? "ok  " : "FAIL", k.signature, (long long)T, pos, worst);
 	if (h)
