@@ -79,6 +79,7 @@ static bool read_and_plan(compile_state *c, const cg_compile_options *o, char *e
 		c->m->int8_max_rows = o->int8_activations ? KV_MATVEC_MAX_T : 0;
 		c->m->no_merge_matmuls = o->no_merge;
 		c->m->no_fuse_state_store = o->no_store_fusion;
+		c->m->no_fuse_attention_rope = o->no_rope_fusion;
 		/* under --quant such small gates keep --dtype (a merged matrix
 		 * has one dtype); left apart whatever the dtype, so that bundles
 		 * of two dtypes hold the same weights */

@@ -33,6 +33,10 @@ typedef struct {
 	/* Keep KV-cache writes as copy dispatches (passes/fuse_state_store.c;
 	 * halo compile --no-store-fusion), for comparing schedules. */
 	bool no_store_fusion;
+	/* Keep the q/k norm-and-rope a dispatch before the attention
+	 * (passes/fuse_attention_rope.c; halo compile --no-rope-fusion), for
+	 * comparing schedules. */
+	bool no_rope_fusion;
 	bool random_weights;
 	uint64_t seed;
 	uint64_t random_period; /* cg_weight_source.period */

@@ -13,20 +13,22 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 {
 	const kernel_source *tmpl = kv_source_of(p->template, ".comp"), *prelude = kv_source_file("prelude.glsl");
 	const kernel_source *cols = p->cols ? kv_source_file("matvec_cols.glsl") : NULL;
-	const kernel_source *lib = p->library ? kv_source_of(p->library, ".glsl") : NULL;
-	const kernel_source *quant = p->quant ? kv_source_of(p->quant, ".glsl") : NULL;
+	const kernel_source *helper[KV_MAX_HELPERS] = {NULL};
 	const struct {
 		bool wanted;
 		const kernel_source *found;
 		const char *name;
 	} files[] = {{true, tmpl, p->template},
 		     {true, prelude, "prelude.glsl"},
-		     {p->cols != 0, cols, "matvec_cols.glsl"},
-		     {p->library != NULL, lib, p->library},
-		     {p->quant != NULL, quant, p->quant}};
+		     {p->cols != 0, cols, "matvec_cols.glsl"}};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
 		if (files[i].wanted && !files[i].found) {
 			snprintf(err, errlen, "GLSL template file for '%s' is not embedded", files[i].name);
+			return NULL;
+		}
+	for (int i = 0; i < KV_MAX_HELPERS && p->helpers[i]; i++)
+		if (!(helper[i] = kv_source_of(p->helpers[i], ".glsl"))) {
+			snprintf(err, errlen, "GLSL helper file '%s' is not embedded", p->helpers[i]);
 			return NULL;
 		}
 	strbuf defs = {0}, gen = {0}, tail = {0}, src = {0};
@@ -34,10 +36,8 @@ char *kv_emit_glsl(const kv_desc *d, const kv_plan *p, const char *signature, co
 	if (cols)
 		kv_emit_matvec_paths(&defs, &tail, p, cols->text);
 	kv_emit_fused(&gen, &kv_dialect_glsl, d, p);
-	if (quant)
-		sb_printf(&gen, "%s", quant->text);
-	if (lib)
-		sb_printf(&gen, "%s", lib->text);
+	for (int i = 0; i < KV_MAX_HELPERS && helper[i]; i++)
+		sb_printf(&gen, "%s", helper[i]->text);
 	sb_printf(&src, "#version 450\n// halo kernel: %s\n%s", signature, defs.s ? defs.s : "");
 	sb_printf(&src, "%s\n%s\n%s\n%s", prelude->text, gen.s ? gen.s : "", tmpl->text, tail.s ? tail.s : "");
 	free(defs.s);

@@ -29,8 +29,7 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 	const kernel_source *compat = kv_source_file("halo_hip.h"), *prelude = kv_source_file("prelude.hip");
 	const kernel_source *tmpl = kv_source_of(p->template, ".hip");
 	const kernel_source *cols = p->cols ? kv_source_file("matvec_cols.hip") : NULL;
-	const kernel_source *lib = p->library ? kv_source_of(p->library, ".hip") : NULL;
-	const kernel_source *quant = p->quant ? kv_source_of(p->quant, ".hip") : NULL;
+	const kernel_source *helper[KV_MAX_HELPERS] = {NULL};
 	const struct {
 		bool wanted;
 		const kernel_source *found;
@@ -38,13 +37,17 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 	} files[] = {{true, compat, "halo_hip.h", ""},
 		     {true, prelude, "prelude.hip", ""},
 		     {true, tmpl, p->template, ".hip"},
-		     {p->cols != 0, cols, "matvec_cols.hip", ""},
-		     {p->library != NULL, lib, p->library, ".hip"},
-		     {p->quant != NULL, quant, p->quant, ".hip"}};
+		     {p->cols != 0, cols, "matvec_cols.hip", ""}};
 	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
 		if (files[i].wanted && !files[i].found) {
 			snprintf(err, errlen, "kernel template '%s' has no HIP twin (kernels/hip/%s%s)", p->template,
 				 files[i].name, files[i].suffix);
+			return NULL;
+		}
+	for (int i = 0; i < KV_MAX_HELPERS && p->helpers[i]; i++)
+		if (!(helper[i] = kv_source_of(p->helpers[i], ".hip"))) {
+			snprintf(err, errlen, "kernel template '%s' has no HIP twin (kernels/hip/%s.hip)", p->template,
+				 p->helpers[i]);
 			return NULL;
 		}
 	strbuf defs = {0}, scope = {0}, members = {0}, tail = {0}, src = {0};
@@ -53,10 +56,9 @@ char *kv_emit_hip(const kv_desc *d, const kv_plan *p, const char *signature, cha
 		kv_emit_matvec_paths(&defs, &tail, p, cols->text);
 	split(prelude->text, &scope, &members);
 	kv_emit_fused(&members, &kv_dialect_hip, d, p);
-	const kernel_source *rest[] = {quant, lib, tmpl}; /* the GLSL emitter's order */
-	for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
-		if (rest[i])
-			split(rest[i]->text, &scope, &members);
+	for (int i = 0; i < KV_MAX_HELPERS && helper[i]; i++) /* the GLSL emitter's order */
+		split(helper[i]->text, &scope, &members);
+	split(tmpl->text, &scope, &members);
 	sb_printf(&src, "// halo kernel: %s\n#pragma clang force_cuda_host_device begin\n%s\n%s%s\n", signature,
 		  compat->text, defs.s ? defs.s : "", scope.s ? scope.s : "");
 	/* Every member function is inlined whatever its size: one called out

@@ -4,7 +4,7 @@
  * they were decided, the buffers' binding indices, the fused ops as data
  * (the descriptor's epilogue chain with the binding of each extra operand),
  * and what a template instantiates beyond constants: matvec's per-column-
- * count paths and a shared helper file. An emitter renders it as source:
+ * count paths and the shared helper files. An emitter renders it as source:
  * codegen/emit_glsl.h for Vulkan today; a HIP emitter reads the same plan.
  *
  * Ownership: a kv_plan owns its constant list and the arrays in it
@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #include "codegen/kernel_variant.h"
+
+#define KV_MAX_HELPERS 2
 
 typedef enum {
 	KV_CONST_UINT,        /* i: a 32-bit unsigned value */
@@ -49,8 +51,9 @@ typedef struct {
 	int a_binding, b_binding, y_binding;
 	/* matvec: one path per column count cols, 2 cols, ... cols_max (0: none). */
 	uint32_t cols, cols_max;
-	const char *library; /* a helper file the template includes ("moe_weights"), or NULL */
-	const char *quant;   /* the quantized-weight helpers ("quant_weights"), placed before library, or NULL */
+	/* The helper files the template uses ("quant_weights", "moe_weights"),
+	 * placed before it in this order; NULL past the last. */
+	const char *helpers[KV_MAX_HELPERS];
 } kv_plan;
 
 void kv_plan_free(kv_plan *p);

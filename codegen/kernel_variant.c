@@ -63,6 +63,18 @@ static bool fail(kv_build *b, const char *fmt, ...)
 
 /* ---- the plan's constants ----------------------------------------------------------------- */
 
+/* Appends helper file `name` to the plan's (a fixed table's names: a full
+ * table is a bug in the builders). */
+static void add_helper(kv_build *b, const char *name)
+{
+	int i = 0;
+	while (i < KV_MAX_HELPERS && b->p->helpers[i])
+		i++;
+	if (i == KV_MAX_HELPERS)
+		abort();
+	b->p->helpers[i] = name;
+}
+
 static kv_const *add_const(kv_build *b, kv_const_kind kind, const char *name)
 {
 	kv_plan *p = b->p;
@@ -343,7 +355,7 @@ static bool weight_type_q(kv_build *b, int64_t rows, int64_t len)
 	def_int(b, "WQFP4", t == HALO_MXFP4 ? 1 : 0);
 	def_uint(b, "WQ_ROWS", rows);
 	def_uint(b, "WQ_LEN", len);
-	b->p->quant = "quant_weights";
+	add_helper(b, "quant_weights");
 	sb_printf(&b->sig, " w=%s", halo_dtype_name(t));
 	return true;
 }
@@ -848,7 +860,7 @@ static bool matmul_results(kv_build *b)
 	b->n_out = n ? n : 1;
 	if (d->u.matmul.pair)
 		sb_printf(&b->sig, " pair=swiglu");
-	b->p->library = "matmul_out";
+	add_helper(b, "matmul_out");
 	return true;
 }
 
@@ -1015,11 +1027,33 @@ static bool rope_options(kv_build *b, const ref_rope_params *p)
 	return true;
 }
 
+/* rope_math's part of a plan, for heads of D: the checks, the key's
+ * " D= rot= base=" and options, ROT, HALF and the table. */
+static bool rope_math(kv_build *b, const ref_rope_params *rp, int64_t D)
+{
+	int64_t rot = rp->rot_dim;
+	float base = rp->base;
+	if (rot <= 0 || rot > D || rot % 2)
+		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
+	if (!(base > 0.0f) || !isfinite(base))
+		return fail(b, "base %g must be positive and finite", (double)base);
+	if (rp->yarn_factor > 0.0f && (!(base > 1.0f) || rp->yarn_orig_ctx < 1))
+		return fail(b, "YaRN needs base > 1 (got %g) and an original context (got %" PRId64 ")", (double)base,
+			    rp->yarn_orig_ctx);
+	add_helper(b, "rope_math");
+	sb_printf(&b->sig, " D=%" PRId64 " rot=%" PRId64 " base=%.9g", D, rot, (double)base);
+	if (!rope_options(b, rp))
+		return false;
+	def_uint(b, "ROT", rot);
+	def_uint(b, "HALF", rot / 2);
+	rope_table(b, rp);
+	return true;
+}
+
 static bool build_rope(kv_build *b)
 {
 	const ref_rope_params *rp = &b->d->u.rope.p;
-	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D, rot = rp->rot_dim;
-	float base = rp->base;
+	int64_t HH = b->d->u.rope.heads, D = b->d->u.rope.D;
 	bool pro = b->d->pro.on;
 	uint32_t ls;
 	/* with the prologue, rms_norm.comp's lanes for a row of D: its sums */
@@ -1028,24 +1062,13 @@ static bool build_rope(kv_build *b)
 		return false;
 	if (pro && b->d->pro.folded)
 		return fail(b, "rope: its prologue's norm weight is an operand (a head's norm is never folded)");
-	if (rot <= 0 || rot > D || rot % 2)
-		return fail(b, "rot_dim %" PRId64 " must be even and in [2, %" PRId64 "]", rot, D);
-	if (!(base > 0.0f) || !isfinite(base))
-		return fail(b, "base %g must be positive and finite", (double)base);
-	if (rp->yarn_factor > 0.0f && (!(base > 1.0f) || rp->yarn_orig_ctx < 1))
-		return fail(b, "YaRN needs base > 1 (got %g) and an original context (got %" PRId64 ")", (double)base,
-			    rp->yarn_orig_ctx);
 	b->p->template = "rope";
-	sb_printf(&b->sig, "rope H=%" PRId64 " D=%" PRId64 " rot=%" PRId64 " base=%.9g", HH, D, rot,
-		  (double)base);
-	if (!rope_options(b, rp))
+	sb_printf(&b->sig, "rope H=%" PRId64, HH);
+	if (!rope_math(b, rp, D))
 		return false;
 	def_uint(b, "HH", HH);
 	def_uint(b, "D", D);
-	def_uint(b, "ROT", rot);
-	def_uint(b, "HALF", rot / 2);
 	def_int(b, "USE_TREE", pro ? 1 : 0);
-	rope_table(b, rp);
 	per_token_grid(b, ls, pro ? HH : HH * D, pro ? 1 : ls);
 	return true;
 }
@@ -1106,18 +1129,43 @@ static bool build_attention_rows(kv_build *b, uint32_t ls, int64_t blocks)
 	return false;
 }
 
+/* attention_rope's ROPE_IN part of the plan: the rotation (rope_math), the
+ * heads' norm, the staged keys' rows. */
+static bool attention_rope_in(kv_build *b, int64_t D)
+{
+	const kv_desc *d = b->d;
+	float eps = d->u.attention.norm_eps;
+	if (!(eps >= 0.0f) || !isfinite(eps))
+		return fail(b, "norm eps %g must be finite and not negative", (double)eps);
+	sb_printf(&b->sig, " rope");
+	if (!rope_math(b, &d->u.attention.rope, D))
+		return false;
+	sb_printf(&b->sig, " eps=%.9g%s", (double)eps, d->u.attention.norm_offset ? " norm_offset" : "");
+	def_int(b, "ROPE_IN", 1);
+	b->n_out = 3; /* y, part, k_out */
+	def_uint(b, "NEW_MAX", d->t_max);
+	def_float(b, "NORM_EPS", eps);
+	def_float(b, "NORM_OFFSET", (float)(d->u.attention.norm_offset ? 1 : 0));
+	return true;
+}
+
 /* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over
  * the cache rows, MASKED; no fused epilogue on the masked form),
  * attention_partial (PARTIAL: one workgroup per block of BLOCK keys, grid z,
  * writing the block's sums instead of y) and attention_blocks (PARTIAL and
  * BLOCKS: the blocks' sums to part, and each row's last block to finish
- * merges them into y, attention_merge.glsl). Keys are scored LPK lanes per
- * key (vec4 loads when D is a multiple of 4); the default 128 lanes take 32
- * keys a pass. Prompt steps of the last two take build_attention_rows. */
+ * merges them into y, attention_merge.glsl), and attention_rope (BLOCKS and
+ * ROPE_IN: the queries and the step's keys normalised and rotated in the
+ * kernel, rope_math.glsl; steps of at most KV_MATVEC_MAX_T tokens, whose
+ * keys a workgroup stages). Keys are scored LPK lanes per key (vec4 loads
+ * when D is a multiple of 4); the default 128 lanes take 32 keys a pass.
+ * Prompt steps of attention_partial and attention_blocks take
+ * build_attention_rows. */
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
-	bool masked = d->op == IR_OP_MASKED_ATTENTION, merged = d->op == IR_OP_ATTENTION_BLOCKS;
+	bool masked = d->op == IR_OP_MASKED_ATTENTION, rope_in = d->op == IR_OP_ATTENTION_ROPE;
+	bool merged = d->op == IR_OP_ATTENTION_BLOCKS || rope_in;
 	bool partial = d->op == IR_OP_ATTENTION_PARTIAL || merged;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
 	int64_t dv = d->u.attention.dv, C = d->u.attention.C, block = d->u.attention.block;
@@ -1139,18 +1187,24 @@ static bool build_attention(kv_build *b)
 	if (merged && d->t_max > d->u.attention.sync_rows)
 		return fail(b, "sync state of %" PRId64 " rows cannot count the rows of a step of %" PRId64 " tokens",
 			    d->u.attention.sync_rows, d->t_max);
+	if (rope_in && d->t_max > KV_MATVEC_MAX_T)
+		return fail(b, "attention_rope stages a step's keys: at most %d tokens, not %" PRId64, KV_MATVEC_MAX_T,
+			    d->t_max);
+	/* qs, part_dot, score, weight; with ROPE_IN head_n, knew, tree */
 	int64_t room = KV_SHARED_LIMIT - ((int64_t)D + 3 * (int64_t)ls) * 4;
+	if (rope_in)
+		room -= ((1 + d->t_max) * D + (int64_t)ls) * 4;
 	if (room < 0 || (merged && merge_chunk(dv, blocks, room) < 1))
 		return fail(b, "head dim %" PRId64 " (and %" PRId64 " blocks of %" PRId64 " to merge) need more than %d"
 			    " bytes of shared memory", D, blocks, dv, KV_SHARED_LIMIT);
 	if (!isfinite(d->u.attention.scale))
 		return fail(b, "scale is not finite");
 	sb_printf(&b->sig, "%s hq=%" PRId64 " hk=%" PRId64 " D=%" PRId64 " dv=%" PRId64 " C=%" PRId64 " scale=%.9g",
-		  masked ? "masked_attention" : merged ? "attention_blocks" : partial ? "attention_partial" : "attention",
-		  hq, hk, D, dv, C,
-		  (double)d->u.attention.scale);
+		  op_name(d->op), hq, hk, D, dv, C, (double)d->u.attention.scale);
 	if (partial)
 		sb_printf(&b->sig, " block=%" PRId64, block);
+	if (rope_in && !attention_rope_in(b, D))
+		return false;
 	def_uint(b, "HQ", hq);
 	def_uint(b, "HK", hk);
 	def_uint(b, "D", D);
@@ -1158,7 +1212,7 @@ static bool build_attention(kv_build *b)
 	def_uint(b, "LPK", lpk);
 	def_int(b, "VEC4", D % 4 == 0);
 	def_float(b, "SCALE", d->u.attention.scale);
-	def_int(b, "USE_TREE", 0);
+	def_int(b, "USE_TREE", rope_in);
 	if (masked) {
 		def_uint(b, "MASK_C", C);
 		def_int(b, "MASKED", 1);
@@ -1170,8 +1224,9 @@ static bool build_attention(kv_build *b)
 	}
 	if (merged) {
 		def_int(b, "BLOCKS", 1);
-		b->p->library = "attention_merge";
+		add_helper(b, "attention_merge");
 	}
+
 	if (build_attention_rows(b, ls, blocks))
 		return true;
 	if (merged)
@@ -1197,7 +1252,7 @@ static bool build_attention_combine(kv_build *b)
 		return fail(b, "%" PRId64 " blocks of %" PRId64 " need more than %d bytes of shared memory", blocks, dv,
 			    KV_SHARED_LIMIT);
 	b->p->template = "attention_combine";
-	b->p->library = "attention_merge";
+	add_helper(b, "attention_merge");
 	def_uint(b, "MERGE_CHUNK", chunk);
 	sb_printf(&b->sig, "attention_combine hq=%" PRId64 " dv=%" PRId64 " blocks=%" PRId64, hq, dv, blocks);
 	def_uint(b, "HQ", hq);
@@ -1658,7 +1713,7 @@ static bool build_moe_half(kv_build *b)
 	def_int(b, "USE_TREE", 0);
 	if (!weight_type_q(b, E * rows_w, len))
 		return false;
-	b->p->library = "moe_weights";
+	add_helper(b, "moe_weights");
 	per_token_grid(b, ls, rows, MOE_ROWS);
 	sb_printf(&b->tile, ",rows%d%s", MOE_ROWS, vec8 ? ",v8" : "");
 	return true;
@@ -2556,6 +2611,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_ATTENTION_PARTIAL, build_attention, {"B_Q", "B_K", "B_V"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_ATTENTION_COMBINE, build_attention_combine, {"B_P"}, {"B_Y"}, EPI, false, NULL},
 	{IR_OP_ATTENTION_BLOCKS, build_attention, {"B_Q", "B_K", "B_V", "B_SY"}, {"B_Y", "B_P"}, EPI, false, NULL},
+	{IR_OP_ATTENTION_ROPE, build_attention, {"B_Q", "B_K", "B_V", "B_SY", "B_KN", "B_QW", "B_KW"},
+	 {"B_Y", "B_P", "B_KO"}, EPI | POS, false, NULL},
 	{IR_OP_SOFTMAX, build_softmax, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_ARGMAX, build_argmax, {"B_X"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_SLICE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},

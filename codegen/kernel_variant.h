@@ -149,8 +149,18 @@ typedef struct {
 		/* (q, k, v) -> y; MASKED_ATTENTION (q, k, v, mask[T,C]); ATTENTION_PARTIAL
 		 * (q, k, v) -> part[T,hq,blocks,dv+2], blocks of `block` keys;
 		 * ATTENTION_BLOCKS (q, k, v, sync[sync_rows,hq]) -> (y, part);
-		 * ATTENTION_COMBINE (part) -> y: hq, dv and blocks only */
-		struct { int64_t hq, hk, D, dv, C; float scale; int64_t block, blocks, sync_rows; } attention;
+		 * ATTENTION_COMBINE (part) -> y: hq, dv and blocks only;
+		 * ATTENTION_ROPE (q, k, v, sync, k_new, q_norm, k_norm) -> (y,
+		 * part, k_out): BLOCKS' dims, rope the heads' rotation,
+		 * norm_eps and norm_offset their rms_norm */
+		struct {
+			int64_t hq, hk, D, dv, C;
+			float scale;
+			int64_t block, blocks, sync_rows;
+			ref_rope_params rope;
+			float norm_eps;
+			int norm_offset;
+		} attention;
 		struct { int64_t rows_per_t, D; } softmax;          /* (x) -> y */
 		/* (a[, b]) -> y: main is the node's own op; main.operand must be 0 */
 		struct { ir_dim numel; kv_elem_op main; } elementwise;

@@ -78,6 +78,23 @@ static bool attr_is(const halo_dispatch *d, const char *name, const char *value)
 #define DA(name, dflt) attr_f(d->attr, d->n_attr, name, dflt)
 #define DI(name, dflt) attr_i(d->attr, d->n_attr, name, dflt)
 
+/* The rotation attributes of a rope or attention_rope dispatch over heads
+ * of D (docs/ops.md); absent ones take their defaults. */
+static ref_rope_params rope_params(const halo_dispatch *d, int64_t D)
+{
+	return (ref_rope_params){
+		.rot_dim = DI("rot_dim", D),
+		.base = (float)DA("base", 10000.0),
+		.layout = attr_is(d, "layout", "interleaved_tail") ? REF_ROPE_INTERLEAVED_TAIL : REF_ROPE_NEOX,
+		.inverse = DI("inverse", 0) != 0,
+		.offset = DI("offset", 0),
+		.yarn_factor = (float)DA("yarn_factor", 0.0),
+		.yarn_orig_ctx = DI("yarn_orig_ctx", 0),
+		.yarn_beta_fast = (float)DA("yarn_beta_fast", 32.0),
+		.yarn_beta_slow = (float)DA("yarn_beta_slow", 1.0),
+	};
+}
+
 static bool same_affine_shape(const halo_tensor_ref *a, const halo_tensor_ref *b)
 {
 	if (a->rank != b->rank)
@@ -338,30 +355,22 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.rms_norm.offset = (int)DI("offset", 0);
 		k->u.rms_norm.unweighted = d->n_in == 1;
 		return true;
-	case IR_OP_ROPE: {
-		const halo_attr *layout = halo_attr_find(d->attr, d->n_attr, "layout");
+	case IR_OP_ROPE:
 		k->u.rope.heads = cdim(x, 1);
 		k->u.rope.D = cdim(x, 2);
-		k->u.rope.p = (ref_rope_params){
-			.rot_dim = DI("rot_dim", cdim(x, 2)),
-			.base = (float)DA("base", 10000.0),
-			.layout = layout && layout->is_str && strcmp(layout->s, "interleaved_tail") == 0
-					  ? REF_ROPE_INTERLEAVED_TAIL
-					  : REF_ROPE_NEOX,
-			.inverse = DI("inverse", 0) != 0,
-			.offset = DI("offset", 0),
-			.yarn_factor = (float)DA("yarn_factor", 0.0),
-			.yarn_orig_ctx = DI("yarn_orig_ctx", 0),
-			.yarn_beta_fast = (float)DA("yarn_beta_fast", 32.0),
-			.yarn_beta_slow = (float)DA("yarn_beta_slow", 1.0),
-		};
+		k->u.rope.p = rope_params(d, cdim(x, 2));
 		return true;
-	}
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 	case IR_OP_ATTENTION_PARTIAL:
 	case IR_OP_ATTENTION_BLOCKS: /* and sync [rows, hq] */
-		k->u.attention.sync_rows = d->op == IR_OP_ATTENTION_BLOCKS ? cdim(&d->operand[3], 0) : 0;
+	case IR_OP_ATTENTION_ROPE:   /* and sync, k_new, q_norm, k_norm */
+		k->u.attention.sync_rows = d->n_in >= 4 ? cdim(&d->operand[3], 0) : 0;
+		if (d->op == IR_OP_ATTENTION_ROPE) {
+			k->u.attention.rope = rope_params(d, cdim(x, 2));
+			k->u.attention.norm_eps = (float)DA("eps", 1e-6);
+			k->u.attention.norm_offset = (int)DI("norm_offset", 0);
+		}
 		k->u.attention.hq = cdim(x, 1);
 		k->u.attention.D = cdim(x, 2);
 		k->u.attention.hk = cdim(&d->operand[1], 1);

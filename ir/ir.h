@@ -302,6 +302,9 @@ typedef struct {
 	/* Set by halo compile --no-store-fusion: every state_write stays a
 	 * copy dispatch (passes/fuse_state_store.c). */
 	bool no_fuse_state_store;
+	/* Set by halo compile --no-rope-fusion: the q/k norm-and-rope stays a
+	 * dispatch before the attention (passes/fuse_attention_rope.c). */
+	bool no_fuse_attention_rope;
 } ir_module;
 
 /* ---- lifetime ------------------------------------------------------------- */

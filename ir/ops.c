@@ -67,6 +67,22 @@ static const ir_attr_schema a_rope[] = {
 	OPT_FLOAT("yarn_beta_slow")};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
 static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG)};
+/* attention_blocks', rope's and the two heads' norm's (its offset renamed:
+ * rope has one) */
+static const ir_attr_schema a_attention_rope[] = {REQ_FLOAT("scale"),
+						  REQ_INT("block", 1, BIG),
+						  REQ_FLOAT("base"),
+						  OPT_INT("rot_dim", 2, BIG),
+						  {.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL,
+						   .choices = rope_layouts},
+						  OPT_INT("inverse", 0, 1),
+						  OPT_INT("offset", -BIG, BIG),
+						  OPT_FLOAT("yarn_factor"),
+						  OPT_INT("yarn_orig_ctx", 0, BIG),
+						  OPT_FLOAT("yarn_beta_fast"),
+						  OPT_FLOAT("yarn_beta_slow"),
+						  REQ_FLOAT("eps"),
+						  DEF_INT("norm_offset", 0, 0, 1)};
 static const ir_attr_schema a_conv[] = {
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
 static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
@@ -937,6 +953,30 @@ static bool infer_attention_blocks(infer_ctx *c)
 	return true;
 }
 
+/* attention_rope (q, k, v, sync, k_new [T, hk, D], q_norm [D], k_norm [D])
+ * -> (y, part, k_out [T, hk, D]): attention_blocks over q and k_new as they
+ * are after their heads' norm and rope, k_out the latter. */
+static bool infer_attention_rope(infer_ctx *c)
+{
+	if (!infer_attention_blocks(c) || !need_rank(c, 4, 3) || !need_float(c, 4) ||
+	    !need_dim_eq(c, 0, 0, 4, 0, "token counts of q and k_new") ||
+	    !need_dim_eq(c, 1, 1, 4, 1, "kv heads of k and k_new") || !need_dim_eq(c, 1, 2, 4, 2, "head dims of k and k_new"))
+		return false;
+	for (int i = 5; i < 7; i++)
+		if (!need_rank(c, i, 1) || !need_float(c, i) || !need_dim_eq(c, i, 0, 0, 2, "norm weight and head dim"))
+			return false;
+	if (!need_const_dim(c, 0, 2))
+		return false;
+	int64_t d = in_shape(c, 0)->dim[2].c, rot = ir_node_attr_int(c->n, "rot_dim", d);
+	char buf[192];
+	if (rot < 2 || rot > d || rot % 2)
+		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
+			    desc(c, 0, buf, sizeof(buf)));
+	c->os[2] = *in_shape(c, 4);
+	c->ot[2] = in_dtype(c, 4);
+	return check_yarn(c);
+}
+
 /* attention_combine (part [T, hq, S, dv + 2]) -> [T, hq, dv]. */
 static bool infer_attention_combine(infer_ctx *c)
 {
@@ -1213,6 +1253,7 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_HC_COLLAPSE] = {{IR_OP_HC_COLLAPSE, 2, 2, 1, PURE, 0, NULL}, infer_hc_collapse},
 	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},
 	[IR_OP_HC_INJECT] = {{IR_OP_HC_INJECT, 3, 3, 1, PURE, 0, NULL}, infer_hc_inject},
+	[IR_OP_ATTENTION_ROPE] = {{IR_OP_ATTENTION_ROPE, 7, 7, 3, EPI, ATTRS(a_attention_rope)}, infer_attention_rope},
 	[IR_OP_MOE_ROUTE_HASH] = {{IR_OP_MOE_ROUTE_HASH, 3, 3, 2, PURE, ATTRS(a_moe_route_hash)},
 				  infer_moe_route_hash},
 	[IR_OP_COMPRESS_KV] = {{IR_OP_COMPRESS_KV, 3, 3, 1, PURE, ATTRS(a_compress_kv)}, infer_compress_kv},

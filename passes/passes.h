@@ -53,6 +53,11 @@ bool pass_split_moe(ir_module *m, ir_error *err);
  * index_select, over blocks of keys where a row's keys pass one block
  * (split_attention.c) */
 bool pass_split_attention(ir_module *m, ir_error *err);
+
+/* Decode and verification steps' attention_blocks with their q/k rms_norm +
+ * rope ropes (and the key rope's cache write) folded in: attention_rope
+ * (fuse_attention_rope.c). */
+bool pass_fuse_attention_rope(ir_module *m, ir_error *err);
 bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid gate */
 bool pass_fuse_norm_rope(ir_module *m, ir_error *err);   /* per-head rms_norm -> rope prologue */
 bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */

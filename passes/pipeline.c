@@ -27,6 +27,7 @@ MODULE_PASS(merge_matmuls)
 MODULE_PASS(fuse_state_store)
 MODULE_PASS(split_moe)
 MODULE_PASS(split_attention)
+MODULE_PASS(fuse_attention_rope)
 MODULE_PASS(order_effects)
 MODULE_PASS(check_effects)
 MODULE_PASS(schedule)
@@ -51,6 +52,8 @@ static const pipeline_pass passes[] = {
 	{"split_moe", "moe_experts into moe_gate_up and moe_down dispatches", run_split_moe, false},
 	{"split_attention", "attention into attention_blocks; sink_attention, index_topk into per-block halves and merge",
 	 run_split_attention, false},
+	{"fuse_attention_rope", "decode steps' q/k norm and rope into attention_rope (and its cache write)",
+	 run_fuse_attention_rope, false},
 	{"order_effects", "after edges from the program order of state effects", run_order_effects, false},
 	{"check_effects", "every conflicting state effect pair is ordered by edges", run_check_effects, false},
 	{"schedule", "stable topological order, ties by (layer, depth, name)", run_schedule, false},

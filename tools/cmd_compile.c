@@ -34,7 +34,7 @@ static void compile_usage(FILE *out)
 	      "                    [--random-weights SEED [--random-period N]]\n"
 	      "                    [--targets ref,vulkan,hip,cuda]\n"
 	      "                    [--mtp | --no-mtp | --mtp-from DRAFTER_DIR] [--ctx N] [--no-tokenizer]\n"
-	      "                    [--no-merge] [--no-store-fusion]\n"
+	      "                    [--no-merge] [--no-store-fusion] [--no-rope-fusion]\n"
 	      "                    -o OUT.halo | --plan-only\n"
 	      "\n"
 	      "Compiles a model graph and an HF checkpoint into one bundle: kernels (SPIR-V),\n"
@@ -90,6 +90,8 @@ static void compile_usage(FILE *out)
 	      "                         dispatches instead of one over their rows (docs/ir.md)\n"
 	      "  --no-store-fusion      keep KV-cache writes as copy dispatches instead of the rope\n"
 	      "                         or matmul storing its rows in the cache (docs/ir.md)\n"
+	      "  --no-rope-fusion       keep the q/k norm and rope a dispatch of their own instead of\n"
+	      "                         the decode attention's prologue (docs/ir.md)\n"
 	      "  --mtp-from DIR         take the draft head from a drafter sidecar (config.json and\n"
 	      "                         safetensors with the mtp.* tensors); refused when its config\n"
 	      "                         does not fit the target's\n"
@@ -127,7 +129,7 @@ static void compile_usage(FILE *out)
 typedef struct {
 	const char *hf, *model, *dtype, *quant, *act_quant, *seed, *period, *out, *targets, *mtp_from, *ctx, *draft_max,
 		*draft_vocab;
-	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion, plan_only;
+	bool help, mtp, no_mtp, no_tokenizer, no_merge, no_store_fusion, no_rope_fusion, plan_only;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *a)
@@ -147,6 +149,8 @@ static int parse_args(int argc, char **argv, compile_args *a)
 			a->no_merge = true;
 		else if (strcmp(s, "--no-store-fusion") == 0)
 			a->no_store_fusion = true;
+		else if (strcmp(s, "--no-rope-fusion") == 0)
+			a->no_rope_fusion = true;
 		else if (strcmp(s, "--plan-only") == 0)
 			a->plan_only = true;
 		else if (cli_take_value("compile", argc, argv, &i, "--hf", &a->hf, &rc) ||
@@ -212,6 +216,7 @@ static int check_args(const compile_args *a, cg_compile_options *o)
 	o->no_tokenizer = a->no_tokenizer;
 	o->no_merge = a->no_merge;
 	o->no_store_fusion = a->no_store_fusion;
+	o->no_rope_fusion = a->no_rope_fusion;
 	o->plan_only = a->plan_only;
 	o->mtp_dir = a->mtp_from;
 	o->matrix_dtype = HALO_F32;

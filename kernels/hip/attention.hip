@@ -10,6 +10,11 @@
 // (the compile test refuses it); the order of the sums is the same.
 // With BLOCKS (attention_blocks) the blocks go to part and the row's last
 // live block merges them (attention_merge.hip), as the GLSL's BLOCKS.
+// With ROPE_IN (attention_rope) each workgroup normalises and rotates its
+// query head and the step's keys it scores (rope_math.hip), reads those
+// keys from knew in place of the cache's rows from step_pos, and the
+// workgroup of query t, the kv group's first head and the key's block
+// stores key step_pos + t to k_out, as the GLSL's ROPE_IN.
 // Grid: x = HQ, y = T, z = NBLK (1 without PARTIAL).
 
 #define NCH ((DV + LS_X - 1u) / LS_X)
@@ -32,6 +37,14 @@ HALO_SHARED float qs[D];
 HALO_SHARED float part_dot[LS_X];
 HALO_SHARED float score[KP];
 HALO_SHARED float weight[KP];
+#ifdef ROPE_IN
+HALO_SHARED float head_n[D];
+#if VEC4
+HALO_SHARED vec4 knew4[NEW_MAX * D / 4u];
+#else
+HALO_SHARED float knew[NEW_MAX * D];
+#endif
+#endif
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
@@ -46,6 +59,12 @@ float *__restrict__ y = (float *)args.b[B_Y];
 #endif
 #ifdef MASKED
 const float *__restrict__ mask = (const float *)args.b[B_M];
+#endif
+#ifdef ROPE_IN
+const float *__restrict__ k_new = (const float *)args.b[B_KN];
+const float *__restrict__ q_w = (const float *)args.b[B_QW];
+const float *__restrict__ k_w = (const float *)args.b[B_KW];
+float *k_out = (float *)args.b[B_KO]; // the cache's rows from step_pos: kc's buffer
 #endif
 
 bool key_live(uint key, uint hi, uint t)
@@ -74,6 +93,16 @@ void load_key(KREG (&kr)[NKR], uint key, uint hi, uint kvh, uint p)
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
 		bool live = key < hi && i < KW;
+#ifdef ROPE_IN
+		if (live && key >= step_pos) {
+#if VEC4
+			kr[r] = knew4[(key - step_pos) * KW + i];
+#else
+			kr[r] = knew[(key - step_pos) * KW + i];
+#endif
+			continue;
+		}
+#endif
 #if VEC4
 		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
 #else
@@ -112,6 +141,61 @@ void load_values(float (&vv)[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 	}
 }
 
+#ifdef ROPE_IN
+float at(uint base, uint i, float inv) { return head_n[i]; }
+
+// Channel i of head h of row `row` of the queries (is_q) or the step's keys.
+float raw_at(bool is_q, uint row, uint h, uint i)
+{
+	return is_q ? q[(row * HQ + h) * D + i] : k_new[(row * HK + h) * D + i];
+}
+
+// Head h of row `row`, normalised and weighted, into head_n (the GLSL's
+// norm_head).
+void norm_head(bool is_q, uint row, uint h, uint l)
+{
+	float s = 0.0f;
+	for (uint i = l; i < D; i += LS_X) {
+		float v = raw_at(is_q, row, h, i);
+		s += v * v;
+	}
+	float inv = 1.0f / sqrt(tree_sum(l, s) / float(D) + NORM_EPS);
+	for (uint i = l; i < D; i += LS_X)
+		head_n[i] = raw_at(is_q, row, h, i) * inv * ((is_q ? q_w[i] : k_w[i]) + NORM_OFFSET);
+	barrier();
+}
+
+// The query head into qs, the step's keys of [lo, hi) into knew, key
+// step_pos + t into k_out by its owner (the GLSL's rope_in).
+void rope_in(uint l, uint j, uint t, uint kvh, uint lo, uint hi)
+{
+	norm_head(true, t, j, l);
+	for (uint i = l; i < D; i += LS_X) {
+#if VEC4
+		qs4[i / 4u][i % 4u] = rotated(0u, i, ROPE_POS(t), 1.0f);
+#else
+		qs[i] = rotated(0u, i, ROPE_POS(t), 1.0f);
+#endif
+	}
+	for (uint key = max(lo, step_pos); key < hi; key++) {
+		uint r = key - step_pos;
+		norm_head(false, r, kvh, l);
+		bool owner = j % (HQ / HK) == 0u && r == t;
+		for (uint i = l; i < D; i += LS_X) {
+			float v = rotated(0u, i, ROPE_POS(r), 1.0f);
+#if VEC4
+			knew4[r * KW + i / 4u][i % 4u] = v;
+#else
+			knew[r * KW + i] = v;
+#endif
+			if (owner)
+				k_out[((POS2 * step_pos + r) * HK + kvh) * D + i] = v;
+		}
+	}
+	barrier();
+}
+#endif
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x;
@@ -128,10 +212,14 @@ void main()
 	uint lo = 0u, hi = n;
 #endif
 	uint kk = l / LPK, p = l % LPK;
+#ifdef ROPE_IN
+	rope_in(l, j, t, kvh, lo, hi);
+#endif
 	KREG kr[NKR];
 	float vv[NCH][KP];
 	load_key(kr, lo + kk, hi, kvh, p);
 	load_values(vv, lo, hi, kvh, l);
+#ifndef ROPE_IN
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -140,6 +228,7 @@ void main()
 		qs[i] = q[(t * HQ + j) * D + i];
 #endif
 	barrier();
+#endif
 	float m = NEG_BIG, lsum = 0.0f;
 	float acc[NCH];
 #pragma unroll

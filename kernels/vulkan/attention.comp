@@ -35,6 +35,17 @@
 // row's last key returns at once, and the last of the row's live blocks to
 // finish merges them into y (merge_turn, merge_row): one dispatch instead of
 // partial and combine, with the combine's operations in its order.
+//
+// attention_rope is attention_blocks with ROPE_IN: q holds the query heads
+// and k_new the step's keys as the projection made them. Each workgroup
+// normalises (rms_norm with q_w or k_w, NORM_EPS, NORM_OFFSET) and rotates
+// (rope_math.glsl) its query head into qs, and the step's keys it scores
+// (rows step_pos .. of its block) into knew, which load_key reads in place
+// of the cache's rows from step_pos: the cache is read below step_pos only.
+// Key row step_pos + t is stored to k_out (the cache's rows from step_pos
+// with POS2) by one workgroup, that of query t, the first head of the kv
+// group, and the block holding the key. Every workgroup computes a key the
+// same way, so the scores use the stored bits.
 
 #extension GL_EXT_control_flow_attributes : require
 
@@ -50,6 +61,12 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 #endif
 #ifdef MASKED
 layout(set = 0, binding = B_M) readonly buffer Mb { float mask[]; };
+#endif
+#ifdef ROPE_IN
+layout(set = 0, binding = B_KN) readonly buffer KNb { float k_new[]; };
+layout(set = 0, binding = B_QW) readonly buffer QWb { float q_w[]; };
+layout(set = 0, binding = B_KW) readonly buffer KWb { float k_w[]; };
+layout(set = 0, binding = B_KO) writeonly buffer KOb { float k_out[]; };
 #endif
 
 #define NCH ((DV + LS_X - 1u) / LS_X)
@@ -72,6 +89,16 @@ shared float qs[D];
 shared float part_dot[LS_X];
 shared float score[KP];
 shared float weight[KP];
+#ifdef ROPE_IN
+// The head being rotated, normalised and weighted (at() reads it).
+shared float head_n[D];
+// The step's keys this workgroup scores, row r = key - step_pos.
+#if VEC4
+shared vec4 knew4[NEW_MAX * D / 4u];
+#else
+shared float knew[NEW_MAX * D];
+#endif
+#endif
 
 bool key_live(uint key, uint hi, uint t)
 {
@@ -99,6 +126,16 @@ void load_key(out KREG kr[NKR], uint key, uint hi, uint kvh, uint p)
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
 		bool live = key < hi && i < KW;
+#ifdef ROPE_IN
+		if (live && key >= step_pos) {
+#if VEC4
+			kr[r] = knew4[(key - step_pos) * KW + i];
+#else
+			kr[r] = knew[(key - step_pos) * KW + i];
+#endif
+			continue;
+		}
+#endif
 #if VEC4
 		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
 #else
@@ -135,6 +172,66 @@ void load_values(out float vv[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 	}
 }
 
+#ifdef ROPE_IN
+float at(uint base, uint i, float inv)
+{
+	return head_n[i];
+}
+
+// Channel i of head h of row `row` of the queries (is_q) or the step's keys.
+float raw_at(bool is_q, uint row, uint h, uint i)
+{
+	return is_q ? q[(row * HQ + h) * D + i] : k_new[(row * HK + h) * D + i];
+}
+
+// Head h of row `row` of the queries or keys, normalised (rms_norm.comp's
+// sums with LS_X lanes) and weighted, into head_n. Every lane calls it.
+void norm_head(bool is_q, uint row, uint h, uint l)
+{
+	float s = 0.0;
+	for (uint i = l; i < D; i += LS_X) {
+		float v = raw_at(is_q, row, h, i);
+		s += v * v;
+	}
+	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + NORM_EPS);
+	for (uint i = l; i < D; i += LS_X)
+		head_n[i] = raw_at(is_q, row, h, i) * inv * ((is_q ? q_w[i] : k_w[i]) + NORM_OFFSET);
+	barrier();
+}
+
+// Query head j of token t rotated into qs, and the step's keys among this
+// workgroup's [lo, hi) into knew, key step_pos + t also into k_out by the
+// workgroup that owns it. Every lane calls it; qs and knew are complete
+// when it returns.
+void rope_in(uint l, uint j, uint t, uint kvh, uint lo, uint hi)
+{
+	norm_head(true, t, j, l);
+	for (uint i = l; i < D; i += LS_X) {
+#if VEC4
+		qs4[i / 4u][i % 4u] = rotated(0u, i, ROPE_POS(t), 1.0);
+#else
+		qs[i] = rotated(0u, i, ROPE_POS(t), 1.0);
+#endif
+	}
+	for (uint key = max(lo, step_pos); key < hi; key++) {
+		uint r = key - step_pos;
+		norm_head(false, r, kvh, l);
+		bool owner = j % (HQ / HK) == 0u && r == t;
+		for (uint i = l; i < D; i += LS_X) {
+			float v = rotated(0u, i, ROPE_POS(r), 1.0);
+#if VEC4
+			knew4[r * KW + i / 4u][i % 4u] = v;
+#else
+			knew[r * KW + i] = v;
+#endif
+			if (owner)
+				k_out[((POS2 * step_pos + r) * HK + kvh) * D + i] = v;
+		}
+	}
+	barrier();
+}
+#endif
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x;
@@ -151,10 +248,14 @@ void main()
 	uint lo = 0u, hi = n;
 #endif
 	uint kk = l / LPK, p = l % LPK;
+#ifdef ROPE_IN
+	rope_in(l, j, t, kvh, lo, hi);
+#endif
 	KREG kr[NKR];
 	float vv[NCH][KP];
 	load_key(kr, lo + kk, hi, kvh, p);
 	load_values(vv, lo, hi, kvh, l);
+#ifndef ROPE_IN
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -163,6 +264,7 @@ void main()
 		qs[i] = q[(t * HQ + j) * D + i];
 #endif
 	barrier();
+#endif
 	float m = NEG_BIG, lsum = 0.0;
 	float acc[NCH];
 	for (uint ci = 0u; ci < NCH; ci++)

@@ -4,7 +4,8 @@
 // ROPE_OFFSET); THETA[i] is an f32 table (base^(-2i/ROT) computed in f64,
 // or with YaRN or the tail layout the reference's f32 frequencies,
 // ref_rope_inv_freq), the angle is float(position) * THETA[i] in f32.
-// Then the epilogue.
+// Then the epilogue. The rotation is rope_math.glsl's, shared with the
+// attention_rope kernel.
 // Grid: x = ceil(HH * D / LS_X), y = T.
 //
 // With the rms_norm prologue (PRO_RMS: a per-head q_norm or k_norm,
@@ -31,7 +32,8 @@ void store(uint i, float v)
 	y[POS0 * step_pos * HH * D + i] = epilogue(v, i);
 }
 
-// Channel i of the head at base (as normalised with inv, under PRO_RMS).
+// Channel i of the head at base (as normalised with inv, under PRO_RMS):
+// what rope_math.glsl's rotated() rotates.
 float at(uint base, uint i, float inv)
 {
 #if PRO_RMS
@@ -40,50 +42,6 @@ float at(uint base, uint i, float inv)
 	return x[base + i];
 #endif
 }
-
-// The rest of rope's attributes, each defined only when it applies:
-// ROPE_INVERSE rotates by -angle, ROPE_OFFSET moves every position by that
-// many (a negative position included).
-#ifdef ROPE_INVERSE
-#define ROPE_SIN(a) (-sin(a))
-#else
-#define ROPE_SIN(a) sin(a)
-#endif
-#ifdef ROPE_OFFSET
-#define ROPE_POS(t) float(int(step_pos + (t)) + ROPE_OFFSET)
-#else
-#define ROPE_POS(t) float(step_pos + (t))
-#endif
-
-#ifdef ROPE_TAIL
-// Channel i of the head at base, rotated for position p: DeepSeek V4's
-// interleaved tail, pair k of adjacent channels (D - ROT + 2k, +1) on the
-// last ROT; the first D - ROT pass through.
-float rotated(uint base, uint i, float p, float inv)
-{
-	if (i < D - ROT)
-		return at(base, i, inv);
-	uint k = i - (D - ROT);
-	float a = p * THETA[k / 2u];
-	if (k % 2u == 0u)
-		return at(base, i, inv) * cos(a) - at(base, i + 1u, inv) * ROPE_SIN(a);
-	return at(base, i, inv) * cos(a) + at(base, i - 1u, inv) * ROPE_SIN(a);
-}
-#else
-// Channel i of the head at base, rotated for position p.
-float rotated(uint base, uint i, float p, float inv)
-{
-	if (i < HALF) {
-		float a = p * THETA[i];
-		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * ROPE_SIN(a);
-	}
-	if (i < ROT) {
-		float a = p * THETA[i - HALF];
-		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * ROPE_SIN(a);
-	}
-	return at(base, i, inv);
-}
-#endif
 
 #if PRO_RMS
 void main()

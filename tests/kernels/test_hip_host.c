@@ -30,6 +30,7 @@
 
 #include "codegen/kernel_variant.h"
 #include "runtime/drivers/ref/half.h"
+#include "runtime/drivers/ref/ref_ops.h"
 #include "runtime/drivers/ref/quant.h"
 #include "tests/check.h"
 
@@ -521,6 +522,72 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 	free(q), free(kc), free(vc), free(y), free(y1), free(part), free(sync), free(sc);
 }
 
+/* attention_rope (attention.hip with ROPE_IN: the queries and the step's
+ * keys normalised and rotated in the kernel) against ref_rms_norm, ref_rope
+ * and ref_attention over the cache's rows below pos and the rotated keys,
+ * with the cache's rows from pos garbage the kernel must not read; the keys
+ * it stores against the reference's; its counters zero after the step.
+ * tests/kernels/test_attention.c's tolerances (the f32 angle). */
+static void check_attention_rope(int64_t hq, int64_t hk, int64_t D, int64_t C, int64_t block, int64_t T, uint32_t pos)
+{
+	kv_desc d = {.op = IR_OP_ATTENTION_ROPE, .t_max = 8, .out_at_pos = 4};
+	d.u.attention.hq = hq, d.u.attention.hk = hk, d.u.attention.D = D, d.u.attention.dv = D;
+	d.u.attention.C = C, d.u.attention.scale = 0.25f, d.u.attention.block = block, d.u.attention.sync_rows = 8;
+	d.u.attention.rope = (ref_rope_params){.rot_dim = D / 4 * 2, .base = 1000000.0f}; /* half the head */
+	d.u.attention.norm_eps = 1e-6f, d.u.attention.norm_offset = 1;
+	int64_t nb = (C + block - 1) / block, row = hq * D, rk = hk * D;
+	kv_kernel k;
+	void *h;
+	launch_fn launch;
+	/* q, k, v, sync, k_new, q_norm, k_norm, y, part, k_out, step */
+	if (!load_variant(d, (kv_tiles){0}, 11, &k, &h, &launch))
+		return;
+	float *q, *kc, *vc, *kn = malloc((size_t)(T * rk) * sizeof(float)), *y = malloc((size_t)(T * row) * sizeof(float)), *want = malloc((size_t)(T * row) * sizeof(float));
+	float *part = malloc((size_t)(T * hq * nb * (D + 2)) * sizeof(float)), *w = malloc((size_t)(2 * D) * sizeof(float));
+	float *k_out = malloc((size_t)(C * rk) * sizeof(float)), *cache = malloc((size_t)(C * rk) * sizeof(float));
+	float *qr = malloc((size_t)(T * row) * sizeof(float)), *tmp = malloc((size_t)(T * row) * sizeof(float));
+	uint32_t *sync = calloc((size_t)(8 * hq), sizeof(uint32_t));
+	attention_inputs(T * hq * D, C * rk, &q, &kc, &vc);
+	for (int64_t i = 0; i < T * rk; i++)
+		kn[i] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f;
+	for (int64_t i = 0; i < 2 * D; i++) /* the q and k norm weights */
+		w[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+	for (int64_t i = pos * rk; i < C * rk; i++)
+		kc[i] = 1e6f;
+	memcpy(k_out, kc, (size_t)(C * rk) * sizeof(float));
+	memcpy(cache, kc, (size_t)(C * rk) * sizeof(float));
+	ref_rope_params p = d.u.attention.rope;
+	ref_rms_norm(q, w, tmp, T * hq, D, 0, 1e-6f, 1);
+	ref_rope(&p, tmp, qr, T, hq, D, pos);
+	ref_rms_norm(kn, w + D, tmp, T * hk, D, 0, 1e-6f, 1);
+	ref_rope(&p, tmp, cache + pos * rk, T, hk, D, pos);
+	ref_error err;
+	CHECK(ref_attention(qr, cache, vc, want, T, hq, hk, D, D, C, pos, 0.25f, &err), "reference: %s", err.msg);
+	int before = check_failures;
+	double worst = 0, tol = 2e-4 + 1e-7 * pos, ktol = 1e-4 + 1e-7 * pos;
+	if (h)
+		launch_step_at(&k, launch, (void *[]){q, kc, vc, sync, kn, w, w + D, y, part, k_out}, 10, y, T * row, T, pos);
+	for (int64_t i = 0; h && i < T * row; i++) {
+		double e = fabs(y[i] - want[i]) / fmax(fabs(want[i]), 1e-2);
+		worst = fmax(worst, e / tol);
+		CHECK(e <= tol, "%s T=%lld pos %u: output %lld off by %.3g", k.signature, (long long)T, pos, (long long)i, e);
+	}
+	for (int64_t i = pos * rk; h && i < (pos + T) * rk; i++) {
+		double e = fabs(k_out[i] - cache[i]) / fmax(fabs(cache[i]), 1.0);
+		CHECK(e <= ktol, "%s: stored key element %lld off by %.3g", k.signature, (long long)i, e);
+	}
+	CHECK(memcmp(k_out, kc, (size_t)(pos * rk) * sizeof(float)) == 0, "%s: the cache below pos changed", k.signature);
+	for (int64_t i = 0; h && i < 8 * hq; i++)
+		CHECK(sync[i] == 0, "%s: counter %lld left at %u", k.signature, (long long)i, sync[i]);
+	printf("%s %s T=%lld pos %u: worst %.2g of its bound\n", check_failures == before ? "ok  " : "FAIL",
+	       k.signature, (long long)T, pos, worst);
+	if (h)
+		dlclose(h);
+	kv_kernel_free(&k);
+	free(q), free(kc), free(vc), free(kn), free(y), free(want), free(part), free(w), free(k_out), free(cache);
+	free(qr), free(tmp), free(sync);
+}
+
 int main(void)
 {
 	if (system("command -v clang++-19 >/dev/null 2>&1") != 0) {
@@ -571,6 +638,11 @@ int main(void)
 	check_attention_blocks(8, 8, 2, 128, 512, 128, 1, 450);
 	check_attention_blocks(8, 4, 2, 32, 512, 128, 5, 300);
 	check_attention_blocks(64, 4, 2, 32, 256, 64, 21, 100);
+	/* the norm and rope folded in: decode across blocks, a verify step
+	 * whose keys straddle two blocks (partial rotation, vec4 and scalar) */
+	check_attention_rope(8, 2, 128, 512, 128, 1, 450);
+	check_attention_rope(4, 2, 32, 512, 64, 5, 126);
+	check_attention_rope(3, 3, 6, 256, 64, 5, 60);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
 	CHECK(system(cmd) == 0, "removing %s", tmp_dir);

@@ -53,7 +53,13 @@
  *    with HCA's entries, 640 with CSA's picks) sink_attention_partial
  *    (blocks of 64) + attention_combine, with their names, attributes and
  *    shapes, the partial right before its combine; it keeps a 64-entry
- *    indexer and a 10-key sink_attention whole. */
+ *    indexer and a 10-key sink_attention whole;
+ *  - fuse_attention_rope gives decode (T <= 5) a copy "forward.rope" of the
+ *    graph it shares with the prompt entries, in which the attention layer's
+ *    two ropes are gone into one attention_rope that makes the k rope's
+ *    value, its cache's read listed before the in-place write that now
+ *    follows it; verify's own graph is fused in place, the prompt's graph
+ *    keeps its ropes, and no_fuse_attention_rope fuses nothing. */
 #include <stdio.h>
 #include <string.h>
 
@@ -711,6 +717,60 @@ static void every_write_stays_a_copy(void)
 	ir_module_free(m);
 }
 
+static void set_no_rope(ir_module *m, const void *off)
+{
+	m->no_fuse_attention_rope = *(const bool *)off;
+}
+
+/* The ids of the effect nodes on module state `name` in f, in node order
+ * (at most 4). */
+static int effects_of(const ir_module *m, const ir_func *f, const char *name, int *out)
+{
+	int n = 0, s = ir_module_state(m, name);
+	for (int i = 0; i < f->n_nodes && n < 4; i++)
+		if ((f->nodes[i].op == IR_OP_STATE_READ || f->nodes[i].op == IR_OP_STATE_WRITE) &&
+		    !f->nodes[i].ref_local && f->nodes[i].ref == s)
+			out[n++] = i;
+	return n;
+}
+
+static void attention_rope_rules(void)
+{
+	bool off = false;
+	ir_module *m = run_one_pass(MODEL, CONFIG, "fuse_attention_rope", set_no_rope, &off);
+	if (!m)
+		return;
+	int dec = entry_func(m, "decode"), ver = entry_func(m, "verify"), pre = entry_func(m, "prefill");
+	CHECK(dec >= 0 && strcmp(m->funcs[dec].name, "forward.rope") == 0, "decode runs %s, want forward.rope",
+	      dec >= 0 ? m->funcs[dec].name : "nothing");
+	CHECK(pre >= 0 && pre != dec && ver != pre, "the prompt shares a fused graph");
+	for (int k = 0; dec >= 0 && ver >= 0 && pre >= 0 && k < 2; k++) {
+		const ir_func *f = &m->funcs[k ? ver : dec];
+		CHECK(count_op(f, IR_OP_ATTENTION_ROPE) == 1 && count_op(f, IR_OP_ROPE) == 0 &&
+			      count_op(f, IR_OP_ATTENTION_BLOCKS) == 0,
+		      "%s: %d attention_rope, %d rope, %d attention_blocks", f->name, count_op(f, IR_OP_ATTENTION_ROPE),
+		      count_op(f, IR_OP_ROPE), count_op(f, IR_OP_ATTENTION_BLOCKS));
+		int eff[4], n = effects_of(m, f, "layers.1.attn.k_cache", eff);
+		const ir_node *w = n == 2 ? &f->nodes[eff[1]] : NULL;
+		CHECK(n == 2 && f->nodes[eff[0]].op == IR_OP_STATE_READ && w->op == IR_OP_STATE_WRITE && w->in_place,
+		      "%s: the k cache's effects are not its read, then the in-place write", f->name);
+		int p = w ? f->values[w->in[0]].producer : -1;
+		CHECK(p >= 0 && f->nodes[p].op == IR_OP_ATTENTION_ROPE && p < eff[1] && f->values[w->in[0]].producer_out == 2,
+		      "%s: the write's value is not attention_rope's third result, made before it", f->name);
+	}
+	if (pre >= 0)
+		CHECK(count_op(&m->funcs[pre], IR_OP_ROPE) == 2 && count_op(&m->funcs[pre], IR_OP_ATTENTION_ROPE) == 0,
+		      "the prompt's graph lost its ropes");
+	ir_module_free(m);
+
+	off = true;
+	m = run_one_pass(MODEL, CONFIG, "fuse_attention_rope", set_no_rope, &off);
+	for (int i = 0; m && i < m->n_funcs; i++)
+		CHECK(count_op(&m->funcs[i], IR_OP_ATTENTION_ROPE) == 0 && !strstr(m->funcs[i].name, ".rope"),
+		      "no_fuse_attention_rope: %s fused", m->funcs[i].name);
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -731,5 +791,6 @@ int main(void)
 	dsv4_rules();
 	dsv4_split_rules();
 	every_write_stays_a_copy();
+	attention_rope_rules();
 	return test_finish("pass_rules_test");
 }

@@ -385,6 +385,56 @@ static bool exec_dsv4_op(exec_ctx *c, const float *x, bool *handled)
 	}
 }
 
+/* Rows [rows, D] of x normalised with weight w (the node's eps and
+ * norm_offset) and rotated for positions pos.. into y; tmp holds the
+ * normalised rows. */
+static void norm_rope(const exec_ctx *c, const float *x, const float *w, float *tmp, float *y, int64_t T, int64_t h)
+{
+	int64_t D = c->dim[0][2];
+	ref_rms_norm(x, w, tmp, T * h, D, 0, A_F("eps", 1e-6f), (int)A_I("norm_offset", 0));
+	ref_rope_params p = rope_params(c);
+	ref_rope(&p, tmp, y, T, h, D, c->pos);
+}
+
+/* attention_rope (q, k, v, sync, k_new, q_norm, k_norm) -> (y, part, k_out):
+ * the step's keys normalised and rotated into k_out, the queries likewise
+ * into a scratch, then attention_blocks' partial and merge over the cache's
+ * rows below pos and k_out. In a model k_out is the cache's rows from pos
+ * (an in-place state write), so the cache holds every key; an op alone may
+ * write it elsewhere, and the keys are then gathered into a copy. */
+static bool exec_attention_rope(exec_ctx *c, const float *q)
+{
+	const halo_dispatch *d = c->d;
+	int o = d->n_in + d->n_extra;
+	int64_t T = c->dim[0][0], hq = c->dim[0][1], hk = c->dim[1][1], D = c->dim[0][2], C = c->dim[1][0];
+	if (c->pos < 0 || c->pos + T > C)
+		return fail(c, "the step's rows run past the cache", NULL);
+	float *k_out = c->p[o + 2];
+	const float *k = c->p[1];
+	size_t below = (size_t)(c->pos * hk * D), rows = (size_t)(T * hk * D);
+	bool in_place = k_out == k + below;
+	float *qn = malloc((size_t)(2 * T * hq * D + (in_place ? 0 : C * hk * D)) * sizeof(float) + 1);
+	if (!qn)
+		return fail(c, "out of memory", NULL);
+	float *tmp = qn + T * hq * D, *keys = tmp + T * hq * D;
+	norm_rope(c, c->p[4], c->p[6], tmp, k_out, T, hk);
+	norm_rope(c, q, c->p[5], tmp, qn, T, hq);
+	if (!in_place) {
+		memcpy(keys, k, below * sizeof(float));
+		memcpy(keys + below, k_out, rows * sizeof(float));
+		memset(keys + below + rows, 0, ((size_t)(C * hk * D) - below - rows) * sizeof(float));
+		k = keys;
+	}
+	ref_error e;
+	bool ok = ref_attention_partial(qn, k, c->p[2], c->p[o + 1], T, hq, hk, D, c->dim[2][2], C, A_I("block", 1),
+					c->pos, A_F("scale", 1.0f), &e);
+	free(qn);
+	if (!ok)
+		return ref_failed(c, &e);
+	ref_attention_combine(c->p[o + 1], c->p[o], T * hq, c->dim[o + 1][2], c->dim[2][2]);
+	return true;
+}
+
 /* The main op. x is operand 0 after the prologue (may differ from p[0]). */
 static bool exec_main(exec_ctx *c, const float *x)
 {
@@ -433,6 +483,8 @@ static bool exec_main(exec_ctx *c, const float *x)
 				      c->dim[2][2]);
 		return true;
 	}
+	case OP_ATTENTION_ROPE:
+		return exec_attention_rope(c, x);
 	case OP_ATTENTION_COMBINE: /* (part [T,hq,S,dv+2]) */
 		ref_attention_combine(x, y, c->dim[0][0] * c->dim[0][1], c->dim[0][2], c->dim[0][3] - 2);
 		return true;
