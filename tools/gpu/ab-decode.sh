@@ -9,6 +9,9 @@
 # HALO_COMPILE_FLAGS: more `halo compile` flags (--quant q4_k --act-quant q8).
 # OLD_MODEL: the model file the old build compiles (--model), where the
 # working tree's uses ops it does not know (git show REV:models/NAME.yaml).
+# OLD_BIN (default halo_old) and OLD_FLAGS: the "old" side as another
+# binary or as this one with more compile flags (OLD_BIN=halo
+# OLD_FLAGS=--no-rope-fusion: a fusion's A/B in one build).
 # Prints each build's table; writes $OUT/<run>.md.
 # usage: tools/gpu/ab-decode.sh HF_DIR [TG] [DEPTH] [CTX]
 set -eu
@@ -20,7 +23,8 @@ hf=$1
 tg=${2:-128}
 depth=${3:-4096}
 ctx=${4:-8192}
-[ -x "$HALO_BIN/halo_old" ] || { echo "ab-decode: no $HALO_BIN/halo_old packed" >&2; exit 1; }
+old_bin=${OLD_BIN:-halo_old}
+[ -x "$HALO_BIN/$old_bin" ] || { echo "ab-decode: no $HALO_BIN/$old_bin packed" >&2; exit 1; }
 run() { # NAME BINARY [halo compile flags...]
 	name=$1 bin=$2
 	shift 2
@@ -36,7 +40,7 @@ run() { # NAME BINARY [halo compile flags...]
 }
 rc=0
 run new1 halo || rc=1
-# shellcheck disable=SC2086 # empty without OLD_MODEL
-run old halo_old ${OLD_MODEL:+--model "$OLD_MODEL"} || rc=1
+# shellcheck disable=SC2086 # empty without OLD_MODEL, OLD_FLAGS split on purpose
+run old "$old_bin" ${OLD_MODEL:+--model "$OLD_MODEL"} ${OLD_FLAGS:-} || rc=1
 run new2 halo || rc=1
 exit $rc
