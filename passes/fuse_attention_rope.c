@@ -177,14 +177,9 @@ static bool fold_node(ir_module *m, ir_func *f, const func_uses *u, int a)
 	/* the write's marker moves past the attention, which now makes its value */
 	ir_node w = f->nodes[fp.w];
 	int w2 = ir_func_add_node(m, f, IR_OP_STATE_WRITE, w.name, w.loc);
-	ir_node *nw = &f->nodes[w2];
-	nw->in = w.in;
-	nw->n_in = w.n_in;
-	nw->attr = w.attr;
-	nw->n_attr = w.n_attr;
-	nw->ref = w.ref;
-	nw->layer = w.layer;
-	nw->in_place = true;
+	w.n_after = 0; /* fuse_move_edges gives the copy the marker's edges */
+	w.after = NULL;
+	f->nodes[w2] = w;
 	fuse_move_edges(m, f, fp.w, &w2, 1);
 	const ir_node *rq = &f->nodes[fp.rq], *rk = &f->nodes[fp.rk];
 	int kr = rk->out[0];
