@@ -2,7 +2,7 @@
 # `halo compile` and `halo run` as users call them: help, flag errors with
 # exit 2, bad inputs with exit 1 and a message naming the file, nothing left
 # behind on failure, refused bundles, the output contract (ids on one stdout
-# line, --logits-out size), and same seed -> same output.
+# line, --logits-out size), --no-rope-fusion, and same seed -> same output.
 # usage: cli_run_test.sh HALO_BINARY   (HALO_SOURCE_ROOT names the source tree)
 test_name="cli run"
 . "$(dirname "$0")/test_lib.sh"
@@ -64,6 +64,16 @@ expect 0 "profile: .* ms in dispatches" run "$bundle" --backend ref --tokens 1,2
 wrap="env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"
 expect 0 "matvec K=64" run "$bundle" --backend vulkan --validate --tokens 1,2,3 --n-predict 4 --profile
 wrap=
+
+# Decode's q/k norm and rope are the attention's (attention_rope) unless
+# --no-rope-fusion keeps them a dispatch; either way the same tokens.
+expect 0 "attention_rope" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 4 --profile
+expect 0 "wrote" compile --hf "$fix" --no-rope-fusion -o "$work/nr.halo"
+"$halo" run "$work/nr.halo" --backend ref --tokens 1,2,3 --n-predict 4 --profile 2>&1 | grep -q attention_rope &&
+	fail "--no-rope-fusion: the profile names attention_rope"
+[ "$("$halo" run "$work/nr.halo" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" = \
+  "$("$halo" run "$bundle" --backend ref --tokens "$tokens" --n-predict 8 2>/dev/null)" ] ||
+	fail "--no-rope-fusion generates other tokens"
 
 # Sampling: the same seed gives the same tokens; another seed, other tokens.
 run_sampled() { "$halo" run "$bundle" --backend ref --tokens 1,2,3 --n-predict 24 --temp 1.5 --top-k 50 --seed "$1" 2>/dev/null; }
