@@ -55,34 +55,18 @@ static const char *const rope_layouts[] = {"neox", "interleaved_tail", NULL};
 /* Past base and rot_dim every attribute is optional, its absence its
  * default (docs/ops.md): a default the reader filled in would be lowered
  * into every existing rope dispatch and change existing bundles. */
-static const ir_attr_schema a_rope[] = {
-	REQ_FLOAT("base"),
-	OPT_INT("rot_dim", 2, BIG),
-	{.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = rope_layouts},
-	OPT_INT("inverse", 0, 1),
-	OPT_INT("offset", -BIG, BIG),
-	OPT_FLOAT("yarn_factor"),
-	OPT_INT("yarn_orig_ctx", 0, BIG),
-	OPT_FLOAT("yarn_beta_fast"),
-	OPT_FLOAT("yarn_beta_slow")};
+#define ROPE_ATTRS                                                                                         \
+	REQ_FLOAT("base"), OPT_INT("rot_dim", 2, BIG),                                                     \
+		{.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL, .choices = rope_layouts}, \
+		OPT_INT("inverse", 0, 1), OPT_INT("offset", -BIG, BIG), OPT_FLOAT("yarn_factor"),           \
+		OPT_INT("yarn_orig_ctx", 0, BIG), OPT_FLOAT("yarn_beta_fast"), OPT_FLOAT("yarn_beta_slow")
+static const ir_attr_schema a_rope[] = {ROPE_ATTRS};
 static const ir_attr_schema a_scale_attr[] = {REQ_FLOAT("scale")};
 static const ir_attr_schema a_attention_partial[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG)};
 /* attention_blocks', rope's and the two heads' norm's (its offset renamed:
  * rope has one) */
-static const ir_attr_schema a_attention_rope[] = {REQ_FLOAT("scale"),
-						  REQ_INT("block", 1, BIG),
-						  REQ_FLOAT("base"),
-						  OPT_INT("rot_dim", 2, BIG),
-						  {.name = "layout", .kind = IR_ATTR_STR, .presence = IR_ATTR_OPTIONAL,
-						   .choices = rope_layouts},
-						  OPT_INT("inverse", 0, 1),
-						  OPT_INT("offset", -BIG, BIG),
-						  OPT_FLOAT("yarn_factor"),
-						  OPT_INT("yarn_orig_ctx", 0, BIG),
-						  OPT_FLOAT("yarn_beta_fast"),
-						  OPT_FLOAT("yarn_beta_slow"),
-						  REQ_FLOAT("eps"),
-						  DEF_INT("norm_offset", 0, 0, 1)};
+static const ir_attr_schema a_attention_rope[] = {REQ_FLOAT("scale"), REQ_INT("block", 1, BIG), ROPE_ATTRS,
+						  REQ_FLOAT("eps"), DEF_INT("norm_offset", 0, 0, 1)};
 static const ir_attr_schema a_conv[] = {
 	{.name = "act", .kind = IR_ATTR_STR, .presence = IR_ATTR_DEFAULT, .dflt_s = "none", .choices = act_choices}};
 static const ir_attr_schema a_topk[] = {REQ_INT("k", 1, BIG)};
@@ -636,10 +620,10 @@ static bool check_yarn(infer_ctx *c)
 	return true;
 }
 
-static bool infer_rope(infer_ctx *c)
+/* rope's attributes over operand 0's heads [.., .., D] (D constant):
+ * rot_dim and YaRN. */
+static bool check_rope_attrs(infer_ctx *c)
 {
-	if (!need_rank(c, 0, 3) || !need_const_dim(c, 0, 2) || !infer_unary(c))
-		return false;
 	int64_t d = in_shape(c, 0)->dim[2].c;
 	int64_t rot = ir_node_attr_int(c->n, "rot_dim", d);
 	char buf[192];
@@ -647,6 +631,11 @@ static bool infer_rope(infer_ctx *c)
 		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
 			    desc(c, 0, buf, sizeof(buf)));
 	return check_yarn(c);
+}
+
+static bool infer_rope(infer_ctx *c)
+{
+	return need_rank(c, 0, 3) && need_const_dim(c, 0, 2) && infer_unary(c) && check_rope_attrs(c);
 }
 
 static bool heads_divide(infer_ctx *c, int qi, int qaxis, int ki, int kaxis)
@@ -965,16 +954,9 @@ static bool infer_attention_rope(infer_ctx *c)
 	for (int i = 5; i < 7; i++)
 		if (!need_rank(c, i, 1) || !need_float(c, i) || !need_dim_eq(c, i, 0, 0, 2, "norm weight and head dim"))
 			return false;
-	if (!need_const_dim(c, 0, 2))
-		return false;
-	int64_t d = in_shape(c, 0)->dim[2].c, rot = ir_node_attr_int(c->n, "rot_dim", d);
-	char buf[192];
-	if (rot < 2 || rot > d || rot % 2)
-		return fail(c, "rot_dim %lld must be even and in [2, %lld]: %s", (long long)rot, (long long)d,
-			    desc(c, 0, buf, sizeof(buf)));
 	c->os[2] = *in_shape(c, 4);
 	c->ot[2] = in_dtype(c, 4);
-	return check_yarn(c);
+	return need_const_dim(c, 0, 2) && check_rope_attrs(c);
 }
 
 /* attention_combine (part [T, hq, S, dv + 2]) -> [T, hq, dv]. */

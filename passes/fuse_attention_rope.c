@@ -96,13 +96,19 @@ static int cache_write(const ir_func *f, const func_uses *u, int v)
 	return n->op == IR_OP_STATE_WRITE && n->in_place && !n->ref_local && n->in[0] == v ? w : -1;
 }
 
-/* The number of live effect nodes on module state s in f. */
-static int effects_on(const ir_func *f, int s)
+/* The number of live effect nodes on module state s in f; *write: the
+ * first write among them, or -1. */
+static int effects_on(const ir_func *f, int s, int *write)
 {
 	int n = 0;
+	*write = -1;
 	for (int i = 0; i < f->n_nodes; i++) {
 		const ir_node *e = &f->nodes[i];
-		n += !e->dead && !e->ref_local && e->ref == s && (e->op == IR_OP_STATE_READ || e->op == IR_OP_STATE_WRITE);
+		if (e->dead || e->ref_local || e->ref != s || (e->op != IR_OP_STATE_READ && e->op != IR_OP_STATE_WRITE))
+			continue;
+		n++;
+		if (e->op == IR_OP_STATE_WRITE && *write < 0)
+			*write = i;
 	}
 	return n;
 }
@@ -134,17 +140,10 @@ static bool find_parts(const ir_func *f, const func_uses *u, int a, fold_parts *
 	if (fp->rq < 0 || u->is_output[qr] || func_uses_count(u, qr) != 1 || fp->r < 0)
 		return false;
 	const ir_node *rd = &f->nodes[fp->r];
+	/* the cache's other effect: its write, listed before the read, in place
+	 * from a rope */
 	if (rd->op != IR_OP_STATE_READ || rd->ref_local || u->is_output[kc] || func_uses_count(u, kc) != 1 ||
-	    effects_on(f, rd->ref) != 2)
-		return false;
-	/* the cache's write: the other effect, an in-place one from a rope */
-	fp->w = -1;
-	for (int i = 0; i < f->n_nodes && fp->w < 0; i++) {
-		const ir_node *e = &f->nodes[i];
-		if (!e->dead && e->op == IR_OP_STATE_WRITE && !e->ref_local && e->ref == rd->ref)
-			fp->w = i;
-	}
-	if (fp->w < 0 || fp->w > fp->r)
+	    effects_on(f, rd->ref, &fp->w) != 2 || fp->w < 0 || fp->w > fp->r)
 		return false;
 	int kr = f->nodes[fp->w].in[0];
 	fp->rk = normed_rope(f, kr);
