@@ -52,6 +52,25 @@ float softplus_f(float x)
 	return u == 1.0 ? y : log(u) * (y / (u - 1.0));
 }
 
+// An angle reduced to about [-pi, pi] by k = roundEven(a / 2pi), for cos and
+// sin of rope's angles (up to position * 1 rad): drivers' cos and sin reduce
+// a large argument in f32 (an H100's doubled the attention_rope test's error
+// at a 32k context against lavapipe's). 2pi is split in three (Cody-Waite)
+// so that no step needs a fused multiply-add, which Vulkan does not promise
+// (lavapipe's fma is a multiply and an add): 201/32 and 254 * 2^-17 have 8
+// significant bits, so for |k| < 2^16 (|a| < 411775) their products with k
+// are exact and so are the subtractions (each result a multiple of the
+// operands' common grid, smaller than either); only the last term, below
+// 2^-18, rounds. The HIP twin's sin and cos reduce with fmas
+// (kernels/hip/halo_hip.h).
+float reduce_2pi(float a)
+{
+	float k = roundEven(a * 0.159154937);
+	float r = a - k * 6.28125;
+	r -= k * 0.0019378662109375;
+	return r - k * -2.55903137e-6;
+}
+
 #ifdef B_W
 // Weights are f32 or f16 (WTYPE_F16). f16 is read as 32-bit words and
 // unpacked, so no 16-bit storage feature is needed.

@@ -44,7 +44,7 @@ float block_score(uint b)
 		key[i] = key[i] * inv * (kw[i] + 1.0);
 	float p = float(b * BLOCK);
 	for (uint i = 0u; i < ROT / 2u; i++) {
-		float a = p * THETA[i], c = cos(a), s = sin(a);
+		float a = reduce_2pi(p * THETA[i]), c = cos(a), s = sin(a);
 		float x1 = key[i], x2 = key[i + ROT / 2u];
 		key[i] = x1 * c - x2 * s;
 		key[i + ROT / 2u] = x2 * c + x1 * s;

@@ -2,7 +2,9 @@
 // (attention_rope): the template defines at(base, i, inv), channel i of the
 // head at base as rotated (normalised with inv where it normalises), after
 // this file; THETA[i] is the frequency table (codegen/kernel_variant.c:
-// rope_table), ROT the rotated channels of D, HALF = ROT / 2.
+// rope_table), ROT the rotated channels of D, HALF = ROT / 2. The angle is
+// the f32 product position * THETA[i] (the reference's where its angles are
+// f32, and transformers'), reduced before cos and sin (reduce_2pi).
 float at(uint base, uint i, float inv);
 
 // The rest of rope's attributes, each defined only when it applies:
@@ -28,7 +30,7 @@ float rotated(uint base, uint i, float p, float inv)
 	if (i < D - ROT)
 		return at(base, i, inv);
 	uint k = i - (D - ROT);
-	float a = p * THETA[k / 2u];
+	float a = reduce_2pi(p * THETA[k / 2u]);
 	if (k % 2u == 0u)
 		return at(base, i, inv) * cos(a) - at(base, i + 1u, inv) * ROPE_SIN(a);
 	return at(base, i, inv) * cos(a) + at(base, i - 1u, inv) * ROPE_SIN(a);
@@ -38,11 +40,11 @@ float rotated(uint base, uint i, float p, float inv)
 float rotated(uint base, uint i, float p, float inv)
 {
 	if (i < HALF) {
-		float a = p * THETA[i];
+		float a = reduce_2pi(p * THETA[i]);
 		return at(base, i, inv) * cos(a) - at(base, i + HALF, inv) * ROPE_SIN(a);
 	}
 	if (i < ROT) {
-		float a = p * THETA[i - HALF];
+		float a = reduce_2pi(p * THETA[i - HALF]);
 		return at(base, i, inv) * cos(a) + at(base, i - HALF, inv) * ROPE_SIN(a);
 	}
 	return at(base, i, inv);

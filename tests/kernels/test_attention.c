@@ -22,8 +22,10 @@
  * 2e-4 + 1e-7 pos (its stored keys 1e-4 + 1e-7 pos, tests/kernels/
  * test_rope.c's 1e-4 near position 0): the angle is an f32 product where
  * the reference's is f64, off by up to pos * 2^-24 rad (2e-3 at a 32k
- * context; f32 cos/sin of such an argument add about as much), which the
- * scores carry into the softmax. Measured on lavapipe: 2.3e-3 at 32763. Scores are f32
+ * context; the kernel reduces it by 2 pi before cos and sin, whose error
+ * would otherwise add about as much again: 4.95e-3 on an H100 before that),
+ * which the scores carry into the softmax. Measured on lavapipe: 2.2e-3 at
+ * 32763. Scores are f32
  * dots of D terms; the online softmax rescales partial sums pass by pass and
  * the combine rescales blocks (the reference normalises once in f64), adding
  * a few f32 roundings per pass to outputs that are convex combinations of
