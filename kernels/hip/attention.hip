@@ -89,26 +89,35 @@ bool key_live(uint key, uint hi, uint t)
 // past hi.
 void load_key(KREG (&kr)[NKR], uint key, uint hi, uint kvh, uint p)
 {
+#ifdef ROPE_IN
+	uint cached = min(hi, step_pos); // the step's keys come from knew
+#else
+	uint cached = hi;
+#endif
 #pragma unroll
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
-		bool live = key < hi && i < KW;
-#ifdef ROPE_IN
-		if (live && key >= step_pos) {
 #if VEC4
-			kr[r] = knew4[(key - step_pos) * KW + i];
+		kr[r] = key < cached && i < KW ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
 #else
-			kr[r] = knew[(key - step_pos) * KW + i];
-#endif
-			continue;
-		}
-#endif
-#if VEC4
-		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
-#else
-		kr[r] = live ? kc[(key * HK + kvh) * KW + i] : 0.0f;
+		kr[r] = key < cached && i < KW ? kc[(key * HK + kvh) * KW + i] : 0.0f;
 #endif
 	}
+#ifdef ROPE_IN
+	if (key >= step_pos && key < hi) {
+#pragma unroll
+		for (uint r = 0u; r < NKR; r++) {
+			uint i = p + r * LPK;
+#if VEC4
+			if (i < KW)
+				kr[r] = knew4[(key - step_pos) * KW + i];
+#else
+			if (i < KW)
+				kr[r] = knew[(key - step_pos) * KW + i];
+#endif
+		}
+	}
+#endif
 }
 
 // This lane's share of q . k from its share kr of the key row.
@@ -150,18 +159,28 @@ float raw_at(bool is_q, uint row, uint h, uint i)
 	return is_q ? q[(row * HQ + h) * D + i] : k_new[(row * HK + h) * D + i];
 }
 
+#define NHV ((D + LS_X - 1u) / LS_X)
+
 // Head h of row `row`, normalised and weighted, into head_n (the GLSL's
-// norm_head).
+// norm_head: channels and weights loaded together, once).
 void norm_head(bool is_q, uint row, uint h, uint l)
 {
-	float s = 0.0f;
-	for (uint i = l; i < D; i += LS_X) {
-		float v = raw_at(is_q, row, h, i);
-		s += v * v;
+	float v[NHV], w[NHV];
+#pragma unroll
+	for (uint c = 0u; c < NHV; c++) {
+		uint i = l + c * LS_X;
+		v[c] = i < D ? raw_at(is_q, row, h, i) : 0.0f;
+		w[c] = i < D ? (is_q ? q_w[i] : k_w[i]) + NORM_OFFSET : 0.0f;
 	}
+	float s = 0.0f;
+#pragma unroll
+	for (uint c = 0u; c < NHV; c++)
+		s += v[c] * v[c];
 	float inv = 1.0f / sqrt(tree_sum(l, s) / float(D) + NORM_EPS);
-	for (uint i = l; i < D; i += LS_X)
-		head_n[i] = raw_at(is_q, row, h, i) * inv * ((is_q ? q_w[i] : k_w[i]) + NORM_OFFSET);
+#pragma unroll
+	for (uint c = 0u; c < NHV; c++)
+		if (l + c * LS_X < D)
+			head_n[l + c * LS_X] = v[c] * inv * w[c];
 	barrier();
 }
 
@@ -212,14 +231,18 @@ void main()
 	uint lo = 0u, hi = n;
 #endif
 	uint kk = l / LPK, p = l % LPK;
-#ifdef ROPE_IN
-	rope_in(l, j, t, kvh, lo, hi);
-#endif
 	KREG kr[NKR];
 	float vv[NCH][KP];
+#ifdef ROPE_IN
+	// the first pass's cache rows before the prologue, its staged keys after
+	load_key(kr, lo + kk, min(hi, step_pos), kvh, p);
+	load_values(vv, lo, hi, kvh, l);
+	rope_in(l, j, t, kvh, lo, hi);
+	if (lo + kk >= step_pos)
+		load_key(kr, lo + kk, hi, kvh, p);
+#else
 	load_key(kr, lo + kk, hi, kvh, p);
 	load_values(vv, lo, hi, kvh, l);
-#ifndef ROPE_IN
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];

@@ -49,24 +49,29 @@
 
 #extension GL_EXT_control_flow_attributes : require
 
-layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
-layout(set = 0, binding = B_K) readonly buffer Kb { float kc[]; };
+// restrict: no dispatch reads memory that it also writes. attention_rope's
+// k_out is the k cache's buffer, but rows from step_pos, which no workgroup
+// reads from the cache (load_key takes them from knew); without the
+// qualifier a compiler must assume k_out's stores may change what kc's
+// loads see.
+layout(set = 0, binding = B_Q) restrict readonly buffer Qb { float q[]; };
+layout(set = 0, binding = B_K) restrict readonly buffer Kb { float kc[]; };
 #if VEC4
-layout(set = 0, binding = B_Q) readonly buffer Q4b { vec4 q4[]; };
-layout(set = 0, binding = B_K) readonly buffer K4b { vec4 kc4[]; };
+layout(set = 0, binding = B_Q) restrict readonly buffer Q4b { vec4 q4[]; };
+layout(set = 0, binding = B_K) restrict readonly buffer K4b { vec4 kc4[]; };
 #endif
-layout(set = 0, binding = B_V) readonly buffer Vb { float vc[]; };
+layout(set = 0, binding = B_V) restrict readonly buffer Vb { float vc[]; };
 #ifndef BLOCKS
-layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
+layout(set = 0, binding = B_Y) restrict writeonly buffer Yb { float y[]; };
 #endif
 #ifdef MASKED
-layout(set = 0, binding = B_M) readonly buffer Mb { float mask[]; };
+layout(set = 0, binding = B_M) restrict readonly buffer Mb { float mask[]; };
 #endif
 #ifdef ROPE_IN
-layout(set = 0, binding = B_KN) readonly buffer KNb { float k_new[]; };
-layout(set = 0, binding = B_QW) readonly buffer QWb { float q_w[]; };
-layout(set = 0, binding = B_KW) readonly buffer KWb { float k_w[]; };
-layout(set = 0, binding = B_KO) writeonly buffer KOb { float k_out[]; };
+layout(set = 0, binding = B_KN) restrict readonly buffer KNb { float k_new[]; };
+layout(set = 0, binding = B_QW) restrict readonly buffer QWb { float q_w[]; };
+layout(set = 0, binding = B_KW) restrict readonly buffer KWb { float k_w[]; };
+layout(set = 0, binding = B_KO) restrict writeonly buffer KOb { float k_out[]; };
 #endif
 
 #define NCH ((DV + LS_X - 1u) / LS_X)
@@ -120,28 +125,39 @@ bool key_live(uint key, uint hi, uint t)
 #define NKR ((KW + LPK - 1u) / LPK)
 
 // Loads the lane's share of key `key` (row * HK + kvh); a key at or past hi
-// loads nothing.
+// loads nothing. With ROPE_IN the step's keys (from step_pos) come from
+// knew: the cache's loads keep the plain kernel's form (one predicated load
+// each, all issued before any is used) and the staged rows are a separate,
+// workgroup-uniform path that only the block holding step_pos takes.
 void load_key(out KREG kr[NKR], uint key, uint hi, uint kvh, uint p)
 {
+#ifdef ROPE_IN
+	uint cached = min(hi, step_pos);
+#else
+	uint cached = hi;
+#endif
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
-		bool live = key < hi && i < KW;
-#ifdef ROPE_IN
-		if (live && key >= step_pos) {
 #if VEC4
-			kr[r] = knew4[(key - step_pos) * KW + i];
+		kr[r] = key < cached && i < KW ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
 #else
-			kr[r] = knew[(key - step_pos) * KW + i];
-#endif
-			continue;
-		}
-#endif
-#if VEC4
-		kr[r] = live ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
-#else
-		kr[r] = live ? kc[(key * HK + kvh) * KW + i] : 0.0;
+		kr[r] = key < cached && i < KW ? kc[(key * HK + kvh) * KW + i] : 0.0;
 #endif
 	}
+#ifdef ROPE_IN
+	if (key >= step_pos && key < hi) {
+		for (uint r = 0u; r < NKR; r++) {
+			uint i = p + r * LPK;
+#if VEC4
+			if (i < KW)
+				kr[r] = knew4[(key - step_pos) * KW + i];
+#else
+			if (i < KW)
+				kr[r] = knew[(key - step_pos) * KW + i];
+#endif
+		}
+	}
+#endif
 }
 
 // This lane's share of q . k from its loaded share kr of the key row.
@@ -184,18 +200,26 @@ float raw_at(bool is_q, uint row, uint h, uint i)
 	return is_q ? q[(row * HQ + h) * D + i] : k_new[(row * HK + h) * D + i];
 }
 
+#define NHV ((D + LS_X - 1u) / LS_X)
+
 // Head h of row `row` of the queries or keys, normalised (rms_norm.comp's
-// sums with LS_X lanes) and weighted, into head_n. Every lane calls it.
+// sums with LS_X lanes) and weighted, into head_n. Every lane calls it. The
+// lane's channels and weights are loaded together, once, before the sum.
 void norm_head(bool is_q, uint row, uint h, uint l)
 {
-	float s = 0.0;
-	for (uint i = l; i < D; i += LS_X) {
-		float v = raw_at(is_q, row, h, i);
-		s += v * v;
+	float v[NHV], w[NHV];
+	for (uint c = 0u; c < NHV; c++) {
+		uint i = l + c * LS_X;
+		v[c] = i < D ? raw_at(is_q, row, h, i) : 0.0;
+		w[c] = i < D ? (is_q ? q_w[i] : k_w[i]) + NORM_OFFSET : 0.0;
 	}
+	float s = 0.0;
+	for (uint c = 0u; c < NHV; c++)
+		s += v[c] * v[c];
 	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + NORM_EPS);
-	for (uint i = l; i < D; i += LS_X)
-		head_n[i] = raw_at(is_q, row, h, i) * inv * ((is_q ? q_w[i] : k_w[i]) + NORM_OFFSET);
+	for (uint c = 0u; c < NHV; c++)
+		if (l + c * LS_X < D)
+			head_n[l + c * LS_X] = v[c] * inv * w[c];
 	barrier();
 }
 
@@ -248,14 +272,19 @@ void main()
 	uint lo = 0u, hi = n;
 #endif
 	uint kk = l / LPK, p = l % LPK;
-#ifdef ROPE_IN
-	rope_in(l, j, t, kvh, lo, hi);
-#endif
 	KREG kr[NKR];
 	float vv[NCH][KP];
+#ifdef ROPE_IN
+	// The first pass's cache rows are loaded before the prologue, whose
+	// loads and barriers they overlap; its staged keys after it.
+	load_key(kr, lo + kk, min(hi, step_pos), kvh, p);
+	load_values(vv, lo, hi, kvh, l);
+	rope_in(l, j, t, kvh, lo, hi);
+	if (lo + kk >= step_pos)
+		load_key(kr, lo + kk, hi, kvh, p);
+#else
 	load_key(kr, lo + kk, hi, kvh, p);
 	load_values(vv, lo, hi, kvh, l);
-#ifndef ROPE_IN
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
