@@ -1190,10 +1190,11 @@ static bool build_attention(kv_build *b)
 	if (rope_in && d->t_max > KV_MATVEC_MAX_T)
 		return fail(b, "attention_rope stages a step's keys: at most %d tokens, not %" PRId64, KV_MATVEC_MAX_T,
 			    d->t_max);
-	/* qs, part_dot, score, weight; with ROPE_IN head_n, knew, tree */
+	/* qs, part_dot, score, weight; with ROPE_IN the tree (its head and keys
+	 * share the merge's staging, rope_stage below) */
 	int64_t room = KV_SHARED_LIMIT - ((int64_t)D + 3 * (int64_t)ls) * 4;
 	if (rope_in)
-		room -= ((1 + d->t_max) * D + (int64_t)ls) * 4;
+		room -= (int64_t)ls * 4;
 	if (room < 0 || (merged && merge_chunk(dv, blocks, room) < 1))
 		return fail(b, "head dim %" PRId64 " (and %" PRId64 " blocks of %" PRId64 " to merge) need more than %d"
 			    " bytes of shared memory", D, blocks, dv, KV_SHARED_LIMIT);
@@ -1229,8 +1230,15 @@ static bool build_attention(kv_build *b)
 
 	if (build_attention_rows(b, ls, blocks))
 		return true;
-	if (merged)
-		def_uint(b, "MERGE_CHUNK", merge_chunk(dv, blocks, room));
+	if (merged) {
+		int64_t chunk = merge_chunk(dv, blocks, room), rope_stage = rope_in ? (1 + d->t_max) * D : 0;
+		if (4 * (3 * blocks + (rope_stage > chunk * dv ? rope_stage : chunk * dv)) > room)
+			return fail(b, "the step's %" PRId64 " keys of %" PRId64 " need more than %d bytes of shared"
+				    " memory", d->t_max, D, KV_SHARED_LIMIT);
+		def_uint(b, "MERGE_CHUNK", chunk);
+		if (rope_stage > chunk * dv)
+			def_uint(b, "MERGE_STAGE", rope_stage);
+	}
 	b->p->template = "attention";
 	per_token_grid(b, ls, hq, 1);
 	set_grid(b, 2, 0, blocks, 1);

@@ -38,12 +38,16 @@ HALO_SHARED float part_dot[LS_X];
 HALO_SHARED float score[KP];
 HALO_SHARED float weight[KP];
 #ifdef ROPE_IN
-HALO_SHARED float head_n[D];
-#if VEC4
-HALO_SHARED vec4 knew4[NEW_MAX * D / 4u];
-#else
-HALO_SHARED float knew[NEW_MAX * D];
-#endif
+// The prologue's head (normalised and weighted: at() reads it) and the
+// step's keys this workgroup scores (row r = key - step_pos) live in the
+// merge's staging array (attention_merge), idle until the row's last
+// workgroup merges after its loop, so the kernel holds no more shared memory
+// than attention_blocks (MERGE_STAGE covers both uses). With arrays of their
+// own, 3.5 KB more, it ran 10 us a call slower than attention_blocks at 32
+// live key blocks a head, 1024 workgroups (bench/results-h100-qwen3_8b.txt):
+// fewer of its workgroups fit on a core at once.
+#define HEAD_N(i) merge_stage[i]
+#define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif
 // @struct
 
@@ -110,10 +114,11 @@ void load_key(KREG (&kr)[NKR], uint key, uint hi, uint kvh, uint p)
 			uint i = p + r * LPK;
 #if VEC4
 			if (i < KW)
-				kr[r] = knew4[(key - step_pos) * KW + i];
+				kr[r] = vec4{KNEW(key - step_pos, 4u * i), KNEW(key - step_pos, 4u * i + 1u),
+					     KNEW(key - step_pos, 4u * i + 2u), KNEW(key - step_pos, 4u * i + 3u)};
 #else
 			if (i < KW)
-				kr[r] = knew[(key - step_pos) * KW + i];
+				kr[r] = KNEW(key - step_pos, i);
 #endif
 		}
 	}
@@ -151,7 +156,7 @@ void load_values(float (&vv)[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 }
 
 #ifdef ROPE_IN
-float at(uint base, uint i, float inv) { return head_n[i]; }
+float at(uint base, uint i, float inv) { return HEAD_N(i); }
 
 // Channel i of head h of row `row` of the queries (is_q) or the step's keys.
 float raw_at(bool is_q, uint row, uint h, uint i)
@@ -180,7 +185,7 @@ void norm_head(bool is_q, uint row, uint h, uint l)
 #pragma unroll
 	for (uint c = 0u; c < NHV; c++)
 		if (l + c * LS_X < D)
-			head_n[l + c * LS_X] = v[c] * inv * w[c];
+			HEAD_N(l + c * LS_X) = v[c] * inv * w[c];
 	barrier();
 }
 
@@ -202,11 +207,7 @@ void rope_in(uint l, uint j, uint t, uint kvh, uint lo, uint hi)
 		bool owner = j % (HQ / HK) == 0u && r == t;
 		for (uint i = l; i < D; i += LS_X) {
 			float v = rotated(0u, i, ROPE_POS(r), 1.0f);
-#if VEC4
-			knew4[r * KW + i / 4u][i % 4u] = v;
-#else
-			knew[r * KW + i] = v;
-#endif
+			KNEW(r, i) = v;
 			if (owner)
 				k_out[((POS2 * step_pos + r) * HK + kvh) * D + i] = v;
 		}

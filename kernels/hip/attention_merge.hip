@@ -12,7 +12,13 @@
 #define MERGE_NCH ((DV + LS_X - 1u) / LS_X)
 
 HALO_SHARED float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
-HALO_SHARED float merge_stage[MERGE_CHUNK * DV];
+// MERGE_STAGE: the plan's size, where attention_rope's prologue also stages
+// its heads and keys here (the attention template); else MERGE_CHUNK
+// blocks' sums.
+#ifndef MERGE_STAGE
+#define MERGE_STAGE (MERGE_CHUNK * DV)
+#endif
+HALO_SHARED float merge_stage[MERGE_STAGE];
 #ifdef BLOCKS
 HALO_SHARED bool merge_last;
 #endif

@@ -95,14 +95,16 @@ shared float part_dot[LS_X];
 shared float score[KP];
 shared float weight[KP];
 #ifdef ROPE_IN
-// The head being rotated, normalised and weighted (at() reads it).
-shared float head_n[D];
-// The step's keys this workgroup scores, row r = key - step_pos.
-#if VEC4
-shared vec4 knew4[NEW_MAX * D / 4u];
-#else
-shared float knew[NEW_MAX * D];
-#endif
+// The prologue's head (normalised and weighted: at() reads it) and the
+// step's keys this workgroup scores (row r = key - step_pos) live in the
+// merge's staging array (attention_merge), idle until the row's last
+// workgroup merges after its loop, so the kernel holds no more shared memory
+// than attention_blocks (MERGE_STAGE covers both uses). With arrays of their
+// own, 3.5 KB more, it ran 10 us a call slower than attention_blocks at 32
+// live key blocks a head, 1024 workgroups (bench/results-h100-qwen3_8b.txt):
+// fewer of its workgroups fit on a core at once.
+#define HEAD_N(i) merge_stage[i]
+#define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif
 
 bool key_live(uint key, uint hi, uint t)
@@ -150,10 +152,11 @@ void load_key(out KREG kr[NKR], uint key, uint hi, uint kvh, uint p)
 			uint i = p + r * LPK;
 #if VEC4
 			if (i < KW)
-				kr[r] = knew4[(key - step_pos) * KW + i];
+				kr[r] = vec4(KNEW(key - step_pos, 4u * i), KNEW(key - step_pos, 4u * i + 1u),
+					     KNEW(key - step_pos, 4u * i + 2u), KNEW(key - step_pos, 4u * i + 3u));
 #else
 			if (i < KW)
-				kr[r] = knew[(key - step_pos) * KW + i];
+				kr[r] = KNEW(key - step_pos, i);
 #endif
 		}
 	}
@@ -191,7 +194,7 @@ void load_values(out float vv[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 #ifdef ROPE_IN
 float at(uint base, uint i, float inv)
 {
-	return head_n[i];
+	return HEAD_N(i);
 }
 
 // Channel i of head h of row `row` of the queries (is_q) or the step's keys.
@@ -219,7 +222,7 @@ void norm_head(bool is_q, uint row, uint h, uint l)
 	float inv = 1.0 / sqrt(tree_sum(l, s) / float(D) + NORM_EPS);
 	for (uint c = 0u; c < NHV; c++)
 		if (l + c * LS_X < D)
-			head_n[l + c * LS_X] = v[c] * inv * w[c];
+			HEAD_N(l + c * LS_X) = v[c] * inv * w[c];
 	barrier();
 }
 
@@ -243,11 +246,7 @@ void rope_in(uint l, uint j, uint t, uint kvh, uint lo, uint hi)
 		bool owner = j % (HQ / HK) == 0u && r == t;
 		for (uint i = l; i < D; i += LS_X) {
 			float v = rotated(0u, i, ROPE_POS(r), 1.0);
-#if VEC4
-			knew4[r * KW + i / 4u][i % 4u] = v;
-#else
-			knew[r * KW + i] = v;
-#endif
+			KNEW(r, i) = v;
 			if (owner)
 				k_out[((POS2 * step_pos + r) * HK + kvh) * D + i] = v;
 		}

@@ -24,7 +24,13 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 shared float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
 // MERGE_CHUNK blocks' sums at a time (the plan's constant: what the
 // template's shared memory leaves room for)
-shared float merge_stage[MERGE_CHUNK * DV];
+// MERGE_STAGE: the plan's size, where attention_rope's prologue also stages
+// its heads and keys here (the attention template); else MERGE_CHUNK
+// blocks' sums.
+#ifndef MERGE_STAGE
+#define MERGE_STAGE (MERGE_CHUNK * DV)
+#endif
+shared float merge_stage[MERGE_STAGE];
 
 // y's row `row` from its first nblk blocks (those past them hold no key of
 // it): the blocks' maxima give the row's max m, each block is weighted by
