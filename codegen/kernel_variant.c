@@ -1231,13 +1231,17 @@ static bool build_attention(kv_build *b)
 	if (build_attention_rows(b, ls, blocks))
 		return true;
 	if (merged) {
-		int64_t chunk = merge_chunk(dv, blocks, room), rope_stage = rope_in ? (1 + d->t_max) * D : 0;
-		if (4 * (3 * blocks + (rope_stage > chunk * dv ? rope_stage : chunk * dv)) > room)
+		/* the staging array: the merge's chunk of blocks, or attention_rope's
+		 * head and step keys where they need more */
+		int64_t chunk = merge_chunk(dv, blocks, room), stage = chunk * dv;
+		if (rope_in && (1 + d->t_max) * D > stage)
+			stage = (1 + d->t_max) * D;
+		if (4 * (3 * blocks + stage) > room)
 			return fail(b, "the step's %" PRId64 " keys of %" PRId64 " need more than %d bytes of shared"
 				    " memory", d->t_max, D, KV_SHARED_LIMIT);
 		def_uint(b, "MERGE_CHUNK", chunk);
-		if (rope_stage > chunk * dv)
-			def_uint(b, "MERGE_STAGE", rope_stage);
+		if (stage > chunk * dv)
+			def_uint(b, "MERGE_STAGE", stage);
 	}
 	b->p->template = "attention";
 	per_token_grid(b, ls, hq, 1);

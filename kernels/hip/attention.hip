@@ -44,8 +44,9 @@ HALO_SHARED float weight[KP];
 // workgroup merges after its loop, so the kernel holds no more shared memory
 // than attention_blocks (MERGE_STAGE covers both uses). With arrays of their
 // own, 3.5 KB more, it ran 10 us a call slower than attention_blocks at 32
-// live key blocks a head, 1024 workgroups (bench/results-h100-qwen3_8b.txt):
-// fewer of its workgroups fit on a core at once.
+// live key blocks a head, 1024 workgroups (bench/results-h100-qwen3_8b.txt);
+// fewer of its workgroups fitting on a core is the likeliest reason, and
+// this layout is not measured yet.
 #define HEAD_N(i) merge_stage[i]
 #define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif

@@ -12,9 +12,9 @@
 #define MERGE_NCH ((DV + LS_X - 1u) / LS_X)
 
 HALO_SHARED float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
-// MERGE_STAGE: the plan's size, where attention_rope's prologue also stages
-// its heads and keys here (the attention template); else MERGE_CHUNK
-// blocks' sums.
+// MERGE_CHUNK blocks' sums at a time; MERGE_STAGE, where the plan sets it,
+// is larger: attention_rope's prologue stages its head and keys here too
+// (attention.hip).
 #ifndef MERGE_STAGE
 #define MERGE_STAGE (MERGE_CHUNK * DV)
 #endif

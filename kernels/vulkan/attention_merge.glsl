@@ -23,10 +23,9 @@ layout(set = 0, binding = B_Y) writeonly buffer Yb { float y[]; };
 
 shared float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
 // MERGE_CHUNK blocks' sums at a time (the plan's constant: what the
-// template's shared memory leaves room for)
-// MERGE_STAGE: the plan's size, where attention_rope's prologue also stages
-// its heads and keys here (the attention template); else MERGE_CHUNK
-// blocks' sums.
+// template's shared memory leaves room for); MERGE_STAGE, where the plan
+// sets it, is larger: attention_rope's prologue stages its head and keys
+// here too (attention.comp).
 #ifndef MERGE_STAGE
 #define MERGE_STAGE (MERGE_CHUNK * DV)
 #endif
