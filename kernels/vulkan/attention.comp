@@ -100,10 +100,10 @@ shared float weight[KP];
 // merge's staging array (attention_merge), idle until the row's last
 // workgroup merges after its loop, so the kernel holds no more shared memory
 // than attention_blocks (MERGE_STAGE covers both uses). With arrays of their
-// own, 3.5 KB more, it ran 10 us a call slower than attention_blocks at 32
-// live key blocks a head, 1024 workgroups (bench/results-h100-qwen3_8b.txt);
-// fewer of its workgroups fitting on a core is the likeliest reason, and
-// this layout is not measured yet.
+// own, 3.5 KB more, it ran 45.5 us a call against attention_blocks' 35.3 at
+// 32 live key blocks a head, 1024 workgroups: fewer of its workgroups fit on
+// a core. In this layout it runs 38.3 us, against 35.2 + 8.6 for
+// attention_blocks and its two ropes (bench/results-h100-qwen3_8b.txt).
 #define HEAD_N(i) merge_stage[i]
 #define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif
