@@ -1673,6 +1673,10 @@ static bool build_topk(kv_build *b)
 /* Rows of output per workgroup of the MoE halves: enough workgroups for
  * decode (k*F and H rows), few enough reductions per workgroup. */
 #define MOE_ROWS 4
+/* moe_down's default lanes: its rows (H) are few, so each workgroup spreads
+ * a row's k * F / 8 chunks (800 for Qwen3.8 Flash's 10 experts of 640) over
+ * many lanes to keep enough loads in flight. */
+#define MOE_DOWN_LANES 256
 
 /* moe_gate_up and moe_down: the shared checks, defines and bindings; the
  * dot products run over `len` (H for gate/up, F for down). */
@@ -1686,7 +1690,7 @@ static bool build_moe_half(kv_build *b)
 	if (!check_index(b, "H", H) || !check_index(b, "F", F) || !check_index(b, "E", E) ||
 	    !check_index(b, "k", k) || !check_index(b, "E*F*H", E * F * H) ||
 	    !check_index(b, "T*k*F", b->d->t_max * k * F) || !check_index(b, "T*H", b->d->t_max * H) ||
-	    !lanes_1d(b, 64, &ls))
+	    !lanes_1d(b, gate_up ? 64 : MOE_DOWN_LANES, &ls))
 		return false;
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
@@ -1712,13 +1716,14 @@ static bool build_moe_half(kv_build *b)
 	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
 	def_int(b, "VEC8", vec8 ? 1 : 0);
 	if (vec8 && !gate_up) {
-		/* moe_down: a lane's 16-byte chunks of a row (CPL), loaded CPR
-		 * at a time for its NR rows before any is used (8 loads a lane
-		 * in flight): one at a time left 10 experts of 2560 x 640 f16
-		 * at 62-89 us a token on the H200, 42.5 us since. The same for
-		 * moe_gate_up (4 chunks of gate and up) made it slower, 35 ->
-		 * 53 us (bench/results-h200-qwen4.txt), so it loads as it sums. */
-		int64_t cpl = (len / 8 + ls - 1) / ls, round = 8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1;
+		/* moe_down: a lane's 16-byte chunks of a row's k experts (CPL),
+		 * loaded CPR at a time for its NR rows before any is used (8
+		 * loads a lane in flight): one at a time left 10 experts of
+		 * 2560 x 640 f16 at 62-89 us a token on the H200, 42.5 us with
+		 * a round per expert. The same for moe_gate_up (4 chunks of gate
+		 * and up) made it slower, 35 -> 53 us
+		 * (bench/results-h200-qwen4.txt), so it loads as it sums. */
+		int64_t cpl = (k * len / 8 + ls - 1) / ls, round = 8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1;
 		def_uint(b, "CPL", cpl);
 		def_uint(b, "CPR", cpl < round ? cpl : round);
 	}

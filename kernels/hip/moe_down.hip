@@ -1,9 +1,11 @@
 // moe_down: act [T,KSEL,F], ids [T,KSEL] i32, w [T,KSEL], down [E,H,F] ->
 // y [T,H] = sum_j w[t,j] down[e] act[t,j], e = ids[t,j] (an id outside
 // [0,E) reads expert 0). The twin of kernels/vulkan/moe_down.comp (the
-// scheme: NR outputs per workgroup, each lane's share summed over j in
-// order, one fixed tree at the end, moe_weights.hip). The loops over acc[]
-// are unrolled so it stays in registers (README.md).
+// scheme: NR outputs per workgroup; with VEC8 a row's chunks of all KSEL
+// experts one range g = j * CF + c that the lanes split, without it each
+// lane's share summed over j in order; one fixed tree at the end,
+// moe_weights.hip). The loops over acc[] are unrolled so it stays in
+// registers (README.md).
 // Grid: x = ceil(H / NR), y = T.
 // @struct
 
@@ -22,40 +24,39 @@ void main()
 #pragma unroll
 	for (uint i = 0u; i < NR; i++)
 		acc[i] = 0.0f;
+#if VEC8
+	const uint CF = F / 8u, G = KSEL * CF;
+	for (uint g0 = 0u; g0 < G; g0 += CPR * LS_X) {
+		vec4 wa[NR * CPR], wb[NR * CPR];
+#pragma unroll
+		for (uint q = 0u; q < CPR; q++) {
+			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
+			if (g < G) {
+				uint e = expert(ids[t * KSEL + j]);
+#pragma unroll
+				for (uint i = 0u; i < NR; i++)
+					if (h0 + i < H)
+						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
+			}
+		}
+#pragma unroll
+		for (uint q = 0u; q < CPR; q++) {
+			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
+			if (g < G) {
+				uint xb = ((t * KSEL + j) * F) / 4u + 2u * c;
+				vec4 xa = x4[xb], xc = x4[xb + 1u];
+				float wj = wr[t * KSEL + j];
+#pragma unroll
+				for (uint i = 0u; i < NR; i++)
+					if (h0 + i < H)
+						acc[i] += wj * (dot(xa, wa[i * CPR + q]) + dot(xc, wb[i * CPR + q]));
+			}
+		}
+	}
+#else
 	for (uint j = 0u; j < KSEL; j++) {
 		uint e = expert(ids[t * KSEL + j]), xb = (t * KSEL + j) * F;
 		float wj = wr[t * KSEL + j];
-#if VEC8
-		// CPR chunks of each of the NR rows loaded, then used: the loads
-		// of a round are in flight together
-		float d[NR];
-#pragma unroll
-		for (uint i = 0u; i < NR; i++)
-			d[i] = 0.0f;
-		for (uint u0 = 0u; u0 < CPL; u0 += CPR) {
-			vec4 wa[NR * CPR], wb[NR * CPR];
-#pragma unroll
-			for (uint i = 0u; i < NR; i++)
-#pragma unroll
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (h0 + i < H && c < F / 8u)
-						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
-				}
-#pragma unroll
-			for (uint i = 0u; i < NR; i++)
-#pragma unroll
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (h0 + i < H && c < F / 8u)
-						d[i] += dot(x4[xb / 4u + 2u * c], wa[i * CPR + q]) +
-							dot(x4[xb / 4u + 2u * c + 1u], wb[i * CPR + q]);
-				}
-		}
-#pragma unroll
-		for (uint i = 0u; i < NR; i++)
-			acc[i] += wj * d[i];
-#else
 #pragma unroll
 		for (uint i = 0u; i < NR; i++) {
 			uint h = h0 + i;
@@ -67,8 +68,8 @@ void main()
 			}
 			acc[i] += wj * d;
 		}
-#endif
 	}
+#endif
 #pragma unroll
 	for (uint i = 0u; i < NR; i++)
 		red[i][l] = acc[i];

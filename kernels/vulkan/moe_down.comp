@@ -2,15 +2,19 @@
 // y [T,H] = sum_j w[t,j] down[e] act[t,j], e = ids[t,j] (an id outside
 // [0,E) reads expert 0). The second half of a routed-expert FFN (moe_gate_up
 // is the first).
-// Each workgroup owns NR consecutive outputs h of one token. Lane l sums,
+// Each workgroup owns NR consecutive outputs h of one token. With VEC8 a row's
+// KSEL * F / 8 16-byte chunks of all its experts are one range (chunk g =
+// j * CF + c: expert j's chunk c), and lane l sums w[t,j] times chunks g = l,
+// l + LS_X, ... in order, CPR of them for each of the NR rows loaded before
+// any is used; every expert's loads are in flight together, across the whole
+// workgroup. (A loop over the experts, each spread over the lanes, had
+// 1.25 chunks a lane per expert at F = 640 and left 10 experts of 2560 x 640
+// f16 at 0.77 TB/s on the H200, a sixth of its ceiling: ten rounds of load
+// latency a token; bench/results-h200-qwen4.txt.) Without VEC8 lane l sums,
 // for each j in order, w[t,j] times its part of row h of expert e (f = l,
-// l + LS_X, ...; VEC8: 8-wide chunks, CPR of each row
-// loaded before any is used), and one fixed tree combines the lanes
-// at the end: the order depends neither on T nor on the subgroup size, and
-// no atomics are needed. One tree for all KSEL experts, not one per expert:
-// with no barrier between them the experts' loads are in flight together (a
-// tree per expert left decode of 10 experts of 2560 x 640 f16 at 155 GB/s on
-// the H200, bench/results-h200-qwen4.txt). Grid: x = ceil(H / NR), y = T.
+// l + LS_X, ...). One fixed tree combines the lanes at the end: the order
+// depends neither on T nor on the subgroup size, and no atomics are needed.
+// Grid: x = ceil(H / NR), y = T.
 
 layout(set = 0, binding = B_X) readonly buffer X { float x[]; };
 layout(set = 0, binding = B_IDS) readonly buffer Ids { int ids[]; };
@@ -26,34 +30,35 @@ void main()
 	float acc[NR];
 	for (uint i = 0u; i < NR; i++)
 		acc[i] = 0.0;
+#if VEC8
+	const uint CF = F / 8u, G = KSEL * CF;
+	for (uint g0 = 0u; g0 < G; g0 += CPR * LS_X) {
+		vec4 wa[NR * CPR], wb[NR * CPR];
+		for (uint q = 0u; q < CPR; q++) {
+			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
+			if (g < G) {
+				uint e = expert(ids[t * KSEL + j]);
+				for (uint i = 0u; i < NR; i++)
+					if (h0 + i < H)
+						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
+			}
+		}
+		for (uint q = 0u; q < CPR; q++) {
+			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
+			if (g < G) {
+				uint xb = ((t * KSEL + j) * F) / 4u + 2u * c;
+				vec4 xa = x4[xb], xc = x4[xb + 1u];
+				float wj = wr[t * KSEL + j];
+				for (uint i = 0u; i < NR; i++)
+					if (h0 + i < H)
+						acc[i] += wj * (dot(xa, wa[i * CPR + q]) + dot(xc, wb[i * CPR + q]));
+			}
+		}
+	}
+#else
 	for (uint j = 0u; j < KSEL; j++) {
 		uint e = expert(ids[t * KSEL + j]), xb = (t * KSEL + j) * F;
 		float wj = wr[t * KSEL + j];
-#if VEC8
-		// CPR chunks of each of the NR rows loaded, then used: the loads
-		// of a round are in flight together
-		float d[NR];
-		for (uint i = 0u; i < NR; i++)
-			d[i] = 0.0;
-		for (uint u0 = 0u; u0 < CPL; u0 += CPR) {
-			vec4 wa[NR * CPR], wb[NR * CPR];
-			for (uint i = 0u; i < NR; i++)
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (h0 + i < H && c < F / 8u)
-						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
-				}
-			for (uint i = 0u; i < NR; i++)
-				for (uint q = 0u; q < CPR; q++) {
-					uint c = l + (u0 + q) * LS_X;
-					if (h0 + i < H && c < F / 8u)
-						d[i] += dot(x4[xb / 4u + 2u * c], wa[i * CPR + q]) +
-							dot(x4[xb / 4u + 2u * c + 1u], wb[i * CPR + q]);
-				}
-		}
-		for (uint i = 0u; i < NR; i++)
-			acc[i] += wj * d[i];
-#else
 		for (uint i = 0u; i < NR; i++) {
 			uint h = h0 + i;
 			float d = 0.0;
@@ -64,8 +69,8 @@ void main()
 			}
 			acc[i] += wj * d;
 		}
-#endif
 	}
+#endif
 	for (uint i = 0u; i < NR; i++)
 		red[i][l] = acc[i];
 	reduce_rows(l, NR);
