@@ -12,12 +12,10 @@
 # Writes $OUT/<build>.profile.txt and $OUT/<build>.bench.md.
 # usage: tools/gpu/ab-profile.sh HF_DIR [TG]
 set -eu
+hf=$1 tg=${2:-64} out=${OUT:-/tmp}
 cd "$(dirname "$0")/../.."
 . tools/gpu/env.sh
-out=${OUT:-/tmp}
 mkdir -p "$out"
-hf=$1
-tg=${2:-64}
 [ -x "$HALO_BIN/halo_old" ] || { echo "ab-profile: no $HALO_BIN/halo_old packed" >&2; exit 1; }
 bundle=/tmp/ab-profile.halo
 prompt=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
