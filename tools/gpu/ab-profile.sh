@@ -5,7 +5,8 @@
 # of HF_DIR (a config.json: tools/gpu/bench/*) with its own plan, runs a
 # warm-up (the card's first process runs its kernels up to 2.5x slower,
 # bench/results-h100-qwen3_8b.txt), then `halo run --profile` over a
-# 16-token prompt and TG generated tokens (every dispatch timed alone) and
+# 16-token prompt and TG generated tokens (a timestamp after every dispatch:
+# compare the two builds' figures, not a figure with a kernel's own time) and
 # `halo bench` tg TG from an empty context. One bundle on disk at a time
 # (the Qwen3.8 Flash cut's is 29.6 GB).
 # HALO_COMPILE_FLAGS: more `halo compile` flags.
