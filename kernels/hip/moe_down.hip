@@ -27,7 +27,7 @@ void main()
 #if VEC8
 	const uint CF = F / 8u, G = KSEL * CF;
 	for (uint g0 = 0u; g0 < G; g0 += CPR * LS_X) {
-		vec4 wa[NR * CPR], wb[NR * CPR];
+		W8 w[NR * CPR];
 #pragma unroll
 		for (uint q = 0u; q < CPR; q++) {
 			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
@@ -36,7 +36,7 @@ void main()
 #pragma unroll
 				for (uint i = 0u; i < NR; i++)
 					if (h0 + i < H)
-						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
+						w[i * CPR + q] = load8_raw_a(((e * H + h0 + i) * F) / 8u + c);
 			}
 		}
 #pragma unroll
@@ -48,8 +48,11 @@ void main()
 				float wj = wr[t * KSEL + j];
 #pragma unroll
 				for (uint i = 0u; i < NR; i++)
-					if (h0 + i < H)
-						acc[i] += wj * (dot(xa, wa[i * CPR + q]) + dot(xc, wb[i * CPR + q]));
+					if (h0 + i < H) {
+						vec4 wa, wb;
+						unpack8_raw(w[i * CPR + q], wa, wb);
+						acc[i] += wj * (dot(xa, wa) + dot(xc, wb));
+					}
 			}
 		}
 	}

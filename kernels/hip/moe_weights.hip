@@ -85,6 +85,32 @@ float load_b(uint i) { return b1[i]; }
 #endif
 #endif
 
+#if defined(WQUANT) || VEC8
+// A chunk as moe_down holds it between its load and its use: f16 stays 16
+// packed bytes until then (moe_weights.glsl says why); the other formats are
+// held as floats.
+#if !defined(WQUANT) && WTYPE_F16
+typedef uvec4 W8;
+W8 load8_raw_a(uint c) { return a8[c]; }
+static void unpack8_raw(W8 w, vec4 &a, vec4 &b) { unpack8(w, a, b); }
+#else
+struct W8 {
+	vec4 a, b;
+};
+W8 load8_raw_a(uint c)
+{
+	W8 w;
+	load8_a(c, w.a, w.b);
+	return w;
+}
+static void unpack8_raw(W8 w, vec4 &a, vec4 &b)
+{
+	a = w.a;
+	b = w.b;
+}
+#endif
+#endif
+
 // red[i][0] = the sum over lanes of red[i][*] for rows i < rows, in a fixed
 // tree order.
 static void reduce_rows(uint l, uint rows)

@@ -33,14 +33,14 @@ void main()
 #if VEC8
 	const uint CF = F / 8u, G = KSEL * CF;
 	for (uint g0 = 0u; g0 < G; g0 += CPR * LS_X) {
-		vec4 wa[NR * CPR], wb[NR * CPR];
+		W8 w[NR * CPR];
 		for (uint q = 0u; q < CPR; q++) {
 			uint g = g0 + q * LS_X + l, j = g / CF, c = g % CF;
 			if (g < G) {
 				uint e = expert(ids[t * KSEL + j]);
 				for (uint i = 0u; i < NR; i++)
 					if (h0 + i < H)
-						load8_a(((e * H + h0 + i) * F) / 8u + c, wa[i * CPR + q], wb[i * CPR + q]);
+						w[i * CPR + q] = load8_raw_a(((e * H + h0 + i) * F) / 8u + c);
 			}
 		}
 		for (uint q = 0u; q < CPR; q++) {
@@ -50,8 +50,11 @@ void main()
 				vec4 xa = x4[xb], xc = x4[xb + 1u];
 				float wj = wr[t * KSEL + j];
 				for (uint i = 0u; i < NR; i++)
-					if (h0 + i < H)
-						acc[i] += wj * (dot(xa, wa[i * CPR + q]) + dot(xc, wb[i * CPR + q]));
+					if (h0 + i < H) {
+						vec4 wa, wb;
+						unpack8_raw(w[i * CPR + q], wa, wb);
+						acc[i] += wj * (dot(xa, wa) + dot(xc, wb));
+					}
 			}
 		}
 	}

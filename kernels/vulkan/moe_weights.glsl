@@ -82,6 +82,34 @@ float load_b(uint i) { return b1[i]; }
 #endif
 #endif
 
+#if defined(WQUANT) || VEC8
+// A chunk as moe_down holds it between its load and its use: f16 stays 16
+// packed bytes until then, half the registers of the 8 loads a lane has in
+// flight (93 -> 59 registers in the cuda twin at F = 640, 256 lanes: 4
+// workgroups an SM where 2 fitted); the other formats are held as floats.
+#if !defined(WQUANT) && WTYPE_F16
+#define W8 uvec4
+W8 load8_raw_a(uint c) { return a8[c]; }
+void unpack8_raw(W8 w, out vec4 a, out vec4 b) { unpack8(w, a, b); }
+#else
+struct W8 {
+	vec4 a;
+	vec4 b;
+};
+W8 load8_raw_a(uint c)
+{
+	W8 w;
+	load8_a(c, w.a, w.b);
+	return w;
+}
+void unpack8_raw(W8 w, out vec4 a, out vec4 b)
+{
+	a = w.a;
+	b = w.b;
+}
+#endif
+#endif
+
 shared float red[RED_ROWS][LS_X];
 
 // red[i][0] = the sum over lanes of red[i][*] for rows i < rows, in a fixed
