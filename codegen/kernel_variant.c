@@ -1716,7 +1716,7 @@ static bool build_moe_half(kv_build *b)
 	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
 	def_int(b, "VEC8", vec8 ? 1 : 0);
 	if (vec8 && !gate_up) {
-		/* moe_down: a lane's 16-byte chunks of a row's k experts (CPL),
+		/* moe_down: a lane's 16-byte chunks of a row's k experts (cpl),
 		 * loaded CPR at a time for its NR rows before any is used (8
 		 * loads a lane in flight): one at a time left 10 experts of
 		 * 2560 x 640 f16 at 62-89 us a token on the H200, 42.5 us with
@@ -1724,7 +1724,6 @@ static bool build_moe_half(kv_build *b)
 		 * and up) made it slower, 35 -> 53 us
 		 * (bench/results-h200-qwen4.txt), so it loads as it sums. */
 		int64_t cpl = (k * len / 8 + ls - 1) / ls, round = 8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1;
-		def_uint(b, "CPL", cpl);
 		def_uint(b, "CPR", cpl < round ? cpl : round);
 	}
 	def_int(b, "USE_TREE", 0);
