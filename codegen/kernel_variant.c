@@ -1677,6 +1677,13 @@ static bool build_topk(kv_build *b)
  * a row's k * F / 8 chunks (800 for Qwen3.8 Flash's 10 experts of 640) over
  * many lanes to keep enough loads in flight. */
 #define MOE_DOWN_LANES 256
+/* moe_gate_up with 16-byte chunks (H a multiple of 8): a row is SPLIT
+ * lanes', so the default width takes 8 rows a workgroup. The split is fixed,
+ * not a function of the width: every width sums a row in the same order
+ * (bitwise equal), and H = 2560 gives a lane 20 chunks of gate and up, 5
+ * rounds of 4 each. */
+#define MOE_GATE_UP_LANES 128
+#define MOE_GATE_UP_SPLIT 16
 
 /* moe_gate_up and moe_down: the shared checks, defines and bindings; the
  * dot products run over `len` (H for gate/up, F for down). */
@@ -1690,7 +1697,7 @@ static bool build_moe_half(kv_build *b)
 	if (!check_index(b, "H", H) || !check_index(b, "F", F) || !check_index(b, "E", E) ||
 	    !check_index(b, "k", k) || !check_index(b, "E*F*H", E * F * H) ||
 	    !check_index(b, "T*k*F", b->d->t_max * k * F) || !check_index(b, "T*H", b->d->t_max * H) ||
-	    !lanes_1d(b, gate_up ? 64 : MOE_DOWN_LANES, &ls))
+	    !lanes_1d(b, gate_up ? MOE_GATE_UP_LANES : MOE_DOWN_LANES, &ls))
 		return false;
 	if (k > E)
 		return fail(b, "k = %" PRId64 " experts per token, more than E = %" PRId64, k, E);
@@ -1699,7 +1706,10 @@ static bool build_moe_half(kv_build *b)
 		return fail(b, "limit %g must be finite and >= 0 (0: none)", (double)limit);
 	if (limit > 0.0f && !gate_up)
 		return fail(b, "limit %g: the clamp is moe_gate_up's, moe_down takes none", (double)limit);
-	bool vec8 = len % 8 == 0;
+	bool vec8 = len % 8 == 0, split = vec8 && gate_up;
+	if (split && ls < MOE_GATE_UP_SPLIT)
+		return fail(b, "local size %u: moe_gate_up splits a row over %d lanes", ls, MOE_GATE_UP_SPLIT);
+	int64_t nr = split ? ls / MOE_GATE_UP_SPLIT : MOE_ROWS;
 	b->p->template = gate_up ? "moe_gate_up" : "moe_down";
 	sb_printf(&b->sig, "%s H=%" PRId64 " F=%" PRId64 " E=%" PRId64 " k=%" PRId64, gate_up ? "moe_gate_up" : "moe_down",
 		  H, F, E, k);
@@ -1712,17 +1722,26 @@ static bool build_moe_half(kv_build *b)
 	def_uint(b, "F", F);
 	def_uint(b, "E", E);
 	def_uint(b, "KSEL", k);
-	def_uint(b, "NR", MOE_ROWS);
-	def_uint(b, "RED_ROWS", gate_up ? 2 * MOE_ROWS : MOE_ROWS);
+	def_uint(b, "NR", nr);
+	def_uint(b, "RED_ROWS", split ? 2 : gate_up ? 2 * nr : nr);
 	def_int(b, "VEC8", vec8 ? 1 : 0);
+	if (split) {
+		/* a lane's gate and up chunks of CPR rounds in flight: 8 loads of
+		 * f16 held packed (32 registers), 4 of f32 held as floats
+		 * (moe_weights' W8); quantized chunks one round (two rounds of
+		 * q4_k's dequantized floats spilled in the cuda twin); never
+		 * more rounds than the row gives a lane */
+		int64_t cpl = (len / 8 + MOE_GATE_UP_SPLIT - 1) / MOE_GATE_UP_SPLIT;
+		int64_t round = b->d->wtype == HALO_F16 ? 4 : b->d->wtype == HALO_F32 ? 2 : 1;
+		def_uint(b, "SPLIT", MOE_GATE_UP_SPLIT);
+		def_uint(b, "CPR", cpl < round ? cpl : round);
+	}
 	if (vec8 && !gate_up) {
 		/* moe_down: a lane's 16-byte chunks of a row's k experts (cpl),
 		 * loaded CPR at a time for its NR rows before any is used (8
 		 * loads a lane in flight): one at a time left 10 experts of
 		 * 2560 x 640 f16 at 62-89 us a token on the H200, 42.5 us with
-		 * a round per expert. The same for moe_gate_up (4 chunks of gate
-		 * and up) made it slower, 35 -> 53 us
-		 * (bench/results-h200-qwen4.txt), so it loads as it sums. */
+		 * a round per expert. */
 		int64_t cpl = (k * len / 8 + ls - 1) / ls, round = 8 / MOE_ROWS > 1 ? 8 / MOE_ROWS : 1;
 		def_uint(b, "CPR", cpl < round ? cpl : round);
 	}
@@ -1730,8 +1749,10 @@ static bool build_moe_half(kv_build *b)
 	if (!weight_type_q(b, E * rows_w, len))
 		return false;
 	add_helper(b, "moe_weights");
-	per_token_grid(b, ls, rows, MOE_ROWS);
-	sb_printf(&b->tile, ",rows%d%s", MOE_ROWS, vec8 ? ",v8" : "");
+	per_token_grid(b, ls, rows, nr);
+	if (split)
+		sb_printf(&b->tile, ",sp%d", MOE_GATE_UP_SPLIT);
+	sb_printf(&b->tile, ",rows%" PRId64 "%s", nr, vec8 ? ",v8" : "");
 	return true;
 }
 

@@ -86,12 +86,15 @@ float load_b(uint i) { return b1[i]; }
 #endif
 
 #if defined(WQUANT) || VEC8
-// A chunk as moe_down holds it between its load and its use: f16 stays 16
+// A chunk as the kernels hold it between its load and its use: f16 stays 16
 // packed bytes until then (moe_weights.glsl says why); the other formats are
 // held as floats.
 #if !defined(WQUANT) && WTYPE_F16
 typedef uvec4 W8;
 W8 load8_raw_a(uint c) { return a8[c]; }
+#ifdef B_B
+W8 load8_raw_b(uint c) { return b8[c]; }
+#endif
 static void unpack8_raw(W8 w, vec4 &a, vec4 &b) { unpack8(w, a, b); }
 #else
 struct W8 {
@@ -103,6 +106,14 @@ W8 load8_raw_a(uint c)
 	load8_a(c, w.a, w.b);
 	return w;
 }
+#ifdef B_B
+W8 load8_raw_b(uint c)
+{
+	W8 w;
+	load8_b(c, w.a, w.b);
+	return w;
+}
+#endif
 static void unpack8_raw(W8 w, vec4 &a, vec4 &b)
 {
 	a = w.a;
@@ -123,3 +134,18 @@ static void reduce_rows(uint l, uint rows)
 	}
 	barrier();
 }
+
+// red[i][l] = the sum of red[i][l .. l + SPLIT) for rows i < rows and each
+// group of SPLIT lanes (l % SPLIT == 0), in a fixed tree order.
+#ifdef SPLIT
+static void reduce_groups(uint l, uint rows)
+{
+	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l % SPLIT < s)
+			for (uint i = 0u; i < rows; i++)
+				red[i][l] += red[i][l + s];
+	}
+	barrier();
+}
+#endif

@@ -83,13 +83,17 @@ float load_b(uint i) { return b1[i]; }
 #endif
 
 #if defined(WQUANT) || VEC8
-// A chunk as moe_down holds it between its load and its use: f16 stays 16
+// A chunk as the kernels hold it between its load and its use: f16 stays 16
 // packed bytes until then, half the registers of the 8 loads a lane has in
-// flight (93 -> 59 registers in the cuda twin at F = 640, 256 lanes: 4
-// workgroups an SM where 2 fitted); the other formats are held as floats.
+// flight (moe_down: 93 -> 59 registers in the cuda twin at F = 640, 256
+// lanes: 4 workgroups an SM where 2 fitted); the other formats are held as
+// floats.
 #if !defined(WQUANT) && WTYPE_F16
 #define W8 uvec4
 W8 load8_raw_a(uint c) { return a8[c]; }
+#ifdef B_B
+W8 load8_raw_b(uint c) { return b8[c]; }
+#endif
 void unpack8_raw(W8 w, out vec4 a, out vec4 b) { unpack8(w, a, b); }
 #else
 struct W8 {
@@ -102,6 +106,14 @@ W8 load8_raw_a(uint c)
 	load8_a(c, w.a, w.b);
 	return w;
 }
+#ifdef B_B
+W8 load8_raw_b(uint c)
+{
+	W8 w;
+	load8_b(c, w.a, w.b);
+	return w;
+}
+#endif
 void unpack8_raw(W8 w, out vec4 a, out vec4 b)
 {
 	a = w.a;
@@ -111,6 +123,21 @@ void unpack8_raw(W8 w, out vec4 a, out vec4 b)
 #endif
 
 shared float red[RED_ROWS][LS_X];
+
+// red[i][l] = the sum of red[i][l .. l + SPLIT) for rows i < rows and each
+// group of SPLIT lanes (l % SPLIT == 0), in a fixed tree order.
+#ifdef SPLIT
+void reduce_groups(uint l, uint rows)
+{
+	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
+		barrier();
+		if (l % SPLIT < s)
+			for (uint i = 0u; i < rows; i++)
+				red[i][l] += red[i][l + s];
+	}
+	barrier();
+}
+#endif
 
 // red[i][0] = the sum over lanes of red[i][*] for rows i < rows, in a fixed
 // tree order.

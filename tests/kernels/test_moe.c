@@ -5,7 +5,9 @@
  * and F (scalar loads) and multiples of 8 (16-byte loads), k = 1 and several
  * experts per token, an id outside [0,E) (the kernels read expert 0, so the
  * reference is given 0 there), and batch invariance: T tokens in one
- * dispatch pair equal T one-token pairs bitwise. Quantized experts (q8_0,
+ * dispatch pair equal T one-token pairs bitwise, and moe_gate_up's widths
+ * with 16-byte chunks (one row split over a fixed number of lanes) equal
+ * each other bitwise. Quantized experts (q8_0,
  * q4_k, f8e4m3_b128; runtime/drivers/ref/quant.h): the weights quantized with halo_quantize_rows
  * as E * F rows of H (gate, up) and E * H rows of F (down), the reference
  * given their dequantized values (halo_dequantize_rows); the kernels
@@ -274,6 +276,37 @@ static bool invariance(harness *h, moe_shape s, int64_t m, uint32_t *seed)
 	return ok;
 }
 
+/* moe_gate_up with 16-byte chunks splits a row over a fixed number of lanes
+ * whatever the width, so every width of its space gives the same bits (halo
+ * tune may pick any); the first (the heuristic's) is the reference. */
+static bool widths_agree(harness *h, moe_shape s, int64_t T, uint32_t *seed)
+{
+	kv_tiles t[16];
+	int n = space(&s, T, t, 16);
+	moe_data a = data_new(&s, T, false, seed);
+	size_t na = (size_t)(T * s.k * s.F);
+	float *first = alloc_floats(na);
+	bool ok = n > 1;
+	for (int i = 0; ok && i < n; i++) {
+		moe_kernels k;
+		ok = build(h, &s, T, t[i], &k);
+		if (!ok)
+			break;
+		ok = run(h, &k, &s, &a, 0, T, a.act, a.y);
+		char what[512];
+		snprintf(what, sizeof what, "%s T=%lld against the heuristic's width", k.gate_up.k.signature,
+			 (long long)T);
+		if (i == 0)
+			memcpy(first, a.act, na * sizeof(float));
+		else
+			ok = ok && check_bitwise(what, a.act, first, na);
+		kernels_free(h, &k);
+	}
+	free(first);
+	data_free(&a);
+	return ok;
+}
+
 int main(void)
 {
 	harness *h = harness_open();
@@ -285,6 +318,9 @@ int main(void)
 	ok &= moe_case(h, (moe_shape){300, 9, 6, 4, HALO_F16, 0}, 2, false, &seed);  /* H > lanes */
 	ok &= moe_case(h, (moe_shape){64, 32, 8, 2, HALO_F16, 0}, 4, true, &seed);   /* 16-byte loads, f16 */
 	ok &= moe_case(h, (moe_shape){1024, 40, 6, 3, HALO_F32, 0}, 2, false, &seed); /* 16-byte loads, f32 */
+	ok &= moe_case(h, (moe_shape){344, 24, 6, 3, HALO_F16, 0}, 3, false, &seed); /* a partial round */
+	ok &= widths_agree(h, (moe_shape){344, 24, 6, 3, HALO_F16, 0}, 3, &seed);
+	ok &= widths_agree(h, (moe_shape){256, 96, 3, 1, HALO_Q8_0, 0}, 2, &seed);
 	ok &= invariance(h, (moe_shape){40, 24, 8, 4, HALO_F16, 0}, 5, &seed);
 	ok &= invariance(h, (moe_shape){64, 16, 8, 2, HALO_F16, 0}, 8, &seed);
 	/* quantized experts: H and F whole blocks (f8e4m3_b128: 128, the others
