@@ -118,16 +118,18 @@ void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
 	uint p = step_pos + t, nb = (p + 1u) / BLOCK, row = t * C;
-	for (uint i = l; i < H * D; i += LS_X)
-		qs[i] = q[t * H * D + i];
-	barrier();
-	for (uint b = l; b < nb; b += LS_X)
-		mask[row + b] = block_score(b);
-	barrier();
-	// nb <= TOP keeps every block (nb is the same for every lane)
-	if (nb > TOP)
+	// nb <= TOP keeps every block, so nothing is scored (qsa_select.comp);
+	// nb is the same for every lane
+	if (nb > TOP) {
+		for (uint i = l; i < H * D; i += LS_X)
+			qs[i] = q[t * H * D + i];
+		barrier();
+		for (uint b = l; b < nb; b += LS_X)
+			mask[row + b] = block_score(b);
+		barrier();
 		pick_top(l, row, nb);
-	barrier();
+		barrier();
+	}
 	for (uint j = l; j < C; j += LS_X) {
 		uint b = j / BLOCK;
 		bool on = j <= p && (b >= nb || nb <= TOP || ((picked[b / 32u] >> (b % 32u)) & 1u) != 0u);
