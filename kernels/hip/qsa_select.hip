@@ -19,49 +19,38 @@ const float *__restrict__ keys = (const float *)args.b[B_K];
 const float *__restrict__ kw = (const float *)args.b[B_NW];
 float *mask = (float *)args.b[B_Y]; // scores, then the mask: read and written
 
-// Channel i of block b's key before its rope: the mean of the block's BLOCK
-// rows (in order), times the norm's inv and (1 + w).
-float key_mean(uint b, uint i)
-{
-	float acc = 0.0f;
-	for (uint r = 0u; r < BLOCK; r++)
-		acc += keys[(b * BLOCK + r) * D + i];
-	return acc / float(BLOCK);
-}
-
-float key_normed(uint b, uint i, float inv) { return key_mean(b, i) * inv * (kw[i] + 1.0f); }
-
-// Block b's score, the key never held whole (qsa_select.comp's two passes).
 float block_score(uint b)
 {
+	float key[D];
 	float ss = 0.0f;
+#pragma unroll
 	for (uint i = 0u; i < D; i++) {
-		float m = key_mean(b, i);
-		ss += m * m;
+		float acc = 0.0f;
+		for (uint r = 0u; r < BLOCK; r++)
+			acc += keys[(b * BLOCK + r) * D + i];
+		key[i] = acc / float(BLOCK);
+		ss += key[i] * key[i];
 	}
-	float inv = inversesqrt(ss / float(D) + EPS), p = float(b * BLOCK);
-	float hd[H];
+	float inv = inversesqrt(ss / float(D) + EPS);
 #pragma unroll
-	for (uint h = 0u; h < H; h++)
-		hd[h] = 0.0f;
-	for (uint i = 0u; i < D; i++) {
-		float k;
-		if (i < ROT) {
-			uint i1 = i < ROT / 2u ? i : i - ROT / 2u;
-			float a = p * THETA[i1], c = cos(a), s = sin(a);
-			float x1 = key_normed(b, i1, inv), x2 = key_normed(b, i1 + ROT / 2u, inv);
-			k = i < ROT / 2u ? x1 * c - x2 * s : x2 * c + x1 * s;
-		} else {
-			k = key_normed(b, i, inv);
-		}
+	for (uint i = 0u; i < D; i++)
+		key[i] = key[i] * inv * (kw[i] + 1.0f);
+	float p = float(b * BLOCK);
 #pragma unroll
-		for (uint h = 0u; h < H; h++)
-			hd[h] += qs[h * D + i] * k;
+	for (uint i = 0u; i < ROT / 2u; i++) {
+		float a = p * THETA[i], c = cos(a), s = sin(a);
+		float x1 = key[i], x2 = key[i + ROT / 2u];
+		key[i] = x1 * c - x2 * s;
+		key[i + ROT / 2u] = x2 * c + x1 * s;
 	}
 	float total = 0.0f;
+	for (uint h = 0u; h < H; h++) {
+		float d = 0.0f;
 #pragma unroll
-	for (uint h = 0u; h < H; h++)
-		total += max(hd[h], 0.0f);
+		for (uint i = 0u; i < D; i++)
+			d += qs[h * D + i] * key[i];
+		total += max(d, 0.0f);
+	}
 	return total / sqrt(float(D));
 }
 

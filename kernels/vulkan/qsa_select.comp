@@ -28,50 +28,34 @@ shared float qs[H * D];
 shared uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
 shared uint lane_n[LS_X];
 
-// Channel i of block b's key before its rope: the mean of the block's BLOCK
-// rows (in order), times the norm's inv and (1 + w).
-float key_mean(uint b, uint i)
-{
-	float acc = 0.0;
-	for (uint r = 0u; r < BLOCK; r++)
-		acc += keys[(b * BLOCK + r) * D + i];
-	return acc / float(BLOCK);
-}
-
-float key_normed(uint b, uint i, float inv) { return key_mean(b, i) * inv * (kw[i] + 1.0); }
-
-// Block b's score. The key is never held whole (D floats a lane went to
-// local memory): a first pass sums the squares of the channel means in
-// order, a second recomputes each channel (a rotated one with its rope
-// partner, the same operations, so the same bits) and adds it to every
-// head's dot, each still summed in channel order.
 float block_score(uint b)
 {
+	float key[D];
 	float ss = 0.0;
 	for (uint i = 0u; i < D; i++) {
-		float m = key_mean(b, i);
-		ss += m * m;
+		float acc = 0.0;
+		for (uint r = 0u; r < BLOCK; r++)
+			acc += keys[(b * BLOCK + r) * D + i];
+		key[i] = acc / float(BLOCK);
+		ss += key[i] * key[i];
 	}
-	float inv = inversesqrt(ss / float(D) + EPS), p = float(b * BLOCK);
-	float hd[H];
-	for (uint h = 0u; h < H; h++)
-		hd[h] = 0.0;
-	for (uint i = 0u; i < D; i++) {
-		float k;
-		if (i < ROT) {
-			uint i1 = i < ROT / 2u ? i : i - ROT / 2u;
-			float a = reduce_2pi(p * THETA[i1]), c = cos(a), s = sin(a);
-			float x1 = key_normed(b, i1, inv), x2 = key_normed(b, i1 + ROT / 2u, inv);
-			k = i < ROT / 2u ? x1 * c - x2 * s : x2 * c + x1 * s;
-		} else {
-			k = key_normed(b, i, inv);
-		}
-		for (uint h = 0u; h < H; h++)
-			hd[h] += qs[h * D + i] * k;
+	float inv = inversesqrt(ss / float(D) + EPS);
+	for (uint i = 0u; i < D; i++)
+		key[i] = key[i] * inv * (kw[i] + 1.0);
+	float p = float(b * BLOCK);
+	for (uint i = 0u; i < ROT / 2u; i++) {
+		float a = reduce_2pi(p * THETA[i]), c = cos(a), s = sin(a);
+		float x1 = key[i], x2 = key[i + ROT / 2u];
+		key[i] = x1 * c - x2 * s;
+		key[i + ROT / 2u] = x2 * c + x1 * s;
 	}
 	float total = 0.0;
-	for (uint h = 0u; h < H; h++)
-		total += max(hd[h], 0.0);
+	for (uint h = 0u; h < H; h++) {
+		float dot = 0.0;
+		for (uint i = 0u; i < D; i++)
+			dot += qs[h * D + i] * key[i];
+		total += max(dot, 0.0);
+	}
 	return total / sqrt(float(D));
 }
 
