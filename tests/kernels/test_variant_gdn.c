@@ -109,8 +109,9 @@ static void test_grids(void)
 	r.u.topk.norm = true;
 	expect_grid(&r, "topk.comp", (uint32_t[]){1, 1, 1}, (uint32_t[]){37, 1, 1});
 	kv_desc m = moe_desc(64, 32);
-	/* k*F = 64 activation rows, 4 per workgroup, per token */
-	expect_grid(&m, "moe_gate_up.comp", (uint32_t[]){16, 1, 1}, (uint32_t[]){16, 37, 1});
+	/* k*F = 64 activation rows per token; H = 64 is whole 16-byte chunks,
+	 * so a row is 16 lanes' and the default 128 lanes take 8 rows */
+	expect_grid(&m, "moe_gate_up.comp", (uint32_t[]){8, 1, 1}, (uint32_t[]){8, 37, 1});
 	m.op = IR_OP_MOE_DOWN; /* H = 64 outputs, 4 per workgroup, per token */
 	expect_grid(&m, "moe_down.comp", (uint32_t[]){16, 1, 1}, (uint32_t[]){16, 37, 1});
 }
