@@ -76,7 +76,7 @@ void main()
 #pragma unroll
 	for (uint i = 0u; i < NR; i++)
 		red[i][l] = acc[i];
-	reduce_rows(l, NR);
+	reduce_rows(l, NR, LS_X);
 	if (l < NR && h0 + l < H)
 		y[t * H + h0 + l] = red[l][0];
 }

@@ -122,30 +122,17 @@ static void unpack8_raw(W8 w, vec4 &a, vec4 &b)
 #endif
 #endif
 
-// red[i][0] = the sum over lanes of red[i][*] for rows i < rows, in a fixed
-// tree order.
-static void reduce_rows(uint l, uint rows)
+// red[i][l] = the sum of red[i][l .. l + width) for rows i < rows and every
+// group of `width` lanes (l % width == 0; width a power of two <= LS_X), in a
+// fixed tree order: width LS_X leaves a row's sum over the workgroup in
+// red[i][0].
+static void reduce_rows(uint l, uint rows, uint width)
 {
-	for (uint s = LS_X / 2u; s > 0u; s >>= 1) {
+	for (uint s = width / 2u; s > 0u; s >>= 1) {
 		barrier();
-		if (l < s)
+		if (l % width < s)
 			for (uint i = 0u; i < rows; i++)
 				red[i][l] += red[i][l + s];
 	}
 	barrier();
 }
-
-// red[i][l] = the sum of red[i][l .. l + SPLIT) for rows i < rows and each
-// group of SPLIT lanes (l % SPLIT == 0), in a fixed tree order.
-#ifdef SPLIT
-static void reduce_groups(uint l, uint rows)
-{
-	for (uint s = SPLIT / 2u; s > 0u; s >>= 1) {
-		barrier();
-		if (l % SPLIT < s)
-			for (uint i = 0u; i < rows; i++)
-				red[i][l] += red[i][l + s];
-	}
-	barrier();
-}
-#endif

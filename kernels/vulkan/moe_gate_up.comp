@@ -61,7 +61,7 @@ void main()
 	}
 	red[0][l] = g;
 	red[1][l] = u;
-	reduce_groups(l, 2u);
+	reduce_rows(l, 2u, SPLIT);
 	if (m == 0u && r < KSEL * F)
 		y[t * KSEL * F + r] = swiglu(red[0][l], red[1][l]);
 #else
@@ -78,7 +78,7 @@ void main()
 		red[2u * i][l] = g;
 		red[2u * i + 1u][l] = u;
 	}
-	reduce_rows(l, 2u * NR);
+	reduce_rows(l, 2u * NR, LS_X);
 	if (l < NR && r0 + l < KSEL * F)
 		y[t * KSEL * F + r0 + l] = swiglu(red[2u * l][0], red[2u * l + 1u][0]);
 #endif
