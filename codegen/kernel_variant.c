@@ -1150,11 +1150,12 @@ static bool attention_rope_in(kv_build *b, int64_t D)
 }
 
 /* attention, masked_attention (the same kernel with a 0/1 mask [T, C] over
- * the cache rows, MASKED; no fused epilogue on the masked form),
+ * the cache rows, MASKED; no fused epilogue on the masked forms),
  * attention_partial (PARTIAL: one workgroup per block of BLOCK keys, grid z,
  * writing the block's sums instead of y) and attention_blocks (PARTIAL and
  * BLOCKS: the blocks' sums to part, and each row's last block to finish
- * merges them into y, attention_merge.glsl), and attention_rope (BLOCKS and
+ * merges them into y, attention_merge.glsl; masked_attention_blocks with
+ * MASKED too), and attention_rope (BLOCKS and
  * ROPE_IN: the queries and the step's keys normalised and rotated in the
  * kernel, rope_math.glsl; steps of at most KV_MATVEC_MAX_T tokens, whose
  * keys a workgroup stages). Keys are scored LPK lanes per key (vec4 loads
@@ -1164,8 +1165,9 @@ static bool attention_rope_in(kv_build *b, int64_t D)
 static bool build_attention(kv_build *b)
 {
 	const kv_desc *d = b->d;
-	bool masked = d->op == IR_OP_MASKED_ATTENTION, rope_in = d->op == IR_OP_ATTENTION_ROPE;
-	bool merged = d->op == IR_OP_ATTENTION_BLOCKS || rope_in;
+	bool masked = d->op == IR_OP_MASKED_ATTENTION || d->op == IR_OP_MASKED_ATTENTION_BLOCKS;
+	bool rope_in = d->op == IR_OP_ATTENTION_ROPE;
+	bool merged = d->op == IR_OP_ATTENTION_BLOCKS || d->op == IR_OP_MASKED_ATTENTION_BLOCKS || rope_in;
 	bool partial = d->op == IR_OP_ATTENTION_PARTIAL || merged;
 	int64_t hq = d->u.attention.hq, hk = d->u.attention.hk, D = d->u.attention.D;
 	int64_t dv = d->u.attention.dv, C = d->u.attention.C, block = d->u.attention.block;
@@ -2650,6 +2652,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_ATTENTION_BLOCKS, build_attention, {"B_Q", "B_K", "B_V", "B_SY"}, {"B_Y", "B_P"}, EPI, false, NULL},
 	{IR_OP_ATTENTION_ROPE, build_attention, {"B_Q", "B_K", "B_V", "B_SY", "B_KN", "B_QW", "B_KW"},
 	 {"B_Y", "B_P", "B_KO"}, EPI | POS, false, NULL},
+	{IR_OP_MASKED_ATTENTION_BLOCKS, build_attention, {"B_Q", "B_K", "B_V", "B_SY", "B_M"}, {"B_Y", "B_P"}, 0, false,
+	 NULL},
 	{IR_OP_SOFTMAX, build_softmax, {"B_X"}, {"B_Y"}, EPI, false, lanes_space},
 	{IR_OP_ARGMAX, build_argmax, {"B_X"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_SLICE, build_copy, {"B_SRC"}, {"B_DST"}, 0, false, NULL},

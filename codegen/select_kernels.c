@@ -363,10 +363,13 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_ATTENTION:
 	case IR_OP_MASKED_ATTENTION: /* (q, k, v[, mask]): the same dims */
 	case IR_OP_ATTENTION_PARTIAL:
-	case IR_OP_ATTENTION_BLOCKS: /* and sync [rows, hq] */
-	case IR_OP_ATTENTION_ROPE:   /* and sync, k_new, q_norm, k_norm */
-		k->u.attention.sync_rows =
-			d->op == IR_OP_ATTENTION_BLOCKS || d->op == IR_OP_ATTENTION_ROPE ? cdim(&d->operand[3], 0) : 0;
+	case IR_OP_ATTENTION_BLOCKS:        /* and sync [rows, hq] */
+	case IR_OP_MASKED_ATTENTION_BLOCKS: /* and sync, mask */
+	case IR_OP_ATTENTION_ROPE:          /* and sync, k_new, q_norm, k_norm */
+		k->u.attention.sync_rows = d->op == IR_OP_ATTENTION_BLOCKS || d->op == IR_OP_MASKED_ATTENTION_BLOCKS ||
+						   d->op == IR_OP_ATTENTION_ROPE
+					   ? cdim(&d->operand[3], 0)
+					   : 0;
 		if (d->op == IR_OP_ATTENTION_ROPE) {
 			k->u.attention.rope = rope_params(d, cdim(x, 2));
 			k->u.attention.norm_eps = (float)DA("eps", 1e-6);

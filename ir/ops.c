@@ -942,6 +942,15 @@ static bool infer_attention_blocks(infer_ctx *c)
 	return true;
 }
 
+/* masked_attention_blocks (q, k, v, sync, mask [T, C]) -> (y, part):
+ * attention_blocks whose keys count where the mask is non-zero. */
+static bool infer_masked_attention_blocks(infer_ctx *c)
+{
+	return infer_attention_blocks(c) && need_rank(c, 4, 2) && need_float(c, 4) &&
+	       need_dim_eq(c, 0, 0, 4, 0, "token counts of q and mask") &&
+	       need_dim_eq(c, 1, 0, 4, 1, "cache lengths of k and mask");
+}
+
 /* attention_rope (q, k, v, sync, k_new [T, hk, D], q_norm [D], k_norm [D])
  * -> (y, part, k_out [T, hk, D]): attention_blocks over q and k_new as they
  * are after their heads' norm and rope, k_out the latter. */
@@ -1236,6 +1245,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_HC_EXPAND] = {{IR_OP_HC_EXPAND, 4, 4, 1, PURE, 0, NULL}, infer_hc_expand},
 	[IR_OP_HC_INJECT] = {{IR_OP_HC_INJECT, 3, 3, 1, PURE, 0, NULL}, infer_hc_inject},
 	[IR_OP_ATTENTION_ROPE] = {{IR_OP_ATTENTION_ROPE, 7, 7, 3, EPI, ATTRS(a_attention_rope)}, infer_attention_rope},
+	[IR_OP_MASKED_ATTENTION_BLOCKS] = {{IR_OP_MASKED_ATTENTION_BLOCKS, 5, 5, 2, PURE, ATTRS(a_attention_partial)},
+					   infer_masked_attention_blocks},
 	[IR_OP_MOE_ROUTE_HASH] = {{IR_OP_MOE_ROUTE_HASH, 3, 3, 2, PURE, ATTRS(a_moe_route_hash)},
 				  infer_moe_route_hash},
 	[IR_OP_COMPRESS_KV] = {{IR_OP_COMPRESS_KV, 3, 3, 1, PURE, ATTRS(a_compress_kv)}, infer_compress_kv},

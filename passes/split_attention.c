@@ -10,6 +10,10 @@
  *    (bench/results-h100-qwen3_8b.txt). Unsplit, a decode step has one
  *    workgroup per query head, each scanning the whole context serially: hq
  *    workgroups on the whole GPU, and a 32k context is 32k keys in one loop;
+ *  - masked_attention -> masked_attention_blocks (its mask last), likewise:
+ *    QSA's attention (models/qwen4_exp.yaml) scans every cache row, masked
+ *    or not, so unsplit it is the same serial loop (24 workgroups of 4096
+ *    keys each at 4096 tokens of the Qwen3.8 Flash cut);
  *  - sink_attention -> sink_attention_partial + attention_combine (the sink
  *    enters block 0 alone, so the combine's math is the same); unsplit, a
  *    group of heads streams a row's whole key list in one workgroup;
@@ -154,13 +158,16 @@ static int sync_state(ir_module *m, const char *name, int64_t hq, int layer, ir_
 	return id >= 0 ? id : ir_module_add_state(m, &s);
 }
 
-/* attention (q, k, v) -> attention_blocks (q, k, v, sync) -> (y, part):
- * the node keeps its name, result and epilogue and gains the block size,
- * its sync state (read through a new state_read node, returned to be
- * placed before it) and the blocks' sums as a second result. */
+/* attention (q, k, v) -> attention_blocks (q, k, v, sync) -> (y, part),
+ * masked_attention (q, k, v, mask) -> masked_attention_blocks (q, k, v,
+ * sync, mask) -> (y, part): the node keeps its name, result and epilogue
+ * and gains the block size, its sync state (read through a new state_read
+ * node, returned to be placed before it) and the blocks' sums as a second
+ * result. */
 static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 {
 	ir_node *n = &f->nodes[nid];
+	bool masked = n->op == IR_OP_MASKED_ATTENTION;
 	int64_t C = attention_keys(f, n), block = block_keys(C);
 	if (C <= block)
 		return SPLIT_KEEP;
@@ -180,14 +187,17 @@ static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 	r->out = ir_arena_alloc(&m->arena, sizeof(int));
 	r->out[0] = sv;
 	n = &f->nodes[nid]; /* the appends may have moved the node array */
-	int *in = ir_arena_alloc(&m->arena, 4 * sizeof(int)), *out = ir_arena_alloc(&m->arena, 2 * sizeof(int));
+	int n_in = masked ? 5 : 4;
+	int *in = ir_arena_alloc(&m->arena, (size_t)n_in * sizeof(int)), *out = ir_arena_alloc(&m->arena, 2 * sizeof(int));
 	memcpy(in, n->in, 3 * sizeof(int));
 	in[3] = sv;
+	if (masked)
+		in[4] = n->in[3];
 	out[0] = n->out[0];
 	out[1] = -1; /* the part value, once its shape is known */
-	n->op = IR_OP_ATTENTION_BLOCKS;
+	n->op = masked ? IR_OP_MASKED_ATTENTION_BLOCKS : IR_OP_ATTENTION_BLOCKS;
 	n->in = in;
-	n->n_in = 4;
+	n->n_in = n_in;
 	n->out = out;
 	n->n_out = 2;
 	ir_node_add_attr(m, f, nid, &(ir_attr){.name = "block", .kind = IR_ATTR_INT, .i = block});
@@ -205,7 +215,7 @@ static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 static int split_attention(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err)
 {
 	(void)ctx;
-	if (f->nodes[nid].op == IR_OP_ATTENTION)
+	if (f->nodes[nid].op == IR_OP_ATTENTION || f->nodes[nid].op == IR_OP_MASKED_ATTENTION)
 		return fold_attention(m, f, nid, err);
 	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
 		if (f->nodes[nid].op == rules[i].op)

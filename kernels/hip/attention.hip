@@ -8,8 +8,9 @@
 // Loops over acc, kr and vv carry `#pragma unroll` where the GLSL
 // has none: an array indexed in a rolled loop would live in local memory
 // (the compile test refuses it); the order of the sums is the same.
-// With BLOCKS (attention_blocks) the blocks go to part and the row's last
-// live block merges them (attention_merge.hip), as the GLSL's BLOCKS.
+// With BLOCKS (attention_blocks; with MASKED too, masked_attention_blocks)
+// the blocks go to part and the row's last live block merges them
+// (attention_merge.hip), as the GLSL's BLOCKS.
 // With ROPE_IN (attention_rope) each workgroup normalises and rotates its
 // query head and the step's keys it scores (rope_math.hip), reads those
 // keys from knew in place of the cache's rows from step_pos, and the

@@ -22,7 +22,9 @@
 //
 // masked_attention is this kernel with MASKED: key c of query t counts only
 // when mask[t * MASK_C + c] != 0. A row with no such key divides by a zero
-// sum (the reference rejects it).
+// sum (the reference rejects it). masked_attention_blocks is MASKED with
+// BLOCKS (below): a block whose keys are all masked writes NEG_BIG and 0,
+// as a block past the row's last key.
 //
 // attention_partial is this kernel with PARTIAL (grid z = NBLK): workgroup
 // (j, t, b) attends keys [b * BLOCK, min((b + 1) * BLOCK, pos + t + 1)) and

@@ -463,11 +463,19 @@ static void check_attention_rows(int64_t hq, int64_t hk, int64_t D, int64_t C, i
  * BLOCKS: each row's last block to finish merges the blocks) against f64
  * attention over the row's keys, within the op suite's attention tolerance;
  * its counters zero after each step; and a step of T rows at pos bitwise
- * equal to each row run alone at its position. */
-static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_t D, int64_t C, int64_t block,
-				   int64_t T, uint32_t pos)
+ * equal to each row run alone at its position. masked: masked_attention_blocks
+ * (attention.hip at any t_max) over a mask that every row shares (so a row
+ * alone reads its row), keeping runs of keys and the step's own, with whole
+ * blocks where it keeps nothing. */
+static bool mask_keeps(int64_t c, uint32_t pos, int64_t T)
 {
-	kv_desc d = {.op = IR_OP_ATTENTION_BLOCKS, .t_max = t_max};
+	return (c >= pos && c < pos + T) || (c / 96) % 3 == 1;
+}
+
+static void check_attention_blocks(bool masked, int64_t t_max, int64_t hq, int64_t hk, int64_t D, int64_t C,
+				   int64_t block, int64_t T, uint32_t pos)
+{
+	kv_desc d = {.op = masked ? IR_OP_MASKED_ATTENTION_BLOCKS : IR_OP_ATTENTION_BLOCKS, .t_max = t_max};
 	d.u.attention.hq = hq, d.u.attention.hk = hk, d.u.attention.D = D, d.u.attention.dv = D;
 	d.u.attention.C = C, d.u.attention.scale = 0.25f, d.u.attention.block = block;
 	d.u.attention.sync_rows = t_max;
@@ -475,17 +483,26 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 	kv_kernel k;
 	void *h;
 	launch_fn launch;
-	if (!load_variant(d, (kv_tiles){0}, 7, &k, &h, &launch)) /* q, k, v, sync, y, part, step */
+	/* q, k, v, sync[, mask], y, part, step */
+	if (!load_variant(d, (kv_tiles){0}, masked ? 8 : 7, &k, &h, &launch))
 		return;
 	float *q, *kc, *vc, *y = malloc((size_t)(T * row) * sizeof(float)), *y1 = malloc((size_t)row * sizeof(float));
 	float *part = malloc((size_t)(T * hq * nb * (D + 2)) * sizeof(float));
 	uint32_t *sync = calloc((size_t)(t_max * hq), sizeof(uint32_t));
 	double *sc = malloc((size_t)C * sizeof(double));
+	float *mask = malloc((size_t)(T * C) * sizeof(float));
+	for (int64_t i = 0; i < T * C; i++)
+		mask[i] = mask_keeps(i % C, pos, T) ? 1.0f : 0.0f;
 	attention_inputs(T * hq * D, C * hk * D, &q, &kc, &vc);
+	void *bufs[7] = {q, kc, vc, sync, mask, y, part}, *bufs1[7] = {q, kc, vc, sync, mask, y1, part};
+	if (!masked) /* no mask operand */
+		for (int i = 4; i < 6; i++)
+			bufs[i] = bufs[i + 1], bufs1[i] = bufs1[i + 1];
+	int nbuf = masked ? 7 : 6;
 	int before = check_failures;
 	double worst = 0;
 	if (h)
-		launch_step_at(&k, launch, (void *[]){q, kc, vc, sync, y, part}, 6, y, T * row, T, pos);
+		launch_step_at(&k, launch, bufs, nbuf, y, T * row, T, pos);
 	for (int64_t t = 0; h && t < T && check_failures == before; t++)
 		for (int64_t j = 0; j < hq && check_failures == before; j++) {
 			int64_t n = pos + t + 1, kvh = j / (hq / hk);
@@ -495,14 +512,16 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 				for (int64_t i = 0; i < D; i++)
 					dot += (double)q[(t * hq + j) * D + i] * kc[(c * hk + kvh) * D + i];
 				sc[c] = 0.25 * dot;
-				m = fmax(m, sc[c]);
+				if (!masked || mask_keeps(c, pos, T))
+					m = fmax(m, sc[c]);
 			}
 			for (int64_t c = 0; c < n; c++)
-				l += exp(sc[c] - m);
+				l += !masked || mask_keeps(c, pos, T) ? exp(sc[c] - m) : 0.0;
 			for (int64_t i = 0; i < D; i++) {
 				double want = 0;
 				for (int64_t c = 0; c < n; c++)
-					want += exp(sc[c] - m) * vc[(c * hk + kvh) * D + i];
+					if (!masked || mask_keeps(c, pos, T))
+						want += exp(sc[c] - m) * vc[(c * hk + kvh) * D + i];
 				want /= l;
 				e = fmax(e, fabs(y[(t * hq + j) * D + i] - want) / fmax(fabs(want), 1e-2));
 			}
@@ -513,13 +532,13 @@ static void check_attention_blocks(int64_t t_max, int64_t hq, int64_t hk, int64_
 	for (int64_t i = 0; h && i < t_max * hq; i++)
 		CHECK(sync[i] == 0, "%s: counter %lld left at %u", k.signature, (long long)i, sync[i]);
 	if (h)
-		rows_alone(&k, launch, (void *[]){q, kc, vc, sync, y1, part}, 6, 4, hq * D, y, row, T, pos, before);
+		rows_alone(&k, launch, bufs1, nbuf, masked ? 5 : 4, hq * D, y, row, T, pos, before);
 	printf("%s %s T=%lld pos %u: worst %.2g of its bound, rows bitwise as alone\n",
 	       check_failures == before ? "ok  " : "FAIL", k.signature, (long long)T, pos, worst);
 	if (h)
 		dlclose(h);
 	kv_kernel_free(&k);
-	free(q), free(kc), free(vc), free(y), free(y1), free(part), free(sync), free(sc);
+	free(q), free(kc), free(vc), free(y), free(y1), free(part), free(sync), free(sc), free(mask);
 }
 
 /* attention_rope (attention.hip with ROPE_IN: the queries and the step's
@@ -635,9 +654,13 @@ int main(void)
 	check_attention_rows(8, 2, 128, 256, 64, 19, 0);
 	check_attention_rows(4, 2, 32, 256, 64, 21, 100);
 	/* one dispatch: a decode step across blocks, a verify step, a prompt chunk */
-	check_attention_blocks(8, 8, 2, 128, 512, 128, 1, 450);
-	check_attention_blocks(8, 4, 2, 32, 512, 128, 5, 300);
-	check_attention_blocks(64, 4, 2, 32, 256, 64, 21, 100);
+	check_attention_blocks(false, 8, 8, 2, 128, 512, 128, 1, 450);
+	check_attention_blocks(false, 8, 4, 2, 32, 512, 128, 5, 300);
+	check_attention_blocks(false, 64, 4, 2, 32, 256, 64, 21, 100);
+	/* masked (QSA's attention): decode, verify, a prompt chunk */
+	check_attention_blocks(true, 8, 8, 2, 128, 512, 128, 1, 450);
+	check_attention_blocks(true, 8, 4, 2, 32, 512, 128, 5, 300);
+	check_attention_blocks(true, 64, 4, 2, 32, 256, 64, 21, 100);
 	/* the norm and rope folded in: decode across blocks, a verify step
 	 * whose keys straddle two blocks (partial rotation, vec4 and scalar) */
 	check_attention_rope(8, 2, 128, 512, 128, 1, 450);

@@ -671,6 +671,35 @@ static void dsv4_split_rules(void)
 	ir_module_free(m);
 }
 
+/* QSA's masked_attention over a 256-row cache becomes
+ * masked_attention_blocks over 4 blocks of 64 keys: (q, k, v, sync, mask),
+ * its sync state read just before it, the blocks' sums its second result. */
+static void masked_split_rules(void)
+{
+	ir_module *m = test_run_to("models/qwen4_exp.yaml", "tests/fixtures/qwen4_exp_tiny/config.json",
+				   "split_attention", NULL);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	const ir_node *att = node_named(m, "layers.2.qsa.att");
+	CHECK(node_is(m, "layers.2.qsa.att", IR_OP_MASKED_ATTENTION_BLOCKS, "block", 64) && att->n_in == 5 &&
+		      att->n_out == 2,
+	      "layers.2.qsa.att is not masked_attention_blocks (5 operands, 2 results) over blocks of 64 keys");
+	if (att && att->n_in == 5) {
+		int sync = f->values[att->in[3]].producer;
+		CHECK(sync >= 0 && f->nodes[sync].op == IR_OP_STATE_READ &&
+			      strcmp(m->states[f->nodes[sync].ref].kind, "sync") == 0 &&
+			      sync < test_node(m, "layers.2.qsa.att"),
+		      "operand 3 is not the sync state, read before the node");
+		CHECK(strcmp(f->values[att->in[4]].name, "layers.2.qsa.sel") == 0, "operand 4 is %s, not the mask",
+		      f->values[att->in[4]].name);
+	}
+	CHECK(strcmp(shape_of(m, "layers.2.qsa.att.part"), "0+T,4,4,18") == 0, "part shaped %s",
+	      shape_of(m, "layers.2.qsa.att.part"));
+	CHECK(count_op(f, IR_OP_MASKED_ATTENTION) == 0, "a masked_attention was left unsplit");
+	ir_module_free(m);
+}
+
 static void set_no_store(ir_module *m, const void *off)
 {
 	m->no_fuse_state_store = *(const bool *)off;
@@ -790,6 +819,7 @@ int main(void)
 	state_store_rules();
 	dsv4_rules();
 	dsv4_split_rules();
+	masked_split_rules();
 	every_write_stays_a_copy();
 	attention_rope_rules();
 	return test_finish("pass_rules_test");

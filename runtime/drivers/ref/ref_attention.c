@@ -75,9 +75,27 @@ bool ref_attention(const float *q, const float *k, const float *v, float *y, int
 /* The "no key" max score of an empty block, as the kernels write it. */
 #define NO_KEY_MAX (-3.0e38f)
 
-bool ref_attention_partial(const float *q, const float *k, const float *v, float *part, int64_t T, int64_t hq,
-			   int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t block, int64_t pos, float scale,
-			   ref_error *err)
+/* Whether key c of query row t counts: every key without a mask. */
+static bool key_live(const float *mask, int64_t t, int64_t C, int64_t c)
+{
+	return !mask || mask[t * C + c] != 0.0f;
+}
+
+int64_t ref_mask_empty_row(const float *mask, int64_t T, int64_t C, int64_t pos)
+{
+	for (int64_t t = 0; mask && t < T; t++) {
+		bool any = false;
+		for (int64_t c = 0; c <= pos + t && !any; c++)
+			any = key_live(mask, t, C, c);
+		if (!any)
+			return t;
+	}
+	return -1;
+}
+
+bool ref_attention_partial(const float *q, const float *k, const float *v, const float *mask, float *part, int64_t T,
+			   int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t block, int64_t pos,
+			   float scale, ref_error *err)
 {
 	if (pos < 0 || pos + T > C)
 		return ref_fail(err, "attention_partial", "positions [%" PRId64 ", %" PRId64
@@ -85,6 +103,9 @@ bool ref_attention_partial(const float *q, const float *k, const float *v, float
 	if (hk <= 0 || hq % hk != 0 || block <= 0)
 		return ref_fail(err, "attention_partial", "%" PRId64 " query heads, %" PRId64 " kv heads, block %" PRId64
 				": heads must divide and the block be positive", hq, hk, block);
+	int64_t empty = ref_mask_empty_row(mask, T, C, pos);
+	if (empty >= 0)
+		return ref_fail(err, "attention_partial", "query row %" PRId64 " sees no key", empty);
 	int64_t S = (C + block - 1) / block, group = hq / hk;
 	float *s = malloc((size_t)block * sizeof *s);
 	if (!s)
@@ -101,11 +122,12 @@ bool ref_attention_partial(const float *q, const float *k, const float *v, float
 					for (int64_t i = 0; i < d; i++)
 						dot += (double)qr[i] * (double)k[(c * hk + kv) * d + i];
 					s[c - lo] = (float)dot * scale;
-					m = fmaxf(m, s[c - lo]);
+					if (key_live(mask, t, C, c))
+						m = fmaxf(m, s[c - lo]);
 				}
 				double l = 0.0;
 				for (int64_t c = lo; c < hi; c++)
-					l += (double)(s[c - lo] = expf(s[c - lo] - m));
+					l += (double)(s[c - lo] = key_live(mask, t, C, c) ? expf(s[c - lo] - m) : 0.0f);
 				for (int64_t ch = 0; ch < dv; ch++) {
 					double acc = 0.0;
 					for (int64_t c = lo; c < hi; c++)

@@ -426,7 +426,7 @@ static bool exec_attention_rope(exec_ctx *c, const float *q)
 		k = keys;
 	}
 	ref_error e;
-	bool ok = ref_attention_partial(qn, k, c->p[2], c->p[o + 1], T, hq, hk, D, c->dim[2][2], C, A_I("block", 1),
+	bool ok = ref_attention_partial(qn, k, c->p[2], NULL, c->p[o + 1], T, hq, hk, D, c->dim[2][2], C, A_I("block", 1),
 					c->pos, A_F("scale", 1.0f), &e);
 	free(qn);
 	if (!ok)
@@ -468,14 +468,16 @@ static bool exec_main(exec_ctx *c, const float *x)
 			return ref_failed(c, &e);
 		return true;
 	case OP_ATTENTION_PARTIAL:
-		if (!ref_attention_partial(x, c->p[1], c->p[2], y, c->dim[0][0], c->dim[0][1], c->dim[1][1],
+		if (!ref_attention_partial(x, c->p[1], c->p[2], NULL, y, c->dim[0][0], c->dim[0][1], c->dim[1][1],
 					   c->dim[0][2], c->dim[2][2], c->dim[1][0], A_I("block", 1), c->pos,
 					   A_F("scale", 1.0f), &e))
 			return ref_failed(c, &e);
 		return true;
-	case OP_ATTENTION_BLOCKS: { /* (q, k, v, sync) -> (y, part): the partial, then its merge */
+	case OP_ATTENTION_BLOCKS: /* (q, k, v, sync[, mask]) -> (y, part): the partial, then its merge */
+	case OP_MASKED_ATTENTION_BLOCKS: {
 		float *part = c->p[d->n_in + d->n_extra + 1];
-		if (!ref_attention_partial(x, c->p[1], c->p[2], part, c->dim[0][0], c->dim[0][1], c->dim[1][1],
+		const float *mask = d->op == OP_MASKED_ATTENTION_BLOCKS ? c->p[4] : NULL;
+		if (!ref_attention_partial(x, c->p[1], c->p[2], mask, part, c->dim[0][0], c->dim[0][1], c->dim[1][1],
 					   c->dim[0][2], c->dim[2][2], c->dim[1][0], A_I("block", 1), c->pos,
 					   A_F("scale", 1.0f), &e))
 			return ref_failed(c, &e);

@@ -163,13 +163,14 @@ bool ref_attention(const float *q, const float *k, const float *v, float *y, int
 		   ref_error *err);
 
 /* Split attention (docs/ops.md): key block b of query row (t, j) covers
- * keys [b * block, min((b + 1) * block, pos + t + 1)); part [T,hq,S,dv+2],
+ * keys [b * block, min((b + 1) * block, pos + t + 1)), those with
+ * mask[t * C + c] != 0 where mask [T,C] is not NULL; part [T,hq,S,dv+2],
  * S = ceil(C / block), gets per block sum_c e^(s_c - m) v_c, then m (the
  * block's max score, -3e38 for a block with no key) and sum_c e^(s_c - m)
- * (0 for none). False when pos+T > C. */
-bool ref_attention_partial(const float *q, const float *k, const float *v, float *part, int64_t T, int64_t hq,
-			   int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t block, int64_t pos, float scale,
-			   ref_error *err);
+ * (0 for none). False when pos+T > C or a masked row sees no key. */
+bool ref_attention_partial(const float *q, const float *k, const float *v, const float *mask, float *part, int64_t T,
+			   int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t block, int64_t pos,
+			   float scale, ref_error *err);
 /* part [T,hq,S,dv+2] -> y [T,hq,dv]: the blocks' sums rescaled to their
  * common max, over their rescaled denominators (f64 sums). */
 void ref_attention_combine(const float *part, float *y, int64_t rows, int64_t S, int64_t dv);
@@ -303,6 +304,10 @@ typedef struct {
  * nb*c..p are 1. False when pos+T > C. */
 bool ref_qsa_select(const ref_qsa_params *p, const float *q, const float *keys, const float *k_norm, float *mask,
 		    int64_t T, int64_t h, int64_t d, int64_t C, int64_t pos, ref_error *err);
+
+/* The first query row t of a mask [T,C] with no non-zero entry among keys
+ * 0..pos+t, or -1 (also for a NULL mask). */
+int64_t ref_mask_empty_row(const float *mask, int64_t T, int64_t C, int64_t pos);
 
 /* ref_attention restricted to the keys j <= pos+t with mask[t,j] != 0;
  * mask [T,C]. False when pos+T > C or a query row sees no key. */

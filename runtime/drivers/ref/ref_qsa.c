@@ -113,18 +113,6 @@ static void attend_masked(const float *q, const float *k, const float *v, const 
 	}
 }
 
-static bool rows_have_keys(const float *mask, int64_t T, int64_t C, int64_t pos, ref_error *err)
-{
-	for (int64_t t = 0; t < T; t++) {
-		bool any = false;
-		for (int64_t j = 0; j <= pos + t && !any; j++)
-			any = mask[t * C + j] != 0.0f;
-		if (!any)
-			return ref_fail(err, "masked_attention", "query row %" PRId64 " sees no key", t);
-	}
-	return true;
-}
-
 bool ref_masked_attention(const float *q, const float *k, const float *v, const float *mask, float *y, int64_t T,
 			  int64_t hq, int64_t hk, int64_t d, int64_t dv, int64_t C, int64_t pos, float scale,
 			  ref_error *err)
@@ -135,8 +123,9 @@ bool ref_masked_attention(const float *q, const float *k, const float *v, const 
 	if (hk <= 0 || hq % hk != 0)
 		return ref_fail(err, "masked_attention", "%" PRId64 " query heads are not a multiple of %" PRId64
 				" kv heads", hq, hk);
-	if (!rows_have_keys(mask, T, C, pos, err))
-		return false;
+	int64_t empty = ref_mask_empty_row(mask, T, C, pos);
+	if (empty >= 0)
+		return ref_fail(err, "masked_attention", "query row %" PRId64 " sees no key", empty);
 	float *s = malloc((size_t)(pos + T) * sizeof *s);
 	if (!s)
 		return ref_fail(err, "masked_attention", "out of memory");
