@@ -1934,9 +1934,10 @@ static bool build_qsa_select(kv_build *b)
 	if (!isfinite(d->u.qsa.base) || d->u.qsa.base <= 0.0f || !isfinite(d->u.qsa.eps) || d->u.qsa.eps < 0.0f)
 		return fail(b, "base %g must be positive and eps %g non-negative", (double)d->u.qsa.base,
 			    (double)d->u.qsa.eps);
-	/* q staged, a bit a block (blocks 0 .. nb_max), a count a lane (qsa_select.comp) */
+	/* q staged, a bit a block (blocks 0 .. nb_max), a count a lane, a
+	 * byte's 256 bins (qsa_select.comp) */
 	int64_t pick_words = (nb_max + 32) / 32;
-	if (((uint64_t)h * D + (uint64_t)pick_words + ls) * 4 > KV_SHARED_LIMIT)
+	if (((uint64_t)h * D + (uint64_t)pick_words + ls + 256) * 4 > KV_SHARED_LIMIT)
 		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
 			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
 	b->p->template = "qsa_select";

@@ -12,6 +12,7 @@
 HALO_SHARED float qs[H * D];
 HALO_SHARED uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
 HALO_SHARED uint lane_n[LS_X];
+HALO_SHARED uint bins[256]; // select_key's counts of one byte's values
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
@@ -64,34 +65,41 @@ static uint rank_key(float s)
 	return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
 }
 
-// The number of blocks b < nb whose key is >= v (or > v, strict), every
-// lane's count summed by every lane in lane order.
-uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
+// The TOP-th best of the nb >= TOP blocks' keys a byte at a time, and in
+// need how many of the blocks at it are among the TOP (qsa_select.comp's
+// select_key).
+uint select_key(uint l, uint row, uint nb, uint &need)
 {
-	uint n = 0u;
-	for (uint b = l; b < nb; b += LS_X) {
-		uint k = rank_key(mask[row + b]);
-		n += uint(strict ? k > v : k >= v);
+	uint v = 0u;
+	need = TOP;
+	for (int shift = 24; shift >= 0; shift -= 8) {
+		uint high = shift == 24 ? 0u : ~0u << uint(shift + 8);
+		for (uint i = l; i < 256u; i += LS_X)
+			bins[i] = 0u;
+		barrier();
+		for (uint b = l; b < nb; b += LS_X) {
+			uint k = rank_key(mask[row + b]);
+			if ((k & high) == v)
+				atomicAdd(bins[(k >> uint(shift)) & 255u], 1u);
+		}
+		barrier();
+		uint above = 0u, digit = 255u;
+		while (above + bins[digit] < need) {
+			above += bins[digit];
+			digit--;
+		}
+		need -= above;
+		v |= digit << uint(shift);
+		barrier();
 	}
-	lane_n[l] = n;
-	barrier();
-	uint total = 0u;
-	for (uint i = 0u; i < LS_X; i++)
-		total += lane_n[i];
-	barrier();
-	return total;
+	return v;
 }
 
 // The TOP best of nb > TOP blocks (qsa_select.comp's pick_top).
 void pick_top(uint l, uint row, uint nb)
 {
-	uint v = 0u;
-	for (int bit = 31; bit >= 0; bit--) {
-		uint cand = v | (1u << uint(bit));
-		if (count_keys(l, row, nb, cand, false) >= TOP)
-			v = cand;
-	}
-	uint need = TOP - count_keys(l, row, nb, v, true);
+	uint need;
+	uint v = select_key(l, row, nb, need);
 	uint per = (((nb + LS_X - 1u) / LS_X) + 31u) & ~31u;
 	uint b0 = min(l * per, nb), b1 = min(b0 + per, nb);
 	uint eq = 0u;

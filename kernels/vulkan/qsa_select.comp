@@ -9,11 +9,13 @@
 // sum_h relu(q_h . key) / sqrt(D) against the token's q staged in shared
 // memory. Every sum runs in one lane in a fixed order, so a token's scores,
 // and so its mask, never depend on T. The lanes then pick the TOP blocks
-// together (pick_top: the TOP-th best score by bisection of its bits, a
-// pass over the scores a bit, where one lane scanning them TOP times was
-// TOP * nb steps, 4 M at 32k tokens), and every lane writes its share of
-// the mask row. Which blocks are kept is a set the ranking defines,
-// whatever the lanes.
+// together (pick_top: the TOP-th best score a byte at a time, four passes
+// over the scores, each counting them into 256 bins, where one lane
+// scanning them TOP times was TOP * nb steps, 4 M at 32k tokens, and a
+// bisection a bit at a time was 33 passes, each every lane summing all
+// LS_X lanes' counts), and every lane writes its share of the mask row.
+// The counts are integers, the same in any order, and which blocks are
+// kept is a set the ranking defines, whatever the lanes.
 // Grid: x = 1, y = T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
@@ -27,6 +29,7 @@ layout(set = 0, binding = B_Y) coherent buffer Mb { float mask[]; };
 shared float qs[H * D];
 shared uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
 shared uint lane_n[LS_X];
+shared uint bins[256]; // select_key's counts of one byte's values
 
 float block_score(uint b)
 {
@@ -69,38 +72,48 @@ uint rank_key(float s)
 	return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
 }
 
-// The number of blocks b < nb whose key is >= v (or > v, strict), every
-// lane's count summed by every lane in lane order.
-uint count_keys(uint l, uint row, uint nb, uint v, bool strict)
+// The TOP-th best of the nb >= TOP blocks' keys, v, a byte at a time from
+// the top: the keys that share the bytes found so far are counted into
+// bins by their next byte, and that byte is the highest whose bin and those
+// above it hold the rank still wanted. need: on return, how many of the
+// blocks at v are among the TOP (at least 1). Every lane calls it and gets
+// the same v and need.
+uint select_key(uint l, uint row, uint nb, out uint need)
 {
-	uint n = 0u;
-	for (uint b = l; b < nb; b += LS_X) {
-		uint k = rank_key(mask[row + b]);
-		n += uint(strict ? k > v : k >= v);
+	uint v = 0u;
+	need = TOP;
+	for (int shift = 24; shift >= 0; shift -= 8) {
+		uint high = shift == 24 ? 0u : ~0u << uint(shift + 8);
+		for (uint i = l; i < 256u; i += LS_X)
+			bins[i] = 0u;
+		barrier();
+		for (uint b = l; b < nb; b += LS_X) {
+			uint k = rank_key(mask[row + b]);
+			if ((k & high) == v)
+				atomicAdd(bins[(k >> uint(shift)) & 255u], 1u);
+		}
+		barrier();
+		uint above = 0u, digit = 255u;
+		while (above + bins[digit] < need) {
+			above += bins[digit];
+			digit--;
+		}
+		need -= above;
+		v |= digit << uint(shift);
+		barrier();
 	}
-	lane_n[l] = n;
-	barrier();
-	uint total = 0u;
-	for (uint i = 0u; i < LS_X; i++)
-		total += lane_n[i];
-	barrier();
-	return total;
+	return v;
 }
 
 // Marks the TOP best of nb > TOP blocks (higher score, then lower index):
-// the TOP-th best key v, bit by bit from the top (the largest v with at
-// least TOP keys >= v), then every block above v and, in index order, the
-// first TOP - #(above v) blocks at v. Lane l owns a run of whole words of
-// picked[] and counts, before its run, the blocks at v of the lanes before.
+// the TOP-th best key v (select_key), then every block above v and, in
+// index order, the first `need` blocks at v. Lane l owns a run of whole
+// words of picked[] and counts, before its run, the blocks at v of the
+// lanes before.
 void pick_top(uint l, uint row, uint nb)
 {
-	uint v = 0u;
-	for (int bit = 31; bit >= 0; bit--) {
-		uint cand = v | (1u << uint(bit));
-		if (count_keys(l, row, nb, cand, false) >= TOP)
-			v = cand;
-	}
-	uint need = TOP - count_keys(l, row, nb, v, true);
+	uint need;
+	uint v = select_key(l, row, nb, need);
 	uint per = (((nb + LS_X - 1u) / LS_X) + 31u) & ~31u;
 	uint b0 = min(l * per, nb), b1 = min(b0 + per, nb);
 	uint eq = 0u;

@@ -2,7 +2,8 @@
  * have fewer complete blocks than top_blocks), decode deep in the cache, odd
  * head dims, block sizes and cache lengths, partial rope; and batch
  * invariance (T tokens in one dispatch equal T one-token dispatches,
- * bitwise).
+ * bitwise). And ties: with q zero every score is 0 and the TOP blocks of
+ * lowest index are kept (the selection's bytes all equal at every step).
  *
  * The mask is 0/1 and must match exactly. The kernel scores blocks in f32
  * (the reference in f64), so two blocks whose scores differ by less than the
@@ -19,6 +20,7 @@
 typedef struct {
 	int64_t h, D, C;
 	ref_qsa_params p;
+	bool tied; /* q zero: every block scores 0 */
 } qsa_shape;
 
 static bool build(harness *hn, const qsa_shape *s, hkernel *k)
@@ -57,6 +59,8 @@ static qsa_data data_new(const qsa_shape *s, int64_t T, uint32_t *seed)
 	qsa_data a = {alloc_floats(nq), alloc_floats(nk), alloc_floats((size_t)s->D), alloc_floats(nm),
 		      alloc_floats(nm)};
 	fill_random(a.q, nq, 1.0f, seed);
+	if (s->tied)
+		memset(a.q, 0, nq * sizeof *a.q);
 	fill_random(a.keys, nk, 1.0f, seed);
 	fill_random(a.kw, (size_t)s->D, 0.5f, seed);
 	return a;
@@ -114,15 +118,16 @@ int main(void)
 	uint32_t seed = 5150;
 	bool ok = true;
 	/* h, D, C, {block, top_blocks, rot_dim, base, eps} */
-	ok &= qsa_case(hn, (qsa_shape){2, 16, 64, {4, 3, 16, 10000.0f, 1e-6f}}, 37, 0, &seed);   /* prefill */
-	ok &= qsa_case(hn, (qsa_shape){2, 16, 256, {4, 5, 8, 10000.0f, 1e-6f}}, 1, 200, &seed);  /* decode */
-	ok &= qsa_case(hn, (qsa_shape){3, 10, 47, {5, 2, 6, 500.0f, 1e-5f}}, 7, 30, &seed);      /* odd */
-	ok &= qsa_case(hn, (qsa_shape){4, 32, 300, {16, 4, 32, 1e6f, 1e-6f}}, 40, 250, &seed);   /* long */
+	ok &= qsa_case(hn, (qsa_shape){2, 16, 64, {4, 3, 16, 10000.0f, 1e-6f}, false}, 37, 0, &seed);   /* prefill */
+	ok &= qsa_case(hn, (qsa_shape){2, 16, 256, {4, 5, 8, 10000.0f, 1e-6f}, false}, 1, 200, &seed);  /* decode */
+	ok &= qsa_case(hn, (qsa_shape){3, 10, 47, {5, 2, 6, 500.0f, 1e-5f}, false}, 7, 30, &seed);      /* odd */
+	ok &= qsa_case(hn, (qsa_shape){4, 32, 300, {16, 4, 32, 1e6f, 1e-6f}, false}, 40, 250, &seed);   /* long */
 	/* a 32k context of blocks of 4: 8448 blocks (scores and flags in shared
 	 * memory were past its 32 KiB before they moved to the mask row and
 	 * bits), two decode tokens, each lane owning two words of flags */
-	ok &= qsa_case(hn, (qsa_shape){4, 64, 33792, {4, 64, 32, 1e7f, 1e-6f}}, 2, 33700, &seed);
-	ok &= invariance(hn, (qsa_shape){2, 16, 128, {4, 3, 16, 10000.0f, 1e-6f}}, 9, 60, &seed);
+	ok &= qsa_case(hn, (qsa_shape){4, 64, 33792, {4, 64, 32, 1e7f, 1e-6f}, false}, 2, 33700, &seed);
+	ok &= qsa_case(hn, (qsa_shape){2, 16, 4096, {4, 40, 16, 10000.0f, 1e-6f}, true}, 3, 3000, &seed); /* ties */
+	ok &= invariance(hn, (qsa_shape){2, 16, 128, {4, 3, 16, 10000.0f, 1e-6f}, false}, 9, 60, &seed);
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }
