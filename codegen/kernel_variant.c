@@ -1917,10 +1917,13 @@ static bool build_ngram_embed(kv_build *b)
 }
 
 /* qsa_select.comp keeps the token's q and per-block scores and picks in
- * shared memory. */
+ * shared memory. qsa_select_blocks (BLOCKS): a token's blocks over as many
+ * workgroups as its lanes need at the cache's length (grid x), a block a
+ * lane, the token's last workgroup to finish picking. */
 static bool build_qsa_select(kv_build *b)
 {
 	const kv_desc *d = b->d;
+	bool blocks = d->op == IR_OP_QSA_SELECT_BLOCKS;
 	int64_t h = d->u.qsa.h, D = d->u.qsa.D, C = d->u.qsa.C, c = d->u.qsa.block, top = d->u.qsa.top;
 	int64_t rot = d->u.qsa.rot_dim, nb_max = C / (c > 0 ? c : 1);
 	uint32_t ls;
@@ -1931,6 +1934,9 @@ static bool build_qsa_select(kv_build *b)
 		return false;
 	if (rot < 2 || rot > D || rot % 2)
 		return fail(b, "rot_dim %" PRId64 " must be even and in [2, D = %" PRId64 "]", rot, D);
+	if (blocks && d->t_max > d->u.qsa.sync_rows)
+		return fail(b, "sync state of %" PRId64 " rows cannot count the tokens of a step of %" PRId64,
+			    d->u.qsa.sync_rows, d->t_max);
 	if (!isfinite(d->u.qsa.base) || d->u.qsa.base <= 0.0f || !isfinite(d->u.qsa.eps) || d->u.qsa.eps < 0.0f)
 		return fail(b, "base %g must be positive and eps %g non-negative", (double)d->u.qsa.base,
 			    (double)d->u.qsa.eps);
@@ -1941,8 +1947,8 @@ static bool build_qsa_select(kv_build *b)
 		return fail(b, "%" PRId64 " heads of %" PRId64 " and %" PRId64 " blocks need more than %d bytes of"
 			    " shared memory", h, D, nb_max, KV_SHARED_LIMIT);
 	b->p->template = "qsa_select";
-	sb_printf(&b->sig, "qsa_select h=%" PRId64 " D=%" PRId64 " C=%" PRId64 " block=%" PRId64 " top=%" PRId64
-		  " rot=%" PRId64 " base=%.9g eps=%.9g", h, D, C, c, top, rot, (double)d->u.qsa.base,
+	sb_printf(&b->sig, "%s h=%" PRId64 " D=%" PRId64 " C=%" PRId64 " block=%" PRId64 " top=%" PRId64
+		  " rot=%" PRId64 " base=%.9g eps=%.9g", op_name(d->op), h, D, C, c, top, rot, (double)d->u.qsa.base,
 		  (double)d->u.qsa.eps);
 	def_uint(b, "H", h);
 	def_uint(b, "D", D);
@@ -1951,10 +1957,15 @@ static bool build_qsa_select(kv_build *b)
 	def_uint(b, "TOP", top);
 	def_uint(b, "ROT", rot);
 	def_uint(b, "PICK_WORDS", pick_words);
+	def_int(b, "VEC4", D % 4 == 0);
 	def_float(b, "EPS", d->u.qsa.eps);
 	def_int(b, "USE_TREE", 0);
 	rope_table(b, &(ref_rope_params){.rot_dim = rot, .base = d->u.qsa.base});
 	per_token_grid(b, ls, 1, 1);
+	if (blocks) {
+		def_int(b, "BLOCKS", 1);
+		set_grid(b, 0, 0, nb_max > (int64_t)ls ? (nb_max + ls - 1) / ls : 1, 1);
+	}
 	return true;
 }
 
@@ -2675,6 +2686,7 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_SIGNED_SQRT, build_signed_sqrt, {"B_X"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_NGRAM_EMBED, build_ngram_embed, {"B_W", "B_IDS", "B_H"}, {"B_Y", "B_NH", "B_ST"}, 0, false, NULL},
 	{IR_OP_QSA_SELECT, build_qsa_select, {"B_Q", "B_K", "B_NW"}, {"B_Y"}, 0, false, lanes_space},
+	{IR_OP_QSA_SELECT_BLOCKS, build_qsa_select, {"B_Q", "B_K", "B_NW", "B_SY"}, {"B_Y"}, 0, false, lanes_space},
 	{IR_OP_COMPRESS_KV, build_compress_kv, {"B_C", "B_Z", "B_BIAS"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_INDEX_TOPK, build_index_topk, {"B_Q", "B_HW", "B_K"}, {"B_IDS"}, 0, false, NULL},
 	{IR_OP_SINK_ATTENTION, build_sink_attention, {"B_Q", "B_KV", "B_SINK", "B_ENT", "B_IDS"}, {"B_Y"}, 0, false,

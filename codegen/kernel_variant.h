@@ -228,7 +228,8 @@ typedef struct {
 		} ngram;
 		/* (q[T,h,D], keys[C,D], k_norm[D] f32) -> mask[T,C] f32: block = c, top =
 		 * top_blocks, rot_dim, base and eps of the block keys' norm and rope */
-		struct { int64_t h, D, C, block, top, rot_dim; float base, eps; } qsa;
+		/* QSA_SELECT_BLOCKS: also sync[sync_rows,1] */
+		struct { int64_t h, D, C, block, top, rot_dim, sync_rows; float base, eps; } qsa;
 		/* COMPRESS_KV (c[N,w*D], z[N,w*D], bias[ratio,w*D]) -> y[T,D], w = 1 + overlap;
 		 * position q is row q mod N of c and z */
 		struct { int64_t N, D, ratio; bool overlap; } compress;

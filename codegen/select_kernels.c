@@ -496,6 +496,8 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 	case IR_OP_NGRAM_EMBED:
 		return ngram_desc(d, k, err, errlen);
 	case IR_OP_QSA_SELECT:
+	case IR_OP_QSA_SELECT_BLOCKS: /* and sync [rows, 1] */
+		k->u.qsa.sync_rows = d->op == IR_OP_QSA_SELECT_BLOCKS ? cdim(&d->operand[3], 0) : 0;
 		k->u.qsa.h = cdim(x, 1);
 		k->u.qsa.D = cdim(x, 2);
 		k->u.qsa.C = cdim(&d->operand[1], 0);

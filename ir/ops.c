@@ -904,6 +904,13 @@ static bool infer_qsa_select(infer_ctx *c)
 	return true;
 }
 
+/* qsa_select_blocks: qsa_select's operands, then sync [t, 1] i32, a counter
+ * per token of a step of at most t. */
+static bool infer_qsa_select_blocks(infer_ctx *c)
+{
+	return infer_qsa_select(c) && need_rank(c, 3, 2) && need_i32(c, 3) && need_const_dim(c, 3, 0);
+}
+
 static bool infer_masked_attention(infer_ctx *c)
 {
 	if (!need_rank(c, 3, 2) || !need_float(c, 3) || !need_dim_eq(c, 0, 0, 3, 0, "token counts of q and mask") ||
@@ -1230,6 +1237,8 @@ static const op_def ops[IR_OP_COUNT] = {
 	[IR_OP_NGRAM_EMBED] = {{IR_OP_NGRAM_EMBED, 3, 3, 2, PURE | STEPS, ATTRS(a_ngram)}, infer_ngram_embed},
 	[IR_OP_CONV1D_DILATED] = {{IR_OP_CONV1D_DILATED, 3, 3, 2, PURE | STEPS, ATTRS(a_conv_dilated)}, infer_conv1d},
 	[IR_OP_QSA_SELECT] = {{IR_OP_QSA_SELECT, 3, 3, 1, PURE, ATTRS(a_qsa_select)}, infer_qsa_select},
+	[IR_OP_QSA_SELECT_BLOCKS] = {{IR_OP_QSA_SELECT_BLOCKS, 4, 4, 1, PURE, ATTRS(a_qsa_select)},
+				     infer_qsa_select_blocks},
 	[IR_OP_MASKED_ATTENTION] = {{IR_OP_MASKED_ATTENTION, 4, 4, 1, PURE, ATTRS(a_scale_attr)},
 				    infer_masked_attention},
 	[IR_OP_ROWS_AT_POS] = {{IR_OP_ROWS_AT_POS, 1, 1, 1, PURE, ATTRS(a_rows_at_pos)}, infer_rows_at_pos},

@@ -51,7 +51,8 @@ static const pipeline_pass passes[] = {
 	 run_fuse_state_store, false},
 	{"split_moe", "moe_experts into moe_gate_up and moe_down dispatches", run_split_moe, false},
 	{"split_attention",
-	 "attention, masked_attention into their _blocks forms; sink_attention, index_topk into per-block halves and merge",
+	 "attention, masked_attention, qsa_select into their _blocks forms; sink_attention, index_topk into per-block"
+	 " halves and merge",
 	 run_split_attention, false},
 	{"fuse_attention_rope", "decode steps' q/k norm and rope into attention_rope (and its cache write)",
 	 run_fuse_attention_rope, false},

@@ -14,6 +14,14 @@
  *    QSA's attention (models/qwen4_exp.yaml) scans every cache row, masked
  *    or not, so unsplit it is the same serial loop (24 workgroups of 4096
  *    keys each at 4096 tokens of the Qwen3.8 Flash cut);
+ *  - qsa_select -> qsa_select_blocks (a sync state of [t_max, 1]): its
+ *    blocks scored by as many workgroups of a token as its lanes need, a
+ *    block a lane, the token's last to finish picking the best and writing
+ *    the mask. Unsplit, one workgroup a token scores every block, a lane
+ *    building several block keys in turn, each from BLOCK * d loads (4
+ *    blocks a lane at 4096 tokens of the Flash cut, 346 us a token in the
+ *    H100's profile). Every size of cache is folded: the kernel's grid
+ *    follows the cache, one workgroup where its lanes cover the blocks;
  *  - sink_attention -> sink_attention_partial + attention_combine (the sink
  *    enters block 0 alone, so the combine's math is the same); unsplit, a
  *    group of heads streams a row's whole key list in one workgroup;
@@ -139,16 +147,16 @@ static int split_by_rule(ir_module *m, ir_func *f, int nid, const split_rule *r,
 	return pid;
 }
 
-/* The sync counters of attention_blocks node `name`: a module state of kind
- * "sync", one i32 per (token, query head) row of the longest step of any
- * entry. */
-static int sync_state(ir_module *m, const char *name, int64_t hq, int layer, ir_loc loc)
+/* The sync counters of a *_blocks node `name`: a module state of kind
+ * "sync", `width` i32 per token (attention's: a query head each) of the
+ * longest step of any entry. */
+static int sync_state(ir_module *m, const char *name, int64_t width, int layer, ir_loc loc)
 {
 	int64_t t_max = 1;
 	for (int e = 0; e < m->n_entries; e++)
 		t_max = m->entries[e].t_max > t_max ? m->entries[e].t_max : t_max;
 	ir_state s = {.name = ir_arena_printf(&m->arena, "%s.sync", name),
-		      .shape = {.rank = 2, .dim = {ir_dim_const(t_max), ir_dim_const(hq)}},
+		      .shape = {.rank = 2, .dim = {ir_dim_const(t_max), ir_dim_const(width)}},
 		      .dtype = HALO_I32,
 		      .kind = "sync",
 		      .slots_of = -1,
@@ -156,6 +164,29 @@ static int sync_state(ir_module *m, const char *name, int64_t hq, int layer, ir_
 		      .loc = loc};
 	int id = ir_module_state(m, s.name);
 	return id >= 0 ? id : ir_module_add_state(m, &s);
+}
+
+/* Node nid's sync state (a counter per row of `width`, made by sync_state)
+ * read through a new state_read node, whose id is returned in *rid (to be
+ * placed before the node); its value. */
+static int read_sync(ir_module *m, ir_func *f, int nid, int64_t width, int *rid)
+{
+	const ir_node *n = &f->nodes[nid];
+	int layer = n->layer;
+	ir_loc loc = n->loc;
+	int state = sync_state(m, n->name, width, layer, loc);
+	*rid = ir_func_add_node(m, f, IR_OP_STATE_READ, m->states[state].name, loc);
+	int sv = ir_func_add_value(m, f, m->states[state].name, *rid, 0);
+	f->values[sv].shape = m->states[state].shape;
+	f->values[sv].dtype = HALO_I32;
+	f->values[sv].shape_known = true;
+	ir_node *r = &f->nodes[*rid];
+	r->ref = state;
+	r->layer = layer;
+	r->n_out = 1;
+	r->out = ir_arena_alloc(&m->arena, sizeof(int));
+	r->out[0] = sv;
+	return sv;
 }
 
 /* attention (q, k, v) -> attention_blocks (q, k, v, sync) -> (y, part),
@@ -172,20 +203,7 @@ static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 	if (C <= block)
 		return SPLIT_KEEP;
 	const char *name = n->name;
-	int layer = n->layer;
-	ir_loc loc = n->loc;
-	int state = sync_state(m, name, f->values[n->in[0]].shape.dim[1].c, layer, loc);
-	int rid = ir_func_add_node(m, f, IR_OP_STATE_READ, m->states[state].name, loc);
-	int sv = ir_func_add_value(m, f, m->states[state].name, rid, 0);
-	f->values[sv].shape = m->states[state].shape;
-	f->values[sv].dtype = HALO_I32;
-	f->values[sv].shape_known = true;
-	ir_node *r = &f->nodes[rid];
-	r->ref = state;
-	r->layer = layer;
-	r->n_out = 1;
-	r->out = ir_arena_alloc(&m->arena, sizeof(int));
-	r->out[0] = sv;
+	int rid, sv = read_sync(m, f, nid, f->values[n->in[0]].shape.dim[1].c, &rid);
 	n = &f->nodes[nid]; /* the appends may have moved the node array */
 	int n_in = masked ? 5 : 4;
 	int *in = ir_arena_alloc(&m->arena, (size_t)n_in * sizeof(int)), *out = ir_arena_alloc(&m->arena, 2 * sizeof(int));
@@ -212,11 +230,29 @@ static int fold_attention(ir_module *m, ir_func *f, int nid, ir_error *err)
 	return rid;
 }
 
+/* qsa_select (q, keys, k_norm) -> qsa_select_blocks (q, keys, k_norm,
+ * sync): the node keeps its name and result and gains a counter a token,
+ * read through a new state_read node returned to be placed before it. */
+static int fold_qsa(ir_module *m, ir_func *f, int nid)
+{
+	int rid, sv = read_sync(m, f, nid, 1, &rid);
+	ir_node *n = &f->nodes[nid];
+	int *in = ir_arena_alloc(&m->arena, 4 * sizeof(int));
+	memcpy(in, n->in, 3 * sizeof(int));
+	in[3] = sv;
+	n->op = IR_OP_QSA_SELECT_BLOCKS;
+	n->in = in;
+	n->n_in = 4;
+	return rid;
+}
+
 static int split_attention(ir_module *m, ir_func *f, int nid, void *ctx, ir_error *err)
 {
 	(void)ctx;
 	if (f->nodes[nid].op == IR_OP_ATTENTION || f->nodes[nid].op == IR_OP_MASKED_ATTENTION)
 		return fold_attention(m, f, nid, err);
+	if (f->nodes[nid].op == IR_OP_QSA_SELECT)
+		return fold_qsa(m, f, nid);
 	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
 		if (f->nodes[nid].op == rules[i].op)
 			return split_by_rule(m, f, nid, &rules[i], err);

@@ -7,23 +7,53 @@
 // lanes pick the best min(TOP, nb) (ties: lower index) together (pick_top)
 // and the mask row gets them plus the tail rows nb*BLOCK .. p. The loops
 // over key[] are unrolled so it stays in registers (README.md).
-// Grid: x = 1, y = T.
+// With BLOCKS (qsa_select_blocks) a token's blocks are spread over grid x,
+// a block a lane, and the token's last workgroup to finish scoring picks,
+// as the GLSL's BLOCKS.
+// Grid: x = 1 (BLOCKS: ceil(C / BLOCK / LS_X)), y = T.
 
 HALO_SHARED float qs[H * D];
 HALO_SHARED uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
 HALO_SHARED uint lane_n[LS_X];
 HALO_SHARED uint bins[256]; // select_key's counts of one byte's values
+#ifdef BLOCKS
+HALO_SHARED bool last_group;
+#endif
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
 const float *__restrict__ keys = (const float *)args.b[B_K];
+#if VEC4
+const vec4 *__restrict__ keys4 = (const vec4 *)args.b[B_K];
+#endif
 const float *__restrict__ kw = (const float *)args.b[B_NW];
+#ifdef BLOCKS
+// the scores of the token's other workgroups are read by its last: volatile,
+// so that those loads reach the device's coherent cache (attention_merge.hip's part)
+volatile float *mask = (volatile float *)args.b[B_Y];
+uint *counts = (uint *)args.b[B_SY];
+#else
 float *mask = (float *)args.b[B_Y]; // scores, then the mask: read and written
+#endif
 
 float block_score(uint b)
 {
 	float key[D];
 	float ss = 0.0f;
+	// the mean key, four channels a load with VEC4 (qsa_select.comp)
+#if VEC4
+#pragma unroll
+	for (uint i = 0u; i < D; i += 4u) {
+		vec4 acc = vec4(0.0f);
+		for (uint r = 0u; r < BLOCK; r++)
+			acc += keys4[((b * BLOCK + r) * D + i) / 4u];
+#pragma unroll
+		for (uint c = 0u; c < 4u; c++) {
+			key[i + c] = acc[c] / float(BLOCK);
+			ss += key[i + c] * key[i + c];
+		}
+	}
+#else
 #pragma unroll
 	for (uint i = 0u; i < D; i++) {
 		float acc = 0.0f;
@@ -32,6 +62,7 @@ float block_score(uint b)
 		key[i] = acc / float(BLOCK);
 		ss += key[i] * key[i];
 	}
+#endif
 	float inv = inversesqrt(ss / float(D) + EPS);
 #pragma unroll
 	for (uint i = 0u; i < D; i++)
@@ -122,18 +153,48 @@ void pick_top(uint l, uint row, uint nb)
 	}
 }
 
+#ifdef BLOCKS
+// True in the last of the n workgroups scoring token t's blocks to arrive,
+// which has zeroed its counter (qsa_select.comp's last_to_score).
+bool last_to_score(uint t, uint n)
+{
+	memoryBarrierBuffer();
+	barrier();
+	if (gl_LocalInvocationID.x == 0u) {
+		last_group = atomicAdd(counts[t], 1u) + 1u == n;
+		if (last_group)
+			counts[t] = 0u;
+	}
+	barrier();
+	memoryBarrierBuffer();
+	return last_group;
+}
+#endif
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
 	uint p = step_pos + t, nb = (p + 1u) / BLOCK, row = t * C;
 	// nb <= TOP keeps every block, so nothing is scored (qsa_select.comp);
-	// nb is the same for every lane
+	// nb is the same for every lane. Workgroup g of the `live` ones with
+	// blocks scores blocks g * LS_X + l, then every live * LS_X-th.
+#ifdef BLOCKS
+	uint g = gl_WorkGroupID.x, live = nb > TOP ? (nb + LS_X - 1u) / LS_X : 1u;
+	if (g >= live)
+		return;
+#else
+	uint g = 0u, live = 1u;
+#endif
 	if (nb > TOP) {
 		for (uint i = l; i < H * D; i += LS_X)
 			qs[i] = q[t * H * D + i];
 		barrier();
-		for (uint b = l; b < nb; b += LS_X)
+		for (uint b = g * LS_X + l; b < nb; b += live * LS_X)
 			mask[row + b] = block_score(b);
+#ifdef BLOCKS
+		if (!last_to_score(t, live))
+			return;
+#endif
 		barrier();
 		pick_top(l, row, nb);
 		barrier();

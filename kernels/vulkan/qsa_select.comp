@@ -16,15 +16,29 @@
 // LS_X lanes' counts), and every lane writes its share of the mask row.
 // The counts are integers, the same in any order, and which blocks are
 // kept is a set the ranking defines, whatever the lanes.
-// Grid: x = 1, y = T.
+// qsa_select_blocks is this kernel with BLOCKS: a token's blocks are spread
+// over the grid's x workgroups, a block a lane (the plan makes them enough
+// for the cache's blocks), workgroups with no block return at once, and the
+// last of the token's workgroups to finish scoring (a ticket on its counter
+// in sync, left zero) picks and writes the mask row. A block's score is the
+// same lane's work in the same order, so the same bits.
+// Grid: x = 1 (BLOCKS: ceil(C / BLOCK / LS_X)), y = T.
 
 layout(set = 0, binding = B_Q) readonly buffer Qb { float q[]; };
 layout(set = 0, binding = B_K) readonly buffer Kb { float keys[]; };
+#if VEC4
+layout(set = 0, binding = B_K) readonly buffer K4b { vec4 keys4[]; };
+#endif
 layout(set = 0, binding = B_NW) readonly buffer Wb { float kw[]; };
 // The blocks' scores are kept in the token's mask row (C >= nb floats)
 // until the mask is written over them: shared memory holds a bit a block,
 // so that a long context fits (32k tokens in blocks of 4 are 8448 blocks).
 layout(set = 0, binding = B_Y) coherent buffer Mb { float mask[]; };
+#ifdef BLOCKS
+// A counter per token: zero before the dispatch, and zero again after it.
+layout(set = 0, binding = B_SY) coherent buffer Sb { uint counts[]; };
+shared bool last_group;
+#endif
 
 shared float qs[H * D];
 shared uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
@@ -35,6 +49,22 @@ float block_score(uint b)
 {
 	float key[D];
 	float ss = 0.0;
+	// The mean key, channel by channel in order; with VEC4 four channels a
+	// load, the same sums in a quarter of the loads (a lane's rows are 2 KB
+	// from its neighbours' at Qwen3.8 Flash's D = 128, so no load of a
+	// workgroup's is coalesced: each one is a 32-byte sector a lane, and
+	// four floats of it cost one load, not four).
+#if VEC4
+	for (uint i = 0u; i < D; i += 4u) {
+		vec4 acc = vec4(0.0);
+		for (uint r = 0u; r < BLOCK; r++)
+			acc += keys4[((b * BLOCK + r) * D + i) / 4u];
+		for (uint c = 0u; c < 4u; c++) {
+			key[i + c] = acc[c] / float(BLOCK);
+			ss += key[i + c] * key[i + c];
+		}
+	}
+#else
 	for (uint i = 0u; i < D; i++) {
 		float acc = 0.0;
 		for (uint r = 0u; r < BLOCK; r++)
@@ -42,6 +72,7 @@ float block_score(uint b)
 		key[i] = acc / float(BLOCK);
 		ss += key[i] * key[i];
 	}
+#endif
 	float inv = inversesqrt(ss / float(D) + EPS);
 	for (uint i = 0u; i < D; i++)
 		key[i] = key[i] * inv * (kw[i] + 1.0);
@@ -136,6 +167,26 @@ void pick_top(uint l, uint row, uint nb)
 	}
 }
 
+#ifdef BLOCKS
+// Called by every lane of each of the n workgroups scoring token t's blocks
+// once its scores are written: true in the last of them to arrive, which
+// has then zeroed the counter and may read every score (the last-block
+// reduction of attention_merge.glsl's merge_turn).
+bool last_to_score(uint t, uint n)
+{
+	memoryBarrierBuffer();
+	barrier();
+	if (gl_LocalInvocationID.x == 0u) {
+		last_group = atomicAdd(counts[t], 1u) + 1u == n;
+		if (last_group)
+			counts[t] = 0u; // all n have counted: nothing else touches it in this dispatch
+	}
+	barrier();
+	memoryBarrierBuffer();
+	return last_group;
+}
+#endif
+
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
@@ -144,13 +195,26 @@ void main()
 	// are one block's serial work after another (a 4-layer Qwen3.8 Flash
 	// cut spent 33 us a token here on the H200 at a few hundred tokens,
 	// where TOP * BLOCK = 2048 keeps them all). nb is the same for every
-	// lane, so the barriers inside stay uniform.
+	// lane, so the barriers inside stay uniform. Workgroup g of the `live`
+	// ones that have blocks scores blocks g * LS_X + l, then every
+	// live * LS_X-th (one each with BLOCKS, the grid covering the cache).
+#ifdef BLOCKS
+	uint g = gl_WorkGroupID.x, live = nb > TOP ? (nb + LS_X - 1u) / LS_X : 1u;
+	if (g >= live)
+		return;
+#else
+	uint g = 0u, live = 1u;
+#endif
 	if (nb > TOP) {
 		for (uint i = l; i < H * D; i += LS_X)
 			qs[i] = q[t * H * D + i];
 		barrier();
-		for (uint b = l; b < nb; b += LS_X)
+		for (uint b = g * LS_X + l; b < nb; b += live * LS_X)
 			mask[row + b] = block_score(b);
+#ifdef BLOCKS
+		if (!last_to_score(t, live))
+			return;
+#endif
 		memoryBarrierBuffer();
 		barrier();
 		pick_top(l, row, nb);

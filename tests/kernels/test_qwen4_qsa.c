@@ -4,6 +4,10 @@
  * invariance (T tokens in one dispatch equal T one-token dispatches,
  * bitwise). And ties: with q zero every score is 0 and the TOP blocks of
  * lowest index are kept (the selection's bytes all equal at every step).
+ * Every case also as qsa_select_blocks (passes/split_attention.c's form: a
+ * token's blocks over several workgroups, the last picking; the 4096- and
+ * 33792-row caches take 4 and 33 of them), its counters zero after each
+ * dispatch.
  *
  * The mask is 0/1 and must match exactly. The kernel scores blocks in f32
  * (the reference in f64), so two blocks whose scores differ by less than the
@@ -20,12 +24,16 @@
 typedef struct {
 	int64_t h, D, C;
 	ref_qsa_params p;
-	bool tied; /* q zero: every block scores 0 */
+	bool tied;   /* q zero: every block scores 0 */
+	bool blocks; /* qsa_select_blocks */
 } qsa_shape;
+
+#define T_MAX 64
 
 static bool build(harness *hn, const qsa_shape *s, hkernel *k)
 {
-	kv_desc d = {.op = IR_OP_QSA_SELECT, .t_max = 64, .wtype = HALO_F32};
+	kv_desc d = {.op = s->blocks ? IR_OP_QSA_SELECT_BLOCKS : IR_OP_QSA_SELECT, .t_max = T_MAX, .wtype = HALO_F32};
+	d.u.qsa.sync_rows = s->blocks ? T_MAX : 0;
 	d.u.qsa.h = s->h;
 	d.u.qsa.D = s->D;
 	d.u.qsa.C = s->C;
@@ -40,13 +48,22 @@ static bool build(harness *hn, const qsa_shape *s, hkernel *k)
 static bool run(harness *hn, hkernel *k, const qsa_shape *s, float *q, float *keys, float *kw, float *mask,
 		int64_t T, uint32_t pos)
 {
-	hop ops[4] = {
+	uint32_t sync[T_MAX] = {0};
+	hop plain[4] = {
 		{q, (size_t)(T * s->h * s->D) * 4, false},
 		{keys, (size_t)(s->C * s->D) * 4, false},
 		{kw, (size_t)s->D * 4, false},
 		{mask, (size_t)(T * s->C) * 4, true},
 	};
-	return hk_run(hn, k, ops, 4, (uint32_t)T, pos);
+	hop split[5] = {plain[0], plain[1], plain[2], {sync, sizeof sync, true}, plain[3]};
+	bool ok = s->blocks ? hk_run(hn, k, split, 5, (uint32_t)T, pos) : hk_run(hn, k, plain, 4, (uint32_t)T, pos);
+	for (int i = 0; ok && i < T_MAX; i++)
+		if (sync[i]) {
+			fprintf(stderr, "FAIL: %s T=%lld pos=%u left counter %d at %u\n", k->k.signature, (long long)T, pos,
+				i, sync[i]);
+			ok = false;
+		}
+	return ok;
 }
 
 typedef struct {
@@ -117,17 +134,31 @@ int main(void)
 	harness *hn = harness_open();
 	uint32_t seed = 5150;
 	bool ok = true;
-	/* h, D, C, {block, top_blocks, rot_dim, base, eps} */
-	ok &= qsa_case(hn, (qsa_shape){2, 16, 64, {4, 3, 16, 10000.0f, 1e-6f}, false}, 37, 0, &seed);   /* prefill */
-	ok &= qsa_case(hn, (qsa_shape){2, 16, 256, {4, 5, 8, 10000.0f, 1e-6f}, false}, 1, 200, &seed);  /* decode */
-	ok &= qsa_case(hn, (qsa_shape){3, 10, 47, {5, 2, 6, 500.0f, 1e-5f}, false}, 7, 30, &seed);      /* odd */
-	ok &= qsa_case(hn, (qsa_shape){4, 32, 300, {16, 4, 32, 1e6f, 1e-6f}, false}, 40, 250, &seed);   /* long */
-	/* a 32k context of blocks of 4: 8448 blocks (scores and flags in shared
-	 * memory were past its 32 KiB before they moved to the mask row and
-	 * bits), two decode tokens, each lane owning two words of flags */
-	ok &= qsa_case(hn, (qsa_shape){4, 64, 33792, {4, 64, 32, 1e7f, 1e-6f}, false}, 2, 33700, &seed);
-	ok &= qsa_case(hn, (qsa_shape){2, 16, 4096, {4, 40, 16, 10000.0f, 1e-6f}, true}, 3, 3000, &seed); /* ties */
-	ok &= invariance(hn, (qsa_shape){2, 16, 128, {4, 3, 16, 10000.0f, 1e-6f}, false}, 9, 60, &seed);
+	/* h, D, C, {block, top_blocks, rot_dim, base, eps}, tied; T, pos */
+	static const struct {
+		qsa_shape s;
+		int64_t T;
+		uint32_t pos;
+	} cases[] = {
+		{{2, 16, 64, {4, 3, 16, 10000.0f, 1e-6f}, false, false}, 37, 0},   /* prefill */
+		{{2, 16, 256, {4, 5, 8, 10000.0f, 1e-6f}, false, false}, 1, 200},  /* decode */
+		{{3, 10, 47, {5, 2, 6, 500.0f, 1e-5f}, false, false}, 7, 30},      /* odd */
+		{{4, 32, 300, {16, 4, 32, 1e6f, 1e-6f}, false, false}, 40, 250},   /* long */
+		/* a 32k context of blocks of 4: 8448 blocks (scores and flags in
+		 * shared memory were past its 32 KiB before they moved to the mask
+		 * row and bits), two decode tokens, each lane owning two words of
+		 * flags */
+		{{4, 64, 33792, {4, 64, 32, 1e7f, 1e-6f}, false, false}, 2, 33700},
+		{{2, 16, 4096, {4, 40, 16, 10000.0f, 1e-6f}, true, false}, 3, 3000}, /* ties */
+	};
+	for (int blocks = 0; blocks < 2; blocks++) {
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			qsa_shape s = cases[i].s;
+			s.blocks = blocks;
+			ok &= qsa_case(hn, s, cases[i].T, cases[i].pos, &seed);
+		}
+		ok &= invariance(hn, (qsa_shape){2, 16, 128, {4, 3, 16, 10000.0f, 1e-6f}, false, blocks}, 9, 60, &seed);
+	}
 	int rc = harness_close(hn);
 	return ok && rc == 0 ? 0 : 1;
 }

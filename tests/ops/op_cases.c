@@ -457,7 +457,7 @@ const op_case op_cases[] = {
 		.weights = "wq: {shape: [64, H]}\nwk: {shape: [32, H]}\nwv: {shape: [32, H]}\nwi: {shape: [16, H]}\n"
 			   "k_norm: {shape: [16]}",
 		.state = QSA_STATE("2"),
-		.sweep = "qsa_select masked_attention",
+		.sweep = "qsa_select_blocks masked_attention_blocks",
 		.body = QSA_BODY("4", "2", "4", "2"),
 		ATTENTION_TOL,
 	},
@@ -474,7 +474,7 @@ const op_case op_cases[] = {
 		.state = QSA_STATE("1"),
 		.t_prefill = 64,
 		.n_ctx = 96,
-		.sweep = "qsa_select",
+		.sweep = "qsa_select_blocks",
 		.body = QSA_BODY("1", "1", "1", "40"),
 		ATTENTION_TOL,
 	},

@@ -673,7 +673,9 @@ static void dsv4_split_rules(void)
 
 /* QSA's masked_attention over a 256-row cache becomes
  * masked_attention_blocks over 4 blocks of 64 keys: (q, k, v, sync, mask),
- * its sync state read just before it, the blocks' sums its second result. */
+ * its sync state read just before it, the blocks' sums its second result;
+ * its qsa_select becomes qsa_select_blocks (q, keys, k_norm, sync), a
+ * counter a token. */
 static void masked_split_rules(void)
 {
 	ir_module *m = test_run_to("models/qwen4_exp.yaml", "tests/fixtures/qwen4_exp_tiny/config.json",
@@ -697,6 +699,16 @@ static void masked_split_rules(void)
 	CHECK(strcmp(shape_of(m, "layers.2.qsa.att.part"), "0+T,4,4,18") == 0, "part shaped %s",
 	      shape_of(m, "layers.2.qsa.att.part"));
 	CHECK(count_op(f, IR_OP_MASKED_ATTENTION) == 0, "a masked_attention was left unsplit");
+	const ir_node *sel = node_named(m, "layers.2.qsa.sel");
+	CHECK(sel && sel->op == IR_OP_QSA_SELECT_BLOCKS && sel->n_in == 4 && sel->n_attr == 5,
+	      "layers.2.qsa.sel is not qsa_select_blocks (4 operands) with qsa_select's attributes");
+	if (sel && sel->n_in == 4) {
+		int sync = f->values[sel->in[3]].producer;
+		const ir_state *st = sync >= 0 ? &m->states[f->nodes[sync].ref] : NULL;
+		CHECK(st && f->nodes[sync].op == IR_OP_STATE_READ && strcmp(st->kind, "sync") == 0 &&
+			      st->shape.dim[1].c == 1 && sync < test_node(m, "layers.2.qsa.sel"),
+		      "qsa_select_blocks' operand 3 is not a sync state of a counter a token, read before it");
+	}
 	ir_module_free(m);
 }
 

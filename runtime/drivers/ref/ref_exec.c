@@ -218,6 +218,7 @@ static bool exec_qwen4_op(exec_ctx *c, const float *x, bool *handled)
 				   c->dim[2][1], A_I("dilation", 1), attr_is(d->attr, d->n_attr, "act", "silu"));
 		return true;
 	case OP_QSA_SELECT:
+	case OP_QSA_SELECT_BLOCKS: /* and the kernels' sync counters */
 		return exec_qsa_select(c, x, y);
 	case OP_MASKED_ATTENTION:
 		if (!ref_masked_attention(x, c->p[1], c->p[2], c->p[3], y, c->dim[0][0], c->dim[0][1], c->dim[1][1],
