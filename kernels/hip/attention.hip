@@ -321,7 +321,7 @@ void main()
 	}
 #ifdef BLOCKS
 	uint live = min(NBLK, (n + BLOCK - 1u) / BLOCK);
-	if (merge_turn(t * HQ + j, live))
+	if (last_workgroup(t * HQ + j, live))
 		merge_row(t * HQ + j, live);
 #endif
 #else

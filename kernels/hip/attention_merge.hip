@@ -19,14 +19,10 @@ HALO_SHARED float blk_m[NBLK], blk_d[NBLK], blk_w[NBLK];
 #define MERGE_STAGE (MERGE_CHUNK * DV)
 #endif
 HALO_SHARED float merge_stage[MERGE_STAGE];
-#ifdef BLOCKS
-HALO_SHARED bool merge_last;
-#endif
 // @struct
 
 #ifdef BLOCKS
 volatile float *part = (volatile float *)args.b[B_P];
-uint *counts = (uint *)args.b[B_SY];
 #else
 const float *__restrict__ part = (const float *)args.b[B_P];
 #endif
@@ -79,21 +75,3 @@ void merge_row(uint row, uint nblk)
 			y[row * DV + c] = epilogue(acc[ci] / lsum, row * DV + c);
 	}
 }
-
-#ifdef BLOCKS
-// True in the last of the n workgroups sharing counter slot to arrive, which
-// has zeroed it (attention_merge.glsl).
-bool merge_turn(uint slot, uint n)
-{
-	memoryBarrierBuffer();
-	barrier();
-	if (gl_LocalInvocationID.x == 0u) {
-		merge_last = atomicAdd(counts[slot], 1u) + 1u == n;
-		if (merge_last)
-			counts[slot] = 0u;
-	}
-	barrier();
-	memoryBarrierBuffer();
-	return merge_last;
-}
-#endif

@@ -6,6 +6,9 @@
 #if defined(USE_TREE) && USE_TREE
 HALO_SHARED float tree[LS_X];
 #endif
+#ifdef B_SY
+HALO_SHARED bool ticket_last;
+#endif
 // @struct
 
 // T of this step: the struct's TS where the entry fixes it (codegen/
@@ -16,6 +19,28 @@ HALO_SHARED float tree[LS_X];
 // The step record, the last binding: uint pos; uint T.
 #define step_pos (((const uint *)args.b[B_STEP])[0])
 #define step_T (((const uint *)args.b[B_STEP])[1])
+
+#ifdef B_SY
+// The last-workgroup ticket (prelude.glsl): one counter per slot, zero
+// before the launch and zero again after it.
+uint *counts = (uint *)args.b[B_SY];
+
+// True in the last of the n workgroups sharing counter slot to arrive, which
+// has zeroed it and may read every workgroup's results (prelude.glsl).
+bool last_workgroup(uint slot, uint n)
+{
+	memoryBarrierBuffer();
+	barrier();
+	if (gl_LocalInvocationID.x == 0u) {
+		ticket_last = atomicAdd(counts[slot], 1u) + 1u == n;
+		if (ticket_last)
+			counts[slot] = 0u;
+	}
+	barrier();
+	memoryBarrierBuffer();
+	return ticket_last;
+}
+#endif
 
 // A dim affine in T: AFF(X) = X_T * T + X_C.
 #define AFF(n) (n##_T * STEP_T + n##_C)

@@ -16,9 +16,6 @@ HALO_SHARED float qs[H * D];
 HALO_SHARED uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
 HALO_SHARED uint lane_n[LS_X];
 HALO_SHARED uint bins[256]; // select_key's counts of one byte's values
-#ifdef BLOCKS
-HALO_SHARED bool last_group;
-#endif
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
@@ -31,7 +28,6 @@ const float *__restrict__ kw = (const float *)args.b[B_NW];
 // the scores of the token's other workgroups are read by its last: volatile,
 // so that those loads reach the device's coherent cache (attention_merge.hip's part)
 volatile float *mask = (volatile float *)args.b[B_Y];
-uint *counts = (uint *)args.b[B_SY];
 #else
 float *mask = (float *)args.b[B_Y]; // scores, then the mask: read and written
 #endif
@@ -153,24 +149,6 @@ void pick_top(uint l, uint row, uint nb)
 	}
 }
 
-#ifdef BLOCKS
-// True in the last of the n workgroups scoring token t's blocks to arrive,
-// which has zeroed its counter (qsa_select.comp's last_to_score).
-bool last_to_score(uint t, uint n)
-{
-	memoryBarrierBuffer();
-	barrier();
-	if (gl_LocalInvocationID.x == 0u) {
-		last_group = atomicAdd(counts[t], 1u) + 1u == n;
-		if (last_group)
-			counts[t] = 0u;
-	}
-	barrier();
-	memoryBarrierBuffer();
-	return last_group;
-}
-#endif
-
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
@@ -192,7 +170,7 @@ void main()
 		for (uint b = g * LS_X + l; b < nb; b += live * LS_X)
 			mask[row + b] = block_score(b);
 #ifdef BLOCKS
-		if (!last_to_score(t, live))
+		if (!last_workgroup(t, live))
 			return;
 #endif
 		barrier();

@@ -35,7 +35,7 @@
 // attention_blocks is the PARTIAL kernel with BLOCKS: the blocks go to part
 // (attention_merge.glsl declares it, y and the counters), a block past the
 // row's last key returns at once, and the last of the row's live blocks to
-// finish merges them into y (merge_turn, merge_row): one dispatch instead of
+// finish merges them into y (last_workgroup, merge_row): one dispatch instead of
 // partial and combine, with the combine's operations in its order.
 //
 // attention_rope is attention_blocks with ROPE_IN: q holds the query heads
@@ -360,7 +360,7 @@ void main()
 	}
 #ifdef BLOCKS
 	uint live = min(NBLK, (n + BLOCK - 1u) / BLOCK);
-	if (merge_turn(t * HQ + j, live))
+	if (last_workgroup(t * HQ + j, live))
 		merge_row(t * HQ + j, live);
 #endif
 #else

@@ -9,9 +9,6 @@
 // Written by the dispatch's workgroups, read by each row's last one: coherent,
 // so that those reads see the other workgroups' writes, not a stale cache.
 layout(set = 0, binding = B_P) coherent buffer Pb { float part[]; };
-// One counter per (token, head) row (attention.comp) or per tile of rows
-// (attention_rows.comp): zero before the dispatch, and zero again after it.
-layout(set = 0, binding = B_SY) coherent buffer Sb { uint counts[]; };
 #else
 layout(set = 0, binding = B_P) readonly buffer Pb { float part[]; };
 #endif
@@ -84,26 +81,3 @@ void merge_row(uint row, uint nblk)
 			y[row * DV + c] = epilogue(acc[ci] / lsum, row * DV + c);
 	}
 }
-
-#ifdef BLOCKS
-shared bool merge_last;
-
-// Called by every lane of each of the n workgroups sharing counter `slot`
-// once it has written its blocks to part: true in the last of them to
-// arrive, which has then zeroed the counter and may read every block. The
-// classic last-block reduction: each workgroup's writes are made visible
-// before its count (memoryBarrierBuffer), and the last reads them after.
-bool merge_turn(uint slot, uint n)
-{
-	memoryBarrierBuffer();
-	barrier();
-	if (gl_LocalInvocationID.x == 0u) {
-		merge_last = atomicAdd(counts[slot], 1u) + 1u == n;
-		if (merge_last)
-			counts[slot] = 0u; // all n have counted: nothing else touches it in this dispatch
-	}
-	barrier();
-	memoryBarrierBuffer();
-	return merge_last;
-}
-#endif

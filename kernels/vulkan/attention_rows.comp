@@ -193,7 +193,7 @@ void main()
 	}
 #ifdef BLOCKS
 	uint live = min(NBLK, (step_pos + last + BLOCK) / BLOCK);
-	if (merge_turn(gl_WorkGroupID.y * (HQ / GH) + gl_WorkGroupID.x, live))
+	if (last_workgroup(gl_WorkGroupID.y * (HQ / GH) + gl_WorkGroupID.x, live))
 		for (uint qi = 0u; qi < QR && t0 + qi / GH < STEP_T; qi++)
 			merge_row((t0 + qi / GH) * HQ + j0 + qi % GH, live);
 #endif

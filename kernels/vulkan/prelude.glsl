@@ -26,6 +26,33 @@ layout(set = 0, binding = B_STEP) readonly buffer Step {
 	uint step_T;
 };
 
+// The last-workgroup ticket of the kernels whose workgroups leave work for
+// whichever of them finishes last (attention_blocks' merge, qsa_select_blocks'
+// pick): one counter per slot, zero before the dispatch and zero again after.
+#ifdef B_SY
+layout(set = 0, binding = B_SY) coherent buffer Sb { uint counts[]; };
+shared bool ticket_last;
+
+// Called by every lane of each of the n workgroups sharing counter `slot`
+// once its results are written: true in the last of them to arrive, which
+// has then zeroed the counter and may read every workgroup's results. The
+// classic last-block reduction: each workgroup's writes are made visible
+// before its count (memoryBarrierBuffer), and the last reads them after.
+bool last_workgroup(uint slot, uint n)
+{
+	memoryBarrierBuffer();
+	barrier();
+	if (gl_LocalInvocationID.x == 0u) {
+		ticket_last = atomicAdd(counts[slot], 1u) + 1u == n;
+		if (ticket_last)
+			counts[slot] = 0u; // all n have counted: nothing else touches it in this dispatch
+	}
+	barrier();
+	memoryBarrierBuffer();
+	return ticket_last;
+}
+#endif
+
 // A dim affine in T: AFF(X) = X_T * T + X_C.
 #define AFF(n) (n##_T * STEP_T + n##_C)
 

@@ -34,11 +34,6 @@ layout(set = 0, binding = B_NW) readonly buffer Wb { float kw[]; };
 // until the mask is written over them: shared memory holds a bit a block,
 // so that a long context fits (32k tokens in blocks of 4 are 8448 blocks).
 layout(set = 0, binding = B_Y) coherent buffer Mb { float mask[]; };
-#ifdef BLOCKS
-// A counter per token: zero before the dispatch, and zero again after it.
-layout(set = 0, binding = B_SY) coherent buffer Sb { uint counts[]; };
-shared bool last_group;
-#endif
 
 shared float qs[H * D];
 shared uint picked[PICK_WORDS]; // bit b % 32 of word b / 32: block b is kept
@@ -167,26 +162,6 @@ void pick_top(uint l, uint row, uint nb)
 	}
 }
 
-#ifdef BLOCKS
-// Called by every lane of each of the n workgroups scoring token t's blocks
-// once its scores are written: true in the last of them to arrive, which
-// has then zeroed the counter and may read every score (the last-block
-// reduction of attention_merge.glsl's merge_turn).
-bool last_to_score(uint t, uint n)
-{
-	memoryBarrierBuffer();
-	barrier();
-	if (gl_LocalInvocationID.x == 0u) {
-		last_group = atomicAdd(counts[t], 1u) + 1u == n;
-		if (last_group)
-			counts[t] = 0u; // all n have counted: nothing else touches it in this dispatch
-	}
-	barrier();
-	memoryBarrierBuffer();
-	return last_group;
-}
-#endif
-
 void main()
 {
 	uint l = gl_LocalInvocationID.x, t = gl_WorkGroupID.y;
@@ -212,7 +187,7 @@ void main()
 		for (uint b = g * LS_X + l; b < nb; b += live * LS_X)
 			mask[row + b] = block_score(b);
 #ifdef BLOCKS
-		if (!last_to_score(t, live))
+		if (!last_workgroup(t, live))
 			return;
 #endif
 		memoryBarrierBuffer();
