@@ -1197,6 +1197,8 @@ static bool build_attention(kv_build *b)
 	int64_t room = KV_SHARED_LIMIT - ((int64_t)D + 3 * (int64_t)ls) * 4;
 	if (rope_in)
 		room -= (int64_t)ls * 4;
+	if (masked && partial) /* the block's mask, a bit a key (kept_bits) */
+		room -= (block + 31) / 32 * 4;
 	if (room < 0 || (merged && merge_chunk(dv, blocks, room) < 1))
 		return fail(b, "head dim %" PRId64 " (and %" PRId64 " blocks of %" PRId64 " to merge) need more than %d"
 			    " bytes of shared memory", D, blocks, dv, KV_SHARED_LIMIT);

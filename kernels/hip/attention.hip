@@ -10,7 +10,9 @@
 // (the compile test refuses it); the order of the sums is the same.
 // With BLOCKS (attention_blocks; with MASKED too, masked_attention_blocks)
 // the blocks go to part and the row's last live block merges them
-// (attention_merge.hip), as the GLSL's BLOCKS.
+// (attention_merge.hip), as the GLSL's BLOCKS. MASKED with PARTIAL stages
+// the block's mask a bit a key and skips masked keys' loads and passes
+// with no kept key, as the GLSL's MASK_STAGED.
 // With ROPE_IN (attention_rope) each workgroup normalises and rotates its
 // query head and the step's keys it scores (rope_math.hip), reads those
 // keys from knew in place of the cache's rows from step_pos, and the
@@ -51,6 +53,13 @@ HALO_SHARED float weight[KP];
 #define HEAD_N(i) merge_stage[i]
 #define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif
+#if defined(MASKED) && defined(PARTIAL)
+#define MASK_STAGED 1
+// Bit i of the block's mask: key mask_lo + i is kept (attention.comp).
+HALO_SHARED uint kept_bits[(BLOCK + 31u) / 32u];
+#else
+#define MASK_STAGED 0
+#endif
 // @struct
 
 const float *__restrict__ q = (const float *)args.b[B_Q];
@@ -73,9 +82,50 @@ const float *__restrict__ k_w = (const float *)args.b[B_KW];
 float *k_out = (float *)args.b[B_KO]; // the cache's rows from step_pos: kc's buffer
 #endif
 
+#if MASK_STAGED
+uint mask_lo;
+
+// Stages the mask of query t's keys [lo, hi), a word of 32 keys a lane
+// (attention.comp's stage_mask).
+void stage_mask(uint l, uint t, uint lo, uint hi)
+{
+	mask_lo = lo;
+	for (uint w = l; w < (BLOCK + 31u) / 32u; w += LS_X) {
+		uint bits = 0u;
+		for (uint i = 0u; i < 32u; i++)
+			if (lo + w * 32u + i < hi && mask[t * MASK_C + lo + w * 32u + i] != 0.0f)
+				bits |= 1u << i;
+		kept_bits[w] = bits;
+	}
+	barrier();
+}
+
+bool kept(uint key)
+{
+	uint i = key - mask_lo;
+	return (kept_bits[i / 32u] & (1u << (i % 32u))) != 0u;
+}
+
+// The first pass from c0 on with a kept key below hi, or hi (attention.comp).
+uint live_pass(uint c0, uint hi)
+{
+	for (; c0 < hi; c0 += KP)
+		for (uint key = c0; key < min(c0 + KP, hi); key++)
+			if (kept(key))
+				return c0;
+	return hi;
+}
+#define KEY_KEPT(key) kept(key)
+#else
+#define KEY_KEPT(key) true
+#define live_pass(c0, hi) (c0)
+#endif
+
 bool key_live(uint key, uint hi, uint t)
 {
-#ifdef MASKED
+#if MASK_STAGED
+	return key < hi && kept(key);
+#elif defined(MASKED)
 	return key < hi && mask[t * MASK_C + key] != 0.0f;
 #else
 	return key < hi;
@@ -104,9 +154,9 @@ void load_key(KREG (&kr)[NKR], uint key, uint hi, uint kvh, uint p)
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
 #if VEC4
-		kr[r] = key < cached && i < KW ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
+		kr[r] = key < cached && i < KW && KEY_KEPT(key) ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0f);
 #else
-		kr[r] = key < cached && i < KW ? kc[(key * HK + kvh) * KW + i] : 0.0f;
+		kr[r] = key < cached && i < KW && KEY_KEPT(key) ? kc[(key * HK + kvh) * KW + i] : 0.0f;
 #endif
 	}
 #ifdef ROPE_IN
@@ -153,7 +203,7 @@ void load_values(float (&vv)[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 		uint c = min(l + ci * LS_X, DV - 1u);
 #pragma unroll
 		for (uint i = 0u; i < KP; i++)
-			vv[ci][i] = c0 + i < hi ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0f;
+			vv[ci][i] = c0 + i < hi && KEY_KEPT(c0 + i) ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0f;
 	}
 }
 
@@ -244,8 +294,12 @@ void main()
 	if (lo + kk >= step_pos)
 		load_key(kr, lo + kk, hi, kvh, p);
 #else
-	load_key(kr, lo + kk, hi, kvh, p);
-	load_values(vv, lo, hi, kvh, l);
+#if MASK_STAGED
+	stage_mask(l, t, lo, hi);
+#endif
+	uint first = live_pass(lo, hi);
+	load_key(kr, first + kk, hi, kvh, p);
+	load_values(vv, first, hi, kvh, l);
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -260,7 +314,10 @@ void main()
 #pragma unroll
 	for (uint ci = 0u; ci < NCH; ci++)
 		acc[ci] = 0.0f;
-	for (uint c0 = lo; c0 < hi; c0 += KP) {
+#ifdef ROPE_IN
+	uint first = lo;
+#endif
+	for (uint c0 = first, next; c0 < hi; c0 = next) {
 		uint key = c0 + kk;
 		part_dot[l] = key < hi ? partial_dot(kr, p) : 0.0f;
 		barrier();
@@ -279,7 +336,8 @@ void main()
 		barrier();
 		// The next pass writes weight only after two more barriers, which
 		// every lane reaches only when done reading it here.
-		load_key(kr, c0 + KP + kk, hi, kvh, p);
+		next = live_pass(c0 + KP, hi);
+		load_key(kr, next + kk, hi, kvh, p);
 		float corr = exp(m - m_new);
 		uint cnt = min(KP, hi - c0);
 		float wsum = 0.0f;
@@ -304,7 +362,7 @@ void main()
 					a += weight[i] * vv[ci][i];
 			acc[ci] = a;
 		}
-		load_values(vv, c0 + KP, hi, kvh, l);
+		load_values(vv, next, hi, kvh, l);
 		m = m_new;
 	}
 #ifdef PARTIAL

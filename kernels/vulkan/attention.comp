@@ -24,7 +24,14 @@
 // when mask[t * MASK_C + c] != 0. A row with no such key divides by a zero
 // sum (the reference rejects it). masked_attention_blocks is MASKED with
 // BLOCKS (below): a block whose keys are all masked writes NEG_BIG and 0,
-// as a block past the row's last key.
+// as a block past the row's last key. With PARTIAL (the blocks) a workgroup
+// first stages its block's mask a bit a key (MASK_STAGED): a masked key's
+// rows are not loaded (zeros in their place), and a pass with no kept key
+// is skipped, loads and all. Neither changes a bit: a masked key's weight
+// is exactly 0 and its score is dropped, and a skipped pass would have left
+// the max, the denominator and the sums as they were (its correction
+// exp(m - m) is exactly 1, and a running sum is never -0, so adding 0 * v
+// is the identity).
 //
 // attention_partial is this kernel with PARTIAL (grid z = NBLK): workgroup
 // (j, t, b) attends keys [b * BLOCK, min((b + 1) * BLOCK, pos + t + 1)) and
@@ -110,9 +117,55 @@ shared float weight[KP];
 #define KNEW(r, i) merge_stage[D + (r) * D + (i)]
 #endif
 
+#if defined(MASKED) && PARTIAL
+#define MASK_STAGED 1
+// Bit i of the block's mask: key mask_lo + i is kept.
+shared uint kept_bits[(BLOCK + 31u) / 32u];
+uint mask_lo;
+
+// Stages the mask of query t's keys [lo, hi) (at most BLOCK of them), a
+// word of 32 keys a lane. Every lane calls it.
+void stage_mask(uint l, uint t, uint lo, uint hi)
+{
+	mask_lo = lo;
+	for (uint w = l; w < (BLOCK + 31u) / 32u; w += LS_X) {
+		uint bits = 0u;
+		for (uint i = 0u; i < 32u; i++)
+			if (lo + w * 32u + i < hi && mask[t * MASK_C + lo + w * 32u + i] != 0.0)
+				bits |= 1u << i;
+		kept_bits[w] = bits;
+	}
+	barrier();
+}
+
+bool kept(uint key)
+{
+	uint i = key - mask_lo;
+	return (kept_bits[i / 32u] & (1u << (i % 32u))) != 0u;
+}
+
+// The first pass from c0 on (c0, c0 + KP, ...) with a kept key below hi,
+// or hi. The same for every lane.
+uint live_pass(uint c0, uint hi)
+{
+	for (; c0 < hi; c0 += KP)
+		for (uint key = c0; key < min(c0 + KP, hi); key++)
+			if (kept(key))
+				return c0;
+	return hi;
+}
+#define KEY_KEPT(key) kept(key)
+#else
+#define MASK_STAGED 0
+#define KEY_KEPT(key) true
+#define live_pass(c0, hi) (c0)
+#endif
+
 bool key_live(uint key, uint hi, uint t)
 {
-#ifdef MASKED
+#if MASK_STAGED
+	return key < hi && kept(key);
+#elif defined(MASKED)
 	return key < hi && mask[t * MASK_C + key] != 0.0;
 #else
 	return key < hi;
@@ -144,9 +197,9 @@ void load_key(out KREG kr[NKR], uint key, uint hi, uint kvh, uint p)
 	for (uint r = 0u; r < NKR; r++) {
 		uint i = p + r * LPK;
 #if VEC4
-		kr[r] = key < cached && i < KW ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
+		kr[r] = key < cached && i < KW && KEY_KEPT(key) ? kc4[(key * HK + kvh) * KW + i] : vec4(0.0);
 #else
-		kr[r] = key < cached && i < KW ? kc[(key * HK + kvh) * KW + i] : 0.0;
+		kr[r] = key < cached && i < KW && KEY_KEPT(key) ? kc[(key * HK + kvh) * KW + i] : 0.0;
 #endif
 	}
 #ifdef ROPE_IN
@@ -190,7 +243,7 @@ void load_values(out float vv[NCH][KP], uint c0, uint hi, uint kvh, uint l)
 	for (uint ci = 0u; ci < NCH; ci++) {
 		uint c = min(l + ci * LS_X, DV - 1u);
 		[[unroll]] for (uint i = 0u; i < KP; i++)
-			vv[ci][i] = c0 + i < hi ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0;
+			vv[ci][i] = c0 + i < hi && KEY_KEPT(c0 + i) ? vc[((c0 + i) * HK + kvh) * DV + c] : 0.0;
 	}
 }
 
@@ -285,8 +338,12 @@ void main()
 	if (lo + kk >= step_pos)
 		load_key(kr, lo + kk, hi, kvh, p);
 #else
-	load_key(kr, lo + kk, hi, kvh, p);
-	load_values(vv, lo, hi, kvh, l);
+#if MASK_STAGED
+	stage_mask(l, t, lo, hi);
+#endif
+	uint first = live_pass(lo, hi);
+	load_key(kr, first + kk, hi, kvh, p);
+	load_values(vv, first, hi, kvh, l);
 #if VEC4
 	for (uint i = l; i < D / 4u; i += LS_X)
 		qs4[i] = q4[(t * HQ + j) * (D / 4u) + i];
@@ -300,7 +357,10 @@ void main()
 	float acc[NCH];
 	for (uint ci = 0u; ci < NCH; ci++)
 		acc[ci] = 0.0;
-	for (uint c0 = lo; c0 < hi; c0 += KP) {
+#ifdef ROPE_IN
+	uint first = lo;
+#endif
+	for (uint c0 = first, next; c0 < hi; c0 = next) {
 		uint key = c0 + kk;
 		part_dot[l] = key < hi ? partial_dot(kr, p) : 0.0;
 		barrier();
@@ -319,7 +379,8 @@ void main()
 		barrier();
 		// The next pass writes weight only after two more barriers, which
 		// every lane reaches only when done reading it here.
-		load_key(kr, c0 + KP + kk, hi, kvh, p);
+		next = live_pass(c0 + KP, hi);
+		load_key(kr, next + kk, hi, kvh, p);
 		float corr = exp(m - m_new);
 		uint cnt = min(KP, hi - c0);
 		float wsum = 0.0;
@@ -344,7 +405,7 @@ void main()
 					a += weight[i] * vv[ci][i];
 			acc[ci] = a;
 		}
-		load_values(vv, c0 + KP, hi, kvh, l);
+		load_values(vv, next, hi, kvh, l);
 		m = m_new;
 	}
 #if PARTIAL
