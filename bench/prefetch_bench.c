@@ -9,8 +9,9 @@
  *              next matrix's first F MiB by G workgroups, no barrier between
  *              it and read_i, so it runs beside read_i and into its drain)
  *   no barrier read_i, read_i+1, ...                    (the overlap's bound)
- * Each line: microseconds a layer (median of 7 submissions of the chain),
- * GB/s of the matrices' bytes, and the ratio to the barrier chain.
+ * The reads are read_ceiling.h's streaming read. Each line: microseconds a
+ * layer (median of 7 submissions of the chain), GB/s of the matrices'
+ * bytes, and the ratio to the barrier chain.
  * usage: prefetch_bench [f16|q8_0|q4_k] [LAYERS] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,32 +23,7 @@
 #include "runtime/drivers/vulkan/vk_cmd.h"
 #include "runtime/drivers/vulkan/vk_pipeline.h"
 
-/* 256 lanes, 4 independent 16-byte loads in flight per lane and step, over
- * src[off, off + n) (uvec4 units); one word written per lane at dst_off. */
-static const char *const read_src =
-	"#version 450\n"
-	"layout(local_size_x = 256) in;\n"
-	"layout(push_constant) uniform P { uint off, n, dst_off; } pc;\n"
-	"layout(set = 0, binding = 0) readonly buffer S { uvec4 src[]; };\n"
-	"layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };\n"
-	"void main()\n"
-	"{\n"
-	"\tuint lanes = gl_NumWorkGroups.x * 256u, i = gl_GlobalInvocationID.x;\n"
-	"\tuvec4 a = uvec4(0), b = uvec4(0), c = uvec4(0), d = uvec4(0);\n"
-	"\tfor (; i + 3u * lanes < pc.n; i += 4u * lanes) {\n"
-	"\t\ta ^= src[pc.off + i]; b ^= src[pc.off + i + lanes];\n"
-	"\t\tc ^= src[pc.off + i + 2u * lanes]; d ^= src[pc.off + i + 3u * lanes];\n"
-	"\t}\n"
-	"\tfor (; i < pc.n; i += lanes) a ^= src[pc.off + i];\n"
-	"\tuvec4 s = a ^ b ^ c ^ d;\n"
-	"\tdst[pc.dst_off + gl_GlobalInvocationID.x] = s.x ^ s.y ^ s.z ^ s.w;\n"
-	"}\n";
-
 enum { READ_GROUPS = 132 * 8, MAX_WARM_GROUPS = 1024, REPS = 7, MATS = 4 };
-
-typedef struct {
-	uint32_t off, n, dst_off;
-} push;
 
 typedef struct {
 	vk_ctx *ctx;
@@ -78,14 +54,14 @@ static double time_chain(chain *c, uint32_t warm_mib, uint32_t warm_groups, bool
 		uint32_t off = (uint32_t)(k / MATS) * c->layer_words;
 		for (int j = 0; j < k % MATS; j++)
 			off += c->mat_words[j];
-		push pr = {off, c->mat_words[k % MATS], 0};
+		read_stream_push pr = {off, c->mat_words[k % MATS], 0};
 		if (barriers && k > 0)
 			vk_cmd_barrier(&c->cmd);
 		vk_cmd_dispatch(&c->cmd, &c->p, c->p.pipeline, c->set, &pr, READ_GROUPS, 1, 1);
 		if (warm_mib && k + 1 < total) {
 			uint32_t next = off + c->mat_words[k % MATS], want = warm_mib << 16;
 			uint32_t n = c->mat_words[(k + 1) % MATS];
-			push pw = {next, n < want ? n : want, READ_GROUPS * 256};
+			read_stream_push pw = {next, n < want ? n : want, READ_GROUPS * 256};
 			vk_cmd_dispatch(&c->cmd, &c->p, c->p.pipeline, c->set, &pw, warm_groups, 1, 1);
 		}
 	}
@@ -126,7 +102,7 @@ int main(int argc, char **argv)
 	printf("%s: read ceiling %.0f GB/s\n", c.ctx->info.name, read_ceiling_gbps(c.ctx, cc, (size_t)2 << 30, 5));
 	char err[1024];
 	glsl_spirv spv;
-	if (!glsl_compile(cc, read_src, "prefetch_bench", true, &spv, err, sizeof err))
+	if (!glsl_compile(cc, read_stream_src, "prefetch_bench", true, &spv, err, sizeof err))
 		die("compile", err);
 	size_t bytes = (size_t)c.layer_words * 16 * (size_t)layers;
 	vk_buffer src, dst;
@@ -134,7 +110,7 @@ int main(int argc, char **argv)
 	if (!vk_buffer_create(c.ctx, bytes, VK_BUFFER_DEVICE, &src, &e) ||
 	    !vk_buffer_create(c.ctx, (VkDeviceSize)(READ_GROUPS + MAX_WARM_GROUPS) * 256 * 4, VK_BUFFER_DEVICE, &dst,
 			      &e) ||
-	    !vk_pipeline_create(c.ctx, spv.words, spv.n_words, 2, sizeof(push), &c.p, &e) ||
+	    !vk_pipeline_create(c.ctx, spv.words, spv.n_words, 2, sizeof(read_stream_push), &c.p, &e) ||
 	    !vk_descriptors_create(c.ctx, 1, 2, &pool, &e))
 		die("setup", e.msg);
 	vk_binding bind[2] = {{src.buffer, 0, bytes}, {dst.buffer, 0, dst.size}};

@@ -9,11 +9,10 @@
 #include "runtime/drivers/vulkan/vk_cmd.h"
 #include "runtime/drivers/vulkan/vk_pipeline.h"
 
-/* 256 lanes, 4 independent 16-byte loads in flight per lane per step. */
-static const char *const read_src =
+const char *const read_stream_src =
 	"#version 450\n"
 	"layout(local_size_x = 256) in;\n"
-	"layout(push_constant) uniform P { uint n; } pc;\n"
+	"layout(push_constant) uniform P { uint off, n, dst_off; } pc;\n"
 	"layout(set = 0, binding = 0) readonly buffer S { uvec4 src[]; };\n"
 	"layout(set = 0, binding = 1) writeonly buffer D { uint dst[]; };\n"
 	"void main()\n"
@@ -21,11 +20,12 @@ static const char *const read_src =
 	"\tuint lanes = gl_NumWorkGroups.x * 256u, i = gl_GlobalInvocationID.x;\n"
 	"\tuvec4 a = uvec4(0), b = uvec4(0), c = uvec4(0), d = uvec4(0);\n"
 	"\tfor (; i + 3u * lanes < pc.n; i += 4u * lanes) {\n"
-	"\t\ta ^= src[i]; b ^= src[i + lanes]; c ^= src[i + 2u * lanes]; d ^= src[i + 3u * lanes];\n"
+	"\t\ta ^= src[pc.off + i]; b ^= src[pc.off + i + lanes];\n"
+	"\t\tc ^= src[pc.off + i + 2u * lanes]; d ^= src[pc.off + i + 3u * lanes];\n"
 	"\t}\n"
-	"\tfor (; i < pc.n; i += lanes) a ^= src[i];\n"
+	"\tfor (; i < pc.n; i += lanes) a ^= src[pc.off + i];\n"
 	"\tuvec4 s = a ^ b ^ c ^ d;\n"
-	"\tdst[gl_GlobalInvocationID.x] = s.x ^ s.y ^ s.z ^ s.w;\n"
+	"\tdst[pc.dst_off + gl_GlobalInvocationID.x] = s.x ^ s.y ^ s.z ^ s.w;\n"
 	"}\n";
 
 __attribute__((noreturn)) static void die(const char *what, const char *msg)
@@ -38,7 +38,7 @@ double read_ceiling_gbps(vk_ctx *ctx, glsl_compiler *cc, size_t bytes, int reps)
 	enum { GROUPS = 132 * 16 }; /* a few thousand workgroups fill any GPU */
 	char err[1024];
 	glsl_spirv spv;
-	if (!glsl_compile(cc, read_src, "read_ceiling", true, &spv, err, sizeof err))
+	if (!glsl_compile(cc, read_stream_src, "read_ceiling", true, &spv, err, sizeof err))
 		die("compile", err);
 	bytes &= ~(size_t)15;
 	vk_buffer src, dst;
@@ -50,17 +50,17 @@ double read_ceiling_gbps(vk_ctx *ctx, glsl_compiler *cc, size_t bytes, int reps)
 	vk_error e;
 	if (!vk_buffer_create(ctx, bytes, VK_BUFFER_DEVICE, &src, &e) ||
 	    !vk_buffer_create(ctx, (VkDeviceSize)GROUPS * 256 * 4, VK_BUFFER_DEVICE, &dst, &e) ||
-	    !vk_pipeline_create(ctx, spv.words, spv.n_words, 2, 4, &p, &e) ||
+	    !vk_pipeline_create(ctx, spv.words, spv.n_words, 2, sizeof(read_stream_push), &p, &e) ||
 	    !vk_descriptors_create(ctx, 1, 2, &pool, &e))
 		die("setup", e.msg);
 	vk_binding bind[2] = {{src.buffer, 0, bytes}, {dst.buffer, 0, dst.size}};
 	if (!vk_descriptors_bind(ctx, &pool, &p, bind, &set, &e) || !vk_timer_create(ctx, 2, &timer, &e) ||
 	    !vk_cmd_create(ctx, &cmd, &e) || !vk_cmd_begin(ctx, &cmd, &e))
 		die("record", e.msg);
-	uint32_t n = (uint32_t)(bytes / 16);
+	read_stream_push push = {0, (uint32_t)(bytes / 16), 0};
 	vk_cmd_timer_reset(&cmd, &timer);
 	vk_cmd_timestamp(&cmd, &timer, 0);
-	vk_cmd_dispatch(&cmd, &p, p.pipeline, set, &n, GROUPS, 1, 1);
+	vk_cmd_dispatch(&cmd, &p, p.pipeline, set, &push, GROUPS, 1, 1);
 	vk_cmd_timestamp(&cmd, &timer, 1);
 	if (!vk_cmd_end(&cmd, &e) || !vk_cmd_submit_wait(ctx, &cmd, &e))
 		die("warm-up", e.msg);
