@@ -55,7 +55,8 @@ HALO_SHARED float weight[KP];
 #endif
 #if defined(MASKED) && defined(PARTIAL)
 #define MASK_STAGED 1
-// Bit i of the block's mask: key mask_lo + i is kept (attention.comp).
+// Bit i of the block's mask: key lo + i, i = key % BLOCK, is kept
+// (attention.comp).
 HALO_SHARED uint kept_bits[(BLOCK + 31u) / 32u];
 #else
 #define MASK_STAGED 0
@@ -83,13 +84,10 @@ float *k_out = (float *)args.b[B_KO]; // the cache's rows from step_pos: kc's bu
 #endif
 
 #if MASK_STAGED
-uint mask_lo;
-
 // Stages the mask of query t's keys [lo, hi), a word of 32 keys a lane
 // (attention.comp's stage_mask).
 void stage_mask(uint l, uint t, uint lo, uint hi)
 {
-	mask_lo = lo;
 	for (uint w = l; w < (BLOCK + 31u) / 32u; w += LS_X) {
 		uint bits = 0u;
 		for (uint i = 0u; i < 32u; i++)
@@ -102,7 +100,7 @@ void stage_mask(uint l, uint t, uint lo, uint hi)
 
 bool kept(uint key)
 {
-	uint i = key - mask_lo;
+	uint i = key % BLOCK;
 	return (kept_bits[i / 32u] & (1u << (i % 32u))) != 0u;
 }
 

@@ -40,10 +40,11 @@
 // with no key); attention_combine.comp merges the blocks.
 //
 // attention_blocks is the PARTIAL kernel with BLOCKS: the blocks go to part
-// (attention_merge.glsl declares it, y and the counters), a block past the
-// row's last key returns at once, and the last of the row's live blocks to
-// finish merges them into y (last_workgroup, merge_row): one dispatch instead of
-// partial and combine, with the combine's operations in its order.
+// (attention_merge.glsl declares it and y, the prelude the counters), a
+// block past the row's last key returns at once, and the last of the row's
+// live blocks to finish merges them into y (last_workgroup, merge_row): one
+// dispatch instead of partial and combine, with the combine's operations in
+// its order.
 //
 // attention_rope is attention_blocks with ROPE_IN: q holds the query heads
 // and k_new the step's keys as the projection made them. Each workgroup
@@ -119,15 +120,14 @@ shared float weight[KP];
 
 #if defined(MASKED) && PARTIAL
 #define MASK_STAGED 1
-// Bit i of the block's mask: key mask_lo + i is kept.
+// Bit i of the block's mask: key lo + i is kept (lo = z * BLOCK, so i is
+// key % BLOCK).
 shared uint kept_bits[(BLOCK + 31u) / 32u];
-uint mask_lo;
 
 // Stages the mask of query t's keys [lo, hi) (at most BLOCK of them), a
 // word of 32 keys a lane. Every lane calls it.
 void stage_mask(uint l, uint t, uint lo, uint hi)
 {
-	mask_lo = lo;
 	for (uint w = l; w < (BLOCK + 31u) / 32u; w += LS_X) {
 		uint bits = 0u;
 		for (uint i = 0u; i < 32u; i++)
@@ -140,7 +140,7 @@ void stage_mask(uint l, uint t, uint lo, uint hi)
 
 bool kept(uint key)
 {
-	uint i = key - mask_lo;
+	uint i = key % BLOCK;
 	return (kept_bits[i / 32u] & (1u << (i % 32u))) != 0u;
 }
 
