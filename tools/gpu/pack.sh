@@ -51,7 +51,7 @@ grep -qx '/.devrun/' "$exclude" 2>/dev/null || echo /.devrun/ >> "$exclude"
 grep -qx '/.gl/' "$exclude" 2>/dev/null || echo /.gl/ >> "$exclude"
 
 [ -f build-dev/build.ninja ] || meson setup build-dev --buildtype=release -Dfuzzers=disabled
-progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend tests/ops/backend_ops bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench bench/prefetch_bench"
+progs="tools/halo tests/runtime/test_qwen3_oracle tests/runtime/test_gpu_backend tests/ops/backend_ops bench/matvec_bench bench/matmul_bench bench/read_bw bench/spec_bench bench/barrier_bench"
 # The model tests gpu-backend.sh runs on cuda (with PACK_CUDA).
 cuda_tests="tests/runtime/test_gdn_oracle tests/runtime/test_mtp_oracle tests/runtime/test_spec_exact tests/runtime/test_checkpoint tests/runtime/test_session_logits tests/runtime/test_draft_chain"
 [ "${PACK_CUDA:-0}" != 0 ] && progs="$progs $cuda_tests"
