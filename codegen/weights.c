@@ -64,6 +64,17 @@ static bool same_str(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* Whether two weights take the same rows of their tensors (ir_weight.takes). */
+static bool same_takes(const ir_weight *a, const ir_weight *b)
+{
+	if (a->n_takes != b->n_takes || (a->n_takes && a->rows_groups != b->rows_groups))
+		return false;
+	for (int k = 0; k < 2 * a->n_takes; k++)
+		if (a->takes[k] != b->takes[k])
+			return false;
+	return true;
+}
+
 /* An earlier weight that reads the same checkpoint tensor, transformed and
  * stored the same way (the lm_head of tied embeddings, which falls back to
  * the embedding table): its bytes serve both. Random weights never alias,
@@ -74,7 +85,7 @@ static int alias_of(const cg_weights *w, int i)
 	for (int j = 0; w->name[i] && j < i; j++) {
 		const ir_weight *e = &w->m->weights[j];
 		if (w->alias[j] < 0 && w->dtype[j] == w->dtype[i] && ir_shape_eq(&e->shape, &d->shape) &&
-		    same_str(e->transform, d->transform) && !e->folded && !d->folded &&
+		    same_str(e->transform, d->transform) && same_takes(e, d) && !e->folded && !d->folded &&
 		    same_str(w->name[j], w->name[i]))
 			return j;
 	}
@@ -595,6 +606,46 @@ static bool read_stacked(cg_weights *w, int id, const char *pattern, float *dst,
 	return true;
 }
 
+/* A `rows:` weight (ir_weight.takes): the whole tensor, its dim 0 holding
+ * rows_groups equal groups that each reach every range, read into a
+ * scratch copy; the ranges' rows gathered from it range-major, group-minor. */
+static bool read_rows(cg_weights *w, int id, const char *name, float *dst, char *err, size_t errlen)
+{
+	const ir_weight *d = &w->m->weights[id];
+	int64_t rows = w->src.rows ? w->src.rows(w->src.ctx, name) : -1, groups = d->rows_groups;
+	int64_t group = rows > 0 && rows % groups == 0 ? rows / groups : 0;
+	for (int k = 0; k < d->n_takes && group; k++)
+		if (d->takes[2 * k] + d->takes[2 * k + 1] > group)
+			group = 0;
+	if (!group) {
+		snprintf(err, errlen,
+			 "weight '%s': tensor '%s' has %lld rows, not %lld equal groups that each hold its row ranges",
+			 d->name, name, (long long)rows, (long long)groups);
+		return false;
+	}
+	int64_t shape[IR_MAX_RANK];
+	uint64_t row = 1;
+	shape[0] = rows;
+	for (int i = 1; i < d->shape.rank; i++) {
+		shape[i] = d->shape.dim[i].c;
+		row *= (uint64_t)shape[i];
+	}
+	float *all = malloc((uint64_t)rows * row * sizeof(float));
+	if (!all) {
+		snprintf(err, errlen, "out of memory reading '%s'", d->name);
+		return false;
+	}
+	bool ok = w->src.read(w->src.ctx, name, shape, d->shape.rank, all, err, errlen);
+	for (int k = 0; k < d->n_takes && ok; k++)
+		for (int64_t g = 0; g < groups; g++) {
+			uint64_t len = (uint64_t)d->takes[2 * k + 1] * row;
+			memcpy(dst, all + ((uint64_t)(g * group + d->takes[2 * k])) * row, len * sizeof(float));
+			dst += len;
+		}
+	free(all);
+	return ok;
+}
+
 static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, size_t errlen)
 {
 	const ir_weight *d = &w->m->weights[id];
@@ -612,6 +663,8 @@ static bool read_f32(cg_weights *w, int id, float *dst, uint64_t n, char *err, s
 	}
 	if (is_stack(d))
 		return read_stacked(w, id, name, dst, err, errlen);
+	if (d->n_takes)
+		return read_rows(w, id, name, dst, err, errlen);
 	int64_t shape[IR_MAX_RANK];
 	for (int i = 0; i < d->shape.rank; i++)
 		shape[i] = d->shape.dim[i].c;
@@ -700,7 +753,9 @@ static bool stored_as(const cg_weights *w, int id, halo_dtype t)
 			all = stored_as(w, d->parts[k], t);
 		return all;
 	}
-	bool plain = !d->transform || strcmp(d->transform, "none") == 0 || strcmp(d->transform, "stack") == 0;
+	/* rows: gathered rows would split a stored format's 2-D scale blocks */
+	bool plain = (!d->transform || strcmp(d->transform, "none") == 0 || strcmp(d->transform, "stack") == 0) &&
+		     !d->n_takes;
 	if (!w->src.stored_as || !w->name[id] || d->folded || !plain)
 		return false;
 	int64_t pieces = is_stack(d) ? d->shape.dim[0].c : 1;

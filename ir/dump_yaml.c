@@ -140,6 +140,13 @@ static void put_weight(FILE *out, const char *indent, const ir_weight *w, const 
 	}
 	fputs(", transform: ", out);
 	put_str(out, w->transform);
+	if (w->n_takes) {
+		fprintf(out, ", rows: {groups: %lld, take: [", (long long)w->rows_groups);
+		for (int k = 0; k < w->n_takes; k++)
+			fprintf(out, "%s[%lld, %lld]", k ? ", " : "", (long long)w->takes[2 * k],
+				(long long)w->takes[2 * k + 1]);
+		fputs("]}", out);
+	}
 	if (w->layer >= 0)
 		fprintf(out, ", layer: %d", w->layer);
 	if (w->folded) {

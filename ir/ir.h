@@ -147,6 +147,13 @@ typedef struct {
 	const char *hf_name; /* checkpoint tensor, "{i}" already substituted after expansion */
 	const char *hf_fallback; /* used when hf_name is absent (tied embeddings), or NULL */
 	const char *transform;   /* "none", "offset1" ((1+w) fold), "transpose", ... */
+	/* `rows: {groups, take}` (docs/ir.md): the checkpoint tensor's dim 0 is
+	 * rows_groups equal groups, and the weight's rows are, for each range
+	 * k < n_takes in order, rows [takes[2k], takes[2k] + takes[2k+1]) of
+	 * every group in group order. n_takes 0: the tensor's rows as they are. */
+	int n_takes;
+	int64_t rows_groups;
+	const int64_t *takes;
 	int layer;           /* -1 for module-level weights */
 	ir_loc loc;
 	/* Set by fuse_norm_matmul on an [N, K] matrix whose one reader is a

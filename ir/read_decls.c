@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const weight_keys[] = {"shape", "hf", "fallback", "dtype", "transform", NULL};
+static const char *const weight_keys[] = {"shape", "hf", "fallback", "dtype", "transform", "rows", NULL};
+static const char *const rows_keys[] = {"groups", "take", NULL};
 static const char *const state_keys[] = {"shape", "kind", "dtype", NULL};
 static const char *const transforms[] = {"none", "offset1", "transpose", "stack", "stack_pad", NULL};
 static const char *const state_kinds[] = {"kv", "conv", "ssm", "indexer", "ngram", "hidden", NULL};
@@ -31,6 +32,56 @@ static bool check_stack(rd_ctx *rd, const yaml_node_t *hf, const yaml_node_t *fb
 	return true;
 }
 
+/* `rows: {groups: G, take: [[start, len], ...]}`: a weight made of some rows
+ * of every group of a checkpoint tensor whose dim 0 holds G groups (Qwen3-Next
+ * interleaves each key head's q, k, v and z rows in one matrix; a model
+ * takes its q, k, v rows as one weight and its z rows as another). The
+ * declared dim 0 is G times the ranges' lengths; that the tensor's groups
+ * hold every range is checked when it is read (codegen/weights.c). */
+static bool read_rows(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
+{
+	char what[200];
+	snprintf(what, sizeof(what), "the rows of weight '%s'", w->name);
+	if (!rd_want_map(rd, spec, what) || !rd_check_keys(rd, spec, rows_keys, what))
+		return false;
+	yaml_node_t *groups = rd_need(rd, spec, "groups", what), *take = groups ? rd_need(rd, spec, "take", what) : NULL;
+	if (!take || !rd_int(rd, groups, "a group count", &w->rows_groups))
+		return false;
+	if (w->rows_groups < 1)
+		return rd_fail(rd, groups, "weight '%s': rows: groups must be >= 1, not %lld", w->name,
+			       (long long)w->rows_groups);
+	if (!rd_want_seq(rd, take, "a list of [start, len] row ranges"))
+		return false;
+	int n = rd_seq_len(take);
+	if (n < 1)
+		return rd_fail(rd, take, "weight '%s': rows: take lists no row range", w->name);
+	int64_t *t = ir_arena_alloc(&rd->m->arena, (size_t)n * 2 * sizeof(int64_t)), sum = 0;
+	for (int k = 0; k < n; k++) {
+		yaml_node_t *r = rd_seq_item(rd, take, k);
+		if (!rd_want_seq(rd, r, "a [start, len] row range"))
+			return false;
+		if (rd_seq_len(r) != 2)
+			return rd_fail(rd, r, "weight '%s': a row range is [start, len], two values", w->name);
+		if (!rd_int(rd, rd_seq_item(rd, r, 0), "a first row", &t[2 * k]) ||
+		    !rd_int(rd, rd_seq_item(rd, r, 1), "a row count", &t[2 * k + 1]))
+			return false;
+		if (t[2 * k] < 0 || t[2 * k + 1] < 1)
+			return rd_fail(rd, r, "weight '%s': row range [%lld, %lld]: the start must be >= 0, the length >= 1",
+				       w->name, (long long)t[2 * k], (long long)t[2 * k + 1]);
+		sum += t[2 * k + 1];
+	}
+	if (w->shape.dim[0].c != w->rows_groups * sum)
+		return rd_fail(rd, spec, "weight '%s': rows: %lld groups of %lld rows make %lld rows, its shape's dim 0 is %lld",
+			       w->name, (long long)w->rows_groups, (long long)sum, (long long)(w->rows_groups * sum),
+			       (long long)w->shape.dim[0].c);
+	if (strcmp(w->transform, "none") != 0 && strcmp(w->transform, "offset1") != 0)
+		return rd_fail(rd, spec, "weight '%s': rows takes no transform '%s' (only none or offset1)", w->name,
+			       w->transform);
+	w->n_takes = n;
+	w->takes = t;
+	return true;
+}
+
 static bool read_weight(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 {
 	char what[200];
@@ -50,7 +101,8 @@ static bool read_weight(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 	if (dt && !rd_dtype(rd, dt, &w->dtype))
 		return false;
 	w->transform = tr ? rd_choice(rd, tr, "transform", transforms) : "none";
-	return w->transform != NULL && check_stack(rd, hf, fb, w);
+	yaml_node_t *rows = rd_get(rd, spec, "rows");
+	return w->transform != NULL && check_stack(rd, hf, fb, w) && (!rows || read_rows(rd, rows, w));
 }
 
 bool rd_weights(rd_ctx *rd, const yaml_node_t *map, ir_weight **out, int *n_out)

@@ -61,7 +61,24 @@ typedef struct {
 	CALLER("c4", CALL("c5")) CALLER("c5", CALL("c6")) CALLER("c6", CALL("c7")) CALLER("c7", CALL("c8"))
 #define MM "{op: matmul, out: y, in: [x, w]}"
 
+/* VALID with weight w (line 6) taking rows `spec` of its tensor. */
+#define ROWS(spec) HEAD "weights:\n  w: {shape: [H, H], hf: w, " spec "}\n" G MATMUL OUT_Y ENTRY
+
 static const err_case cases[] = {
+	{"rows: no groups", ROWS("rows: {take: [[0, 4]]}"), "t.yaml:6:35: the rows of weight 'w': missing required key 'groups'"},
+	{"rows: zero groups", ROWS("rows: {groups: 0, take: [[0, 4]]}"),
+	 "t.yaml:6:44: weight 'w': rows: groups must be >= 1, not 0"},
+	{"rows: no range", ROWS("rows: {groups: 2, take: []}"), "weight 'w': rows: take lists no row range"},
+	{"rows: a range of one value", ROWS("rows: {groups: 2, take: [[0]]}"),
+	 "weight 'w': a row range is [start, len], two values"},
+	{"rows: an empty range", ROWS("rows: {groups: 2, take: [[1, 0]]}"),
+	 "weight 'w': row range [1, 0]: the start must be >= 0, the length >= 1"},
+	{"rows: not the shape's rows", ROWS("rows: {groups: 2, take: [[0, 1], [2, 2]]}"),
+	 "weight 'w': rows: 2 groups of 3 rows make 6 rows, its shape's dim 0 is 8"},
+	{"rows with a transpose", ROWS("transform: transpose, rows: {groups: 2, take: [[0, 4]]}"),
+	 "weight 'w': rows takes no transform 'transpose' (only none or offset1)"},
+	{"rows: unknown key", ROWS("rows: {groups: 2, take: [[0, 4]], stride: 1}"),
+	 "unknown key 'stride' in the rows of weight 'w'"},
 	{"block calls itself", CALLS(CALLER("b", CALL("b"))),
 	 "t.yaml:11:9: block 'b' calls itself: b -> b"},
 	{"blocks call each other", CALLS(CALLER("b", CALL("c")) CALLER("c", CALL("d")) CALLER("d", CALL("c"))),
