@@ -965,6 +965,8 @@ static bool build_rms_norm(kv_build *b)
 		return false;
 	if (D % G)
 		return fail(b, "group %" PRId64 " does not divide D = %" PRId64, G, D);
+	if (b->d->u.rms_norm.inject && (R != 1 || b->d->u.rms_norm.unweighted))
+		return fail(b, "hc_inject_norm normalises one weighted row a token");
 	b->p->template = "rms_norm";
 	sb_printf(&b->sig, "rms_norm R=%" PRId64 " D=%" PRId64 " G=%" PRId64 " eps=%.9g off=%d", R, D,
 		  G, (double)b->d->u.rms_norm.eps, b->d->u.rms_norm.offset ? 1 : 0);
@@ -976,6 +978,10 @@ static bool build_rms_norm(kv_build *b)
 		sb_printf(&b->sig, " unweighted");
 		def_int(b, "UNWEIGHTED", 1);
 		b->absent_in = 1;
+	}
+	if (b->d->u.rms_norm.inject) {
+		sb_printf(&b->sig, " inject");
+		def_int(b, "INJECT", 1);
 	}
 	def_uint(b, "R", R);
 	def_uint(b, "D", D);
@@ -2702,6 +2708,8 @@ static const kv_op_row kv_ops[] = {
 	{IR_OP_HC_COLLAPSE, build_hc_streams, {"B_X", "B_PRE"}, {"B_Y"}, 0, false, NULL},
 	{IR_OP_HC_EXPAND, build_hc_streams, {"B_X", "B_Y", "B_POST", "B_COMB"}, {"B_OUT"}, 0, false, NULL},
 	{IR_OP_HC_INJECT, build_hc_streams, {"B_X", "B_Y", "B_POST"}, {"B_OUT"}, 0, false, NULL},
+	{IR_OP_HC_INJECT_NORM, build_rms_norm, {"B_X", "B_IY", "B_POST", "B_NW"}, {"B_SUM", "B_Y"}, 0, false,
+	 lanes_space},
 #define ELEMENTWISE_OTHER(id)
 #define ELEMENTWISE_UNARY(id) ELEMENTWISE(id),
 #define ELEMENTWISE_SCALED(id) ELEMENTWISE(id),

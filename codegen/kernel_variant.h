@@ -141,8 +141,10 @@ typedef struct {
 			int64_t groups;
 			int xq;
 		} matmul;
-		/* (x, w) -> y; unweighted (x) -> y, offset 0 */
-		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted; } rms_norm;
+		/* (x, w) -> y; unweighted (x) -> y, offset 0. HC_INJECT_NORM (x[T,n,H],
+		 * iy[T,H], post[T,n], w) -> (sum, y), both [T,n*H]: rows_per_t 1, D
+		 * n*H, group H, inject set */
+		struct { int64_t rows_per_t, D, group; float eps; int offset; bool unweighted, inject; } rms_norm;
 		/* (x[T,heads,D]) -> y: p holds rot_dim, base and the rest of the
 		 * op's attributes (docs/ops.md) */
 		struct { int64_t heads, D; ref_rope_params p; } rope;

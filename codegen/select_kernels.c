@@ -553,6 +553,14 @@ static bool describe(const halo_dispatch *d, int64_t t_max, kv_desc *k, char *er
 		k->u.hc.n = cdim(x, 1);
 		k->u.hc.H = cdim(x, 2);
 		return one_row_per_token(d, err, errlen);
+	case IR_OP_HC_INJECT_NORM: /* (x [T,n,H], iy, post, w): rms_norm's rows of n*H in groups of H */
+		k->u.rms_norm.rows_per_t = 1;
+		k->u.rms_norm.D = cdim(x, 1) * cdim(x, 2);
+		k->u.rms_norm.group = cdim(x, 2);
+		k->u.rms_norm.eps = (float)DA("eps", 1e-6);
+		k->u.rms_norm.offset = (int)DI("offset", 0);
+		k->u.rms_norm.inject = true;
+		return one_row_per_token(d, err, errlen);
 	case IR_OP_CONCAT: {
 		int64_t axis = DI("axis", 0), inner = 1;
 		const halo_tensor_ref *b = &d->operand[1];

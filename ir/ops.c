@@ -85,6 +85,7 @@ static const ir_attr_schema a_moe_limit[] = {{.name = "limit", .kind = IR_ATTR_F
 static const ir_attr_schema a_hc_weights[] = {DEF_INT("iters", 20, 1, BIG), DEF_FLOAT("eps", 1e-6)};
 static const ir_attr_schema a_reduce[] = {REQ_INT("axis", 0, IR_MAX_RANK - 1)};
 static const ir_attr_schema a_signed_sqrt[] = {DEF_FLOAT("eps", 1e-6)};
+static const ir_attr_schema a_hc_inject_norm[] = {REQ_FLOAT("eps"), DEF_INT("offset", 0, 0, 1)};
 static const ir_attr_schema a_ngram[] = {REQ_INT("ngram", 2, 16),	  REQ_INT("heads_per_ngram", 1, 64),
 					 REQ_INT("eos", 0, BIG),	  REQ_INT("vocab", 1, BIG),
 					 REQ_INT("seed", 0, BIG),	  DEF_INT("layer_index", 0, 0, BIG),
@@ -1092,6 +1093,24 @@ static bool infer_hc_inject(infer_ctx *c)
 	return true;
 }
 
+/* hc_inject_norm (x [T,n,H], y [T,H], g [T,n], w [n*H]) -> (hc_inject's
+ * streams and their rms_norm over each stream of H, both [T,n*H]: the
+ * residual as the next sublayer reads it). */
+static bool infer_hc_inject_norm(infer_ctx *c)
+{
+	if (!infer_hc_inject(c) || !need_const_dim(c, 0, 2) || !need_rank(c, 3, 1) || !need_float(c, 3))
+		return false;
+	const ir_shape *x = in_shape(c, 0), *w = in_shape(c, 3);
+	int64_t W = x->dim[1].c * x->dim[2].c;
+	if (!ir_dim_is_const(w->dim[0]) || w->dim[0].c != W) {
+		char d[192];
+		return fail(c, "the norm weight must hold n * H = %lld values: %s", (long long)W, desc(c, 3, d, sizeof(d)));
+	}
+	c->os[0] = c->os[1] = mk_shape(2, (ir_dim[]){x->dim[0], {0, W}});
+	c->ot[1] = in_dtype(c, 0);
+	return true;
+}
+
 /* The operands of index_topk and index_score: q [T,h,d], w [T,h], keys [E,d]. */
 static bool need_index_operands(infer_ctx *c)
 {
@@ -1266,6 +1285,8 @@ static const op_def ops[IR_OP_COUNT] = {
 					  infer_sink_attention_partial},
 	[IR_OP_INDEX_SCORE] = {{IR_OP_INDEX_SCORE, 3, 3, 1, PURE, ATTRS(a_index_score)}, infer_index_score},
 	[IR_OP_INDEX_SELECT] = {{IR_OP_INDEX_SELECT, 1, 1, 1, PURE, ATTRS(a_index_select)}, infer_index_select},
+	[IR_OP_HC_INJECT_NORM] = {{IR_OP_HC_INJECT_NORM, 4, 4, 2, PURE, ATTRS(a_hc_inject_norm)},
+				  infer_hc_inject_norm},
 };
 
 const ir_op_info *ir_op_get(ir_op op)

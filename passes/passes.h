@@ -62,6 +62,9 @@ bool pass_fuse_gates(ir_module *m, ir_error *err);       /* swiglu, x * sigmoid 
 bool pass_fuse_norm_rope(ir_module *m, ir_error *err);   /* per-head rms_norm -> rope prologue */
 bool pass_fuse_residual(ir_module *m, ir_error *err);    /* residual adds */
 bool pass_fuse_elementwise(ir_module *m, ir_error *err); /* unary / bias-like chains */
+/* hc_inject and the rms_norm of each stream that reads it into
+ * hc_inject_norm (fuse_inject_norm.c). */
+bool pass_fuse_inject_norm(ir_module *m, ir_error *err);
 /* Sibling matmuls of one input into one over their weights' rows
  * (merge_matmuls.c); adds the merged matrices to m->weights. */
 bool pass_merge_matmuls(ir_module *m, ir_error *err);

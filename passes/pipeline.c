@@ -23,6 +23,7 @@ MODULE_PASS(fuse_norm_rope)
 MODULE_PASS(fuse_gates)
 MODULE_PASS(fuse_residual)
 MODULE_PASS(fuse_elementwise)
+MODULE_PASS(fuse_inject_norm)
 MODULE_PASS(merge_matmuls)
 MODULE_PASS(fuse_state_store)
 MODULE_PASS(split_moe)
@@ -45,6 +46,8 @@ static const pipeline_pass passes[] = {
 	{"fuse_gates", "swiglu and sigmoid-gate multiply into epilogues", run_fuse_gates, false},
 	{"fuse_residual", "residual adds into epilogues", run_fuse_residual, false},
 	{"fuse_elementwise", "elementwise chains into their producer's epilogue", run_fuse_elementwise, false},
+	{"fuse_inject_norm", "hc_inject and the per-stream rms_norm reading it into hc_inject_norm",
+	 run_fuse_inject_norm, false},
 	{"merge_matmuls", "sibling matmuls of one input into one over their weights' rows", run_merge_matmuls,
 	 false},
 	{"fuse_state_store", "KV-cache writes of a rope's or matmul's rows stored by that producer",

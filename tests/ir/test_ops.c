@@ -482,6 +482,16 @@ static void test_dsv4_ops(void)
 	CHECK(infer(inj, s, t, &err) && strcmp(str(&s[0]), "[T, 4, 32]") == 0, "hc_inject: %s", err.msg);
 	inj = node(IR_OP_HC_INJECT, "inj3", 3, (int[]){x, y, p3}, 1);
 	CHECK(!infer(inj, s, t, &err) && strstr(err.msg, "stream counts differ"), "hc_inject gates: %s", err.msg);
+	/* ... with the next sublayer's per-stream norm (passes/fuse_inject_norm.c): both results [T, n*H] */
+	int nw = input("nw", HALO_F32, 1, (ir_dim[]){C(128)}), nw_short = input("nw_short", HALO_F32, 1, (ir_dim[]){C(32)});
+	int in = node(IR_OP_HC_INJECT_NORM, "in", 4, (int[]){x, y, pre, nw}, 2);
+	attr_f(in, "eps", 1e-6);
+	CHECK(infer(in, s, t, &err) && strcmp(str(&s[0]), "[T, 128]") == 0 && strcmp(str(&s[1]), "[T, 128]") == 0,
+	      "hc_inject_norm: %s", err.msg);
+	in = node(IR_OP_HC_INJECT_NORM, "in_short", 4, (int[]){x, y, pre, nw_short}, 2);
+	attr_f(in, "eps", 1e-6);
+	CHECK(!infer(in, s, t, &err) && strstr(err.msg, "the norm weight must hold n * H = 128 values: nw_short is [32]"),
+	      "hc_inject_norm weight: %s", err.msg);
 
 	int lg = input("lg", HALO_F32, 2, (ir_dim[]){T1, C(8)}), table = input("table", HALO_F32, 2, (ir_dim[]){C(50), C(3)});
 	int tok = input("tok", HALO_I32, 1, (ir_dim[]){T1}), ftok = input("ftok", HALO_F32, 1, (ir_dim[]){T1});

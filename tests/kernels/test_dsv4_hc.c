@@ -21,7 +21,12 @@
  *    that scale a whole row or column leave Sinkhorn's limit unchanged and
  *    decay; the per-entry roundings do not, about 3 ulp each, so 39 of them
  *    add up to 7e-6 if they never cancel (the observed worst is 5.8e-7);
- *    1e-5. */
+ *    1e-5.
+ *  - hc_inject_norm (rms_norm.comp's INJECT): its streams bit for bit
+ *    hc_inject's (the reference's), its norm bit for bit the rms_norm
+ *    kernel's over those streams (the two dispatches it replaces), and
+ *    against ref_rms_norm within 1e-4, floor 1: rms_norm's own bound (the
+ *    f32 tree of H squares against the reference's order; test_rope.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +247,80 @@ static bool hs_invariance(harness *h, hs_case c, int64_t m, uint32_t *seed)
 	return ok;
 }
 
+/* ---- hc_inject_norm ---- */
+
+static kv_desc norm_desc(int64_t n, int64_t H, int64_t t_max, bool inject)
+{
+	kv_desc d = {.op = inject ? IR_OP_HC_INJECT_NORM : IR_OP_RMS_NORM, .t_max = t_max};
+	d.u.rms_norm.rows_per_t = 1;
+	d.u.rms_norm.D = n * H;
+	d.u.rms_norm.group = H;
+	d.u.rms_norm.eps = 1e-6f;
+	d.u.rms_norm.offset = 1;
+	d.u.rms_norm.inject = inject;
+	return d;
+}
+
+/* T tokens of n streams of H, from token t0 of a: the fused kernel's streams
+ * into sum, its norm into y (both [T, n*H]). */
+static bool in_run(harness *h, hkernel *k, const hs_data *a, const float *nw, int64_t n, int64_t H, int64_t t0,
+		   int64_t T, float *sum, float *y)
+{
+	size_t row = (size_t)(n * H) * 4;
+	hop ops[6] = {{a->x + t0 * n * H, (size_t)T * row, false}, {a->y + t0 * H, (size_t)(T * H) * 4, false},
+		      {a->pre + t0 * n, (size_t)(T * n) * 4, false}, {(float *)nw, row, false},
+		      {sum + t0 * n * H, (size_t)T * row, true},  {y + t0 * n * H, (size_t)T * row, true}};
+	return hk_run(h, k, ops, 6, (uint32_t)T, 0);
+}
+
+static bool in_case_run(harness *h, int64_t n, int64_t H, int64_t T, uint32_t *seed)
+{
+	kv_desc fd = norm_desc(n, H, T, true), pd = norm_desc(n, H, T, false);
+	hkernel k, kp;
+	if (!hk_build(h, &fd, &k))
+		return false;
+	if (!hk_build(h, &pd, &kp)) {
+		hk_free(h, &k);
+		return false;
+	}
+	hs_case c = {n, H, IR_OP_HC_INJECT};
+	hs_data a = hs_fill(&c, T, seed);
+	size_t no = (size_t)(T * n * H);
+	float *nw = randoms((size_t)(n * H), -0.5f, 0.5f, seed), *y = alloc_floats(no), *want = alloc_floats(no);
+	float *two = alloc_floats(no), *want_y = alloc_floats(no);
+	hop plain[3] = {{want, no * 4, false}, {nw, (size_t)(n * H) * 4, false}, {two, no * 4, true}};
+	ref_hc_inject(a.x, a.y, a.pre, want, T, n, H);
+	bool ok = in_run(h, &k, &a, nw, n, H, 0, T, a.out, y) && hk_run(h, &kp, plain, 3, (uint32_t)T, 0);
+	if (ok) {
+		char what[512];
+		ref_rms_norm(want, nw, want_y, T, n * H, H, 1e-6f, 1);
+		snprintf(what, sizeof what, "%s T=%lld: streams vs ref_hc_inject", k.k.signature, (long long)T);
+		ok = check_bitwise(what, a.out, want, no);
+		snprintf(what, sizeof what, "%s T=%lld: norm vs the rms_norm kernel", k.k.signature, (long long)T);
+		ok &= check_bitwise(what, y, two, no);
+		snprintf(what, sizeof what, "%s T=%lld: norm vs ref_rms_norm", k.k.signature, (long long)T);
+		ok &= check_close(what, y, want_y, no, 1e-4, 1.0);
+	}
+	/* batch invariance: each token alone gives its row of the T-token run */
+	float *one_sum = alloc_floats(no), *one_y = alloc_floats(no);
+	for (int64_t t = 0; ok && t < T; t++)
+		ok = in_run(h, &k, &a, nw, n, H, t, 1, one_sum, one_y);
+	if (ok) {
+		char what[512];
+		snprintf(what, sizeof what, "batch invariance %s, T=%lld vs single rows: streams", k.k.signature,
+			 (long long)T);
+		ok = check_bitwise(what, a.out, one_sum, no);
+		snprintf(what, sizeof what, "batch invariance %s, T=%lld vs single rows: norm", k.k.signature,
+			 (long long)T);
+		ok &= check_bitwise(what, y, one_y, no);
+	}
+	hs_free(&a);
+	free(nw), free(y), free(want), free(two), free(want_y), free(one_sum), free(one_y);
+	hk_free(h, &k);
+	hk_free(h, &kp);
+	return ok;
+}
+
 int main(void)
 {
 	harness *h = harness_open();
@@ -266,6 +345,12 @@ int main(void)
 		ok &= hs_invariance(h, (hs_case){4, 264, ops[e]}, 5, &seed);
 	}
 	ok &= hs_case_run(h, (hs_case){4, 2560, IR_OP_HC_INJECT}, 5, &seed);
+	/* hc_inject_norm at Qwen3.8 Flash's n = 4, H = 2560 (decode and verify
+	 * steps), at 3 odd streams of 37, past a workgroup's lanes of tokens */
+	ok &= in_case_run(h, 4, 2560, 1, &seed);
+	ok &= in_case_run(h, 4, 2560, 5, &seed);
+	ok &= in_case_run(h, 3, 37, 20, &seed);
+	ok &= in_case_run(h, 5, 130, 70, &seed);
 	int rc = harness_close(h);
 	return ok && rc == 0 ? 0 : 1;
 }

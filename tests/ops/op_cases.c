@@ -615,6 +615,26 @@ const op_case op_cases[] = {
 	},
 	/* ---- Qwen4-Exp ---- */
 	{
+		/* A sublayer's exit read by a per-stream norm (hc_inject_norm,
+		 * passes/fuse_inject_norm.c), the streams read after it too */
+		.name = "hc_inject_norm",
+		.params = "H: {default: 96}\nvocab: {default: 128}",
+		.weights = "wy: {shape: [32, H]}\nwg: {shape: [3, H]}\nnw: {shape: [H]}",
+		.sweep = "hc_inject_norm",
+		.body = "- {op: matmul, out: y, in: [x, wy]}\n"
+			"- {op: matmul, out: g, in: [x, wg]}\n"
+			"- {op: reshape, out: x3, in: [x], shape: [T, 3, 32]}\n"
+			"- {op: hc_inject, out: s3, in: [x3, y, g]}\n"
+			"- {op: reshape, out: s, in: [s3], shape: [T, H]}\n"
+			"- {op: rms_norm, out: n, in: [s, nw], eps: 1.0e-6, offset: 1, group: 32}\n"
+			"- {op: reshape, out: n3, in: [n], shape: [T, 3, 32]}\n"
+			"- {op: reduce_mean, out: m, in: [n3], axis: 1}\n"
+			"- {op: concat, out: logits, in: [m, s], axis: 1}",
+		.tol = 2e-5,
+		.floor = 1e-2,
+		.why = "the gates' f32 dots of H terms (f64 in ref), one f32 sum of squares a stream by a tree, a mean of 3",
+	},
+	{
 		.name = "reduce_mean_signed_sqrt",
 		.params = "H: {default: 96}\nvocab: {default: 32}",
 		.body = "- {op: reshape, out: x3, in: [x], shape: [T, 3, 32]}\n"

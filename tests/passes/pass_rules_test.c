@@ -59,7 +59,12 @@
  *    two ropes are gone into one attention_rope that makes the k rope's
  *    value, its cache's read listed before the in-place write that now
  *    follows it; verify's own graph is fused in place, the prompt's graph
- *    keeps its ropes, and no_fuse_attention_rope fuses nothing. */
+ *    keeps its ropes, and no_fuse_attention_rope fuses nothing;
+ *  - fuse_inject_norm (on qwen4_exp) makes a sublayer's exit and the next
+ *    sublayer's per-stream norm (hc_read's, or the PLE query's) one
+ *    hc_inject_norm in the norm's place, making the streams as the norm
+ *    read them and the norm, with the norm's eps and offset, leaving no
+ *    hc_inject; a norm over whole rows (group 0) takes no inject. */
 #include <stdio.h>
 #include <string.h>
 
@@ -812,6 +817,51 @@ static void attention_rope_rules(void)
 	ir_module_free(m);
 }
 
+/* The first live node of f with op `op`, or -1. */
+static int first_op(const ir_func *f, ir_op op)
+{
+	for (int i = 0; i < f->n_nodes; i++)
+		if (!f->nodes[i].dead && f->nodes[i].op == op)
+			return i;
+	return -1;
+}
+
+static void inject_norm_rules(void)
+{
+	static const char *model = "models/qwen4_exp.yaml", *config = "tests/fixtures/qwen4_exp_tiny/config.json";
+	ir_module *m = test_run_to(model, config, "fuse_inject_norm", NULL);
+	if (!m)
+		return;
+	const ir_func *f = test_graph(m);
+	int n = test_node(m, "layers.0.moe_ffn.m_n"), ple = test_node(m, "layers.1.gdn_ple.pqn");
+	const ir_node *fz = n >= 0 ? &f->nodes[n] : NULL;
+	CHECK(fz && fz->op == IR_OP_HC_INJECT_NORM && fz->n_in == 4 && fz->n_out == 2 &&
+		      strcmp(f->values[fz->in[0]].name, "layers.0.gdn.x3") == 0 &&
+		      strcmp(f->values[fz->out[0]].name, "layers.0.gdn.y") == 0 &&
+		      strcmp(f->values[fz->out[1]].name, "layers.0.moe_ffn.m_n") == 0 && !ir_node_attr(fz, "group") &&
+		      ir_node_attr_int(fz, "offset", 0) == 1 && ir_node_attr(fz, "eps"),
+	      "layers.0.moe_ffn.m_n is not the hc_inject_norm of layers.0.gdn's exit");
+	CHECK(ple >= 0 && f->nodes[ple].op == IR_OP_HC_INJECT_NORM, "the PLE query norm took no inject");
+	CHECK(first_op(f, IR_OP_HC_INJECT) < 0, "an hc_inject is left");
+	ir_module_free(m);
+
+	/* the same graph with that norm over whole rows */
+	m = test_run_to(model, config, "fuse_elementwise", NULL);
+	if (!m)
+		return;
+	ir_func *g = &m->funcs[m->entries[0].func];
+	n = ir_func_node(g, "layers.0.moe_ffn.m_n");
+	for (int k = 0; n >= 0 && k < g->nodes[n].n_attr; k++)
+		if (strcmp(g->nodes[n].attr[k].name, "group") == 0)
+			g->nodes[n].attr[k].i = 0;
+	ir_error err = {0};
+	CHECK(n >= 0 && pass_fuse_inject_norm(m, &err), "%s", err.msg);
+	n = ir_func_node(g, "layers.0.moe_ffn.m_n");
+	CHECK(n >= 0 && g->nodes[n].op == IR_OP_RMS_NORM && ir_func_node(g, "layers.0.gdn.sum3") >= 0,
+	      "a whole-row norm took the inject in");
+	ir_module_free(m);
+}
+
 int main(void)
 {
 	call_site_mismatch();
@@ -834,5 +884,6 @@ int main(void)
 	masked_split_rules();
 	every_write_stays_a_copy();
 	attention_rope_rules();
+	inject_norm_rules();
 	return test_finish("pass_rules_test");
 }

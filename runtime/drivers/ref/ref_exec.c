@@ -370,6 +370,11 @@ static bool exec_dsv4_op(exec_ctx *c, const float *x, bool *handled)
 	case OP_HC_INJECT: /* (x [T,n,H], y, g) */
 		ref_hc_inject(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
 		return true;
+	case OP_HC_INJECT_NORM: /* (x [T,n,H], y, g, w): hc_inject, then rms_norm of each stream */
+		ref_hc_inject(x, c->p[1], c->p[2], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
+		ref_rms_norm(c->p[o], c->p[3], c->p[o + 1], c->dim[0][0], c->dim[0][1] * c->dim[0][2], c->dim[0][2],
+			     A_F("eps", 1e-6f), (int)A_I("offset", 0));
+		return true;
 	case OP_HC_EXPAND: /* (x [T,n,H], y, post, comb) */
 		ref_hc_expand(x, c->p[1], c->p[2], c->p[3], c->p[o], c->dim[0][0], c->dim[0][1], c->dim[0][2]);
 		return true;
