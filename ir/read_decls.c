@@ -47,9 +47,10 @@ static bool read_rows(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 	yaml_node_t *groups = rd_need(rd, spec, "groups", what), *take = groups ? rd_need(rd, spec, "take", what) : NULL;
 	if (!take || !rd_int(rd, groups, "a group count", &w->rows_groups))
 		return false;
-	if (w->rows_groups < 1)
-		return rd_fail(rd, groups, "weight '%s': rows: groups must be >= 1, not %lld", w->name,
-			       (long long)w->rows_groups);
+	int64_t rows = w->shape.dim[0].c; /* the declared dim 0: at most RD_MAX_DIM, so no sum below overflows */
+	if (w->rows_groups < 1 || w->rows_groups > rows)
+		return rd_fail(rd, groups, "weight '%s': rows: groups must be 1 to %lld (its shape's dim 0), not %lld",
+			       w->name, (long long)rows, (long long)w->rows_groups);
 	if (!rd_want_seq(rd, take, "a list of [start, len] row ranges"))
 		return false;
 	int n = rd_seq_len(take);
@@ -65,15 +66,15 @@ static bool read_rows(rd_ctx *rd, const yaml_node_t *spec, ir_weight *w)
 		if (!rd_int(rd, rd_seq_item(rd, r, 0), "a first row", &t[2 * k]) ||
 		    !rd_int(rd, rd_seq_item(rd, r, 1), "a row count", &t[2 * k + 1]))
 			return false;
-		if (t[2 * k] < 0 || t[2 * k + 1] < 1)
-			return rd_fail(rd, r, "weight '%s': row range [%lld, %lld]: the start must be >= 0, the length >= 1",
-				       w->name, (long long)t[2 * k], (long long)t[2 * k + 1]);
+		if (t[2 * k] < 0 || t[2 * k] > RD_MAX_DIM || t[2 * k + 1] < 1 || t[2 * k + 1] > rows)
+			return rd_fail(rd, r, "weight '%s': row range [%lld, %lld]: the start must be 0 to %lld, the length "
+				       "1 to %lld", w->name, (long long)t[2 * k], (long long)t[2 * k + 1],
+				       (long long)RD_MAX_DIM, (long long)rows);
 		sum += t[2 * k + 1];
 	}
-	if (w->shape.dim[0].c != w->rows_groups * sum)
-		return rd_fail(rd, spec, "weight '%s': rows: %lld groups of %lld rows make %lld rows, its shape's dim 0 is %lld",
-			       w->name, (long long)w->rows_groups, (long long)sum, (long long)(w->rows_groups * sum),
-			       (long long)w->shape.dim[0].c);
+	if (rows % w->rows_groups != 0 || rows / w->rows_groups != sum)
+		return rd_fail(rd, spec, "weight '%s': rows: %lld groups of %lld rows are not its shape's dim 0, %lld",
+			       w->name, (long long)w->rows_groups, (long long)sum, (long long)rows);
 	if (strcmp(w->transform, "none") != 0 && strcmp(w->transform, "offset1") != 0)
 		return rd_fail(rd, spec, "weight '%s': rows takes no transform '%s' (only none or offset1)", w->name,
 			       w->transform);

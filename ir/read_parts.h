@@ -5,6 +5,10 @@
 
 #include "ir/read_yaml.h"
 
+/* The largest dim (and row index) a model file may give: keeps element
+ * counts and byte sizes far from int64 overflow. */
+#define RD_MAX_DIM ((int64_t)1 << 32)
+
 /* read_values.c: scalars as expressions of the params read so far. */
 bool rd_int(rd_ctx *rd, const yaml_node_t *n, const char *what, int64_t *out);
 bool rd_float(rd_ctx *rd, const yaml_node_t *n, const char *what, double *out);

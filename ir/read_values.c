@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DIM ((int64_t)1 << 32)
 
 static bool eval(rd_ctx *rd, const yaml_node_t *n, const char *what, bool allow_T, ir_expr_val *v)
 {
@@ -55,8 +54,8 @@ bool rd_shape(rd_ctx *rd, const yaml_node_t *n, bool allow_T, const char *what, 
 		if (v.d.coef_T < 0 || v.d.coef_T + v.d.c < 1)
 			return rd_fail(rd, d, "%s: dim %d must be >= 1, got %s", what, i, rd_scalar(rd, d, what));
 		/* keeps element counts and byte sizes far from int64 overflow */
-		if (v.d.coef_T > MAX_DIM || v.d.c > MAX_DIM)
-			return rd_fail(rd, d, "%s: dim %d exceeds %lld", what, i, (long long)MAX_DIM);
+		if (v.d.coef_T > RD_MAX_DIM || v.d.c > RD_MAX_DIM)
+			return rd_fail(rd, d, "%s: dim %d exceeds %lld", what, i, (long long)RD_MAX_DIM);
 		out->dim[i] = v.d;
 	}
 	return true;
