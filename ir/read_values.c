@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static bool eval(rd_ctx *rd, const yaml_node_t *n, const char *what, bool allow_T, ir_expr_val *v)
 {
 	const char *text = rd_scalar(rd, n, what);
